@@ -1,0 +1,19 @@
+"""The smolvm engine layer: locating the binary, running it, typed results."""
+
+from hbtui.engine.client import Engine, EngineStream
+from hbtui.engine.errors import (
+    EngineError,
+    EngineMissing,
+    EngineTimeout,
+    MachineExists,
+    MachineNotFound,
+    MachineNotRunning,
+)
+from hbtui.engine.locate import MIN_VERSION, Located, locate_engine
+from hbtui.engine.models import ExecResult, Machine, MachineSpec
+
+__all__ = [
+    "Engine", "EngineStream", "EngineError", "EngineMissing", "EngineTimeout", "MachineExists",
+    "MachineNotFound", "MachineNotRunning", "MIN_VERSION", "Located", "locate_engine",
+    "ExecResult", "Machine", "MachineSpec",
+]

@@ -1,0 +1,276 @@
+"""The async smolvm client that every other layer uses.
+
+One method per engine verb. Every call passes `--error-format json` (and
+`--state-dir` when configured), has a timeout, and turns a failure into a
+typed EngineError. Mutating calls on one machine are serialised, within this
+process by an asyncio lock and across processes by a lock file, because the
+engine's state database has not always tolerated concurrent writers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+from pathlib import Path
+from typing import AsyncIterator
+
+from hbtui.engine.errors import (
+    EngineError,
+    EngineMissing,
+    EngineTimeout,
+    MachineNotFound,
+    from_stderr,
+)
+from hbtui.engine.locate import MIN_VERSION, format_version, parse_version
+from hbtui.engine.models import ExecResult, Machine, MachineSpec
+from hbtui.engine.runner import LocalRunner, RunTimeout, Runner, Stream
+
+START_TIMEOUT = 180.0  # a real guest boots in under a second; pulls can be slow
+
+
+class EngineStream:
+    """Live output lines of an engine call; raises its EngineError at the end."""
+
+    def __init__(self, inner: Stream, argv: list[str]) -> None:
+        self._inner = inner
+        self._argv = argv
+        self.returncode: int | None = None
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        try:
+            async for line in self._inner:
+                yield line
+        except RunTimeout as exc:
+            raise EngineTimeout(str(exc), code="TIMEOUT", argv=self._argv) from None
+        self.returncode = self._inner.returncode
+        if self.returncode and _engine_failed(self._inner.stderr_tail):
+            raise from_stderr(self._inner.stderr_tail, self._argv, self.returncode)
+
+
+def _engine_failed(stderr: str) -> bool:
+    """An engine failure ends with its JSON error; a guest failure does not."""
+    for line in reversed(stderr.strip().splitlines()):
+        line = line.strip()
+        if line:
+            return line.startswith('{"error"')
+    return False
+
+
+class Engine:
+    def __init__(self, binary: str, *, state_dir: str = "", runner: Runner | None = None,
+                 timeout: float = 120.0, locks_dir: Path | None = None) -> None:
+        self.binary = binary
+        self.state_dir = state_dir
+        self.runner: Runner = runner or LocalRunner()
+        self.timeout = timeout
+        self.locks_dir = locks_dir
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._version: tuple[int, int, int] | None = None
+
+    # -- plumbing -------------------------------------------------------------
+
+    def argv(self, *args: str) -> list[str]:
+        base = [self.binary, "--error-format", "json"]
+        if self.state_dir:
+            base += ["--state-dir", self.state_dir]
+        return base + list(args)
+
+    async def _call(self, *args: str, input: bytes | None = None,
+                    timeout: float | None = None) -> bytes:
+        argv = self.argv(*args)
+        try:
+            done = await self.runner.run(argv, input=input, timeout=timeout or self.timeout)
+        except RunTimeout as exc:
+            raise EngineTimeout(str(exc), code="TIMEOUT", argv=argv) from None
+        except FileNotFoundError:
+            raise EngineMissing(f"engine not found: {self.binary}", code="ENGINE_MISSING") from None
+        if done.returncode != 0:
+            raise from_stderr(done.stderr.decode(errors="replace"), argv, done.returncode)
+        return done.stdout
+
+    @contextlib.asynccontextmanager
+    async def machine_lock(self, name: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            if self.locks_dir is None:
+                yield
+                return
+            self.locks_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.locks_dir / f"engine-{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
+
+    # -- version ----------------------------------------------------------------
+
+    async def version(self) -> tuple[int, int, int]:
+        if self._version is None:
+            out = await self._call("--version", timeout=30)
+            parsed = parse_version(out.decode(errors="replace"))
+            if parsed is None:
+                raise EngineMissing(f"{self.binary} does not look like smolvm "
+                                    f"(--version printed {out[:60]!r})", code="ENGINE_MISSING")
+            self._version = parsed
+        return self._version
+
+    async def check_version(self) -> tuple[int, int, int]:
+        v = await self.version()
+        if v < MIN_VERSION:
+            raise EngineMissing(
+                f"smolvm {format_version(v)} at {self.binary} is too old; hbtui needs "
+                f"{format_version(MIN_VERSION)} or newer (pip install -U smolmachines)",
+                code="ENGINE_TOO_OLD",
+            )
+        return v
+
+    # -- machines ---------------------------------------------------------------
+
+    async def create(self, spec: MachineSpec) -> None:
+        args = ["machine", "create", "--name", spec.name, "--image", spec.image,
+                "--cpus", str(spec.cpus), "--mem", str(spec.memory_mib)]
+        if spec.network:
+            args.append("--net")
+        for host, guest in spec.ports:
+            args += ["-p", f"{host}:{guest}"]
+        for key, value in spec.labels:
+            args += ["--label", f"{key}={value}"]
+        if spec.workload:
+            args += ["--", *spec.workload]
+        async with self.machine_lock(spec.name):
+            await self._call(*args)
+
+    async def start(self, name: str, *, timeout: float = START_TIMEOUT) -> None:
+        async with self.machine_lock(name):
+            await self._call("machine", "start", "--name", name, timeout=timeout)
+
+    async def stop(self, name: str, *, grace: int | None = None) -> None:
+        args = ["machine", "stop", "--name", name]
+        if grace is not None:
+            args += ["--timeout", str(grace)]
+        async with self.machine_lock(name):
+            await self._call(*args)
+
+    async def delete(self, name: str) -> None:
+        async with self.machine_lock(name):
+            await self._call("machine", "delete", "--name", name, "--force")
+
+    async def update(self, name: str, *, cpus: int | None = None, memory_mib: int | None = None,
+                     add_ports: tuple[tuple[int, int], ...] = (),
+                     remove_ports: tuple[tuple[int, int], ...] = ()) -> None:
+        args = ["machine", "update", "--name", name]
+        if cpus is not None:
+            args += ["--cpus", str(cpus)]
+        if memory_mib is not None:
+            args += ["--mem", str(memory_mib)]
+        for host, guest in add_ports:
+            args += ["-p", f"{host}:{guest}"]
+        for host, guest in remove_ports:
+            args += ["--remove-port", f"{host}:{guest}"]
+        async with self.machine_lock(name):
+            await self._call(*args)
+
+    async def list(self) -> list[Machine]:
+        out = await self._call("machine", "ls", "--json")
+        try:
+            data = json.loads(out or b"[]")
+        except ValueError as exc:
+            raise EngineError(f"engine printed invalid JSON for machine ls: {exc}") from None
+        if not isinstance(data, list):
+            raise EngineError("engine printed something other than a list for machine ls")
+        return [Machine.from_json(d) for d in data if isinstance(d, dict) and "name" in d]
+
+    async def status(self, name: str) -> Machine:
+        out = await self._call("machine", "status", "--name", name, "--json")
+        try:
+            return Machine.from_json(json.loads(out))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EngineError(f"engine printed invalid JSON for machine status: {exc}") from None
+
+    async def find(self, name: str) -> Machine | None:
+        try:
+            return await self.status(name)
+        except MachineNotFound:
+            return None
+
+    # -- inside a machine -------------------------------------------------------
+
+    def _exec_args(self, name: str, argv: list[str], *, user: str | None, env: dict[str, str] | None,
+                   workdir: str | None, flags: tuple[str, ...] = ()) -> list[str]:
+        args = ["machine", "exec", "--name", name, *flags]
+        if user:
+            args += ["--user", user]
+        if workdir:
+            args += ["--workdir", workdir]
+        for key, value in (env or {}).items():
+            args += ["-e", f"{key}={value}"]
+        return args + ["--", *argv]
+
+    async def exec(self, name: str, argv: list[str], *, input: bytes | None = None,
+                   user: str | None = None, env: dict[str, str] | None = None,
+                   workdir: str | None = None, timeout: float | None = None) -> ExecResult:
+        """Run a command in the guest; a non-zero guest status is returned, not raised."""
+        flags = ("-i",) if input is not None else ()
+        args = self.argv(*self._exec_args(name, argv, user=user, env=env, workdir=workdir,
+                                          flags=flags))
+        try:
+            done = await self.runner.run(args, input=input, timeout=timeout or self.timeout)
+        except RunTimeout as exc:
+            raise EngineTimeout(str(exc), code="TIMEOUT", argv=args) from None
+        stderr = done.stderr.decode(errors="replace")
+        if done.returncode != 0 and _engine_failed(stderr):
+            raise from_stderr(stderr, args, done.returncode)
+        return ExecResult(done.returncode, done.stdout, done.stderr)
+
+    def exec_stream(self, name: str, argv: list[str], *, user: str | None = None,
+                    env: dict[str, str] | None = None, workdir: str | None = None,
+                    timeout: float | None = None) -> EngineStream:
+        """Output lines as the guest produces them (for live provisioning logs)."""
+        args = self.argv(*self._exec_args(name, argv, user=user, env=env, workdir=workdir,
+                                          flags=("--stream",)))
+        return EngineStream(self.runner.stream(args, timeout=timeout), args)
+
+    def interactive_argv(self, name: str, argv: list[str], *, user: str | None = None,
+                         env: dict[str, str] | None = None, tty: bool = True) -> list[str]:
+        """The argv that hands this terminal to a guest command (enter, exec -it)."""
+        flags = ("-i", "-t") if tty else ("-i",)
+        return self.runner.interactive_argv(
+            self.argv(*self._exec_args(name, argv, user=user, env=env, workdir=None, flags=flags)))
+
+    async def cp_in(self, name: str, local: Path, guest_path: str, *, mode: str | None = None,
+                    timeout: float | None = None) -> None:
+        async with self.runner.engine_path_for_upload(local) as src:
+            args = ["machine", "cp", src, f"{name}:{guest_path}"]
+            if mode:
+                args += ["--mode", mode]
+            await self._call(*args, timeout=timeout)
+
+    async def cp_out(self, name: str, guest_path: str, local: Path, *,
+                     timeout: float | None = None) -> None:
+        async with self.runner.engine_path_for_download(local) as dst:
+            await self._call("machine", "cp", f"{name}:{guest_path}", dst, timeout=timeout)
+
+    async def logs(self, name: str, *, tail: int | None = None) -> str:
+        args = ["machine", "logs", "--name", name]
+        if tail is not None:
+            args += ["--tail", str(tail)]
+        return (await self._call(*args)).decode(errors="replace")
+
+    def logs_stream(self, name: str, *, tail: int | None = None) -> EngineStream:
+        args = ["machine", "logs", "--name", name, "--follow"]
+        if tail is not None:
+            args += ["--tail", str(tail)]
+        argv = self.argv(*args)
+        return EngineStream(self.runner.stream(argv, timeout=None), argv)
+
+    async def stats(self, name: str) -> dict:
+        out = await self._call("machine", "stats", "--name", name, "--json")
+        try:
+            data = json.loads(out)
+        except ValueError as exc:
+            raise EngineError(f"engine printed invalid JSON for machine stats: {exc}") from None
+        return data if isinstance(data, dict) else {}

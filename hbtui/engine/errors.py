@@ -1,0 +1,76 @@
+"""Typed failures of the smolvm engine.
+
+The engine is always called with `--error-format json`, so a failure is
+`{"error": {"code": ..., "message": ...}}` on stderr; `from_stderr` turns it
+into the most specific exception it can.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hbtui.errors import HbtuiError
+
+
+class EngineError(HbtuiError):
+    """The engine refused or failed a call."""
+
+    def __init__(self, message: str, *, code: str = "SMOLVM_ERROR", argv: list[str] | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+        self.argv = argv or []
+
+
+class MachineNotFound(EngineError):
+    pass
+
+
+class MachineExists(EngineError):
+    pass
+
+
+class MachineNotRunning(EngineError):
+    pass
+
+
+class EngineTimeout(EngineError):
+    pass
+
+
+class EngineMissing(EngineError):
+    """No usable engine binary was found, or it is too old."""
+
+
+def _json_error(stderr: str) -> tuple[str, str] | None:
+    for line in reversed(stderr.splitlines()):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            body = json.loads(line)["error"]
+            return str(body["code"]), str(body["message"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
+def from_stderr(stderr: str, argv: list[str], returncode: int) -> EngineError:
+    parsed = _json_error(stderr)
+    if parsed is None:
+        lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("note: ")]
+        text = lines[-1] if lines else f"engine exited with status {returncode}"
+        if text.startswith("Error: "):
+            text = text[len("Error: "):]
+        code, message = "SMOLVM_ERROR", text
+    else:
+        code, message = parsed
+    if code == "NOT_FOUND":
+        cls: type[EngineError] = MachineNotFound
+    elif "already exists" in message:
+        cls = MachineExists
+    elif "is not running" in message:
+        cls = MachineNotRunning
+    else:
+        cls = EngineError
+    return cls(message, code=code, argv=argv)

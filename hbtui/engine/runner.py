@@ -1,0 +1,150 @@
+"""How engine commands run: on this machine, or (hbtui.remote) over SSH.
+
+A Runner executes one argv and never blocks the event loop. Every call has a
+timeout; on timeout or cancellation the child's whole process group is
+killed, so no engine call outlives the operation that made it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from contextlib import AbstractAsyncContextManager
+from typing import AsyncIterator, Protocol
+
+# Secrets hbtui may have been given; never passed on to a child process.
+SECRET_ENV = ("HBTUI_PASSPHRASE", "BOX_PASSPHRASE")
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: list[str]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+class RunTimeout(Exception):
+    def __init__(self, argv: list[str], timeout: float) -> None:
+        super().__init__(f"timed out after {timeout:g}s: {' '.join(argv[:4])}")
+        self.argv = argv
+        self.timeout = timeout
+
+
+class Stream(Protocol):
+    returncode: int | None
+    stderr_tail: str
+
+    def __aiter__(self) -> AsyncIterator[str]: ...
+
+
+class Runner(Protocol):
+    """Where engine commands run. `label` is "local" or the remote host's name."""
+
+    label: str
+
+    async def run(self, argv: list[str], *, input: bytes | None = None,
+                  timeout: float | None = None) -> Completed: ...
+
+    def stream(self, argv: list[str], *, timeout: float | None = None) -> Stream: ...
+
+    def interactive_argv(self, argv: list[str]) -> list[str]: ...
+
+    def engine_path_for_upload(self, local: Path) -> AbstractAsyncContextManager[str]:
+        """A path on the engine's host holding `local`'s bytes, for `machine cp` in."""
+        ...
+
+    def engine_path_for_download(self, local: Path) -> AbstractAsyncContextManager[str]:
+        """A path on the engine's host that `machine cp` writes to; its bytes land
+        at `local` when the block exits without error."""
+        ...
+
+
+def child_env() -> dict[str, str]:
+    """The environment children get: ours, minus any secret."""
+    return {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+class LocalStream:
+    """Lines of a running child's stdout and stderr, merged, as produced."""
+
+    def __init__(self, argv: list[str], timeout: float | None) -> None:
+        self.argv = argv
+        self.timeout = timeout
+        self.returncode: int | None = None
+        self.stderr_tail = ""
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        proc = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True, env=child_env(),
+            limit=1 << 20,
+        )
+        loop = asyncio.get_running_loop()
+        deadline = None if self.timeout is None else loop.time() + self.timeout
+        tail: list[str] = []
+        try:
+            assert proc.stdout is not None
+            while True:
+                remaining = None if deadline is None else deadline - loop.time()
+                if remaining is not None and remaining <= 0:
+                    raise RunTimeout(self.argv, self.timeout or 0)
+                try:
+                    raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
+                except asyncio.TimeoutError:
+                    raise RunTimeout(self.argv, self.timeout or 0) from None
+                if not raw:
+                    break
+                line = raw.decode(errors="replace").rstrip("\r\n")
+                tail = (tail + [line])[-20:]
+                yield line
+            self.returncode = await proc.wait()
+            self.stderr_tail = "\n".join(tail)
+        finally:
+            _kill_group(proc)
+
+
+class LocalRunner:
+    """Runs commands as child processes of this one."""
+
+    label = "local"
+
+    async def run(self, argv: list[str], *, input: bytes | None = None,
+                  timeout: float | None = None) -> Completed:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True, env=child_env(),
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(input), timeout)
+        except asyncio.TimeoutError:
+            raise RunTimeout(argv, timeout or 0) from None
+        finally:
+            _kill_group(proc)
+        return Completed(argv, proc.returncode or 0, out, err)
+
+    def stream(self, argv: list[str], *, timeout: float | None = None) -> LocalStream:
+        return LocalStream(argv, timeout)
+
+    def interactive_argv(self, argv: list[str]) -> list[str]:
+        return list(argv)
+
+    @contextlib.asynccontextmanager
+    async def engine_path_for_upload(self, local: Path) -> AsyncIterator[str]:
+        yield str(local)
+
+    @contextlib.asynccontextmanager
+    async def engine_path_for_download(self, local: Path) -> AsyncIterator[str]:
+        yield str(local)

@@ -1,0 +1,60 @@
+"""Where hbtui keeps its own state.
+
+`HBTUI_HOME` moves everything (config, registry, logs, backups, locks) under
+one folder, which is also what every test does. Without it the platform's
+user directories are used.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+APP = "hbtui"
+
+
+@dataclass(frozen=True)
+class Paths:
+    config_dir: Path
+    data_dir: Path
+    log_dir: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.config_dir / "config.toml"
+
+    @property
+    def registry_file(self) -> Path:
+        return self.data_dir / "registry.toml"
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.data_dir / "locks"
+
+    @property
+    def default_backups_dir(self) -> Path:
+        return self.data_dir / "backups"
+
+    @property
+    def provision_logs_dir(self) -> Path:
+        return self.log_dir / "provision"
+
+    def ensure(self) -> None:
+        for d in (self.config_dir, self.data_dir, self.log_dir, self.locks_dir):
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def resolve_paths(env: dict[str, str] | None = None) -> Paths:
+    env = os.environ if env is None else env
+    home = env.get("HBTUI_HOME")
+    if home:
+        root = Path(home).expanduser().absolute()
+        return Paths(config_dir=root, data_dir=root, log_dir=root / "logs")
+    return Paths(
+        config_dir=Path(platformdirs.user_config_dir(APP)),
+        data_dir=Path(platformdirs.user_data_dir(APP)),
+        log_dir=Path(platformdirs.user_log_dir(APP)),
+    )
