@@ -41,6 +41,7 @@ class Transfer:
 
     done: int
     total: int | None
+    label: str = ""
 
 
 @dataclass(frozen=True)

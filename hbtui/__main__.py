@@ -1,0 +1,5 @@
+import sys
+
+from hbtui.cli import main
+
+sys.exit(main())

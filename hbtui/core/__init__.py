@@ -1,0 +1,1 @@
+"""The core: boxes, ports, registry, lifecycle, archives. No Textual here."""

@@ -1,0 +1,104 @@
+"""Host ports for boxes: one per box, unique, in the configured range.
+
+A port is free when no box in the registry has it on that host and nothing
+on that host accepts connections on it (127.0.0.1 or ::1: smolvm listens on
+both). Allocation happens inside a registry transaction, so two `hbtui new`
+processes can never be handed the same port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Iterable
+
+from hbtui.core.registry import Boxes
+from hbtui.errors import HbtuiError, UsageError
+
+USED = "used"
+BUSY = "busy"
+FREE = "free"
+
+# Which of these ports accept connections on the target host.
+BusyProbe = Callable[[Iterable[int]], Awaitable[set[int]]]
+
+
+class PortsExhausted(HbtuiError):
+    pass
+
+
+def _accepts(port: int) -> bool:
+    for family, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.settimeout(0.3)
+                if s.connect_ex((addr, port)) == 0:
+                    return True
+        except OSError:
+            continue  # no IPv6 on this host
+    return False
+
+
+async def local_busy_ports(ports: Iterable[int]) -> set[int]:
+    ports = list(ports)
+    results = await asyncio.gather(*(asyncio.to_thread(_accepts, p) for p in ports))
+    return {p for p, busy in zip(ports, results) if busy}
+
+
+@dataclass(frozen=True)
+class PortSlot:
+    port: int
+    state: str  # USED, BUSY or FREE
+    box: str = ""
+
+
+def parse_range(text: str) -> tuple[int, int]:
+    try:
+        lo_s, hi_s = text.split("-", 1)
+        lo, hi = int(lo_s), int(hi_s)
+    except ValueError:
+        raise UsageError(f"a port range is LOW-HIGH, like 4790-4999 (got {text!r})") from None
+    if not (1024 <= lo <= hi <= 65535):
+        raise UsageError(f"port range {text} must lie within 1024-65535, low <= high")
+    return lo, hi
+
+
+async def allocate(boxes: Boxes, host: str, port_range: tuple[int, int], probe: BusyProbe,
+                   *, wanted: int | None = None, rng: random.Random | None = None) -> int:
+    """Pick a port for a new box on `host`. Call inside a registry transaction."""
+    lo, hi = port_range
+    taken = {r.port: r.name for r in boxes.on_host(host)}
+    if wanted is not None:
+        if not lo <= wanted <= hi:
+            raise UsageError(f"port {wanted} is outside the range {lo}-{hi}")
+        if wanted in taken:
+            raise UsageError(f"port {wanted} is already used by box {taken[wanted]!r}")
+        if await probe([wanted]):
+            raise UsageError(f"port {wanted} is busy: another process on {host} listens on it")
+        return wanted
+    candidates = [p for p in range(lo, hi + 1) if p not in taken]
+    (rng or random.SystemRandom()).shuffle(candidates)
+    # Probe in small batches: usually the first candidate is free.
+    for i in range(0, len(candidates), 16):
+        batch = candidates[i:i + 16]
+        busy = await probe(batch)
+        for p in batch:
+            if p not in busy:
+                return p
+    raise PortsExhausted(
+        f"no free host port in {lo}-{hi} on {host}: {len(taken)} used by boxes, "
+        f"{len(candidates)} busy; widen [ports] in the config or remove a box"
+    )
+
+
+async def port_map(boxes: Boxes, host: str, port_range: tuple[int, int],
+                   probe: BusyProbe) -> list[PortSlot]:
+    lo, hi = port_range
+    taken = {r.port: r.name for r in boxes.on_host(host)}
+    busy = await probe([p for p in range(lo, hi + 1) if p not in taken])
+    return [
+        PortSlot(p, USED, taken[p]) if p in taken else PortSlot(p, BUSY if p in busy else FREE)
+        for p in range(lo, hi + 1)
+    ]

@@ -1,0 +1,98 @@
+"""Recipes: the folder of scripts a new box runs once (`provision/` + `guest/`).
+
+The default recipe ships inside the wheel (`hbtui/_recipe/`) and sits at the
+top of a source checkout; `--recipe DIR` selects another. hbtui packs the
+folder into a tar (following links), copies it into the box with
+`machine cp`, and streams `provision/provision.sh` whose step markers become
+progress events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import tarfile
+from pathlib import Path
+
+from hbtui.errors import UsageError
+from hbtui.events import Step
+
+GUEST_TAR = "/root/.hbtui-recipe.tar"
+GUEST_DIR = "/root/.hbtui-recipe"
+PROVISIONED_MARKER = "/opt/hermes-box/provisioned"
+GUEST_BIN = "/opt/hermes-box/bin"
+EXECUTOR_GUEST_PORT = 4788
+
+_MARKER_RE = re.compile(r"^::hbtui::\s+step\s+(\d+)/(\d+)\s+(\S.*)$")
+
+
+def default_recipe_dir() -> Path:
+    package = Path(__file__).resolve().parents[1]
+    shipped = package / "_recipe"
+    if (shipped / "provision" / "provision.sh").is_file():
+        return shipped
+    return package.parent  # a source checkout: provision/ and guest/ at the top
+
+
+def check_recipe(folder: Path) -> Path:
+    folder = folder.expanduser().resolve()
+    if not (folder / "provision" / "provision.sh").is_file():
+        raise UsageError(f"not a recipe: {folder} has no provision/provision.sh")
+    if not (folder / "guest").is_dir():
+        raise UsageError(f"not a recipe: {folder} has no guest/ folder")
+    return folder
+
+
+def _recipe_files(folder: Path) -> list[tuple[str, Path]]:
+    files = []
+    for top in ("provision", "guest"):
+        root = folder / top
+        for path in sorted(root.rglob("*")):
+            resolved = path.resolve()
+            if resolved.is_file() and "__pycache__" not in path.parts:
+                files.append((str(path.relative_to(folder)), resolved))
+    return files
+
+
+def recipe_version(folder: Path) -> str:
+    """A short content hash, recorded per box so `repair` can tell what changed."""
+    digest = hashlib.sha256()
+    for rel, path in _recipe_files(folder):
+        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def pack_recipe(folder: Path, dest: Path) -> None:
+    """Write the recipe as a tar with links resolved and sane ownership."""
+    with tarfile.open(dest, "w") as tar:
+        for rel, path in _recipe_files(folder):
+            info = tar.gettarinfo(str(path), arcname=rel)
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            with open(path, "rb") as fh:
+                tar.addfile(info, io.BufferedReader(fh))  # type: ignore[arg-type]
+
+
+def parse_marker(line: str) -> Step | None:
+    m = _MARKER_RE.match(line.strip())
+    if not m:
+        return None
+    return Step(int(m[1]), int(m[2]), m[3].strip())
+
+
+def provision_command() -> list[str]:
+    script = (
+        f"rm -rf {GUEST_DIR} && mkdir -p {GUEST_DIR} && tar -xf {GUEST_TAR} -C {GUEST_DIR} "
+        f"&& rm -f {GUEST_TAR} && exec bash {GUEST_DIR}/provision/provision.sh"
+    )
+    return ["sh", "-c", script]
+
+
+def workload_command(port: int) -> list[str]:
+    """The box's workload: waits until provisioned, then supervises its services."""
+    script = (
+        f"while [ ! -e {PROVISIONED_MARKER} ]; do sleep 1; done; "
+        f"exec {GUEST_BIN}/hb-workload {port}"
+    )
+    return ["/bin/sh", "-c", script]

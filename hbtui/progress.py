@@ -1,0 +1,81 @@
+"""Rendering core progress events in a terminal with rich (the CLI's side).
+
+The same events drive the dashboard; here they become a progress bar for
+recipe steps and byte transfers, dim phase lines, and the live child output.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.text import Text
+
+from hbtui.events import Event, LogLine, Notice, Phase, Step, Transfer
+
+
+class ConsoleReporter:
+    """A Report callable; use as a context manager around the operation."""
+
+    def __init__(self, console: Console, *, show_logs: bool = True) -> None:
+        self.console = console
+        self.show_logs = show_logs
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=console, transient=False,
+        )
+        self.bytes = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
+            TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=True,
+        )
+        self._steps: TaskID | None = None
+        self._transfer: TaskID | None = None
+        self._live = False
+
+    def __enter__(self) -> "ConsoleReporter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in (self.progress, self.bytes):
+            p.stop()
+
+    def _start(self, p: Progress) -> None:
+        if self.console.is_terminal:
+            p.start()
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, Phase):
+            self.console.print(f"[dim]•[/] {event.message}", highlight=False)
+        elif isinstance(event, Notice):
+            self.console.print(f"[yellow]![/] {event.message}", highlight=False)
+        elif isinstance(event, LogLine):
+            if self.show_logs and not event.text.startswith("::hbtui::"):
+                self.console.print(Text.from_ansi(event.text), highlight=False, markup=False)
+        elif isinstance(event, Step):
+            if self._steps is None:
+                self._steps = self.progress.add_task("provisioning", total=event.total)
+                self._start(self.progress)
+            self.progress.update(self._steps, completed=event.index - 1, total=event.total,
+                                 description=f"step {event.index}/{event.total} {event.name}")
+            if not self.console.is_terminal:
+                self.console.print(f"[dim]step {event.index}/{event.total}[/] {event.name}")
+        elif isinstance(event, Transfer):
+            if self._transfer is None:
+                self._transfer = self.bytes.add_task(event.label or "transfer", total=event.total)
+                self._start(self.bytes)
+            self.bytes.update(self._transfer, completed=event.done, total=event.total,
+                              description=event.label or "transfer")
+
+    def finish_steps(self) -> None:
+        if self._steps is not None:
+            task = self.progress.tasks[0]
+            self.progress.update(self._steps, completed=task.total)
