@@ -1,0 +1,62 @@
+"""Encrypted box archives: the HBX1 format, safe tar extraction, legacy gpg backups.
+
+Pure library: no VM code, no Textual. See docs/archive-format.md.
+"""
+
+from hbtui.archive.errors import (
+    ArchiveCorrupt,
+    ArchiveError,
+    ArchiveTruncated,
+    KdfLimitExceeded,
+    NotAnArchive,
+    ToolMissing,
+    UnsafeArchive,
+    UnsupportedArchive,
+    WrongPassphrase,
+)
+from hbtui.archive.format import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_KDF,
+    Argon2idParams,
+    Decryptor,
+    Encryptor,
+    HeaderInfo,
+    ScryptParams,
+    create_archive,
+    decrypt_file,
+    decrypt_stream,
+    encrypt_file,
+    encrypt_stream,
+    is_hbx,
+    read_header,
+    verify_file,
+    verify_stream,
+)
+
+__all__ = [
+    "ArchiveCorrupt",
+    "ArchiveError",
+    "ArchiveTruncated",
+    "KdfLimitExceeded",
+    "NotAnArchive",
+    "ToolMissing",
+    "UnsafeArchive",
+    "UnsupportedArchive",
+    "WrongPassphrase",
+    "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_KDF",
+    "Argon2idParams",
+    "Decryptor",
+    "Encryptor",
+    "HeaderInfo",
+    "ScryptParams",
+    "create_archive",
+    "decrypt_file",
+    "decrypt_stream",
+    "encrypt_file",
+    "encrypt_stream",
+    "is_hbx",
+    "read_header",
+    "verify_file",
+    "verify_stream",
+]
