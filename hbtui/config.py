@@ -96,6 +96,9 @@ class Config:
             raise UsageError("config: refresh_seconds must be at least 0.5")
 
 
+_TYPES = {"str": str, "int": int, "float": float}
+
+
 def _section(cls: type, raw: Any, where: str) -> Any:
     if not isinstance(raw, dict):
         raise UsageError(f"config: [{where}] must be a table")
@@ -105,7 +108,7 @@ def _section(cls: type, raw: Any, where: str) -> Any:
         raise UsageError(f"config: unknown key {where}.{unknown[0]}")
     values = {}
     for key, value in raw.items():
-        expected = type(getattr(cls(), key)) if key != "ssh" else str
+        expected = _TYPES[known[key].type]
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or isinstance(value, bool):

@@ -65,7 +65,8 @@ def from_stderr(stderr: str, argv: list[str], returncode: int) -> EngineError:
         code, message = "SMOLVM_ERROR", text
     else:
         code, message = parsed
-    if code == "NOT_FOUND":
+    # `status --json` reports a missing machine as a CONFIG_ERROR "... not found".
+    if code == "NOT_FOUND" or (code == "CONFIG_ERROR" and message.endswith("' not found")):
         cls: type[EngineError] = MachineNotFound
     elif "already exists" in message:
         cls = MachineExists

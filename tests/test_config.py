@@ -1,0 +1,42 @@
+import pytest
+
+from hbtui.config import Config, Host, load_config, parse_config, save_config
+from hbtui.errors import UsageError
+from hbtui.paths import resolve_paths
+
+
+def test_defaults_without_a_file(hbtui_home):
+    cfg = load_config(resolve_paths())
+    assert cfg.defaults.image == "ubuntu:24.04"
+    assert (cfg.ports.low, cfg.ports.high) == (4790, 4999)
+
+
+def test_round_trip(hbtui_home):
+    paths = resolve_paths()
+    cfg = Config()
+    cfg.defaults.cpus = 4
+    cfg.keymap = {"new": "N"}
+    cfg.hosts["mac"] = Host(ssh="me@mac.local", ports="5000-5100")
+    save_config(paths, cfg)
+    assert paths.config_file.parent == hbtui_home
+    again = load_config(paths)
+    assert again.defaults.cpus == 4 and again.keymap == {"new": "N"}
+    assert again.hosts["mac"].ssh == "me@mac.local"
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"ports": {"low": 5000, "high": 4000}}, "low <= high"),
+    ({"defaults": {"cpus": "two"}}, "defaults.cpus must be int"),
+    ({"defaults": {"colour": "red"}}, "unknown key defaults.colour"),
+    ({"nonsense": 1}, "unknown key nonsense"),
+    ({"hosts": {"mac": {"identity": "x"}}}, "needs an ssh"),
+])
+def test_bad_values_are_one_line_errors(raw, message):
+    with pytest.raises(UsageError, match=message):
+        parse_config(raw)
+
+
+def test_broken_toml_names_the_file(hbtui_home):
+    (hbtui_home / "config.toml").write_text("[defaults\n")
+    with pytest.raises(UsageError, match="config.toml"):
+        load_config(resolve_paths())
