@@ -194,7 +194,9 @@ class BoxService:
     async def new(self, name: str, *, host_name: str = LOCAL, image: str | None = None,
                   cpus: int | None = None, memory_mib: int | None = None, port: int | None = None,
                   recipe: Path | None = None, start: bool = True,
-                  report: Report = ignore) -> BoxView:
+                  keep_provisioning: bool = False, report: Report = ignore) -> BoxView:
+        """Create, provision and start a box. With `keep_provisioning` the row stays
+        `provisioning` (owned by this process) for a caller that has more to do."""
         check_name(name)
         cpus = cpus if cpus is not None else self.config.defaults.cpus
         memory_mib = memory_mib if memory_mib is not None else self.config.defaults.memory_mib
@@ -237,8 +239,11 @@ class BoxService:
                 report(Phase(f"stopping {name} (--no-start)"))
                 await self._quiesce(host, name, report)
                 await host.engine.stop(name)
-            rec = await self.registry.update(name, host_name, status=READY, owner_pid=0)
-            report(Phase(f"{name} is ready at {host.url(chosen)}"))
+            if keep_provisioning:
+                rec = self.registry.read().get(name, host_name)
+            else:
+                rec = await self.registry.update(name, host_name, status=READY, owner_pid=0)
+                report(Phase(f"{name} is ready at {host.url(chosen)}"))
         except BaseException as exc:
             await asyncio.shield(self._rollback(host, name, created, report))
             if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
@@ -455,3 +460,17 @@ class BoxService:
         await self.registry.update(name, host_name, status=READY, owner_pid=0, error="",
                                    recipe=recipes.recipe_version(recipe_dir))
         return await self.get(name, host_name)
+
+    # -- archives (hbtui.core.archive_ops does the work) ---------------------------
+
+    async def save(self, name: str, host_name: str = LOCAL, *, output: Path | None = None,
+                   passphrase: bytes, verify: bool = True, report: Report = ignore) -> Path:
+        from hbtui.core import archive_ops
+        return await archive_ops.save(self, name, host_name, output=output, passphrase=passphrase,
+                                      verify=verify, report=report)
+
+    async def load(self, archive: Path, name: str, host_name: str = LOCAL, *, passphrase: bytes,
+                   recipe: Path | None = None, report: Report = ignore) -> BoxView:
+        from hbtui.core import archive_ops
+        return await archive_ops.load(self, archive, name, host_name, passphrase=passphrase,
+                                      recipe=recipe, report=report)

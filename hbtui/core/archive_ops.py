@@ -1,0 +1,475 @@
+"""save / load / extract / verify: moving a box's /data as an encrypted archive.
+
+save: quiesce the box; in the guest `tar | zstd -T0 | split --filter` writes
+one part at a time and waits until the host has taken it, so neither side
+ever holds more than one part; each part is copied out with `machine cp`,
+fed to the encryptor and deleted on both sides; services are resumed always.
+
+load: the archive is decrypted and its tar checked entry by entry (paths,
+links, devices) before anything is created; then a new box is provisioned,
+and the parts go back in one at a time to a guest `zstd -d | tar -x` that
+unpacks beside /data and swaps it in only when everything arrived.
+
+The passphrase stays in this process: it never reaches argv, a log, or a
+child's environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, AsyncIterator
+
+from hbtui.archive.format import Decryptor, create_archive, is_hbx, verify_file
+from hbtui.core import recipe as recipes
+from hbtui.core.registry import FAILED, LOCAL, PROVISIONING, READY, utc_now
+from hbtui.errors import HbtuiError, UsageError
+from hbtui.events import Notice, Phase, Report, Transfer, ignore
+
+if TYPE_CHECKING:
+    from hbtui.core.boxes import BoxService, BoxView
+    from hbtui.core.hosts import Host
+
+SAVE_DIR = "/root/.hbtui-save"
+LOAD_DIR = "/root/.hbtui-load"
+PART_TAG = "::hbtui-part::"
+READ_TAG = "::hbtui-read::"
+TAKEN_TAG = "::hbtui-taken::"
+CHECKPOINT_RECORDS = 1024  # tar records of 10 KiB between progress lines
+PART_TIMEOUT = 600.0
+ARCHIVE_SUFFIX = ".hbx"
+
+
+class SaveFailed(HbtuiError):
+    pass
+
+
+class LoadFailed(HbtuiError):
+    pass
+
+
+def _save_script(part_bytes: int) -> str:
+    # split runs the filter once per part, sequentially: the filter publishes
+    # the part under its final name, announces it, then blocks until the host
+    # deletes it. That stalls the pipe, so tar waits too.
+    announce = (f'f=$FILE; cat > "$f.tmp" && mv "$f.tmp" "$f" && '
+                f'echo "{PART_TAG} $f $(stat -c %s "$f")" && '
+                'while [ -e "$f" ]; do sleep 0.05; done')
+    return "\n".join([
+        "set -euo pipefail",
+        f"rm -rf {SAVE_DIR} && mkdir -m 700 {SAVE_DIR}",
+        f"echo \"{READ_TAG} total $(du -sb /data | cut -f1)\"",
+        "exec 3>&1",
+        (f"tar -C /data --numeric-owner --checkpoint={CHECKPOINT_RECORDS} "
+         f"--checkpoint-action=echo='{READ_TAG} %u' -cf - . 2>&3 "
+         f"| zstd -T0 -q -c | split -b {part_bytes} -a 6 -d "
+         f"--filter={shlex.quote(announce)} - {SAVE_DIR}/part-"),
+        f"rm -rf {SAVE_DIR}",
+    ])
+
+
+def _load_script() -> str:
+    # Parts arrive as part-000000, part-000001, ...; `end` says no more will.
+    # Each is consumed and deleted before the host sends the next one.
+    feed = "\n".join([
+        "i=0",
+        "while :; do",
+        f'  f=$(printf "{LOAD_DIR}/part-%06d" "$i")',
+        f'  while [ ! -e "$f" ] && [ ! -e {LOAD_DIR}/end ]; do sleep 0.05; done',
+        '  [ -e "$f" ] || break',
+        '  cat "$f"; rm -f "$f"',
+        f'  echo "{TAKEN_TAG} $i" >&3',
+        "  i=$((i+1))",
+        "done",
+    ])
+    return "\n".join([
+        "set -euo pipefail",
+        "exec 3>&1",
+        f"mkdir -p {LOAD_DIR}/data",
+        f"{{\n{feed}\n}} | zstd -d -q -c | tar -C {LOAD_DIR}/data --numeric-owner -xpf -",
+        # Swap the unpacked tree in: same file system, so these are renames.
+        "find /data -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +",
+        f"find {LOAD_DIR}/data -mindepth 1 -maxdepth 1 -exec mv -t /data -- {{}} +",
+        f"rm -rf {LOAD_DIR}",
+        "echo ::hbtui-unpacked::",
+    ])
+
+
+def default_archive_path(service: "BoxService", name: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return service.config.backups_dir(service.paths) / f"{name}-{stamp}{ARCHIVE_SUFFIX}"
+
+
+async def _guest_rm(host: "Host", name: str, path: str) -> None:
+    with contextlib.suppress(HbtuiError):
+        await host.engine.exec(name, ["rm", "-rf", "--", path], timeout=60)
+
+
+async def save(service: "BoxService", name: str, host_name: str = LOCAL, *,
+               output: Path | None = None, passphrase: bytes, verify: bool = True,
+               report: Report = ignore) -> Path:
+    view = await service.get(name, host_name)
+    host = await service.host(host_name)
+    if view.kind not in ("box", "orphan"):
+        raise UsageError(f"box {name!r} has no machine to save ({view.kind})")
+    target = (output or default_archive_path(service, name)).expanduser().absolute()
+    if target.exists():
+        raise UsageError(f"{target} already exists; choose another path with -o")
+    if not target.parent.is_dir():
+        if output is not None:
+            raise UsageError(f"folder {target.parent} does not exist")
+        target.parent.mkdir(parents=True, mode=0o700)
+    part_bytes = service.config.archive.part_size_mib * 2**20
+    was_running = view.state == "running"
+    if not was_running:
+        report(Phase(f"starting {name} to read its /data"))
+        await host.engine.start(name)
+    await service._quiesce(host, name, report)
+    try:
+        await _save_parts(host, name, target, passphrase, part_bytes, report)
+    finally:
+        await _guest_rm(host, name, SAVE_DIR)
+        if was_running:
+            await service._resume(host, name, report)
+        else:
+            report(Phase(f"stopping {name} again"))
+            await host.engine.stop(name)
+    if verify:
+        await verify(target, passphrase=passphrase, report=report)
+    await service.registry.update(name, host_name, last_save=utc_now())
+    report(Phase(f"saved {name} to {target}"))
+    return target
+
+
+async def _save_parts(host: "Host", name: str, target: Path, passphrase: bytes,
+                      part_bytes: int, report: Report) -> None:
+    report(Phase("packing /data (tar | zstd) and encrypting it part by part"))
+    total_box: list[int | None] = [None]
+    read = [0]
+
+    def progress(done: int) -> None:
+        report(Transfer(max(done, read[0]), total_box[0], "saving"))
+
+    stream = host.engine.exec_stream(name, ["bash", "-c", _save_script(part_bytes)],
+                                     timeout=None)
+    with tempfile.TemporaryDirectory(prefix="hbtui-save-") as tmp:
+        local_part = Path(tmp) / "part"
+        with create_archive(target, passphrase) as enc:
+            async for line in stream:
+                if line.startswith(READ_TAG):
+                    word = line.split()[1:]
+                    if word[:1] == ["total"]:
+                        total_box[0] = int(word[1])
+                    elif word and word[0].isdigit():
+                        read[0] = int(word[0]) * CHECKPOINT_RECORDS * 10240
+                        progress(enc.plaintext_bytes)
+                elif line.startswith(PART_TAG):
+                    _, guest_part, _size = line.split()
+                    await asyncio.wait_for(host.engine.cp_out(name, guest_part, local_part),
+                                           PART_TIMEOUT)
+                    await asyncio.to_thread(_feed_file, enc, local_part)
+                    local_part.unlink()
+                    await host.engine.exec(name, ["rm", "-f", "--", guest_part], timeout=60)
+                    progress(enc.plaintext_bytes)
+                elif line.strip():
+                    report(Notice(f"guest: {line.strip()}"))
+            if stream.returncode:
+                raise SaveFailed(f"packing /data in {name} failed (exit status {stream.returncode})")
+            await asyncio.to_thread(enc.finish)
+
+
+def _feed_file(enc, path: Path) -> None:
+    with open(path, "rb", buffering=0) as fh:
+        enc.feed_from(fh)
+
+
+async def verify(archive: Path, *, passphrase: bytes, report: Report = ignore) -> int:
+    """Authenticate every chunk of an .hbx archive without writing plaintext."""
+    archive = Path(archive)
+    if not archive.is_file():
+        raise UsageError(f"no such archive: {archive}")
+    if not is_hbx(archive):
+        raise UsageError(f"{archive} is not an hbtui archive (.hbx)")
+    size = archive.stat().st_size
+    report(Phase(f"verifying {archive.name}"))
+    loop = asyncio.get_running_loop()
+
+    def progress(done: int) -> None:
+        loop.call_soon_threadsafe(report, Transfer(done, size, "verifying"))
+
+    return await asyncio.to_thread(verify_file, archive, passphrase, progress)
+
+
+# -- load ------------------------------------------------------------------------------
+
+
+class _Aborted(Exception):
+    """The async side gave up; the decrypting thread stops writing."""
+
+
+class _PartSink:
+    """A file-like sink, written by a worker thread, that cuts the plaintext into
+    parts and hands each one to the event loop, waiting until it was consumed."""
+
+    def __init__(self, folder: Path, part_bytes: int, loop: asyncio.AbstractEventLoop,
+                 parts: "asyncio.Queue[Path | None]") -> None:
+        import threading
+
+        self._folder = folder
+        self._part_bytes = part_bytes
+        self._loop = loop
+        self._parts = parts
+        self._index = 0
+        self._fh = None
+        self._fill = 0
+        self._consumed = threading.Semaphore(0)
+        self.aborted = False
+
+    def _open(self):
+        if self._fh is None:
+            self._fh = open(self._folder / f"part-{self._index:06d}", "wb")
+            self._fill = 0
+        return self._fh
+
+    def _handoff(self, path: Path | None) -> None:
+        asyncio.run_coroutine_threadsafe(self._parts.put(path), self._loop).result()
+        if path is not None:
+            self._consumed.acquire()
+            if self.aborted:
+                raise _Aborted()
+
+    def _cut(self) -> None:
+        assert self._fh is not None
+        self._fh.close()
+        path = Path(self._fh.name)
+        self._fh = None
+        self._index += 1
+        self._handoff(path)
+
+    def write(self, data) -> int:
+        if self.aborted:
+            raise _Aborted()
+        view = memoryview(data).cast("B")
+        total = len(view)
+        while view:
+            fh = self._open()
+            n = min(len(view), self._part_bytes - self._fill)
+            fh.write(view[:n])
+            self._fill += n
+            view = view[n:]
+            if self._fill == self._part_bytes:
+                self._cut()
+        return total
+
+    def finish(self) -> None:
+        if self._fh is not None:
+            self._cut()
+        self._handoff(None)
+
+    def consumed(self) -> None:
+        self._consumed.release()
+
+    def abort(self) -> None:
+        self.aborted = True
+        self._consumed.release()
+
+
+def archive_kind(archive: Path) -> str:
+    from hbtui.archive.legacy import is_legacy
+
+    if not archive.is_file():
+        raise UsageError(f"no such archive: {archive}")
+    if is_hbx(archive):
+        return "hbx"
+    if is_legacy(archive):
+        return "legacy"
+    raise UsageError(f"{archive} is neither an hbtui archive (.hbx) nor an old *.tar.gz.gpg backup")
+
+
+def _check_contents(archive: Path, kind: str, passphrase: bytes, progress) -> None:
+    from hbtui.archive.legacy import validate_legacy
+    from hbtui.archive.safetar import validate_hbx
+
+    if kind == "hbx":
+        validate_hbx(archive, passphrase, progress=progress)
+    else:
+        validate_legacy(archive, passphrase)
+
+
+def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSink) -> None:
+    """Decrypt into the sink (compressed tar: zstd for .hbx, gzip for legacy)."""
+    from hbtui.archive.legacy import decrypt_legacy
+    from hbtui.archive.safetar import DecryptedReader
+
+    if kind == "hbx":
+        with open(archive, "rb", buffering=0) as fh:
+            DecryptedReader(Decryptor(fh, passphrase)).pump_to(sink)  # type: ignore[arg-type]
+    else:
+        decrypt_legacy(archive, sink, passphrase)  # type: ignore[arg-type]
+    sink.finish()
+
+
+async def load(service: "BoxService", archive: Path, name: str, host_name: str = LOCAL, *,
+               passphrase: bytes, recipe: Path | None = None, report: Report = ignore) -> "BoxView":
+    from hbtui.core.names import check_name
+
+    check_name(name)
+    archive = Path(archive).expanduser().absolute()
+    kind = archive_kind(archive)
+    if service.registry.read().get(name, host_name) is not None:
+        raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
+    size = archive.stat().st_size
+    loop = asyncio.get_running_loop()
+
+    def progress(done: int) -> None:
+        loop.call_soon_threadsafe(report, Transfer(done, size, "checking"))
+
+    report(Phase(f"decrypting and checking {archive.name} before creating anything"))
+    await asyncio.to_thread(_check_contents, archive, kind, passphrase, progress)
+
+    view = await service.new(name, host_name=host_name, recipe=recipe, report=report,
+                             keep_provisioning=True)
+    host = await service.host(host_name)
+    try:
+        await service._quiesce(host, name, report)
+        await _restore_parts(service, host, name, archive, kind, passphrase, size, report)
+        await service._resume(host, name, report)
+        if view.port:
+            await service._wait_ready(host, name, view.port, report)
+        await service.registry.update(name, host_name, status=READY, owner_pid=0)
+    except BaseException as exc:
+        report(Notice(f"load failed; removing the new box {name}"))
+        await asyncio.shield(_remove_quietly(service, name, host_name))
+        if isinstance(exc, asyncio.CancelledError):
+            from hbtui.errors import Cancelled
+            raise Cancelled(f"cancelled: box {name!r} was removed") from None
+        raise
+    report(Phase(f"loaded {archive.name} into {name}"))
+    return await service.get(name, host_name)
+
+
+async def _remove_quietly(service: "BoxService", name: str, host_name: str) -> None:
+    try:
+        await service.remove(name, host_name)
+    except HbtuiError:
+        await service.registry.update(name, host_name, status=FAILED, owner_pid=0,
+                                      error="load failed and the box could not be removed")
+
+
+async def _restore_parts(service: "BoxService", host: "Host", name: str, archive: Path, kind: str,
+                         passphrase: bytes, size: int, report: Report) -> None:
+    report(Phase("copying /data into the box part by part"))
+    loop = asyncio.get_running_loop()
+    parts: asyncio.Queue[Path | None] = asyncio.Queue(maxsize=1)
+    taken: asyncio.Queue[int] = asyncio.Queue()
+    part_bytes = service.config.archive.part_size_mib * 2**20
+    decompress = "zstd -d -q -c" if kind == "hbx" else "gzip -d -c"
+    script = _load_script().replace("zstd -d -q -c", decompress)
+    await host.engine.exec(name, ["rm", "-rf", "--", LOAD_DIR], timeout=60)
+    stream = host.engine.exec_stream(name, ["bash", "-c", script], timeout=None)
+    unpacked = asyncio.Event()
+
+    async def watch() -> None:
+        async for line in stream:
+            if line.startswith(TAKEN_TAG):
+                await taken.put(int(line.split()[1]))
+            elif line.startswith("::hbtui-unpacked::"):
+                unpacked.set()
+            elif line.strip():
+                report(Notice(f"guest: {line.strip()}"))
+        if stream.returncode:
+            raise LoadFailed(f"unpacking /data in {name} failed (exit status {stream.returncode})")
+
+    with tempfile.TemporaryDirectory(prefix="hbtui-load-") as tmp:
+        sink = _PartSink(Path(tmp), part_bytes, loop, parts)
+        producer = asyncio.ensure_future(asyncio.to_thread(_write_plaintext, archive, kind,
+                                                           passphrase, sink))
+        watcher = asyncio.ensure_future(watch())
+        sent = 0
+        try:
+            index = 0
+            while True:
+                getter = asyncio.ensure_future(parts.get())
+                others = {t for t in (watcher, producer) if not t.done()}
+                done, _ = await asyncio.wait({getter, *others}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    for task in done:
+                        task.result()  # raises the failure
+                    if watcher.done():
+                        raise LoadFailed("the guest stopped unpacking before every part arrived")
+                    continue
+                path = getter.result()
+                if path is None:
+                    break
+                guest = f"{LOAD_DIR}/part-{index:06d}"
+                sent += path.stat().st_size
+                await host.engine.cp_in(name, path, guest + ".tmp")
+                await host.engine.exec(name, ["mv", guest + ".tmp", guest], timeout=60)
+                path.unlink()
+                while (await _next_taken(taken, watcher)) != index:
+                    pass
+                report(Transfer(sent, None, "restoring"))
+                sink.consumed()
+                index += 1
+            await producer
+            await host.engine.exec(name, ["touch", f"{LOAD_DIR}/end"], timeout=60)
+            await watcher
+            if not unpacked.is_set():
+                raise LoadFailed(f"unpacking /data in {name} did not finish")
+        except BaseException:
+            sink.abort()
+            watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await producer
+            raise
+
+
+async def _next_taken(taken: "asyncio.Queue[int]", watcher: "asyncio.Future[None]") -> int:
+    getter = asyncio.ensure_future(taken.get())
+    done, _ = await asyncio.wait({getter, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    if getter in done:
+        return getter.result()
+    getter.cancel()
+    watcher.result()
+    raise LoadFailed("the guest stopped unpacking before taking every part")
+
+
+# -- extract ---------------------------------------------------------------------------
+
+
+async def extract(archive: Path, dest: Path | None = None, *, passphrase: bytes,
+                  report: Report = ignore) -> Path:
+    """Files only, no VM: unpack into DEST, which appears only if all verified."""
+    from hbtui.archive.legacy import extract_legacy
+    from hbtui.archive.safetar import extract_hbx
+
+    archive = Path(archive).expanduser().absolute()
+    kind = archive_kind(archive)
+    if dest is None:
+        base = archive.name
+        for suffix in (ARCHIVE_SUFFIX, ".gpg", ".gz", ".tar"):
+            base = base.removesuffix(suffix)
+        dest = archive.with_name(f"{base}-extracted")
+    dest = Path(dest).expanduser().absolute()
+    if os.path.lexists(dest):
+        raise UsageError(f"{dest} already exists; extract needs a new folder")
+    if not dest.parent.is_dir():
+        raise UsageError(f"folder {dest.parent} does not exist")
+    size = archive.stat().st_size
+    loop = asyncio.get_running_loop()
+
+    def progress(done: int) -> None:
+        loop.call_soon_threadsafe(report, Transfer(done, size, "extracting"))
+
+    report(Phase(f"extracting {archive.name} into {dest}"))
+    if kind == "hbx":
+        await asyncio.to_thread(extract_hbx, archive, dest, passphrase, progress=progress)
+    else:
+        await asyncio.to_thread(extract_legacy, archive, dest, passphrase)
+    return dest

@@ -1,0 +1,130 @@
+"""The archive passphrase: from the environment (once, then scrubbed) or the terminal.
+
+Call `scrub_environment()` at CLI start, before any child process exists:
+it moves `HBTUI_PASSPHRASE` (or the old tool's `BOX_PASSPHRASE`) out of
+`os.environ` (so neither /proc/PID/environ of later children nor their
+inherited environment hold it) into this process's memory. `get_passphrase()`
+returns that value, or prompts on the controlling terminal without echo,
+twice when encrypting. The passphrase is never logged, never put in argv.
+"""
+
+from __future__ import annotations
+
+import os
+import termios
+
+from hbtui.errors import UsageError
+
+__all__ = [
+    "ENV_VARS",
+    "PassphraseError",
+    "PassphraseUnavailable",
+    "PassphraseMismatch",
+    "scrub_environment",
+    "get_passphrase",
+]
+
+#: Checked in this order; both are always removed.
+ENV_VARS = ("HBTUI_PASSPHRASE", "BOX_PASSPHRASE")
+
+_stash: bytes | None = None
+_scrubbed = False
+
+
+class PassphraseError(UsageError):
+    """The passphrase could not be obtained or is unusable."""
+
+
+class PassphraseUnavailable(PassphraseError):
+    """Neither the environment nor a terminal can provide a passphrase."""
+
+
+class PassphraseMismatch(PassphraseError):
+    """The two entries typed when encrypting differ."""
+
+
+def scrub_environment() -> None:
+    """Take the passphrase out of the environment (all ENV_VARS are removed)."""
+    global _stash, _scrubbed
+    found: bytes | None = None
+    for name in ENV_VARS:
+        value = os.environb.get(name.encode())
+        if value is not None and found is None:
+            found = bytes(value)
+        os.environ.pop(name, None)  # also unsetenv()s it for the C library and children
+    if found is not None:
+        _stash = found
+    _scrubbed = True
+
+
+def _forget() -> None:
+    """Drop the stashed passphrase (tests)."""
+    global _stash, _scrubbed
+    _stash = None
+    _scrubbed = False
+
+
+def _read_tty_line(fd: int, prompt: bytes) -> bytes:
+    old = termios.tcgetattr(fd)
+    new = termios.tcgetattr(fd)
+    new[3] &= ~termios.ECHO
+    new[3] |= termios.ICANON
+    termios.tcsetattr(fd, termios.TCSAFLUSH, new)
+    try:
+        os.write(fd, prompt)
+        data = bytearray()
+        while True:
+            b = os.read(fd, 1)
+            if not b or b == b"\n":  # EOF (Ctrl-D) or Enter
+                break
+            data += b
+        if data.endswith(b"\r"):
+            del data[-1]
+        return bytes(data)
+    finally:
+        termios.tcsetattr(fd, termios.TCSAFLUSH, old)
+        os.write(fd, b"\n")
+
+
+def _prompt(tty_path: str, prompt: str, confirm: bool) -> bytes:
+    try:
+        fd = os.open(tty_path, os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        raise PassphraseUnavailable(
+            "no passphrase: set HBTUI_PASSPHRASE or run hbtui from a terminal",
+        ) from None
+    try:
+        try:
+            first = _read_tty_line(fd, prompt.encode())
+        except termios.error:
+            raise PassphraseUnavailable(
+                "no passphrase: set HBTUI_PASSPHRASE or run hbtui from a terminal"
+            ) from None
+        if not first:
+            raise PassphraseError("the passphrase is empty")
+        if confirm:
+            second = _read_tty_line(fd, b"Repeat the passphrase: ")
+            if second != first:
+                raise PassphraseMismatch("the two passphrases do not match")
+        return first
+    finally:
+        os.close(fd)
+
+
+def get_passphrase(
+    *,
+    confirm: bool,
+    prompt: str = "Archive passphrase: ",
+    tty_path: str = "/dev/tty",
+) -> bytes:
+    """The passphrase as bytes. From the environment if it was set (scrubbing
+    it now if `scrub_environment()` was not called yet), else from a no-echo
+    prompt on the terminal, asked twice when `confirm` (encrypting)."""
+    if not _scrubbed or any(name in os.environ for name in ENV_VARS):
+        scrub_environment()
+    if _stash is not None:
+        if not _stash:
+            raise PassphraseError("the passphrase in HBTUI_PASSPHRASE is empty")
+        return _stash
+    return _prompt(tty_path, prompt, confirm)
+

@@ -1,0 +1,249 @@
+"""One multiplexed SSH connection per remote host.
+
+Every engine call, file transfer, port probe and forward to a host shares
+one asyncssh connection, opened on first use and opened again after it
+drops. Host keys are checked against known_hosts on every connect; a key
+that is unknown or changed is refused with its fingerprint and the command
+that trusts it. asyncssh errors never leave this module: they become
+`HostUnreachable`, `HostAuthFailed` or a `HostKeyError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+from pathlib import Path
+from typing import AsyncIterator, Iterator
+
+import asyncssh
+
+from hbtui.remote.errors import (
+    HostAuthFailed,
+    HostKeyChanged,
+    HostKeyError,
+    HostKeyUnknown,
+    HostUnreachable,
+)
+from hbtui.remote.knownhosts import (
+    fetch_server_key,
+    known_hosts_path,
+    load_known_hosts,
+    trusted_keys,
+)
+from hbtui.remote.target import SshTarget
+
+CONNECT_TIMEOUT = 10.0      # TCP connect + handshake + authentication
+KEEPALIVE_INTERVAL = 15.0   # a silent drop is noticed after 3 missed keepalives
+KEEPALIVE_COUNT = 3
+HELPER_TIMEOUT = 30.0       # small helper commands (mktemp, rm, kill, probes)
+
+# The exceptions a dead or dying connection shows up as.
+CONNECTION_ERRORS = (OSError, asyncssh.Error, EOFError)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out"
+    if isinstance(exc, asyncssh.Error):
+        return exc.reason or type(exc).__name__
+    text = getattr(exc, "strerror", None) or str(exc)
+    return text or type(exc).__name__
+
+
+class HostConnection:
+    """The SSH connection to one host, shared by everything that talks to it."""
+
+    def __init__(self, name: str, target: SshTarget, identity: str = "", *,
+                 connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        self.name = name
+        self.target = target
+        self.identity = str(Path(identity).expanduser()) if identity else ""
+        self.connect_timeout = connect_timeout
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return f"HostConnection({self.name!r}, {self.target})"
+
+    # -- connecting ---------------------------------------------------------------
+
+    def _options(self) -> dict:
+        opts: dict = {
+            "port": self.target.port,
+            "username": self.target.user,
+            "known_hosts": load_known_hosts(),
+            "connect_timeout": self.connect_timeout,
+            "keepalive_interval": KEEPALIVE_INTERVAL,
+            "keepalive_count_max": KEEPALIVE_COUNT,
+        }
+        if self.identity:
+            opts["client_keys"] = [self.identity]
+        return opts
+
+    async def connection(self) -> asyncssh.SSHClientConnection:
+        """The live connection, made (again) if there is none."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            # A connection belongs to the event loop that made it; the CLI runs
+            # one loop per step, so start over on a new one.
+            self._abandon()
+            self._loop = loop
+            self._lock = asyncio.Lock()
+        assert self._lock is not None
+        async with self._lock:
+            conn = self._conn
+            if conn is not None and not conn.is_closed():
+                return conn
+            self._conn = None
+            self._conn = await self._connect()
+            return self._conn
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        if self.identity and not Path(self.identity).is_file():
+            raise HostAuthFailed(f"host {self.name}: identity file {self.identity} does not exist")
+        try:
+            return await asyncio.wait_for(
+                asyncssh.connect(self.target.host, **self._options()), self.connect_timeout + 5)
+        except asyncssh.HostKeyNotVerifiable:
+            raise await self.host_key_error() from None
+        except asyncssh.PermissionDenied as exc:
+            key = f" with {self.identity}" if self.identity else ""
+            raise HostAuthFailed(
+                f"host {self.name}: {self.target} refused our key{key} ({_reason(exc)})") from None
+        except (asyncio.TimeoutError, *CONNECTION_ERRORS) as exc:
+            raise HostUnreachable(
+                f"cannot connect to host {self.name} ({self.target}): {_reason(exc)}") from None
+
+    async def host_key_error(self) -> HostKeyError:
+        """Why the server's key was refused, with its fingerprint and the way on."""
+        t = self.target
+        where = f"{t.host}:{t.port}"
+        kh = known_hosts_path()
+        known = trusted_keys(t)
+        try:
+            server = await fetch_server_key(t, timeout=self.connect_timeout)
+        except (asyncio.TimeoutError, *CONNECTION_ERRORS) as exc:
+            return HostKeyUnknown(f"host {self.name}: the host key of {where} could not be "
+                                  f"verified and could not be read again: {_reason(exc)}")
+        if known:
+            return HostKeyChanged(
+                f"REFUSED: the host key of {self.name} ({where}) has CHANGED: it now presents "
+                f"{server.algorithm} {server.fingerprint}, which is not the key in {kh}. Someone "
+                f"may be intercepting the connection, or the host was reinstalled. If you know it "
+                f"was reinstalled, remove the old key with: ssh-keygen -R '{t.known_hosts_pattern}' "
+                f"-f {kh} and then run: hbtui hosts trust {self.name}",
+                fingerprint=server.fingerprint)
+        return HostKeyUnknown(
+            f"host {self.name} ({where}) is not trusted yet: its {server.algorithm} key is "
+            f"{server.fingerprint}; if that is right, trust it with: "
+            f"hbtui hosts trust {self.name} --fingerprint {server.fingerprint}",
+            fingerprint=server.fingerprint)
+
+    def _abandon(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.abort()
+
+    def drop(self) -> None:
+        """Forget the connection (the next call connects again)."""
+        self._abandon()
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and self._loop is asyncio.get_running_loop():
+            conn.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), 5)
+        elif conn is not None:
+            with contextlib.suppress(Exception):
+                conn.abort()
+
+    # -- using it -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def guard(self, what: str) -> Iterator[None]:
+        """Turn a connection failure during `what` into HostUnreachable."""
+        try:
+            yield
+        except asyncssh.ChannelOpenError as exc:
+            raise HostUnreachable(f"host {self.name}: {what} failed: {_reason(exc)}") from None
+        except CONNECTION_ERRORS as exc:
+            self._abandon()
+            raise HostUnreachable(
+                f"connection to host {self.name} lost during {what}: {_reason(exc)}") from None
+
+    async def start_process(self, command: str, *, merge_stderr: bool = False,
+                            what: str = "a command") -> asyncssh.SSHClientProcess:
+        """Open a channel running `command`. A connection found dead before the
+        command started is replaced once; after that, failures are errors."""
+        kwargs: dict = {"encoding": None}
+        if merge_stderr:
+            kwargs["stderr"] = asyncssh.STDOUT
+        for attempt in (1, 2):
+            conn = await self.connection()
+            try:
+                return await asyncio.wait_for(conn.create_process(command, **kwargs),
+                                              self.connect_timeout)
+            except asyncssh.ChannelOpenError as exc:
+                raise HostUnreachable(f"host {self.name}: cannot run {what}: {_reason(exc)}") from None
+            except (asyncio.TimeoutError, *CONNECTION_ERRORS) as exc:
+                self._abandon()
+                if attempt == 2:
+                    raise HostUnreachable(
+                        f"connection to host {self.name} lost starting {what}: {_reason(exc)}"
+                    ) from None
+        raise AssertionError("unreachable")
+
+    async def run_shell(self, script: str, *args: str, timeout: float = HELPER_TIMEOUT,
+                        what: str = "a helper command") -> tuple[int, str, str]:
+        """Run a small POSIX sh script (no wrapper); (status, stdout, stderr)."""
+        command = "exec /bin/sh -c " + shlex.quote(script) + " hbtui " + shlex.join(args)
+        proc = await self.start_process(command, what=what)
+        try:
+            with self.guard(what):
+                proc.stdin.write_eof()
+                out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        except asyncio.TimeoutError:
+            raise HostUnreachable(f"host {self.name}: {what} timed out after {timeout:g}s") from None
+        finally:
+            proc.close()
+        if proc.returncode is None:
+            self._abandon()
+            raise HostUnreachable(f"connection to host {self.name} lost during {what}")
+        return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+    async def open_tcp(self, port: int, *, host: str = "127.0.0.1",
+                       timeout: float = 10.0) -> tuple[asyncssh.SSHReader, asyncssh.SSHWriter]:
+        """A TCP stream to host:port as seen from the remote host (direct-tcpip)."""
+        conn = await self.connection()
+        with self.guard(f"connecting to {host}:{port}"):
+            return await asyncio.wait_for(
+                conn.open_connection(host, port, encoding=None), timeout)
+
+    @contextlib.asynccontextmanager
+    async def sftp(self) -> AsyncIterator[asyncssh.SFTPClient]:
+        conn = await self.connection()
+        with self.guard("opening SFTP"):
+            client = await asyncio.wait_for(conn.start_sftp_client(), self.connect_timeout)
+        try:
+            yield client
+        finally:
+            client.exit()
+
+    # -- OpenSSH, for terminals ------------------------------------------------------
+
+    def ssh_argv(self, remote_command: str, *, tty: bool) -> list[str]:
+        """An OpenSSH argv running `remote_command` there, with our identity,
+        port and known_hosts and strict host key checking."""
+        argv = ["ssh", "-t" if tty else "-T",
+                "-o", "StrictHostKeyChecking=yes",
+                "-o", f"UserKnownHostsFile={known_hosts_path()}",
+                "-o", f"ConnectTimeout={int(self.connect_timeout)}",
+                "-o", f"ServerAliveInterval={int(KEEPALIVE_INTERVAL)}",
+                "-p", str(self.target.port), "-l", self.target.user]
+        if self.identity:
+            argv += ["-i", self.identity, "-o", "IdentitiesOnly=yes"]
+        return argv + ["--", self.target.host, remote_command]

@@ -1,0 +1,151 @@
+"""The log pane: the selected box's operation output and its workload logs.
+
+Output arrives in bursts (a recipe can print thousands of lines at once),
+so the pane never writes per event: the app calls `catch_up()` on a short
+timer and the pane writes what it has not shown yet in one batch, skipping
+to the newest lines when it is far behind. Follow mode is RichLog's
+auto-scroll, switched off when the user scrolls up and on again when they
+reach the end.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import ProgressBar, RichLog, Static, TabbedContent, TabPane
+
+from hbtui.tui.activity import MAX_LINES, Activity, BoxKey
+
+# At most this many lines per repaint; a flood beyond it is summarised.
+BATCH = 400
+
+
+class FollowLog(RichLog):
+    """A RichLog whose auto-scroll follows the user's scrolling."""
+
+    class FollowChanged(Message):
+        def __init__(self, following: bool) -> None:
+            super().__init__()
+            self.following = following
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
+                         auto_scroll=True, **kwargs)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        following = new_value >= self.max_scroll_y
+        if following != self.auto_scroll:
+            self.auto_scroll = following
+            self.post_message(self.FollowChanged(following))
+
+    def follow(self) -> None:
+        self.auto_scroll = True
+        self.scroll_end(animate=False)
+        self.post_message(self.FollowChanged(True))
+
+
+class LogPane(Vertical):
+    """Header, step progress and two tabs of output for one box."""
+
+    DEFAULT_CSS = """
+    LogPane { height: 1fr; }
+    LogPane #log-header { height: 1; padding: 0 1; }
+    LogPane ProgressBar { height: 1; padding: 0 1; }
+    LogPane ProgressBar.-idle { display: none; }
+    LogPane TabbedContent { height: 1fr; }
+    LogPane TabPane { padding: 0; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.activity: Activity | None = None
+        self.key: BoxKey | None = None
+        self._shown = 0
+        self._following = True
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="log-header")
+        yield ProgressBar(show_eta=False, id="steps", classes="-idle")
+        with TabbedContent(initial="tab-provision", id="log-tabs"):
+            with TabPane("Operation log", id="tab-provision"):
+                yield FollowLog(id="provision-log")
+            with TabPane("Workload log", id="tab-workload"):
+                yield RichLog(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
+                              id="workload-log")
+
+    @property
+    def log_view(self) -> FollowLog:
+        return self.query_one("#provision-log", FollowLog)
+
+    @property
+    def workload_visible(self) -> bool:
+        return self.query_one(TabbedContent).active == "tab-workload"
+
+    def toggle_tab(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        tabs.active = "tab-provision" if self.workload_visible else "tab-workload"
+
+    def show(self, key: BoxKey | None, activity: Activity | None) -> None:
+        """Switch to another box: redraw its buffered output from scratch."""
+        self.key, self.activity = key, activity
+        self.log_view.clear()
+        self.query_one("#workload-log", RichLog).clear()
+        self._shown = 0
+        self.log_view.follow()
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        """Write what arrived since the last call, and refresh header and bar."""
+        activity = self.activity
+        if activity is not None:
+            missed = activity.written - self._shown
+            if missed > 0:
+                lines = list(activity.lines)[-min(missed, len(activity.lines)):]
+                if len(lines) > BATCH:
+                    skipped = len(lines) - BATCH
+                    lines = lines[-BATCH:]
+                    self.log_view.write(Text(f"… {skipped} lines skipped to keep up "
+                                             "(hbtui logs --provision NAME has them all)",
+                                             style="dim italic"))
+                self.log_view.write(Text.from_ansi("\n".join(lines)))
+                self._shown = activity.written
+        self._update_header()
+
+    def show_workload(self, text: str) -> None:
+        log = self.query_one("#workload-log", RichLog)
+        log.clear()
+        log.write(Text.from_ansi(text.rstrip("\n")) if text else Text("(no output)", style="dim"))
+
+    def on_follow_log_follow_changed(self, message: FollowLog.FollowChanged) -> None:
+        self._following = message.following
+        self._update_header()
+
+    def _update_header(self) -> None:
+        header = Text()
+        if self.key is None:
+            header.append("no box selected", style="dim")
+        else:
+            header.append(self.key[1], style="bold")
+            if self.key[0] != "local":
+                header.append(f" @{self.key[0]}", style="dim")
+        bar = self.query_one("#steps", ProgressBar)
+        activity = self.activity
+        if activity is not None:
+            if activity.error:
+                header.append(f"  ✗ {activity.operation} failed: {activity.error}", style="bold red")
+            elif activity.running:
+                header.append(f"  {activity.phase}", style="cyan")
+            if activity.step is not None:
+                bar.update(total=activity.step.total, progress=activity.step.index - (
+                    1 if activity.running else 0))
+                bar.set_class(False, "-idle")
+            else:
+                bar.set_class(True, "-idle")
+        else:
+            bar.set_class(True, "-idle")
+        if not self._following:
+            header.append("  [paused — End to follow]", style="yellow")
+        self.query_one("#log-header", Static).update(header)

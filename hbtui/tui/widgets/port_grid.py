@@ -1,0 +1,166 @@
+"""The port allocator: the configured host-port range drawn as a grid.
+
+Each port is one glyph: used by a box, busy (another process on the host
+listens there) or free. The cursor (keys or mouse) names what a port is;
+enter or a click on a free port posts `Picked`, which the new-box dialog
+uses to choose the box's port.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from hbtui.core.ports import BUSY, FREE, USED, PortSlot
+
+GLYPH = {USED: ("■", "cyan"), BUSY: ("■", "yellow"), FREE: ("·", "green")}
+CELL = 2  # columns per port
+
+
+class PortGrid(Widget, can_focus=True):
+    """A compact map of `BoxService.ports()`."""
+
+    DEFAULT_CSS = """
+    PortGrid { height: auto; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("left", "move(-1)", "previous port", show=False),
+        Binding("right", "move(1)", "next port", show=False),
+        Binding("up", "move_row(-1)", "port above", show=False),
+        Binding("down", "move_row(1)", "port below", show=False),
+        Binding("enter", "pick", "use this port", show=False),
+    ]
+
+    cursor: reactive[int] = reactive(0)
+    highlight_box: reactive[str] = reactive("")
+
+    class Picked(Message):
+        def __init__(self, port: int) -> None:
+            super().__init__()
+            self.port = port
+
+    def __init__(self, slots: list[PortSlot] | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.slots: list[PortSlot] = slots or []
+        self.picked: int | None = None
+
+    def set_slots(self, slots: list[PortSlot]) -> None:
+        self.slots = slots
+        self.cursor = min(self.cursor, max(len(slots) - 1, 0))
+        self.refresh(layout=True)
+
+    @property
+    def next_free(self) -> int | None:
+        return next((s.port for s in self.slots if s.state == FREE), None)
+
+    def _per_row(self, width: int | None = None) -> int:
+        width = self.content_region.width if width is None else width
+        return max(width // CELL, 1)
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        rows = -(-len(self.slots) // self._per_row(width)) if self.slots else 1
+        return rows + 2
+
+    def render(self) -> Text:
+        if not self.slots:
+            return Text("no port information yet", style="dim")
+        per_row = self._per_row()
+        text = Text()
+        for i, slot in enumerate(self.slots):
+            if i and i % per_row == 0:
+                text.append("\n")
+            glyph, style = GLYPH[slot.state]
+            if slot.state == USED and slot.box == self.highlight_box:
+                style = "bold magenta"
+            if slot.port == self.picked:
+                glyph, style = "◆", "bold green"
+            if i == self.cursor and self.has_focus:
+                style += " reverse"
+            text.append(glyph, style=style)
+            text.append(" " * (CELL - 1))
+        text.append("\n")
+        text.append_text(self.describe(self.slots[self.cursor] if self.has_focus else None))
+        text.append("\n")
+        text.append("■", style="cyan")
+        text.append(" used  ")
+        text.append("■", style="yellow")
+        text.append(" busy  ")
+        text.append("·", style="green")
+        text.append(" free  ")
+        free = sum(s.state == FREE for s in self.slots)
+        text.append(f"{self.slots[0].port}-{self.slots[-1].port}: {free} free", style="dim")
+        return text
+
+    def describe(self, slot: PortSlot | None) -> Text:
+        if slot is None:
+            nxt = self.next_free
+            box = next((s for s in self.slots if self.highlight_box and s.box == self.highlight_box),
+                       None)
+            line = Text()
+            if box is not None:
+                line.append(f"{box.port} ", style="bold")
+                line.append(f"used by {box.box}   ")
+            line.append(f"next free: {nxt}" if nxt else "no free port", style="green")
+            return line
+        if slot.state == USED:
+            return Text.assemble((f"{slot.port} ", "bold"), f"used by box {slot.box}")
+        if slot.state == BUSY:
+            return Text.assemble((f"{slot.port} ", "bold"), "busy: another process listens")
+        return Text.assemble((f"{slot.port} ", "bold"), ("free — enter to use it", "green"))
+
+    def _slot_at(self, x: int, y: int) -> int | None:
+        col, row = x // CELL, y
+        per_row = self._per_row()
+        if col >= per_row:
+            return None
+        index = row * per_row + col
+        return index if 0 <= index < len(self.slots) else None
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        offset = event.get_content_offset(self)
+        index = self._slot_at(offset.x, offset.y) if offset else None
+        if index is not None:
+            self.cursor = index
+            self.tooltip = self.describe(self.slots[index]).plain
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        index = self._slot_at(offset.x, offset.y) if offset else None
+        if index is not None:
+            self.cursor = index
+            self.action_pick()
+
+    def action_move(self, delta: int) -> None:
+        if self.slots:
+            self.cursor = (self.cursor + delta) % len(self.slots)
+
+    def action_move_row(self, delta: int) -> None:
+        if self.slots:
+            self.cursor = min(max(self.cursor + delta * self._per_row(), 0), len(self.slots) - 1)
+
+    def action_pick(self) -> None:
+        if not self.slots:
+            return
+        slot = self.slots[self.cursor]
+        if slot.state != FREE:
+            self.notify(self.describe(slot).plain, severity="warning")
+            return
+        self.picked = slot.port
+        self.refresh()
+        self.post_message(self.Picked(slot.port))
+
+    def move_to(self, port: int) -> None:
+        index = next((i for i, s in enumerate(self.slots) if s.port == port), None)
+        if index is not None:
+            self.cursor = index
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
