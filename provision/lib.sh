@@ -1,0 +1,162 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # the constants are used by the recipes that source this file
+# hbtui recipe library: the step runner and the guest-side steps every recipe shares.
+#
+# Sourced (never executed) by provision/provision.sh and by test recipes such as
+# tests/recipes/sim/provision/provision.sh. A recipe:
+#   1. sets HB_RECIPE_DIR (the unpacked recipe root, holding provision/ and guest/),
+#   2. defines step functions for its own steps (step_<name with - as _>),
+#   3. calls `hb_run_steps NAME...` with its ordered step list.
+# Each step prints `::hbtui:: step I/N NAME` first. With HB_DRY_RUN=1 only the
+# markers are printed and nothing is changed (tests use this).
+#
+# Every step is idempotent: `hbtui repair` reruns the whole recipe on a live box.
+
+HB_ROOT=/opt/hermes-box
+HB_BIN=$HB_ROOT/bin
+HB_TOOLING=$HB_ROOT/tooling
+HB_NODE_GLOBAL=$HB_TOOLING/node-global
+HB_DATA=/data
+HB_LOGS=$HB_DATA/logs
+HB_AGENT=agent
+HB_AGENT_HOME=$HB_DATA/home/agent
+HB_ENV_FILE=/etc/hermes-box.env
+HB_PROFILE=/etc/profile.d/hermes-box.sh
+HB_PROVISIONED=$HB_ROOT/provisioned
+HB_EXECUTOR_PORT=4788
+
+hb_log() { printf '%s\n' "$*"; }
+hb_die() { printf 'provision: error: %s\n' "$*" >&2; exit 1; }
+hb_have() { command -v "$1" >/dev/null 2>&1; }
+
+# Run the named steps in order. Fails before doing anything if a step has no function.
+hb_run_steps() {
+    local total=$# i=0 name fn
+    for name in "$@"; do
+        fn=step_${name//-/_}
+        declare -F "$fn" >/dev/null || hb_die "recipe step '$name' has no function $fn"
+    done
+    if [[ ${HB_DRY_RUN:-0} != 1 ]]; then
+        [[ $(id -u) -eq 0 ]] || hb_die "the recipe must run as root"
+        if ! [[ ${HB_PORT:-} =~ ^[0-9]{1,5}$ ]] || ((HB_PORT < 1 || HB_PORT > 65535)); then
+            hb_die "HB_PORT must be set to the box's port (got '${HB_PORT:-}')"
+        fi
+        [[ -d ${HB_RECIPE_DIR:-} ]] || hb_die "HB_RECIPE_DIR is not set to the recipe folder"
+    fi
+    for name in "$@"; do
+        i=$((i + 1))
+        printf '::hbtui:: step %d/%d %s\n' "$i" "$total" "$name"
+        [[ ${HB_DRY_RUN:-0} == 1 ]] && continue
+        "step_${name//-/_}"
+    done
+    [[ ${HB_DRY_RUN:-0} == 1 ]] || hb_log "provision: box '${HB_BOX:-?}' is provisioned"
+}
+
+# --- shared steps ------------------------------------------------------------
+
+# User `agent` (HOME /data/home/agent, bash) with passwordless sudo when sudo exists.
+step_agent_user() {
+    mkdir -p "$HB_DATA/home"
+    local shell=/bin/bash
+    [[ -x $shell ]] || shell=/bin/sh
+    if ! getent group "$HB_AGENT" >/dev/null; then
+        groupadd "$HB_AGENT"
+    fi
+    if id -u "$HB_AGENT" >/dev/null 2>&1; then
+        local home
+        home=$(getent passwd "$HB_AGENT" | cut -d: -f6)
+        if [[ $home != "$HB_AGENT_HOME" ]]; then
+            usermod -d "$HB_AGENT_HOME" "$HB_AGENT"
+        fi
+    else
+        # No -m: the home lives on /data and is created by the data-skeleton step;
+        # a restored /data must not be overwritten with /etc/skel files.
+        useradd -g "$HB_AGENT" -d "$HB_AGENT_HOME" -M -s "$shell" -c "hermes-box agent" "$HB_AGENT"
+    fi
+    if hb_have sudo; then
+        mkdir -p /etc/sudoers.d
+        local tmp
+        tmp=$(mktemp /etc/sudoers.d/.hermes-box.XXXXXX)
+        printf '%s ALL=(ALL) NOPASSWD: ALL\n' "$HB_AGENT" >"$tmp"
+        chmod 0440 "$tmp"
+        if hb_have visudo && ! visudo -cqf "$tmp"; then
+            rm -f "$tmp"
+            hb_die "generated sudoers entry did not validate"
+        fi
+        mv -f "$tmp" /etc/sudoers.d/hermes-box-agent
+    else
+        hb_log "sudo is not installed: agent gets no sudo rule"
+    fi
+}
+
+# /data skeleton, owned by agent. Existing content (a restored box) is kept.
+step_data_skeleton() {
+    install -d -m 0755 "$HB_DATA" "$HB_DATA/home"
+    install -d -m 0755 -o "$HB_AGENT" -g "$HB_AGENT" "$HB_LOGS"
+    install -d -m 0750 -o "$HB_AGENT" -g "$HB_AGENT" "$HB_AGENT_HOME"
+    local d
+    for d in workspace .config .config/hermes-box .local .local/bin .local/share .local/state .cache; do
+        install -d -o "$HB_AGENT" -g "$HB_AGENT" "$HB_AGENT_HOME/$d"
+    done
+    local f
+    for f in workload executor socat; do
+        [[ -e $HB_LOGS/$f.log ]] || install -m 0644 -o "$HB_AGENT" -g "$HB_AGENT" /dev/null "$HB_LOGS/$f.log"
+    done
+}
+
+# hb, hb-workload, hb-as-agent, the login profile and tmux.conf from the recipe's guest/.
+step_guest_files() {
+    local src=$HB_RECIPE_DIR/guest f
+    for f in hb hb-workload hb-as-agent profile.sh tmux.conf; do
+        [[ -f $src/$f ]] || hb_die "missing guest file $src/$f"
+    done
+    install -d -m 0755 "$HB_ROOT" "$HB_BIN" "$HB_TOOLING" "$HB_ROOT/run"
+    for f in hb hb-workload hb-as-agent; do
+        install -m 0755 "$src/$f" "$HB_BIN/$f"
+    done
+    install -d -m 0755 /etc/profile.d
+    install -m 0644 "$src/profile.sh" "$HB_PROFILE"
+    install -m 0644 "$src/tmux.conf" /etc/tmux.conf
+    # Give root's interactive shells the same PATH as agent's.
+    ln -sfn "$HB_BIN/hb" /usr/local/bin/hb
+}
+
+# /etc/hermes-box.env: what the guest helpers read at run time. Callers set
+# HB_ENV_EXTRA (lines KEY=value) for recipe-specific settings such as HB_EXECUTOR_CMD.
+step_env_file() {
+    local tmp key
+    tmp=$(mktemp /etc/.hermes-box.env.XXXXXX)
+    {
+        printf '# Written by the hbtui recipe (%s) on %s. Rewritten by hbtui repair.\n' \
+            "${HB_RECIPE_NAME:-unknown}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        printf 'HB_BOX=%q\n' "${HB_BOX:-}"
+        printf 'HB_PORT=%q\n' "$HB_PORT"
+        printf 'HB_EXECUTOR_PORT=%q\n' "$HB_EXECUTOR_PORT"
+        printf 'HB_RECIPE_NAME=%q\n' "${HB_RECIPE_NAME:-unknown}"
+        for key in ${HB_VERSION_KEYS:-}; do
+            printf '%s=%q\n' "$key" "${!key:-}"
+        done
+        printf 'HB_REQUIRED_TOOLS=%q\n' "${HB_REQUIRED_TOOLS:-}"
+        [[ -z ${HB_ENV_EXTRA:-} ]] || printf '%s\n' "$HB_ENV_EXTRA"
+    } >"$tmp"
+    chmod 0644 "$tmp"
+    mv -f "$tmp" "$HB_ENV_FILE"
+    # A repair may change the executor or its token: let hb-workload wire MCP again.
+    rm -f "$HB_AGENT_HOME/.config/hermes-box/mcp-wired"
+}
+
+# Checks that the guest helpers work in place; shared by every recipe.
+hb_verify_guest() {
+    local f
+    for f in hb hb-workload hb-as-agent; do
+        [[ -x $HB_BIN/$f ]] || hb_die "$HB_BIN/$f is missing"
+    done
+    "$HB_BIN/hb-as-agent" -- true || hb_die "hb-as-agent cannot run a command as $HB_AGENT"
+    # Users, /data layout, env file and the tools on agent's PATH (services are not up yet).
+    "$HB_BIN/hb" doctor --static || hb_die "hb doctor --static found problems"
+}
+
+step_finish() {
+    install -d -m 0755 "$HB_ROOT"
+    touch "$HB_PROVISIONED"
+}
