@@ -1,0 +1,445 @@
+"""The HBX1 format: round trips, every truncation, tampering, caps, defaults."""
+
+from __future__ import annotations
+
+import inspect
+import io
+import os
+import stat
+import struct
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hbtui.archive import format as F
+from hbtui.archive.errors import (
+    ArchiveCorrupt,
+    ArchiveError,
+    ArchiveTruncated,
+    KdfLimitExceeded,
+    NotAnArchive,
+    UnsupportedArchive,
+    WrongPassphrase,
+)
+from hbtui.errors import HbtuiError
+
+CS = 1024
+KDF = F.ScryptParams(log_n=4, r=1, p=1)
+PW = b"correct horse battery staple"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "archive-format.md"
+
+
+def enc(data: bytes, cs: int = CS, kdf=KDF, pw: bytes = PW, rnd=None) -> bytes:
+    out = io.BytesIO()
+    F.encrypt_stream(io.BytesIO(data), out, pw, chunk_size=cs, kdf=kdf, _randomness=rnd)
+    return out.getvalue()
+
+
+def dec(archive: bytes, pw: bytes = PW) -> bytes:
+    out = io.BytesIO()
+    F.decrypt_stream(io.BytesIO(archive), out, pw)
+    return out.getvalue()
+
+
+def chunks_of(archive: bytes, cs: int = CS) -> list[bytes]:
+    body = archive[F.HEADER_SIZE :]
+    step = cs + F.TAG_SIZE
+    return [body[i : i + step] for i in range(0, len(body), step)]
+
+
+def rejects(archive: bytes, pw: bytes = PW) -> ArchiveError:
+    with pytest.raises(ArchiveError) as ei:
+        F.verify_stream(io.BytesIO(archive), pw)
+    assert isinstance(ei.value, HbtuiError)
+    assert "\n" not in str(ei.value) and str(ei.value)
+    return ei.value
+
+
+SIZES = [0, 1, CS - 1, CS, CS + 1, 2 * CS, 7 * CS + 13]
+
+
+# --- defaults -----------------------------------------------------------------
+
+
+def test_defaults_are_the_documented_ones():
+    assert F.DEFAULT_CHUNK_SIZE == 1 << 20
+    assert F.DEFAULT_KDF == F.Argon2idParams(iterations=3, memory_kib=262144, lanes=4)
+    for fn in (F.encrypt_stream, F.Encryptor.__init__, F.create_archive, F.encrypt_file):
+        params = inspect.signature(fn).parameters
+        assert params["kdf"].default is F.DEFAULT_KDF
+        assert params["chunk_size"].default == F.DEFAULT_CHUNK_SIZE
+    doc = DOCS.read_text()
+    assert "t = 3, m = 262144 KiB (256 MiB), p = 4" in doc
+    assert "2^20 = 1 MiB" in doc
+    for label in (F.KEK_SALT_LABEL, F.HEADER_MAC_INFO, F.PAYLOAD_KEY_INFO):
+        assert label.decode() in doc
+
+
+def test_default_params_round_trip(tmp_path):
+    a = enc(b"x" * 10, cs=F.DEFAULT_CHUNK_SIZE, kdf=F.DEFAULT_KDF)
+    info = F.read_header(io.BytesIO(a))
+    assert info.kdf == F.DEFAULT_KDF and info.chunk_size == F.DEFAULT_CHUNK_SIZE
+    assert dec(a) == b"x" * 10
+
+
+# --- round trips ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_round_trip_sizes(size):
+    data = os.urandom(size)
+    a = enc(data)
+    assert dec(a) == data
+    n_chunks = max(1, -(-size // CS))
+    assert len(a) == F.HEADER_SIZE + size + n_chunks * F.TAG_SIZE
+    info = F.read_header(io.BytesIO(a))
+    assert info.plaintext_size == size and info.archive_size == len(a)
+    # the last chunk is never empty unless the payload is
+    assert len(chunks_of(a)[-1]) > F.TAG_SIZE or size == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.binary(max_size=6 * CS + 3),
+    cuts=st.lists(st.integers(min_value=0, max_value=6 * CS + 3), max_size=8),
+)
+def test_feed_in_any_pieces_equals_stream(data, cuts):
+    rnd = F.Randomness.fresh()
+    ref = enc(data, rnd=rnd)
+    out = io.BytesIO()
+    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, _randomness=rnd)
+    pos = 0
+    for c in sorted(set(cuts)):
+        e.feed(data[pos:c])
+        pos = max(pos, c)
+    e.feed(data[pos:])
+    e.finish()
+    assert out.getvalue() == ref
+    assert dec(ref) == data
+
+
+class Trickle(io.RawIOBase):
+    """A pipe-like source: short reads of odd sizes."""
+
+    def __init__(self, data: bytes, step: int = 333) -> None:
+        self.data, self.pos, self.step = data, 0, step
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        n = min(len(b), self.step, len(self.data) - self.pos)
+        b[:n] = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return n
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_short_reads_fill_whole_chunks(size):
+    data = os.urandom(size)
+    rnd = F.Randomness.fresh()
+    out = io.BytesIO()
+    F.encrypt_stream(Trickle(data), out, PW, chunk_size=CS, kdf=KDF, _randomness=rnd)
+    assert out.getvalue() == enc(data, rnd=rnd)
+    got = io.BytesIO()
+    F.decrypt_stream(Trickle(out.getvalue(), 77), got, PW)
+    assert got.getvalue() == data
+
+
+def test_feed_then_feed_from_mixed():
+    data = os.urandom(5 * CS + 9)
+    rnd = F.Randomness.fresh()
+    out = io.BytesIO()
+    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, _randomness=rnd)
+    e.feed(data[:100])
+    e.feed_from(io.BytesIO(data[100 : 3 * CS]))
+    e.feed(data[3 * CS : 3 * CS + 1])
+    e.feed_from(Trickle(data[3 * CS + 1 :]))
+    e.finish()
+    assert out.getvalue() == enc(data, rnd=rnd)
+    with pytest.raises(ArchiveError):
+        e.feed(b"more")
+
+
+def test_fresh_randomness_per_archive():
+    a, b = enc(b"same"), enc(b"same")
+    assert a[20:112] != b[20:112]  # salts, nonce, wrapped key all differ
+    assert a[F.HEADER_SIZE :] != b[F.HEADER_SIZE :]
+
+
+def test_decryptor_yields_verified_chunks():
+    data = os.urandom(3 * CS + 5)
+    d = F.Decryptor(io.BytesIO(enc(data)), PW)
+    pieces = [bytes(c) for c in d.chunks()]
+    assert [len(p) for p in pieces] == [CS, CS, CS, 5]
+    assert b"".join(pieces) == data and d.complete
+
+
+def test_progress_reports():
+    data = os.urandom(3 * CS + 5)
+    seen: list[int] = []
+    a = io.BytesIO()
+    F.encrypt_stream(io.BytesIO(data), a, PW, chunk_size=CS, kdf=KDF, progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == len(data)
+    seen2: list[int] = []
+    F.verify_stream(io.BytesIO(a.getvalue()), PW, progress=seen2.append)
+    assert seen2 == sorted(seen2) and seen2[-1] == len(a.getvalue())
+
+
+def test_memory_is_bounded_by_chunk_size():
+    cs = 64 * 1024
+
+    class Gen(io.RawIOBase):
+        left = 64 * 1024 * 1024
+        block = os.urandom(cs)
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            n = min(len(b), self.left, cs)
+            b[:n] = self.block[:n]
+            self.left -= n
+            return n
+
+    class Sink(io.RawIOBase):
+        def writable(self):
+            return True
+
+        def write(self, b):
+            return len(b)
+
+    tracemalloc.start()
+    F.encrypt_stream(Gen(), Sink(), PW, chunk_size=cs, kdf=KDF)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 * cs + 512 * 1024, peak
+
+
+# --- files -----------------------------------------------------------------------
+
+
+def test_files_are_private_and_atomic(tmp_path):
+    src = tmp_path / "plain"
+    src.write_bytes(os.urandom(3000))
+    arc = tmp_path / "a.hbx"
+    F.encrypt_file(src, arc, PW, chunk_size=CS, kdf=KDF)
+    assert stat.S_IMODE(arc.stat().st_mode) == 0o600
+    assert F.is_hbx(arc) and not F.is_hbx(src)
+    assert F.read_header(arc).plaintext_size == 3000
+    out = tmp_path / "out"
+    F.decrypt_file(arc, out, PW)
+    assert out.read_bytes() == src.read_bytes()
+    assert F.verify_file(arc, PW) == 3000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.hbx", "out", "plain"]
+
+
+def test_create_archive_failure_leaves_nothing(tmp_path):
+    with pytest.raises(RuntimeError):
+        with F.create_archive(tmp_path / "x.hbx", PW, chunk_size=CS, kdf=KDF) as e:
+            e.feed(b"abc")
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_empty_passphrase_refused():
+    with pytest.raises(ArchiveError):
+        enc(b"x", pw=b"")
+
+
+# --- rejections --------------------------------------------------------------------
+
+
+def test_every_truncation_point_is_rejected(tmp_path):
+    data = os.urandom(2 * CS + 500)
+    a = enc(data)
+    for cut in range(len(a)):
+        e = rejects(a[:cut])
+        assert isinstance(e, ArchiveCorrupt), (cut, e)
+    # the all-or-nothing file API writes nothing, checked on a spread of cuts
+    src = tmp_path / "t.hbx"
+    dst = tmp_path / "out"
+    for cut in list(range(0, 200)) + list(range(F.HEADER_SIZE, len(a), 37)) + [len(a) - 1]:
+        src.write_bytes(a[:cut])
+        with pytest.raises(ArchiveCorrupt):
+            F.decrypt_file(src, dst, PW)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["t.hbx"]
+
+
+def test_truncation_at_chunk_boundary_is_named():
+    a = enc(os.urandom(3 * CS))
+    e = rejects(a[: F.HEADER_SIZE + 2 * (CS + F.TAG_SIZE)])
+    assert isinstance(e, ArchiveTruncated) and "before its final chunk" in str(e)
+    e = rejects(a[: F.HEADER_SIZE])
+    assert isinstance(e, ArchiveTruncated)
+
+
+def test_header_bit_flips():
+    a = enc(os.urandom(CS + 3))
+    for i in range(F.HEADER_SIZE):
+        for bit in (0, 7):
+            bad = bytearray(a)
+            bad[i] ^= 1 << bit
+            e = rejects(bytes(bad))
+            if i < 4:
+                assert isinstance(e, NotAnArchive)
+            elif i in (4, 5, 6):
+                assert isinstance(e, UnsupportedArchive)
+            elif i >= 112:
+                assert isinstance(e, ArchiveCorrupt) and "header" in str(e)
+            elif i >= 20:
+                assert isinstance(e, WrongPassphrase)
+
+
+def test_tag_and_body_bit_flips():
+    a = enc(os.urandom(2 * CS + 10))
+    step = CS + F.TAG_SIZE
+    for pos in (F.HEADER_SIZE, F.HEADER_SIZE + 500, F.HEADER_SIZE + step - 1,  # body, tag of chunk 0
+                F.HEADER_SIZE + step + 3, len(a) - 1, len(a) - 20):
+        bad = bytearray(a)
+        bad[pos] ^= 0x10
+        assert isinstance(rejects(bytes(bad)), ArchiveCorrupt)
+
+
+def test_chunks_swapped_duplicated_dropped():
+    a = enc(os.urandom(3 * CS + 10))
+    h, c = a[: F.HEADER_SIZE], chunks_of(a)
+    assert len(c) == 4
+    variants = [
+        c[1] + c[0] + c[2] + c[3],  # swapped
+        c[0] + c[0] + c[1] + c[2] + c[3],  # duplicated
+        c[0] + c[2] + c[3],  # dropped (middle)
+        c[0] + c[1] + c[2],  # dropped (final)
+        c[1] + c[2] + c[3],  # dropped (first)
+        c[0] + c[1] + c[2] + c[3] + c[3],  # final repeated
+    ]
+    for body in variants:
+        assert isinstance(rejects(h + body), ArchiveCorrupt)
+    # chunks from another archive with the same passphrase
+    other = chunks_of(enc(os.urandom(3 * CS + 10)))
+    assert isinstance(rejects(h + c[0] + other[1] + c[2] + c[3]), ArchiveCorrupt)
+    # header of one archive, body of another
+    assert isinstance(rejects(h + b"".join(other)), ArchiveCorrupt)
+
+
+@pytest.mark.parametrize("size", [0, 5, CS, 2 * CS])
+@pytest.mark.parametrize("extra", [b"\x00", b"x" * 17, os.urandom(CS + F.TAG_SIZE), os.urandom(5000)])
+def test_trailing_garbage(size, extra):
+    a = enc(os.urandom(size))
+    assert isinstance(rejects(a + extra), ArchiveCorrupt)
+
+
+def test_trailing_valid_chunk_after_final_is_named():
+    a = enc(os.urandom(2 * CS))
+    c = chunks_of(a)
+    e = rejects(a + c[-1])
+    assert isinstance(e, ArchiveCorrupt)
+
+
+def _forge(rnd: F.Randomness, chunks: list[tuple[bytes, bool]]) -> bytes:
+    """An archive with hand-made chunks (correct keys, chosen flags)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    header, key = F._build_header(PW, KDF, CS.bit_length() - 1, rnd)
+    aead = AESGCM(key)
+    body = b"".join(aead.encrypt(F._nonce(i, fin), pt, None) for i, (pt, fin) in enumerate(chunks))
+    return header + body
+
+
+def test_forged_layouts_rejected():
+    r = F.Randomness.fresh()
+    full = os.urandom(CS)
+    good = _forge(r, [(full, False), (b"ab", True)])
+    assert dec(good) == full + b"ab"
+    cases = {
+        "empty final chunk after data": [(full, False), (b"", True)],
+        "short non-final chunk": [(b"abc", False), (b"d", True)],
+        "no final chunk": [(full, False), (full, False)],
+        "two final chunks": [(full, True), (b"x", True)],
+        "final flag in the middle": [(full, False), (full, True), (b"x", True)],
+    }
+    for name, chunks in cases.items():
+        assert isinstance(rejects(_forge(r, chunks)), ArchiveCorrupt), name
+
+
+def test_wrong_passphrase(tmp_path):
+    a = enc(os.urandom(100))
+    assert isinstance(rejects(a, pw=b"wrong"), WrongPassphrase)
+    src = tmp_path / "a.hbx"
+    src.write_bytes(a)
+    with pytest.raises(WrongPassphrase):
+        F.decrypt_file(src, tmp_path / "out", b"wrong")
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["a.hbx"]
+
+
+def _with_params(a: bytes, kdf_id: int, params: tuple[int, int, int]) -> bytes:
+    return a[:6] + bytes([kdf_id]) + a[7:8] + struct.pack(">III", *params) + a[20:]
+
+
+@pytest.mark.parametrize(
+    "kdf_id,params",
+    [
+        (F.KDF_SCRYPT, (21, 8, 1)),
+        (F.KDF_SCRYPT, (20, 16, 1)),  # 2 GiB
+        (F.KDF_SCRYPT, (18, 8, 17)),
+        (F.KDF_SCRYPT, (18, 33, 1)),
+        (F.KDF_SCRYPT, (0, 8, 1)),
+        (F.KDF_SCRYPT, (0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)),
+        (F.KDF_ARGON2ID, (3, 2 * 1024 * 1024, 4)),
+        (F.KDF_ARGON2ID, (11, 65536, 4)),
+        (F.KDF_ARGON2ID, (3, 65536, 17)),
+        (F.KDF_ARGON2ID, (0, 65536, 4)),
+        (F.KDF_ARGON2ID, (3, 7, 1)),
+        (F.KDF_ARGON2ID, (8, 1024 * 1024, 4)),  # total work above the cap
+    ],
+)
+def test_kdf_caps_checked_before_kdf_runs(monkeypatch, tmp_path, kdf_id, params):
+    def boom(*a, **k):
+        raise AssertionError("the KDF ran")
+
+    monkeypatch.setattr(F.ScryptParams, "derive", boom)
+    monkeypatch.setattr(F.Argon2idParams, "derive", boom)
+    a = _with_params(_CACHED, kdf_id, params)
+    with pytest.raises(KdfLimitExceeded):
+        F.verify_stream(io.BytesIO(a), PW)
+    with pytest.raises(KdfLimitExceeded):
+        F.read_header(io.BytesIO(a))
+    (tmp_path / "a.hbx").write_bytes(a)
+    with pytest.raises(KdfLimitExceeded):
+        F.decrypt_file(tmp_path / "a.hbx", tmp_path / "out", PW)
+    assert not (tmp_path / "out").exists()
+
+
+_CACHED = enc(b"payload")
+
+
+def test_writer_refuses_what_reader_refuses():
+    with pytest.raises(KdfLimitExceeded):
+        enc(b"x", kdf=F.ScryptParams(log_n=21, r=8, p=1))
+    with pytest.raises(ValueError):
+        enc(b"x", cs=1000)
+    with pytest.raises(ValueError):
+        enc(b"x", cs=1 << 25)
+
+
+def test_bad_chunk_exponent_and_ids():
+    a = _CACHED
+    for exp in (0, 9, 25, 255):
+        assert isinstance(rejects(a[:7] + bytes([exp]) + a[8:]), ArchiveCorrupt)
+    assert isinstance(rejects(a[:6] + b"\x09" + a[7:]), UnsupportedArchive)
+    assert isinstance(rejects(b"PK\x03\x04" + a[4:]), NotAnArchive)
+
+
+def test_read_header_without_passphrase():
+    a = enc(os.urandom(3 * CS + 1))
+    info = F.read_header(io.BytesIO(a))
+    assert info.version == 1 and info.aead == "AES-256-GCM"
+    assert info.kdf == KDF and info.kdf_name == "scrypt" and info.chunk_size == CS
+    assert info.archive_size == len(a) and info.plaintext_size == 3 * CS + 1
+    assert F.read_header(io.BytesIO(a[:-17])).plaintext_size == 3 * CS
+    assert F.read_header(io.BytesIO(a[:-1])).plaintext_size is None
+    assert F.read_header(io.BytesIO(a[: F.HEADER_SIZE + CS + F.TAG_SIZE + 5])).plaintext_size is None
