@@ -216,6 +216,9 @@ def cmd_exec(app: App) -> int:
 
 
 def cmd_open(app: App) -> int:
+    if app.host != LOCAL:  # a remote box: forward a local port over SSH and hold it
+        from hbtui.remote.cli import open_remote
+        return open_remote(app)
     url = run(app.service.url(app.args.name, app.host))
     if app.args.print or not webbrowser.open(url):
         out.print(url)

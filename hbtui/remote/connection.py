@@ -51,6 +51,23 @@ def _reason(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def unknown_key_error(name: str, t: SshTarget, algorithm: str, fp: str) -> HostKeyUnknown:
+    return HostKeyUnknown(
+        f"host {name} ({t.host}:{t.port}) is not trusted yet: its {algorithm} key is {fp}; "
+        f"if that is right, trust it with: hbtui hosts trust {name} --fingerprint {fp}",
+        fingerprint=fp)
+
+
+def changed_key_error(name: str, t: SshTarget, algorithm: str, fp: str) -> HostKeyChanged:
+    kh = known_hosts_path()
+    return HostKeyChanged(
+        f"REFUSED: the host key of {name} ({t.host}:{t.port}) has CHANGED: it now presents "
+        f"{algorithm} {fp}, which is not the key in {kh}. Someone may be intercepting the "
+        f"connection, or the host was reinstalled. Only if you know why it changed, remove the "
+        f"old key with: ssh-keygen -R '{t.known_hosts_pattern}' -f {kh} and then run: "
+        f"hbtui hosts trust {name}", fingerprint=fp)
+
+
 class HostConnection:
     """The SSH connection to one host, shared by everything that talks to it."""
 
@@ -119,27 +136,15 @@ class HostConnection:
     async def host_key_error(self) -> HostKeyError:
         """Why the server's key was refused, with its fingerprint and the way on."""
         t = self.target
-        where = f"{t.host}:{t.port}"
-        kh = known_hosts_path()
         known = trusted_keys(t)
         try:
             server = await fetch_server_key(t, timeout=self.connect_timeout)
         except (asyncio.TimeoutError, *CONNECTION_ERRORS) as exc:
-            return HostKeyUnknown(f"host {self.name}: the host key of {where} could not be "
-                                  f"verified and could not be read again: {_reason(exc)}")
+            return HostKeyUnknown(f"host {self.name}: the host key of {t.host}:{t.port} could "
+                                  f"not be verified and could not be read again: {_reason(exc)}")
         if known:
-            return HostKeyChanged(
-                f"REFUSED: the host key of {self.name} ({where}) has CHANGED: it now presents "
-                f"{server.algorithm} {server.fingerprint}, which is not the key in {kh}. Someone "
-                f"may be intercepting the connection, or the host was reinstalled. If you know it "
-                f"was reinstalled, remove the old key with: ssh-keygen -R '{t.known_hosts_pattern}' "
-                f"-f {kh} and then run: hbtui hosts trust {self.name}",
-                fingerprint=server.fingerprint)
-        return HostKeyUnknown(
-            f"host {self.name} ({where}) is not trusted yet: its {server.algorithm} key is "
-            f"{server.fingerprint}; if that is right, trust it with: "
-            f"hbtui hosts trust {self.name} --fingerprint {server.fingerprint}",
-            fingerprint=server.fingerprint)
+            return changed_key_error(self.name, t, server.algorithm, server.fingerprint)
+        return unknown_key_error(self.name, t, server.algorithm, server.fingerprint)
 
     def _abandon(self) -> None:
         conn, self._conn = self._conn, None
@@ -168,6 +173,8 @@ class HostConnection:
         """Turn a connection failure during `what` into HostUnreachable."""
         try:
             yield
+        except asyncio.TimeoutError:
+            raise  # the caller's own deadline, not a dead connection
         except asyncssh.ChannelOpenError as exc:
             raise HostUnreachable(f"host {self.name}: {what} failed: {_reason(exc)}") from None
         except CONNECTION_ERRORS as exc:

@@ -1,0 +1,328 @@
+"""Remote hosts as the core sees them: `hbtui.core.hosts.Host` over SSH.
+
+`remote_host_factory(paths, config)` gives BoxService an async
+`(name) -> Host` whose engine runs over an `SshRunner`, whose busy-port
+probe is one command on the host, and whose HTTP check goes through the
+SSH connection to 127.0.0.1:PORT there. `check_host` is `hbtui hosts check`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Iterable
+
+import asyncssh
+
+from hbtui.config import Config
+from hbtui.config import Host as HostConfig
+from hbtui.core.hosts import Host
+from hbtui.core.ports import parse_range
+from hbtui.engine import Engine, EngineMissing
+from hbtui.engine.locate import MIN_VERSION, format_version, parse_version
+from hbtui.errors import HbtuiError, UsageError
+from hbtui.paths import Paths
+from hbtui.remote.connection import HostConnection
+from hbtui.remote.errors import RemoteError
+from hbtui.remote.runner import SshRunner
+from hbtui.remote.target import parse_target
+
+HTTP_TIMEOUT = 3.0
+
+# Finds the engine on the host: the configured path, smolvm on PATH (or in
+# ~/.local/bin, which non-login shells often lack), then the smol-vmm bundled
+# in a Python's smolmachines package. Prints "SOURCE PATH", or "none".
+_LOCATE = r'''
+if [ -n "$1" ]; then
+  if [ -f "$1" ] && [ -x "$1" ]; then echo "setting $1"; else echo "missing $1"; fi
+  exit 0
+fi
+p=$(command -v smolvm 2>/dev/null) && [ -n "$p" ] && { echo "PATH $p"; exit 0; }
+[ -x "$HOME/.local/bin/smolvm" ] && { echo "PATH $HOME/.local/bin/smolvm"; exit 0; }
+for py in python3 python; do
+  command -v "$py" >/dev/null 2>&1 || continue
+  d=$("$py" -c 'import importlib.util as u
+s = u.find_spec("smol")
+print(next(iter(s.submodule_search_locations), "") if s and s.submodule_search_locations else "")' 2>/dev/null) || continue
+  if [ -n "$d" ] && [ -f "$d/smol-vmm" ] && [ -x "$d/smol-vmm" ]; then echo "smolmachines $d/smol-vmm"; exit 0; fi
+done
+echo none
+'''
+
+# Listening TCP sockets, from whichever tool the host has.
+_LISTENING = r'''
+if command -v ss >/dev/null 2>&1 && out=$(ss -ltnH 2>/dev/null); then echo "#ss"; printf '%s\n' "$out"; exit 0; fi
+if [ -r /proc/net/tcp ]; then echo "#proc"; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0; fi
+if command -v netstat >/dev/null 2>&1; then echo "#netstat"; netstat -an -p tcp 2>/dev/null || netstat -ltn; exit 0; fi
+echo "#none"
+'''
+_TRAILING_PORT = re.compile(r"[.:](\d+)$")
+
+
+def parse_listening(text: str) -> tuple[str, set[int]]:
+    """(the tool used, the ports something listens on) from `_LISTENING`'s output."""
+    lines = text.splitlines()
+    tool = lines[0].lstrip("#").strip() if lines else "none"
+    ports: set[int] = set()
+    for line in lines[1:]:
+        fields = line.split()
+        if tool == "ss" and len(fields) >= 4:
+            m = _TRAILING_PORT.search(fields[3])
+        elif tool == "proc" and len(fields) >= 4 and fields[3] == "0A" and ":" in fields[1]:
+            ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+            continue
+        elif tool == "netstat" and "LISTEN" in fields and len(fields) >= 4:
+            m = _TRAILING_PORT.search(fields[3])
+        else:
+            continue
+        if m:
+            ports.add(int(m.group(1)))
+    return tool, ports
+
+
+async def remote_listening(conn: HostConnection) -> tuple[str, set[int]]:
+    code, out, err = await conn.run_shell(_LISTENING, what="listing listening ports")
+    return parse_listening(out)
+
+
+def busy_probe(conn: HostConnection) -> Callable[[Iterable[int]], Awaitable[set[int]]]:
+    async def busy(ports: Iterable[int]) -> set[int]:
+        wanted = set(ports)
+        tool, listening = await remote_listening(conn)
+        if tool == "none":
+            raise RemoteError(f"host {conn.name}: cannot tell which ports are busy "
+                              "(no ss, /proc/net/tcp or netstat there)")
+        return wanted & listening
+    return busy
+
+
+def http_probe(conn: HostConnection) -> Callable[[int], Awaitable[bool]]:
+    async def http_ok(port: int) -> bool:
+        """Does http://127.0.0.1:PORT/ on the host answer (any HTTP status)?"""
+        try:
+            reader, writer = await conn.open_tcp(port, timeout=HTTP_TIMEOUT)
+        except RemoteError:
+            return False
+        try:
+            writer.write(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            line = await asyncio.wait_for(reader.readline(), HTTP_TIMEOUT)
+            return line.startswith(b"HTTP/")
+        except (asyncio.TimeoutError, OSError, Exception):
+            return False
+        finally:
+            writer.close()
+    return http_ok
+
+
+@dataclass(frozen=True)
+class EngineLocation:
+    path: str     # "" when none was found
+    source: str   # "setting", "PATH", "smolmachines", or "missing"/"none"
+
+
+async def locate_remote_engine(conn: HostConnection, setting: str = "") -> EngineLocation:
+    code, out, err = await conn.run_shell(_LOCATE, setting, what="looking for smolvm")
+    words = out.strip().split(" ", 1)
+    if code != 0 or not words or words[0] not in ("setting", "PATH", "smolmachines", "missing"):
+        return EngineLocation("", "none")
+    if words[0] == "missing":
+        return EngineLocation(words[1] if len(words) > 1 else setting, "missing")
+    return EngineLocation(words[1], words[0])
+
+
+def engine_missing_error(name: str, where: EngineLocation) -> EngineMissing:
+    if where.source == "missing":
+        return EngineMissing(f"host {name}: smolvm not found at {where.path} (from --smolvm); "
+                             f"fix it with: hbtui hosts add {name} ... --smolvm PATH",
+                             code="ENGINE_MISSING")
+    return EngineMissing(
+        f"host {name}: no smolvm engine found (not on PATH, no smolmachines in its python); "
+        f"install it there (pip install smolmachines) or give its path: "
+        f"hbtui hosts add {name} ... --smolvm PATH", code="ENGINE_MISSING")
+
+
+def port_range_of(host: HostConfig, config: Config) -> tuple[int, int]:
+    if host.ports:
+        return parse_range(host.ports)
+    return config.ports.low, config.ports.high
+
+
+def host_connection(name: str, host: HostConfig) -> HostConnection:
+    return HostConnection(name, parse_target(host.ssh), host.identity)
+
+
+@dataclass
+class RemoteHosts:
+    """The connections of one process, one per configured host."""
+
+    paths: Paths
+    config: Config
+    connections: dict[str, HostConnection] = field(default_factory=dict)
+
+    def connection(self, name: str) -> HostConnection:
+        host = self.config.hosts.get(name)
+        if host is None:
+            raise UsageError(f"unknown host {name!r}; add it with: hbtui hosts add {name} "
+                             "--ssh USER@HOST")
+        conn = self.connections.get(name)
+        if conn is None:
+            conn = self.connections[name] = host_connection(name, host)
+        return conn
+
+    async def make_host(self, name: str) -> Host:
+        host = self.config.hosts.get(name)
+        conn = self.connection(name)
+        assert host is not None
+        where = await locate_remote_engine(conn, host.smolvm)
+        if not where.path or where.source == "missing":
+            raise engine_missing_error(name, where)
+        engine = Engine(where.path, state_dir=host.state_dir, runner=SshRunner(conn),
+                        timeout=self.config.engine.timeout,
+                        locks_dir=self.paths.locks_dir / "hosts" / name)
+        return Host(name, engine, port_range_of(host, self.config),
+                    busy_ports=busy_probe(conn), http_ok=http_probe(conn))
+
+    async def close(self) -> None:
+        for conn in self.connections.values():
+            await conn.close()
+
+
+def remote_host_factory(paths: Paths, config: Config) -> Callable[[str], Awaitable[Host]]:
+    """BoxService's hook: an async (name) -> Host for the hosts in `config`."""
+    pool = RemoteHosts(paths, config)
+
+    async def factory(name: str) -> Host:
+        return await pool.make_host(name)
+
+    factory.pool = pool  # type: ignore[attr-defined]
+    return factory
+
+
+def connection_of(host: Host) -> HostConnection:
+    """The SSH connection behind a remote Host made by `remote_host_factory`."""
+    runner = host.engine.runner
+    if not isinstance(runner, SshRunner):
+        raise UsageError(f"host {host.name} is not a remote host")
+    return runner.conn
+
+
+# -- hbtui hosts check ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    needed: bool = True
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix,
+                "needed": self.needed}
+
+
+@dataclass
+class CheckReport:
+    host: str
+    checks: list[Check] = field(default_factory=list)
+    engine: str = ""
+    version: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok or not c.needed for c in self.checks)
+
+    def to_json(self) -> dict:
+        return {"host": self.host, "ok": self.ok, "engine": self.engine or None,
+                "version": self.version or None, "checks": [c.to_json() for c in self.checks]}
+
+
+async def check_host(name: str, host: HostConfig, config: Config) -> CheckReport:
+    """Connect, find the engine and its version, and say what is missing."""
+    report = CheckReport(name)
+    conn = host_connection(name, host)
+    try:
+        await _check(conn, host, config, report)
+    finally:
+        await conn.close()
+    return report
+
+
+async def _check(conn: HostConnection, host: HostConfig, config: Config,
+                 report: CheckReport) -> None:
+    add = report.checks.append
+    try:
+        await conn.connection()
+    except HbtuiError as exc:
+        add(Check("ssh", False, exc.message))
+        return
+    add(Check("ssh", True, f"connected to {conn.target} (host key trusted)"))
+
+    where = await locate_remote_engine(conn, host.smolvm)
+    if not where.path or where.source == "missing":
+        err = engine_missing_error(conn.name, where)
+        add(Check("engine", False, err.message.split("; ", 1)[0],
+                  fix=err.message.split("; ", 1)[1] if "; " in err.message else ""))
+    else:
+        engine = Engine(where.path, state_dir=host.state_dir, runner=SshRunner(conn))
+        try:
+            version = await engine.version()
+        except HbtuiError as exc:
+            add(Check("engine", False, f"{where.path} ({where.source}): {exc.message}"))
+        else:
+            report.engine, report.version = where.path, format_version(version)
+            if version < MIN_VERSION:
+                add(Check("engine", False,
+                          f"smolvm {format_version(version)} at {where.path} is too old; "
+                          f"hbtui needs {format_version(MIN_VERSION)}",
+                          fix="upgrade it there: pip install -U smolmachines"))
+            else:
+                add(Check("engine", True,
+                          f"smolvm {format_version(version)} at {where.path} ({where.source})"))
+            try:
+                await engine.list()
+            except HbtuiError as exc:
+                sd = f" with --state-dir {host.state_dir}" if host.state_dir else ""
+                add(Check("engine state", False, f"machine ls{sd} failed: {exc.message}"))
+            else:
+                add(Check("engine state", True, "machine ls works" +
+                          (f" (state dir {host.state_dir})" if host.state_dir else "")))
+
+    try:
+        async with conn.sftp() as sftp:
+            await sftp.realpath(".")
+    except (HbtuiError, OSError, Exception) as exc:
+        add(Check("sftp", False, f"SFTP does not work: {getattr(exc, 'message', exc)}",
+                  fix="enable the sftp subsystem in the host's sshd_config"))
+    else:
+        add(Check("sftp", True, "SFTP works (recipes and archives move over it)"))
+
+    tool, _ = await remote_listening(conn)
+    lo, hi = port_range_of(host, config)
+    if tool == "none":
+        add(Check("ports", False, "cannot list listening ports (no ss, /proc/net/tcp, netstat)",
+                  fix="install iproute2 (ss) on the host"))
+    else:
+        add(Check("ports", True, f"busy ports read with {tool}; range {lo}-{hi}"))
+
+    allowed, detail = await forwarding_allowed(conn)
+    add(Check("forwarding", allowed, detail,
+              fix="" if allowed else "set AllowTcpForwarding yes in the host's sshd_config"))
+
+
+async def forwarding_allowed(conn: HostConnection) -> tuple[bool, str]:
+    """May we open direct-tcpip channels (needed for open and the ready check)?"""
+    ssh = await conn.connection()
+    try:
+        _, writer = await asyncio.wait_for(
+            ssh.open_connection("127.0.0.1", conn.target.port), HTTP_TIMEOUT)
+    except asyncssh.ChannelOpenError as exc:
+        if exc.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED:
+            return False, f"TCP forwarding is not allowed: {exc.reason}"
+        return True, "TCP forwarding to the host's 127.0.0.1 is allowed"
+    except (asyncio.TimeoutError, OSError, asyncssh.Error) as exc:
+        return False, f"TCP forwarding failed: {exc}"
+    writer.close()
+    return True, "TCP forwarding to the host's 127.0.0.1 works"

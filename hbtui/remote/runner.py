@@ -1,0 +1,207 @@
+"""SshRunner: the engine's Runner protocol over a host's SSH connection.
+
+Each command runs as `/bin/sh -c WRAPPER argv...` on the host. The wrapper
+reports its pid (sshd makes every session command a process-group leader)
+and checks that the program exists before exec'ing it, so that
+
+- a timeout or a cancellation kills the remote command's whole process
+  group (`kill -KILL -- -PID` on a second channel), not just our channel;
+- a missing engine binary is told apart from a guest command that failed.
+
+No local environment is sent to the host, so secrets stay here. Files move
+over SFTP through a private temporary folder on the host, removed afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+from pathlib import Path
+from typing import AsyncIterator
+
+from hbtui.engine.runner import Completed, RunTimeout
+from hbtui.remote.connection import HostConnection
+from hbtui.remote.errors import HostUnreachable
+
+_PID_TAG = b"hbtui-pid "
+_MISSING_TAG = "hbtui: program not found: "
+_WRAPPER = (
+    f'echo "{_PID_TAG.decode()}$$" >&2; '
+    f'command -v "$0" >/dev/null 2>&1 || {{ echo "{_MISSING_TAG}$0" >&2; exit 127; }}; '
+    'exec "$0" "$@"'
+)
+KILL_TIMEOUT = 10.0
+
+
+def remote_command(argv: list[str]) -> str:
+    """The command line sshd hands to the login shell for `argv`."""
+    return "exec /bin/sh -c " + shlex.quote(_WRAPPER) + " " + shlex.join(argv)
+
+
+def _parse_pid(line: bytes) -> int | None:
+    if line.startswith(_PID_TAG):
+        text = line[len(_PID_TAG):].strip()
+        if text.isdigit():
+            return int(text)
+    return None
+
+
+class SshStream:
+    """Lines of a remote command's stdout and stderr, merged, as produced."""
+
+    def __init__(self, runner: "SshRunner", argv: list[str], timeout: float | None) -> None:
+        self.runner = runner
+        self.argv = argv
+        self.timeout = timeout
+        self.returncode: int | None = None
+        self.stderr_tail = ""
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        conn = self.runner.conn
+        what = f"{self.argv[0]} {' '.join(self.argv[1:4])}"
+        proc = await conn.start_process(remote_command(self.argv), merge_stderr=True, what=what)
+        loop = asyncio.get_running_loop()
+        deadline = None if self.timeout is None else loop.time() + self.timeout
+        tail: list[str] = []
+        pid: int | None = None
+        finished = False
+        try:
+            with conn.guard(what):
+                proc.stdin.write_eof()
+                first = True
+                while True:
+                    remaining = None if deadline is None else deadline - loop.time()
+                    if remaining is not None and remaining <= 0:
+                        raise RunTimeout(self.argv, self.timeout or 0)
+                    try:
+                        raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
+                    except asyncio.TimeoutError:
+                        raise RunTimeout(self.argv, self.timeout or 0) from None
+                    if first:
+                        first = False
+                        pid = _parse_pid(raw)
+                        if pid is not None:
+                            continue
+                    if not raw:
+                        break
+                    line = raw.decode(errors="replace").rstrip("\r\n")
+                    tail = (tail + [line])[-20:]
+                    yield line
+                await asyncio.wait_for(proc.wait_closed(), 30)
+            if proc.returncode is None:
+                conn.drop()
+                raise HostUnreachable(f"connection to host {conn.name} lost during {what}")
+            finished = True
+            self.returncode = proc.returncode
+            self.stderr_tail = "\n".join(tail)
+        finally:
+            if not finished:
+                await asyncio.shield(self.runner.kill(pid))
+            proc.close()
+
+
+class SshRunner:
+    """Runs engine commands on a remote host over its shared SSH connection."""
+
+    def __init__(self, conn: HostConnection) -> None:
+        self.conn = conn
+        self.label = conn.name
+
+    async def kill(self, pid: int | None) -> None:
+        """Kill a remote command's process group; best effort, never raises."""
+        if pid is None:
+            return
+        with contextlib.suppress(Exception):
+            await self.conn.run_shell(
+                'kill -KILL -- "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null; true',
+                str(pid), timeout=KILL_TIMEOUT, what="killing a timed-out command")
+
+    async def run(self, argv: list[str], *, input: bytes | None = None,
+                  timeout: float | None = None) -> Completed:
+        what = f"{argv[0]} {' '.join(argv[1:4])}"
+        proc = await self.conn.start_process(remote_command(argv), what=what)
+        pid: int | None = None
+        finished = False
+        lead = b""
+
+        async def talk() -> tuple[bytes, bytes]:
+            nonlocal pid, lead
+            first = await proc.stderr.readline()
+            pid = _parse_pid(first)
+            if pid is None:
+                lead = first
+            if input:
+                proc.stdin.write(input)
+                await proc.stdin.drain()
+            proc.stdin.write_eof()
+            return await proc.communicate()
+
+        try:
+            with self.conn.guard(what):
+                try:
+                    out, err = await asyncio.wait_for(talk(), timeout)
+                except asyncio.TimeoutError:
+                    raise RunTimeout(argv, timeout or 0) from None
+            if proc.returncode is None:
+                self.conn.drop()
+                raise HostUnreachable(f"connection to host {self.conn.name} lost during {what}")
+            finished = True
+        finally:
+            if not finished:
+                await asyncio.shield(self.kill(pid))
+            proc.close()
+        err = lead + err
+        if proc.returncode == 127 and err.decode(errors="replace").startswith(_MISSING_TAG):
+            raise FileNotFoundError(argv[0])
+        return Completed(argv, proc.returncode, out, err)
+
+    def stream(self, argv: list[str], *, timeout: float | None = None) -> SshStream:
+        return SshStream(self, argv, timeout)
+
+    def interactive_argv(self, argv: list[str]) -> list[str]:
+        """`ssh -t HOST 'argv'`: hands this terminal to `argv` on the host."""
+        head = argv[:argv.index("--")] if "--" in argv else argv
+        return self.conn.ssh_argv(shlex.join(argv), tty="-t" in head)
+
+    # -- files ------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _remote_tmpdir(self) -> AsyncIterator[str]:
+        code, out, err = await self.conn.run_shell(
+            'umask 077; mktemp -d "${TMPDIR:-/tmp}/hbtui.XXXXXXXX"', what="making a temp folder")
+        folder = out.strip()
+        if code != 0 or not folder.startswith("/") or "/hbtui." not in folder:
+            raise HostUnreachable(f"host {self.conn.name}: cannot make a temporary folder: "
+                                  f"{err.strip() or out.strip() or code}")
+        try:
+            yield folder
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.conn.run_shell(
+                    'rm -rf -- "$1"', folder, what="removing a temp folder"))
+
+    @contextlib.asynccontextmanager
+    async def engine_path_for_upload(self, local: Path) -> AsyncIterator[str]:
+        async with self._remote_tmpdir() as folder:
+            remote = f"{folder}/{local.name or 'upload'}"
+            async with self.conn.sftp() as sftp:
+                with self.conn.guard(f"uploading {local.name}"):
+                    await sftp.put(str(local), remote)
+            yield remote
+
+    @contextlib.asynccontextmanager
+    async def engine_path_for_download(self, local: Path) -> AsyncIterator[str]:
+        async with self._remote_tmpdir() as folder:
+            remote = f"{folder}/{local.name or 'download'}"
+            yield remote
+            part = local.with_name(f".{local.name}.{os.getpid()}.part")
+            try:
+                async with self.conn.sftp() as sftp:
+                    with self.conn.guard(f"downloading {local.name}"):
+                        await sftp.get(remote, str(part))
+                os.replace(part, local)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    part.unlink()
