@@ -150,16 +150,30 @@ class BoxTable(DataTable):
             self.remove_row(key)
             del self._shown[key]
         for key, view in wanted.items():
-            new = cells(view, activities.get((view.host, view.name)), now)
-            old = self._shown.get(key)
-            if old is None:
-                self.add_row(*new, key=key)
-            else:
-                for (col, _), before, after in zip(COLUMNS, old, new):
-                    if before != after:
-                        self.update_cell(key, col, after, update_width=True)
-            self._shown[key] = new
+            self._put(key, view, activities, now)
         self._reorder()
+
+    def update_rows(self, views: Iterable[BoxView], activities: dict[BoxKey, Activity],
+                    now: datetime) -> None:
+        """Repaint just these boxes' rows (those an operation is reporting on)."""
+        for view in views:
+            key = row_key((view.host, view.name))
+            self.views[key] = view
+            if key in self._shown:
+                self._put(key, view, activities, now)
+        self._reorder()
+
+    def _put(self, key: str, view: BoxView, activities: dict[BoxKey, Activity],
+             now: datetime) -> None:
+        new = cells(view, activities.get((view.host, view.name)), now)
+        old = self._shown.get(key)
+        if old is None:
+            self.add_row(*new, key=key)
+        else:
+            for (col, _), before, after in zip(COLUMNS, old, new):
+                if before != after:
+                    self.update_cell(key, col, after, update_width=True)
+        self._shown[key] = new
 
     def _reorder(self) -> None:
         """Sort only when the order is wrong; keep the cursor on the same box."""

@@ -1,0 +1,46 @@
+"""Help: every key of the dashboard, as currently mapped, and where to remap it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Label, Static
+
+from hbtui.tui.screens.main import KEYS
+
+# Keys that belong to widgets rather than to the dashboard's actions.
+OTHER_KEYS = (
+    ("↑ ↓ PgUp PgDn", "move in the table or the focused log"),
+    ("tab / shift+tab", "move focus: table, log, port grid"),
+    ("end", "in a log: jump to the end and follow again"),
+    ("← → ↑ ↓ enter", "in the port grid: move, use the port (new-box dialog)"),
+    ("ctrl+p", "command palette: every action by name"),
+    ("esc", "close a dialog, clear the filter"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog help"):
+            yield Label("hbtui dashboard keys", classes="dialog-title")
+            yield DataTable(id="keys", cursor_type="none", zebra_stripes=True)
+            yield Static(Text.assemble(
+                "Remap any key in the ", ("[keymap]", "bold"), " section of config.toml (",
+                ("hbtui config path", "italic"), "), by id: ",
+                ('new = "ctrl+n"', "bold"), ". Ids are the first column."), classes="hint")
+
+    def on_mount(self) -> None:
+        keymap = getattr(self.app.service.config, "keymap", {}) or {}
+        table = self.query_one(DataTable)
+        table.add_columns("Id", "Key", "Does")
+        for ident, key, _action, _label, title, help_text in KEYS:
+            keys = keymap.get(ident, key)
+            shown = ", ".join(self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(","))
+            table.add_row(ident, Text(shown, style="bold"), f"{title}: {help_text}")
+        for key, what in OTHER_KEYS:
+            table.add_row("", Text(key, style="bold"), what)
