@@ -40,6 +40,40 @@ def real_state_dir(tmp_path: Path) -> Path:
     d.mkdir()
     return d
 
+SIM_RECIPE = ROOT / "tests" / "recipes" / "sim"
+HBTUI_BIN = str(Path(__import__("sys").executable).with_name("hbtui"))
+
+
+@pytest.fixture
+def sim_env(hbtui_home: Path, sim_smolvm: str, sim_state_dir: Path,
+            monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """hbtui pointed at the simulator with private state; also the env for `hbtui` children."""
+    monkeypatch.setenv("HBTUI_SMOLVM", sim_smolvm)
+    monkeypatch.setenv("HBTUI_SMOLVM_STATE_DIR", str(sim_state_dir))
+    yield dict(os.environ)
+    # Whatever a test left running in the simulator is stopped with it.
+    import subprocess
+
+    import json
+
+    listed = subprocess.run([sim_smolvm, "--state-dir", str(sim_state_dir), "machine", "ls",
+                             "--json"], capture_output=True, text=True)
+    for machine in json.loads(listed.stdout or "[]"):
+        subprocess.run([sim_smolvm, "--state-dir", str(sim_state_dir), "machine", "delete",
+                        "--name", machine["name"], "-f"], capture_output=True)
+
+
+@pytest.fixture
+def sim_service(sim_env: dict[str, str]):
+    """A BoxService over the simulator, as the CLI and the dashboard make it."""
+    from hbtui.cli import make_service
+    from hbtui.config import load_config
+    from hbtui.paths import resolve_paths
+
+    paths = resolve_paths()
+    paths.ensure()
+    return make_service(paths, load_config(paths))
+
 # ---- end core ---------------------------------------------------------------------------
 
 # ---- sim: the smolvm simulator (tests/sim/smolvm) ----------------------------------------
@@ -99,3 +133,179 @@ def free_port():
     return pick_free_ports
 
 # ---- end sim ------------------------------------------------------------------------------
+
+# ---- remote: SSH servers on loopback for the remote-host tests (hbtui/remote) -----------------
+
+REMOTE_SSHD = ROOT / "tests" / "remote_sshd.py"
+REMOTE_PORTS = "5700-5799"        # remote boxes in the asyncssh-server tests
+OPENSSH_PORTS = "5800-5899"       # remote boxes in the OpenSSH test
+
+
+class SshdHandle:
+    """A running test SSH server: its port, host key and the way to break it."""
+
+    def __init__(self, proc, port: int, host_key_pub: str, fingerprint: str) -> None:
+        self.proc = proc
+        self.port = port
+        self.host_key_pub = host_key_pub
+        self.fingerprint = fingerprint
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def drop_connections(self) -> None:
+        """Every open SSH connection dies at once (asyncssh server only)."""
+        import signal as _signal
+        self.signal(_signal.SIGUSR1)
+
+    def toggle_listening(self) -> None:
+        """Stop accepting connections (dropping the open ones), or resume (asyncssh only)."""
+        import signal as _signal
+        self.signal(_signal.SIGUSR2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def ssh_client_key(tmp_path: Path) -> Path:
+    """A passphrase-less ed25519 client key (FILE and FILE.pub)."""
+    import asyncssh
+
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    path = tmp_path / "client" / "id_ed25519"
+    path.parent.mkdir(mode=0o700)
+    key.write_private_key(str(path))
+    path.chmod(0o600)
+    key.write_public_key(str(path) + ".pub")
+    return path
+
+
+def _host_key(folder: Path) -> tuple[Path, str, str]:
+    import asyncssh
+
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    path = folder / "ssh_host_ed25519_key"
+    key.write_private_key(str(path))
+    path.chmod(0o600)
+    key.write_public_key(str(path) + ".pub")
+    return path, (folder / "ssh_host_ed25519_key.pub").read_text(), key.get_fingerprint("sha256")
+
+
+@pytest.fixture
+def asyncssh_server(tmp_path: Path, ssh_client_key: Path):
+    """tests/remote_sshd.py on 127.0.0.1:<free port>, trusting `ssh_client_key`."""
+    import subprocess
+    import sys
+    import time
+
+    folder = tmp_path / "sshd"
+    folder.mkdir()
+    host_key, pub, fp = _host_key(folder)
+    auth = folder / "authorized_keys"
+    auth.write_text(Path(str(ssh_client_key) + ".pub").read_text())
+    port_file = folder / "port"
+    proc = subprocess.Popen([sys.executable, str(REMOTE_SSHD), "--host-key", str(host_key),
+                             "--authorized-keys", str(auth), "--port-file", str(port_file)],
+                            stdout=subprocess.DEVNULL, stderr=open(folder / "log", "wb"))
+    deadline = time.monotonic() + 20
+    while not port_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("test SSH server did not start: " + (folder / "log").read_text())
+        time.sleep(0.05)
+    handle = SshdHandle(proc, int(port_file.read_text()), pub, fp)
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+def openssh_server(tmp_path: Path, ssh_client_key: Path):
+    """A real OpenSSH sshd on 127.0.0.1:<free port> (root login by key, temp host key),
+    whose PATH starts with a folder holding `smolvm` = the simulator."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not os.path.exists(sshd) or os.geteuid() != 0:
+        pytest.skip("needs root and OpenSSH's sshd")
+    folder = tmp_path / "openssh"
+    folder.mkdir()
+    host_key, pub, fp = _host_key(folder)
+    auth = folder / "authorized_keys"
+    auth.write_text(Path(str(ssh_client_key) + ".pub").read_text())
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "smolvm").symlink_to(ROOT / "tests" / "sim" / "smolvm")
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    for attempt in range(5):
+        port = pick_free_ports(1)[0]
+        config = folder / "sshd_config"
+        config.write_text("\n".join([
+            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {host_key}",
+            f"AuthorizedKeysFile {auth}", "PermitRootLogin yes", "StrictModes no",
+            f"PidFile {folder / 'sshd.pid'}", "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no", "UsePAM no", "AllowTcpForwarding yes",
+            "Subsystem sftp internal-sftp", "LogLevel ERROR",
+            f"SetEnv PATH={bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "",
+        ]))
+        proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
+                                stderr=open(folder / "log", "ab"))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        if proc.poll() is None:
+            break
+    else:
+        pytest.fail("sshd did not start: " + (folder / "log").read_text())
+    handle = SshdHandle(proc, port, pub, fp)
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+def remote_env(hbtui_home: Path, sim_smolvm: str, tmp_path: Path,
+               monkeypatch: pytest.MonkeyPatch):
+    """hbtui with private state and known_hosts, for talking to a loopback "remote" host
+    whose engine (the simulator) keeps its machines in its own state dir. Yields
+    (env for `hbtui` children, the remote state dir); removes the remote machines after."""
+    import json
+    import subprocess
+
+    known = tmp_path / "known_hosts"
+    monkeypatch.setenv("HBTUI_KNOWN_HOSTS", str(known))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    state = tmp_path / "remote-state"
+    state.mkdir()
+    yield dict(os.environ), state
+    listed = subprocess.run([sim_smolvm, "--state-dir", str(state), "machine", "ls", "--json"],
+                            capture_output=True, text=True)
+    for machine in json.loads(listed.stdout or "[]"):
+        subprocess.run([sim_smolvm, "--state-dir", str(state), "machine", "delete",
+                        "--name", machine["name"], "-f"], capture_output=True)
+
+# ---- end remote ---------------------------------------------------------------------------
+
+# ---- tui: the dashboard (tests/test_tui*.py) ---------------------------------------------
+
+
+@pytest.fixture
+def static_service(tmp_path: Path):
+    """A BoxService whose listing and ports are fixed data (snapshots, quick Pilot tests)."""
+    from tui_fakes import StaticService
+
+    return StaticService(tmp_path / "hbtui-static")
+
+# ---- end tui ------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ TAKEN_TAG = "::hbtui-taken::"
 CHECKPOINT_RECORDS = 1024  # tar records of 10 KiB between progress lines
 PART_TIMEOUT = 600.0
 ARCHIVE_SUFFIX = ".hbx"
+QUIESCE_MARKER = "home/agent/.config/hermes-box/quiesced"  # relative to /data
 
 
 class SaveFailed(HbtuiError):
@@ -65,7 +66,9 @@ def _save_script(part_bytes: int) -> str:
         f"rm -rf {SAVE_DIR} && mkdir -m 700 {SAVE_DIR}",
         f"echo \"{READ_TAG} total $(du -sb /data | cut -f1)\"",
         "exec 3>&1",
-        (f"tar -C /data --numeric-owner --checkpoint={CHECKPOINT_RECORDS} "
+        # The quiesce marker save itself set is not part of the box's state.
+        (f"tar -C /data --numeric-owner --exclude=./{QUIESCE_MARKER} "
+         f"--checkpoint={CHECKPOINT_RECORDS} "
          f"--checkpoint-action=echo='{READ_TAG} %u' -cf - . 2>&3 "
          f"| zstd -T0 -q -c | split -b {part_bytes} -a 6 -d "
          f"--filter={shlex.quote(announce)} - {SAVE_DIR}/part-"),

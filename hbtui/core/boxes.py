@@ -232,7 +232,11 @@ class BoxService:
             await host.engine.create(spec)
             created = True
             report(Phase(f"starting {name}"))
-            await host.engine.start(name)
+            try:
+                await host.engine.start(name)
+            except EngineError as exc:
+                exc.hint = "the machine could not boot; `hbtui doctor` explains why"
+                raise
             await self._provision(host, name, chosen, recipe_dir, log_path, report)
             await self._wait_ready(host, name, chosen, report)
             if not start:
@@ -249,7 +253,7 @@ class BoxService:
             if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
                 raise Cancelled(f"cancelled: box {name!r} was rolled back; "
                                 f"provisioning log: {log_path}") from None
-            if isinstance(exc, HbtuiError):
+            if isinstance(exc, HbtuiError) and log_path.exists():
                 exc.hint = exc.hint or f"provisioning log: {log_path}"
             raise
         machine = await host.engine.find(name)
@@ -425,7 +429,7 @@ class BoxService:
         await self.ensure_running(name, host_name, report=report)
         host = await self.host(host_name)
         return host.engine.interactive_argv(
-            name, [f"{recipes.GUEST_BIN}/hb-as-agent", *command], tty=tty)
+            name, [f"{recipes.GUEST_BIN}/hb-as-agent", "--", *command], tty=tty)
 
     async def url(self, name: str, host_name: str = LOCAL) -> str:
         view = await self.get(name, host_name)

@@ -7,6 +7,7 @@ hbtui only ever appends a key the user confirmed, by fingerprint.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,10 +80,11 @@ class ServerKey:
 async def fetch_server_key(target: SshTarget, *, algorithms: list[str] | None = None,
                            timeout: float = 10.0) -> ServerKey:
     """The host key the server presents (no authentication happens)."""
-    kwargs: dict = {"connect_timeout": timeout}
+    kwargs: dict = {}
     if algorithms:
         kwargs["server_host_key_algs"] = algorithms
-    key = await asyncssh.get_server_host_key(target.host, target.port, **kwargs)
+    key = await asyncio.wait_for(
+        asyncssh.get_server_host_key(target.host, target.port, **kwargs), timeout)
     if key is None:
         raise asyncssh.Error(0, "the server presented no host key")
     return ServerKey(key, fingerprint(key), key.get_algorithm())

@@ -1,0 +1,194 @@
+"""Boxes end to end against the simulator, with the test recipe (issue: boxes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import HBTUI_BIN, SIM_RECIPE
+from hbtui.core.boxes import ProvisionFailed
+from hbtui.core.registry import Registry
+from hbtui.errors import HbtuiError
+from hbtui.events import Step
+from hbtui.paths import resolve_paths
+
+pytestmark = pytest.mark.sim
+
+
+def hbtui(*args: str, env: dict[str, str], input: str | None = None,
+          timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([HBTUI_BIN, *args], env=env, input=input, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
+            return b"executor" in resp.read()
+    except OSError:
+        return False
+
+
+def wait_for(predicate, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.25)
+    return False
+
+
+def ls_json(env) -> list[dict]:
+    done = hbtui("ls", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_new_exec_stop_start_rm_through_the_cli(sim_env):
+    done = hbtui("new", "b1", "--recipe", str(SIM_RECIPE), env=sim_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [box] = ls_json(sim_env)
+    assert (box["name"], box["state"], box["provisioning"], box["host"]) == ("b1", "running", "ready", "local")
+    port = box["port"]
+    assert 4790 <= port <= 4999 and box["url"] == f"http://127.0.0.1:{port}/"
+    assert answers(port)
+
+    who = hbtui("exec", "b1", "--", "id", "-un", env=sim_env)
+    assert (who.returncode, who.stdout.strip()) == (0, "agent")
+    status = hbtui("exec", "b1", "--", "sh", "-c", "cat > /data/home/agent/marker; exit 7",
+                   env=sim_env, input="kept across restarts\n")
+    assert status.returncode == 7  # the guest's exit status passes through, stdin too
+
+    assert hbtui("stop", "b1", env=sim_env).returncode == 0
+    assert ls_json(sim_env)[0]["state"] == "stopped"
+    assert not answers(port)
+    assert hbtui("start", "b1", env=sim_env).returncode == 0
+    assert ls_json(sim_env)[0]["state"] == "running"
+    assert wait_for(lambda: answers(port))
+    kept = hbtui("exec", "b1", "--", "cat", "/data/home/agent/marker", env=sim_env)
+    assert kept.stdout == "kept across restarts\n"
+
+    url = hbtui("open", "b1", "--print", env=sim_env)
+    assert url.stdout.strip() == f"http://127.0.0.1:{port}/"
+
+    refused = hbtui("rm", "b1", env=sim_env, input="b2\n")
+    assert refused.returncode != 0 and ls_json(sim_env)
+    assert hbtui("rm", "b1", "--force", env=sim_env).returncode == 0
+    assert ls_json(sim_env) == []
+    assert not answers(port)
+
+
+async def test_executor_is_reachable_only_through_the_bridge(sim_service):
+    view = await sim_service.new("b1", recipe=SIM_RECIPE)
+    host = await sim_service.host()
+    assert await host.http_ok(view.port)
+    inside = await host.engine.exec("b1", ["sh", "-c", "pkill -x socat; sleep 0.3; "
+                                           "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4788/"])
+    assert inside.stdout == b"200", "executor itself must stay up inside the box"
+    assert not await host.http_ok(view.port), "executor answered with the bridge down"
+    # The workload loop brings the bridge back by itself.
+    for _ in range(60):
+        if await host.http_ok(view.port):
+            break
+        await asyncio.sleep(0.5)
+    else:
+        pytest.fail("the workload did not restore the socat bridge")
+    await sim_service.remove("b1")
+
+
+async def test_provisioning_streams_steps_and_keeps_a_log(sim_service):
+    events = []
+    await sim_service.new("b1", recipe=SIM_RECIPE, report=events.append)
+    steps = [e for e in events if isinstance(e, Step)]
+    assert steps and steps[0].index == 1 and steps[-1].index == steps[-1].total
+    assert [s.index for s in steps] == list(range(1, steps[-1].total + 1))
+    [log] = sim_service.provision_logs("b1")
+    assert "::hbtui:: step 1/" in log.read_text()
+    await sim_service.remove("b1")
+
+
+def _broken_recipe(tmp_path: Path) -> Path:
+    """The sim recipe with a failure injected in the middle (the executor step)."""
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(SIM_RECIPE, broken, symlinks=False)
+    script = broken / "provision" / "provision.sh"
+    lines = script.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("step_executor_standin() {"))
+    lines.insert(at + 1, 'echo "injected failure" >&2; exit 42')
+    script.write_text("\n".join(lines) + "\n")
+    return broken
+
+
+async def test_a_failure_mid_provisioning_leaves_nothing(sim_service, tmp_path, sim_state_dir):
+    with pytest.raises(ProvisionFailed, match="exit status 42") as failed:
+        await sim_service.new("b1", recipe=_broken_recipe(tmp_path))
+    assert "provisioning log:" in (failed.value.hint or "")
+    host = await sim_service.host()
+    assert await host.engine.list() == []
+    assert Registry(resolve_paths().registry_file).read().get("b1") is None
+    assert all(s.state != "used" for s in await sim_service.ports())
+    assert not list(Path("/tmp").glob("hbtui-recipe-*"))
+    log = sim_service.provision_logs("b1")[-1]
+    assert "injected failure" in log.read_text()
+
+
+@pytest.mark.parametrize("name", ["a;b", "../x", "a b", "x" * 200, "-rf"])
+def test_bad_names_are_refused_before_anything_is_made(sim_env, sim_state_dir, name):
+    done = hbtui("new", "--recipe", str(SIM_RECIPE), "--", name, env=sim_env)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: invalid box name") and "Traceback" not in done.stderr
+    assert ls_json(sim_env) == []
+
+
+def test_concurrent_news_get_distinct_ports(sim_env):
+    names = [f"c{i}" for i in range(4)]
+    procs = [subprocess.Popen([HBTUI_BIN, "new", n, "-q", "--recipe", str(SIM_RECIPE)], env=sim_env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for n in names]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, out + err
+    boxes = ls_json(sim_env)
+    assert sorted(b["name"] for b in boxes) == names
+    assert len({b["port"] for b in boxes}) == 4
+    assert all(b["state"] == "running" and b["provisioning"] == "ready" for b in boxes)
+    assert all(answers(b["port"]) for b in boxes)
+    rows = Registry(resolve_paths().registry_file).read().on_host("local")
+    assert sorted((r.name, r.port) for r in rows) == sorted((b["name"], b["port"]) for b in boxes)
+
+
+async def test_orphans_and_missing_boxes_are_reconciled(sim_service):
+    await sim_service.new("b1", recipe=SIM_RECIPE)
+    host = await sim_service.host()
+    async with sim_service.registry.transaction() as boxes:
+        boxes.remove("b1")
+    [orphan] = (await sim_service.list_boxes()).boxes
+    assert orphan.kind == "orphan" and orphan.port is not None
+    adopted = await sim_service.adopt("b1")
+    assert adopted.kind == "box" and adopted.port == orphan.port
+    await host.engine.delete("b1")
+    [missing] = (await sim_service.list_boxes()).boxes
+    assert (missing.kind, missing.state) == ("missing", "missing")
+    await sim_service.remove("b1")
+    assert (await sim_service.list_boxes()).boxes == []
+
+
+async def test_foreign_machines_show_only_with_all(sim_service):
+    from hbtui.engine import MachineSpec
+
+    host = await sim_service.host()
+    await host.engine.create(MachineSpec(name="hermes-x", image="python:3.12-slim", cpus=1,
+                                         memory_mib=512))
+    assert (await sim_service.list_boxes()).boxes == []
+    [foreign] = (await sim_service.list_boxes(include_foreign=True)).boxes
+    assert (foreign.name, foreign.kind) == ("hermes-x", "foreign")
+    with pytest.raises(HbtuiError, match="hbtui did not make"):
+        await sim_service.adopt("hermes-x")
