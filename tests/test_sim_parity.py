@@ -135,13 +135,14 @@ def test_duplicate_and_bad_names_match(engines) -> None:
     errs = [e.error("machine", "create", "--name", "b1") for e in engines]
     assert errs[0] == errs[1] == {"code": "CONFIG_ERROR", "message": "config operation failed: "
                                   "create machine: machine 'b1' already exists or is being created"}
-    for name in ("a;b", "a.b", "a--b", "a-", "_a", "a b", "a/b", "a\\b", "é", "aé", "a;--",
-                 "a--/", "a/--b", "x" * 129, "", "a'b", "a\tb"):
+    # One name per rule, plus names that break two rules (the order the engine checks in).
+    for name in ("a;b", "a--b", "a-", "_a", "a/b", "aé", "a;--", "a/--b", "x" * 129, "",
+                 "a\tb"):
         errs = [e.error("machine", "create", f"--name={name}") for e in engines]
         assert errs[0] == errs[1], name
     errs = [e.error("machine", "status", "--name", "a;b") for e in engines]
     assert errs[0] == errs[1]
-    for ok_name in ("A1", "a_b", "1abc", "x" * 128):
+    for ok_name in ("A1_b", "x" * 128):
         results = [e.create(ok_name).returncode for e in engines]
         assert results == [0, 0], ok_name
 
