@@ -208,6 +208,14 @@ def cmd_enter(app: App) -> int:
 
 def cmd_exec(app: App) -> int:
     command = list(app.args.command)
+    # `exec NAME --host H -- CMD`: the remainder swallows options given after NAME.
+    while command and command[0] != "--" and command[0].startswith("--host"):
+        if command[0] == "--host" and len(command) > 1:
+            app.args.host, command = command[1], command[2:]
+        elif command[0].startswith("--host="):
+            app.args.host, command = command[0].split("=", 1)[1], command[1:]
+        else:
+            break
     if command and command[0] == "--":
         command = command[1:]
     tty = sys.stdin.isatty() and sys.stdout.isatty()

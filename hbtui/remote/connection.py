@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
 from pathlib import Path
 from typing import AsyncIterator, Iterator
@@ -47,7 +48,10 @@ def _reason(exc: BaseException) -> str:
         return "timed out"
     if isinstance(exc, asyncssh.Error):
         return exc.reason or type(exc).__name__
-    text = getattr(exc, "strerror", None) or str(exc)
+    errno = getattr(exc, "errno", None)
+    if isinstance(errno, int) and errno > 0:
+        return os.strerror(errno).lower()
+    text = str(exc).replace("\n", " ").strip()
     return text or type(exc).__name__
 
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from hbtui.errors import HbtuiError
+from hbtui.engine.errors import EngineError
 
 
-class RemoteError(HbtuiError):
-    """Something about a remote host went wrong."""
+class RemoteError(EngineError):
+    """Something about a remote host went wrong.
+
+    An EngineError, because to the core it is an engine call that failed:
+    rollbacks that tolerate a failing engine tolerate an unreachable host.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, code="REMOTE", hint=hint)
 
 
 class HostUnreachable(RemoteError):

@@ -5,7 +5,7 @@ reports its pid (sshd makes every session command a process-group leader)
 and checks that the program exists before exec'ing it, so that
 
 - a timeout or a cancellation kills the remote command's whole process
-  group (`kill -KILL -- -PID` on a second channel), not just our channel;
+  group (`kill -KILL -PID` on a second channel), not just our channel;
 - a missing engine binary is told apart from a guest command that failed.
 
 No local environment is sent to the host, so secrets stay here. Files move
@@ -115,7 +115,7 @@ class SshRunner:
             return
         with contextlib.suppress(Exception):
             await self.conn.run_shell(
-                'kill -KILL -- "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null; true',
+                'kill -KILL "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null; true',
                 str(pid), timeout=KILL_TIMEOUT, what="killing a timed-out command")
 
     async def run(self, argv: list[str], *, input: bytes | None = None,
