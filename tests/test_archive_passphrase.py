@@ -108,3 +108,20 @@ def test_prompt_mismatch():
 def test_prompt_empty_refused():
     with pytest.raises(P.PassphraseError):
         _prompt_with([b"\n"], confirm=False)
+
+
+def test_proc_environ_is_wiped():
+    """/proc/PID/environ shows the exec-time block: it must not keep the secret."""
+    code = (
+        "import sys; from hbtui.core.passphrase import scrub_environment, get_passphrase\n"
+        "before = open('/proc/self/environ','rb').read()\n"
+        "scrub_environment()\n"
+        "after = open('/proc/self/environ','rb').read()\n"
+        "assert b'wipe-me-0451' in before, 'setup'\n"
+        "assert b'wipe-me-0451' not in after and b'old-0451' not in after, after\n"
+        "assert b'HBTUI_KEEP=yes' in after\n"
+        "assert get_passphrase(confirm=False) == b'wipe-me-0451'\n"
+    )
+    env = dict(os.environ, HBTUI_PASSPHRASE="wipe-me-0451", BOX_PASSPHRASE="old-0451", HBTUI_KEEP="yes")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

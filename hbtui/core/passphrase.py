@@ -10,6 +10,7 @@ twice when encrypting. The passphrase is never logged, never put in argv.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import termios
 
@@ -43,15 +44,49 @@ class PassphraseMismatch(PassphraseError):
     """The two entries typed when encrypting differ."""
 
 
+def _wipe_initial_environ(names: tuple[str, ...]) -> None:
+    """Zero `NAME=value` in the environment block the kernel gave this process.
+
+    unsetenv() only drops the pointer: the original strings stay in memory and
+    /proc/PID/environ (readable by the same user) keeps showing them. The block
+    lies between env_start and env_end of /proc/self/stat; once unset, nothing
+    refers to these entries, so overwriting them is safe. Linux only; a no-op
+    elsewhere or when the block cannot be located.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        start, end = int(fields[50 - 3]), int(fields[51 - 3])  # proc(5): fields 50, 51
+        with open("/proc/self/environ", "rb") as f:
+            block = f.read()
+    except (OSError, ValueError, IndexError):
+        return
+    if not start or end - start != len(block):
+        return
+    prefixes = tuple(n.encode() + b"=" for n in names)
+    offset = 0
+    for entry in block.split(b"\0"):
+        if entry.startswith(prefixes):
+            ctypes.memset(start + offset, 0, len(entry))
+        offset += len(entry) + 1
+
+
 def scrub_environment() -> None:
-    """Take the passphrase out of the environment (all ENV_VARS are removed)."""
+    """Take the passphrase out of the environment (all ENV_VARS are removed,
+    and wiped from this process's initial environment block)."""
     global _stash, _scrubbed
     found: bytes | None = None
+    present = False
     for name in ENV_VARS:
         value = os.environb.get(name.encode())
-        if value is not None and found is None:
-            found = bytes(value)
+        if value is not None:
+            present = True
+            if found is None:
+                found = bytes(value)
         os.environ.pop(name, None)  # also unsetenv()s it for the C library and children
+    if present:
+        _wipe_initial_environ(ENV_VARS)
     if found is not None:
         _stash = found
     _scrubbed = True
