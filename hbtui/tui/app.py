@@ -20,7 +20,7 @@ from rich.markup import escape
 from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.screen import Screen
 from textual.widgets import Input, Static
-from textual.worker import Worker
+from textual.worker import Worker, WorkerState
 
 from hbtui.core.boxes import BoxService, BoxView, HostListing
 from hbtui.engine.runner import child_env
@@ -99,10 +99,19 @@ class HbtuiApp(App):
         keymap = getattr(self.service.config, "keymap", {}) or {}
         if keymap:
             self.set_keymap(keymap)
-        self.app_suspend_signal.subscribe(self, self._on_suspend)
-        self.app_resume_signal.subscribe(self, self._on_resume)
+        self.app_suspend_signal.subscribe(self, self._on_suspend, immediate=True)
+        self.app_resume_signal.subscribe(self, self._on_resume, immediate=True)
+
+    def start_refreshing(self) -> None:
+        """Called by the main screen once its widgets exist."""
         self.refresh_listing()
         self.set_interval(self.refresh_seconds, self.refresh_listing, name="refresh")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A bug in a worker becomes a notification, never a crash."""
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.notify(describe_error(event.worker.error), severity="error",
+                        title=f"internal error in {event.worker.group}", timeout=10)
 
     def _on_suspend(self, _app: App) -> None:
         self._paused = True
@@ -134,8 +143,13 @@ class HbtuiApp(App):
         try:
             listing = await self.service.list_boxes()
         except Exception as exc:  # the dashboard must outlive a broken engine
+            listing = None
+            error = describe_error(exc)
+        if not self.is_running or not self.screen_stack:
+            return  # the app closed while the engine answered
+        if listing is None:
             self.show_listing(HostListing(self.listing.boxes if self.listing else [],
-                                          {"local": describe_error(exc)}))
+                                          {"local": error}))
         else:
             self.show_listing(listing)
         if self.main.port_grid.display and self.main.query_one("#ports-panel").display:
@@ -240,9 +254,9 @@ class HbtuiApp(App):
         """Repaint that box's row and log soon; bursts of events share one repaint."""
         self._dirty.add(key)
         if self._flush_timer is None:
-            self._flush_timer = self.set_timer(FLUSH_SECONDS, self._flush)
+            self._flush_timer = self.set_timer(FLUSH_SECONDS, self._flush_dirty)
 
-    def _flush(self) -> None:
+    def _flush_dirty(self) -> None:
         self._flush_timer = None
         dirty, self._dirty = self._dirty, set()
         table = self.main.table

@@ -66,6 +66,7 @@ class MainScreen(Screen):
         self.query_one("#filter").display = False
         self.query_one("#ports-panel").display = False
         self.query_one(BoxTable).focus()
+        self.app.start_refreshing()
 
     @property
     def table(self) -> BoxTable:

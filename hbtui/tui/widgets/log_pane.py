@@ -36,10 +36,13 @@ class FollowLog(RichLog):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        following = new_value >= self.max_scroll_y
-        if following != self.auto_scroll:
-            self.auto_scroll = following
-            self.post_message(self.FollowChanged(following))
+        # Only a move up pauses: growing content changes max_scroll_y, not scroll_y.
+        if new_value < old_value and new_value < self.max_scroll_y and self.auto_scroll:
+            self.auto_scroll = False
+            self.post_message(self.FollowChanged(False))
+        elif new_value >= self.max_scroll_y and not self.auto_scroll:
+            self.auto_scroll = True
+            self.post_message(self.FollowChanged(True))
 
     def follow(self) -> None:
         self.auto_scroll = True

@@ -48,6 +48,7 @@ class PortGrid(Widget, can_focus=True):
         super().__init__(**kwargs)
         self.slots: list[PortSlot] = slots or []
         self.picked: int | None = None
+        self.hovered: int | None = None
 
     def set_slots(self, slots: list[PortSlot]) -> None:
         self.slots = slots
@@ -84,7 +85,11 @@ class PortGrid(Widget, can_focus=True):
             text.append(glyph, style=style)
             text.append(" " * (CELL - 1))
         text.append("\n")
-        text.append_text(self.describe(self.slots[self.cursor] if self.has_focus else None))
+        if self.hovered is not None and self.hovered < len(self.slots):
+            about: PortSlot | None = self.slots[self.hovered]
+        else:
+            about = self.slots[self.cursor] if self.has_focus else None
+        text.append_text(self.describe(about))
         text.append("\n")
         text.append("■", style="cyan")
         text.append(" used  ")
@@ -124,9 +129,13 @@ class PortGrid(Widget, can_focus=True):
     def on_mouse_move(self, event: events.MouseMove) -> None:
         offset = event.get_content_offset(self)
         index = self._slot_at(offset.x, offset.y) if offset else None
-        if index is not None:
-            self.cursor = index
-            self.tooltip = self.describe(self.slots[index]).plain
+        if index != self.hovered:
+            self.hovered = index
+            self.refresh()
+
+    def on_leave(self, event: events.Leave) -> None:
+        self.hovered = None
+        self.refresh()
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)

@@ -1,0 +1,32 @@
+"""Textual stays inside hbtui.tui: the core, engine, archive, remote and CLI never import it."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import hbtui
+
+PACKAGES = ("hbtui.core", "hbtui.engine", "hbtui.archive", "hbtui.remote")
+
+
+def modules() -> list[str]:
+    found = ["hbtui", "hbtui.cli", "hbtui.config", "hbtui.events", "hbtui.progress"]
+    for package in PACKAGES:
+        found.append(package)
+        path = [str(p) for p in __import__(package, fromlist=["x"]).__path__]
+        found += [f"{package}.{m.name}" for m in pkgutil.walk_packages(path)]
+    return found
+
+
+@pytest.mark.parametrize("module", modules())
+def test_module_does_not_import_textual(module: str) -> None:
+    code = (f"import sys, importlib; importlib.import_module({module!r}); "
+            "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')); "
+            "print(bad[:3]); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=str(__import__("pathlib").Path(hbtui.__file__).parents[1]))
+    assert done.returncode == 0, f"{module} imports textual: {done.stdout}{done.stderr}"

@@ -1,0 +1,456 @@
+"""Pilot tests of the dashboard's flows.
+
+The first half runs against `StaticService` (fixed data, instant); the
+`sim` half drives the real BoxService over the smolvm simulator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from textual.drivers.headless_driver import HeadlessDriver
+from textual.widgets import Button, Input
+
+from conftest import SIM_RECIPE
+from tui_fakes import frozen_clock
+from hbtui.tui.app import HbtuiApp
+from hbtui.tui.screens.dialogs import DeleteDialog, NewBoxDialog, SaveDialog
+from hbtui.tui.screens.help import HelpScreen
+from hbtui.tui.screens.main import KEYS
+from hbtui.tui.widgets.log_pane import FollowLog
+from hbtui.tui.widgets.port_grid import PortGrid
+
+SIZE = (160, 45)
+
+
+async def until(pilot, predicate, timeout: float = 10.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        await pilot.pause(0.05)
+
+
+def make_app(service, **kwargs) -> HbtuiApp:
+    return HbtuiApp(service, clock=frozen_clock, refresh_seconds=kwargs.pop("refresh", 0.5),
+                    **kwargs)
+
+
+def notes(app) -> list[str]:
+    return [f"{n.title} {n.message}" for n in app._notifications]
+
+
+def cell(app, key: str, column: str) -> str:
+    return app.main.table.get_cell(key, column).plain
+
+
+class SuspendableDriver(HeadlessDriver):
+    """A headless driver that can hand the terminal over, like a real one."""
+
+    @property
+    def is_headless(self) -> bool:
+        return False
+
+    @property
+    def can_suspend(self) -> bool:
+        return True
+
+    def suspend_application_mode(self) -> None:
+        pass
+
+    def resume_application_mode(self) -> None:
+        pass
+
+
+# -- with fixed data ------------------------------------------------------------------------
+
+async def test_rows_update_in_place_and_keep_the_cursor(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4, what="4 rows")
+        await pilot.press("down")  # beta
+        assert app.main.table.selected_key() == ("local", "beta")
+        before = app.main.table.cursor_row
+        from dataclasses import replace
+        boxes = static_service.boxes
+        boxes[1] = replace(boxes[1], state="running")
+        boxes.append(replace(boxes[0], name="aardvark", port=4799))
+        calls = static_service.list_calls
+        await pilot.press("r")
+        await until(pilot, lambda: static_service.list_calls > calls and
+                    app.main.table.row_count == 5, what="refresh")
+        assert app.main.table.selected_key() == ("local", "beta")
+        assert app.main.table.cursor_row == before + 1  # aardvark sorts above
+        assert cell(app, "local/beta", "state") == "running"
+        assert cell(app, "local/gamma", "prov").startswith("failed")
+        assert cell(app, "local/alpha", "age") == "2h"
+
+
+async def test_refresh_ticks_call_list_boxes_once_each(static_service):
+    app = make_app(static_service, refresh=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.1)
+        assert 4 <= static_service.list_calls <= 8
+
+
+async def test_host_errors_show_in_the_status_line(static_service):
+    static_service.host_errors = {"lab": "ssh: connection refused"}
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.listing is not None)
+        await pilot.pause()
+        status = str(app.main.query_one("#host-status").render())
+        assert "host lab unreachable" in status and "connection refused" in status
+
+
+async def test_filter_and_sort(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("slash", *"stopped")
+        await pilot.pause()
+        assert app.main.table.row_count == 1
+        assert app.main.table.selected_key() == ("local", "beta")
+        await pilot.press("enter")  # keeps the filter, back to the table
+        assert app.main.table.has_focus and app.main.table.row_count == 1
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.main.table.row_count == 4
+        await pilot.press("S")  # sort by host: lab's delta goes last
+        await pilot.pause()
+        assert "sort: host" in app.sub_title
+        assert [r.key.value for r in app.main.table.ordered_rows][0] == "lab/delta"
+
+
+async def test_new_box_streams_its_log_and_steps(static_service):
+    static_service.step_delay = 0.4
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("n")
+        assert isinstance(app.screen, NewBoxDialog)
+        await pilot.press(*"Echo")
+        assert "lower-case" in str(app.screen.query_one("#name-problem").render())
+        assert app.screen.query_one("#ok", Button).disabled
+        await pilot.press("backspace", "backspace", "backspace", "backspace", *"echo", "enter")
+        await until(pilot, lambda: app.main.log_pane.key == ("local", "echo"))
+        activity = app.activities[("local", "echo")]
+        await until(pilot, lambda: activity.step is not None and activity.running,
+                    what="a step while running")
+        await until(pilot, lambda: not activity.running, what="new to finish")
+        await until(pilot, lambda: app.main.table.selected_key() == ("local", "echo"))
+        assert activity.step.index == 3 and not activity.error
+        text = "\n".join(activity.lines)
+        assert "base line" in text and "::hbtui::" not in text
+        await pilot.pause(0.2)
+        shown = "\n".join(s.text for s in app.main.log_pane.log_view.lines)
+        assert "ok tools line" in shown
+        assert any("new echo: done" in n for n in notes(app))
+        await until(pilot, lambda: cell(app, "local/echo", "prov") == "ready")
+
+
+async def test_a_failed_creation_shows_in_row_pane_and_notification(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("n", *"fail-one", "enter")
+        key = ("local", "fail-one")
+        await until(pilot, lambda: key in app.activities and app.activities[key].error)
+        await pilot.pause(0.2)
+        assert cell(app, "local/fail-one", "state") == "failed"
+        assert "failed at step 3/3" in cell(app, "local/fail-one", "prov")
+        assert "failed" in str(app.main.log_pane.query_one("#log-header").render())
+        assert any("new fail-one failed" in n for n in notes(app))
+        app.main.table.select(key)
+        await pilot.press("d")  # nothing was made: the row is just forgotten
+        await until(pilot, lambda: app.main.table.row_count == 4)
+
+
+async def test_picking_a_port_in_the_allocator(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("n")
+        dialog = app.screen
+        grid = dialog.query_one(PortGrid)
+        await until(pilot, lambda: bool(grid.slots), what="port map")
+        assert grid.next_free == 4790
+        grid.focus()
+        await pilot.press("right")  # 4791 is alpha's
+        await pilot.press("enter")
+        assert dialog.query_one("#port", Input).value == "auto"
+        await pilot.press("right", "right", "enter")  # 4793 busy, 4792 free? -> 4793
+        await pilot.press("left", "enter")  # 4792
+        assert dialog.query_one("#port", Input).value == "4792"
+        dialog.query_one("#name", Input).focus()
+        await pilot.press(*"ported", "enter")
+        await until(pilot, lambda: ("new", "ported", 4792) in static_service.calls)
+
+
+async def test_port_allocator_panel_names_the_selected_box(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("p")
+        grid = app.main.port_grid
+        await until(pilot, lambda: bool(grid.slots))
+        assert grid.highlight_box == "alpha"
+        app.main.table.focus()
+        await pilot.pause()
+        assert "4791 used by alpha" in str(grid.render())
+        await pilot.hover(grid, offset=(1 + 2 * 5, 0))  # port 4795 (beta)
+        assert "used by box beta" in str(grid.render())
+
+
+async def test_delete_needs_the_typed_name(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("d")
+        assert isinstance(app.screen, DeleteDialog)
+        await pilot.press(*"alp", "enter")
+        assert isinstance(app.screen, DeleteDialog) and app.screen.query_one("#ok").disabled
+        await pilot.press(*"ha", "enter")
+        await until(pilot, lambda: app.main.table.row_count == 3)
+        assert all(b.name != "alpha" for b in static_service.boxes)
+
+
+async def test_start_and_stop(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("down", "s")
+        await until(pilot, lambda: cell(app, "local/beta", "state") == "running")
+        await pilot.press("x")
+        await until(pilot, lambda: cell(app, "local/beta", "state") == "stopped")
+        assert "stopping beta" in "\n".join(app.activities[("local", "beta")].lines)
+
+
+async def test_enter_hands_the_terminal_to_the_shell(static_service):
+    launched = []
+
+    async def launcher(argv):
+        launched.append((argv, app._paused, app._batch_count))
+        return 0
+
+    app = make_app(static_service, launcher=launcher, driver_class=SuspendableDriver)
+    suspended, resumed = [], []
+    async with app.run_test(size=SIZE, headless=False) as pilot:
+        app.app_suspend_signal.subscribe(app, lambda _a: suspended.append(1))
+        app.app_resume_signal.subscribe(app, lambda _a: resumed.append(1))
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        calls = static_service.list_calls
+        await pilot.press("enter")
+        await until(pilot, lambda: launched and static_service.list_calls > calls)
+        argv, paused, batching = launched[0]
+        assert argv[-2:] == ["/opt/hermes-box/bin/hb-as-agent", "--tmux"] and "alpha" in argv
+        assert paused and batching  # no refresh and no painting while the shell runs
+        assert suspended and resumed and not app._paused
+
+
+async def test_enter_without_a_suspendable_terminal_shows_the_command(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("enter")
+        await until(pilot, lambda: any("cannot be handed over" in n for n in notes(app)))
+        assert any("hb-as-agent --tmux" in n for n in notes(app))
+
+
+async def test_open_web_ui(static_service, monkeypatch):
+    opened = []
+    app = make_app(static_service)
+    monkeypatch.setattr(app, "open_url", lambda url, **kw: opened.append(url))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("o")
+        assert opened == ["http://127.0.0.1:4791/"]
+        assert any("http://127.0.0.1:4791/" in n for n in notes(app))
+
+
+async def test_save_dialog_shows_bytes_and_can_finish(static_service, tmp_path):
+    static_service.step_delay = 0.2
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("w")
+        dialog = app.screen
+        assert isinstance(dialog, SaveDialog)
+        await pilot.press("tab", *"pw1", "tab", *"pw2", "enter")
+        assert "differ" in str(dialog.query_one("#error").render())
+        dialog.query_one("#passphrase2", Input).value = "pw1"
+        dialog.query_one("#passphrase2", Input).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()),
+                    what="byte counts")
+        assert dialog.query_one("#passphrase", Input).value == ""  # wiped once used
+        await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
+        assert "save done" in app.activities[("local", "alpha")].lines[-1]
+
+
+async def test_log_follow_pauses_when_scrolled_up(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.pause(0.3)
+        activity = app.activities[("local", "alpha")]
+        for i in range(300):
+            activity.append(f"\x1b[33mline {i}\x1b[0m")
+        app.mark_dirty(("local", "alpha"))
+        await pilot.pause(0.3)
+        log = app.main.log_pane.log_view
+        assert log.auto_scroll and log.scroll_y == log.max_scroll_y > 0
+        log.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        assert not log.auto_scroll
+        assert "paused" in str(app.main.log_pane.query_one("#log-header").render())
+        activity.append("more")
+        app.mark_dirty(("local", "alpha"))
+        await pilot.pause(0.2)
+        assert log.scroll_y == 0  # did not jump while paused
+        log.focus()
+        await pilot.press("end")
+        await pilot.pause(0.2)
+        assert log.auto_scroll
+
+
+async def test_log_flood_is_bounded(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        activity = app.activities[("local", "alpha")]
+        for i in range(20000):
+            activity.append(f"line {i}")
+        app.mark_dirty(("local", "alpha"))
+        await pilot.pause(0.3)
+        log = app.main.log_pane.log_view
+        assert len(activity.lines) <= 5000 and len(log.lines) <= 5000
+        assert log.lines[-1].text == "line 19999"
+
+
+async def test_workload_log_tab(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("t")
+        log = app.main.log_pane.query_one("#workload-log")
+        await until(pilot, lambda: any("listening" in s.text for s in log.lines))
+
+
+async def test_keymap_remaps_and_palette_lists_every_action(static_service):
+    static_service.config.keymap = {"new": "ctrl+n", "quit": "ctrl+q"}
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("n")
+        assert not isinstance(app.screen, NewBoxDialog)
+        await pilot.press("ctrl+n")
+        assert isinstance(app.screen, NewBoxDialog)
+        await pilot.press("escape")
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert {title for _i, _k, action, _l, title, _h in KEYS if action != "quit"} <= titles
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#keys")
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert ["new", "^n"] == rows[2][:2] or rows[2][1] in ("ctrl+n", "^n")
+        assert {r[0] for r in rows} >= {ident for ident, *_ in KEYS}
+
+
+async def test_errors_never_crash(static_service):
+    async def broken(*a, **kw):
+        raise RuntimeError("engine exploded")
+
+    static_service.start = broken
+    static_service.list_boxes = broken
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert "engine exploded" in str(app.main.query_one("#host-status").render())
+        assert app.is_running
+
+
+# -- against the simulator ----------------------------------------------------------------------
+
+sim = pytest.mark.sim
+
+
+async def wait_ready(pilot, app, key: str, timeout: float = 180) -> None:
+    await until(pilot, lambda: key in app.main.table.views and
+                app.main.table.views[key].provisioning == "ready", timeout=timeout,
+                what=f"{key} ready")
+
+
+@sim
+async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service):
+    launched = []
+
+    async def launcher(argv):
+        launched.append(argv)
+        return 0
+
+    app = HbtuiApp(sim_service, recipe=SIM_RECIPE, launcher=launcher, refresh_seconds=0.5,
+                   driver_class=SuspendableDriver)
+    async with app.run_test(size=SIZE, headless=False) as pilot:
+        await until(pilot, lambda: app.listing is not None, timeout=30)
+        await pilot.press("n")
+        grid = app.screen.query_one(PortGrid)
+        await until(pilot, lambda: bool(grid.slots), timeout=30)
+        pick = grid.next_free
+        grid.focus()
+        grid.move_to(pick)
+        await pilot.press("enter")
+        app.screen.query_one("#name", Input).focus()
+        await pilot.press(*"s1", "enter")
+        key = ("local", "s1")
+        activity = app.activities[key]
+        await until(pilot, lambda: activity.step is not None, timeout=60, what="first step")
+        assert activity.running  # the step arrived live, before the end
+        assert app.main.log_pane.key == key
+        await wait_ready(pilot, app, "local/s1")
+        assert not activity.error, "\n".join(activity.lines)
+        assert app.main.table.views["local/s1"].port == pick
+        assert activity.step.index == activity.step.total
+        assert len(app.main.log_pane.log_view.lines) > 5
+        app.main.table.select(key)
+        await pilot.press("x")
+        await until(pilot, lambda: app.main.table.views["local/s1"].state == "stopped",
+                    timeout=60)
+        await pilot.press("s")
+        await until(pilot, lambda: app.main.table.views["local/s1"].state == "running" and
+                    not activity.running, timeout=120)
+        await pilot.press("enter")
+        await until(pilot, lambda: launched, timeout=60)
+        assert "hb-as-agent" in " ".join(launched[0]) and "--tmux" in launched[0]
+        await pilot.press("d", *"s1", "enter")
+        await until(pilot, lambda: "local/s1" not in app.main.table.views, timeout=60)
+        assert (await sim_service.list_boxes()).boxes == []
+
+
+@sim
+async def test_sim_save_and_load_round_trip(sim_service, tmp_path):
+    await sim_service.new("orig", recipe=SIM_RECIPE)
+    archive = tmp_path / "orig.hbx"
+    app = HbtuiApp(sim_service, recipe=SIM_RECIPE, refresh_seconds=0.5)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot, app, "local/orig", timeout=30)
+        await pilot.press("w")
+        dialog = app.screen
+        dialog.query_one("#output", Input).value = str(archive)
+        dialog.query_one("#passphrase", Input).value = "correct horse"
+        dialog.query_one("#passphrase2", Input).value = "correct horse"
+        dialog.query_one("#ok", Button).press()
+        await until(pilot, lambda: app.screen is not dialog, timeout=240, what="save")
+        assert archive.is_file(), "\n".join(app.activities[("local", "orig")].lines)
+        await pilot.press("l")
+        dialog = app.screen
+        dialog.query_one("#archive", Input).value = str(archive)
+        dialog.query_one("#passphrase", Input).value = "correct horse"
+        dialog.query_one("#name", Input).value = "copy"
+        dialog.query_one("#ok", Button).press()
+        await until(pilot, lambda: app.screen is not dialog, timeout=300, what="load")
+        await wait_ready(pilot, app, "local/copy", timeout=60)
+        assert app.main.table.selected_key() == ("local", "copy")
