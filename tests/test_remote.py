@@ -405,6 +405,14 @@ def test_openssh_server_end_to_end(remote_env, openssh_server, ssh_client_key, t
     assert (box["name"], box["host"], box["state"]) == ("rb1", "os1", "running")
     who = ok(hbtui("exec", "rb1", "--host", "os1", "--", "id", "-un", env=env))
     assert who.stdout.strip() == "agent"
+    # With a terminal, exec (like enter) hands it over through `ssh -t`: a tty in the box.
+    import shlex
+    shown = subprocess.run(
+        ["script", "-qec", shlex.join([HBTUI_BIN, "exec", "rb1", "--host", "os1", "--", "sh", "-c",
+                                       "[ -t 0 ] && [ -t 1 ] && echo has-a-tty; id -un"]),
+         "/dev/null"],
+        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert "has-a-tty" in shown.stdout and "agent" in shown.stdout, shown.stdout + shown.stderr
 
     opener = subprocess.Popen([HBTUI_BIN, "open", "rb1", "--host", "os1", "--print"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -420,3 +428,15 @@ def test_openssh_server_end_to_end(remote_env, openssh_server, ssh_client_key, t
     assert archive.stat().st_size > 0
     ok(hbtui("rm", "rb1", "--host", "os1", "--force", env=env))
     assert remote_machines(state) == []
+
+
+async def test_streamed_output_keeps_its_order_and_status(trusted_host):
+    env, state, server = trusted_host
+    host = await service().host("r1")
+    stream = host.engine.runner.stream(
+        ["sh", "-c", "for i in 1 2 3 4 5 6; do echo out$i; echo err$i >&2; done; exit 4"],
+        timeout=30)
+    lines = [line async for line in stream]
+    assert lines == [f"{k}{i}" for i in range(1, 7) for k in ("out", "err")]
+    assert stream.returncode == 4 and stream.stderr_tail.endswith("err6")
+    await host.engine.runner.conn.close()

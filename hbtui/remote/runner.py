@@ -28,16 +28,18 @@ from hbtui.remote.errors import HostUnreachable
 _PID_TAG = b"hbtui-pid "
 _MISSING_TAG = "hbtui: program not found: "
 _WRAPPER = (
-    f'echo "{_PID_TAG.decode()}$$" >&2; '
+    f'echo "{_PID_TAG.decode()}$$" >&PIDFD; '
     f'command -v "$0" >/dev/null 2>&1 || {{ echo "{_MISSING_TAG}$0" >&2; exit 127; }}; '
     'exec "$0" "$@"'
 )
 KILL_TIMEOUT = 10.0
 
 
-def remote_command(argv: list[str]) -> str:
-    """The command line sshd hands to the login shell for `argv`."""
-    return "exec /bin/sh -c " + shlex.quote(_WRAPPER) + " " + shlex.join(argv)
+def remote_command(argv: list[str], *, merge: bool = False) -> str:
+    """The command line sshd hands to the login shell for `argv`. With `merge`,
+    stderr joins stdout on the host, so the lines keep their order."""
+    wrapper = _WRAPPER.replace("PIDFD", "1" if merge else "2") + (" 2>&1" if merge else "")
+    return "exec /bin/sh -c " + shlex.quote(wrapper) + " " + shlex.join(argv)
 
 
 def _parse_pid(line: bytes) -> int | None:
@@ -61,7 +63,8 @@ class SshStream:
     async def __aiter__(self) -> AsyncIterator[str]:
         conn = self.runner.conn
         what = f"{self.argv[0]} {' '.join(self.argv[1:4])}"
-        proc = await conn.start_process(remote_command(self.argv), merge_stderr=True, what=what)
+        proc = await conn.start_process(remote_command(self.argv, merge=True), merge_stderr=True,
+                                         what=what)
         loop = asyncio.get_running_loop()
         deadline = None if self.timeout is None else loop.time() + self.timeout
         tail: list[str] = []
