@@ -440,3 +440,21 @@ async def test_streamed_output_keeps_its_order_and_status(trusted_host):
     assert lines == [f"{k}{i}" for i in range(1, 7) for k in ("out", "err")]
     assert stream.returncode == 4 and stream.stderr_tail.endswith("err6")
     await host.engine.runner.conn.close()
+
+
+def test_trust_at_a_terminal_shows_the_fingerprint_and_asks(remote_env, asyncssh_server,
+                                                            ssh_client_key):
+    env, state = remote_env
+    known = Path(env["HBTUI_KNOWN_HOSTS"])
+    add_host(env, "r1", asyncssh_server, ssh_client_key, state)
+
+    def at_terminal(answer: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["script", "-qec", f"{HBTUI_BIN} hosts trust r1", "/dev/null"],
+                              input=answer, env=env, capture_output=True, text=True, timeout=60)
+
+    no = at_terminal("n\n")
+    assert asyncssh_server.fingerprint in no.stdout and "Trust this key for r1?" in no.stdout
+    assert "not trusted" in no.stdout and not known.exists()
+    yes = at_terminal("y\n")
+    assert "trusted r1" in yes.stdout, yes.stdout
+    assert known.read_text().startswith(f"[127.0.0.1]:{asyncssh_server.port} ssh-ed25519 ")

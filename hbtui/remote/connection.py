@@ -25,6 +25,7 @@ from hbtui.remote.errors import (
     HostKeyError,
     HostKeyUnknown,
     HostUnreachable,
+    RemoteError,
 )
 from hbtui.remote.knownhosts import (
     fetch_server_key,
@@ -39,8 +40,11 @@ KEEPALIVE_INTERVAL = 15.0   # a silent drop is noticed after 3 missed keepalives
 KEEPALIVE_COUNT = 3
 HELPER_TIMEOUT = 30.0       # small helper commands (mktemp, rm, kill, probes)
 
-# The exceptions a dead or dying connection shows up as.
+# The exceptions a failed connection attempt shows up as.
 CONNECTION_ERRORS = (OSError, asyncssh.Error, EOFError)
+# ... and those an established connection dying shows up as (a local file
+# problem, like FileNotFoundError, is not one of them).
+LINK_ERRORS = (ConnectionError, asyncssh.Error, EOFError)
 
 
 def _reason(exc: BaseException) -> str:
@@ -181,7 +185,9 @@ class HostConnection:
             raise  # the caller's own deadline, not a dead connection
         except asyncssh.ChannelOpenError as exc:
             raise HostUnreachable(f"host {self.name}: {what} failed: {_reason(exc)}") from None
-        except CONNECTION_ERRORS as exc:
+        except asyncssh.SFTPError as exc:
+            raise RemoteError(f"host {self.name}: {what} failed: {_reason(exc)}") from None
+        except LINK_ERRORS as exc:
             self._abandon()
             raise HostUnreachable(
                 f"connection to host {self.name} lost during {what}: {_reason(exc)}") from None
