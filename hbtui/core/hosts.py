@@ -9,8 +9,6 @@ object for SSH hosts.
 from __future__ import annotations
 
 import asyncio
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
@@ -20,6 +18,9 @@ from hbtui.engine import Engine
 
 
 def _http_answers(port: int) -> bool:
+    import urllib.error  # late: urllib.request costs ~15 ms, paid only when probing
+    import urllib.request
+
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
             return True

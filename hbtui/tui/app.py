@@ -67,7 +67,7 @@ def describe_error(exc: BaseException) -> str:
 
 
 class HbtuiApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "hbtui"
     SUB_TITLE = "boxes"
 
@@ -89,6 +89,7 @@ class HbtuiApp(App):
         self._dirty: set[BoxKey] = set()
         self._flush_timer = None
         self._port_worker: Worker | None = None
+        self._status_line = ""
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -175,20 +176,24 @@ class HbtuiApp(App):
     def show_listing(self, listing: HostListing) -> None:
         self.listing = listing
         self.redraw_table()
-        status = self.main.query_one("#host-status", Static)
         if listing.errors:
-            status.update("  ".join(f"[b red]host {h} unreachable:[/] {escape(why)}"
-                                    for h, why in listing.errors.items()))
+            line = "  ".join(f"[b red]host {h} unreachable:[/] {escape(why)}"
+                             for h, why in listing.errors.items())
         else:
             hosts = sorted({v.host for v in listing.boxes} | {"local"})
-            status.update(f"[green]●[/] hosts: {', '.join(hosts)}   "
-                          f"[dim]{len(listing.boxes)} boxes · refresh {self.refresh_seconds:g}s[/]")
+            line = (f"[green]●[/] hosts: {', '.join(hosts)}   "
+                    f"[dim]{len(listing.boxes)} boxes · refresh {self.refresh_seconds:g}s[/]")
+        if line != self._status_line:  # an unchanged update would still relayout
+            self._status_line = line
+            self.main.query_one("#host-status", Static).update(line)
 
     def redraw_table(self) -> None:
         table = self.main.table
         table.show(self.visible_views(), self.activities, self.clock())
-        self.sub_title = (f"{table.row_count} of {len(table.views)} boxes · sort: {table.sort_label}"
-                          + (f" · filter: {table.filter_text}" if table.filter_text else ""))
+        sub_title = (f"{table.row_count} of {len(table.views)} boxes · sort: {table.sort_label}"
+                     + (f" · filter: {table.filter_text}" if table.filter_text else ""))
+        if sub_title != self.sub_title:
+            self.sub_title = sub_title
         if self.follow_key is not None and table.select(self.follow_key):
             self.follow_key = None
         self.selection_changed(table.selected_key())
@@ -506,7 +511,13 @@ class HbtuiApp(App):
 
 
 def run_dashboard() -> int:
-    """`hbtui` with no verb: build the service the CLI would and run the App."""
+    """`hbtui` with no verb: build the service the CLI would and run the App.
+
+    `HBTUI_RECIPE` names the recipe folder for boxes made here, as
+    `hbtui new --recipe` does for one box.
+    """
+    import os
+
     from hbtui.cli import make_service
     from hbtui.config import load_config
     from hbtui.paths import resolve_paths
@@ -514,5 +525,6 @@ def run_dashboard() -> int:
     paths = resolve_paths()
     config = load_config(paths)
     paths.ensure()
-    HbtuiApp(make_service(paths, config)).run()
+    recipe = os.environ.get("HBTUI_RECIPE")
+    HbtuiApp(make_service(paths, config), recipe=Path(recipe) if recipe else None).run()
     return 0

@@ -9,6 +9,7 @@ order changed, so the cursor and the scroll position survive every tick.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Callable, Iterable
 
 from rich.text import Text
@@ -40,12 +41,17 @@ SORTS: tuple[tuple[str, Callable[[BoxView], tuple]], ...] = (
 BAR_WIDTH = 8
 
 
-def age(created: str | None, now: datetime) -> str:
-    if not created:
-        return ""
+@lru_cache(maxsize=4096)
+def _parse_created(created: str) -> datetime | None:
     try:
-        then = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        return datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
     except ValueError:
+        return None
+
+
+def age(created: str | None, now: datetime) -> str:
+    then = _parse_created(created) if created else None
+    if then is None:
         return ""
     secs = int((now - then).total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
@@ -108,6 +114,7 @@ class BoxTable(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.views: dict[str, BoxView] = {}
         self._shown: dict[str, tuple[Text, ...]] = {}
+        self._sources: dict[str, tuple] = {}  # what each row was drawn from
         self.sort_index = 0
         self.filter_text = ""
 
@@ -149,6 +156,7 @@ class BoxTable(DataTable):
         for key in [k for k in self._shown if k not in wanted]:
             self.remove_row(key)
             del self._shown[key]
+            self._sources.pop(key, None)
         for key, view in wanted.items():
             self._put(key, view, activities, now)
         self._reorder()
@@ -165,14 +173,22 @@ class BoxTable(DataTable):
 
     def _put(self, key: str, view: BoxView, activities: dict[BoxKey, Activity],
              now: datetime) -> None:
-        new = cells(view, activities.get((view.host, view.name)), now)
+        activity = activities.get((view.host, view.name))
+        source = (view, age(view.created, now), activity and (
+            activity.running, activity.error, activity.operation, activity.phase, activity.step))
+        if self._sources.get(key) == source:
+            return  # most rows on most ticks: nothing to build or compare
+        self._sources[key] = source
+        new = cells(view, activity, now)
         old = self._shown.get(key)
         if old is None:
             self.add_row(*new, key=key)
         else:
             for (col, _), before, after in zip(COLUMNS, old, new):
                 if before != after:
-                    self.update_cell(key, col, after, update_width=True)
+                    # Widening a column re-measures the whole table: only when needed.
+                    wider = after.cell_len > self.columns[col].content_width
+                    self.update_cell(key, col, after, update_width=wider)
         self._shown[key] = new
 
     def _reorder(self) -> None:

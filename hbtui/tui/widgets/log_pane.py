@@ -14,12 +14,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import ProgressBar, RichLog, Static, TabbedContent, TabPane
+from textual.widgets import ContentSwitcher, ProgressBar, RichLog, Static
 
 from hbtui.tui.activity import MAX_LINES, Activity, BoxKey
 
 # At most this many lines per repaint; a flood beyond it is summarised.
-BATCH = 400
+BATCH = 150
 
 
 class FollowLog(RichLog):
@@ -51,15 +51,15 @@ class FollowLog(RichLog):
 
 
 class LogPane(Vertical):
-    """Header, step progress and two tabs of output for one box."""
+    """Header, step progress and two logs (switched with `t`) for one box."""
 
     DEFAULT_CSS = """
     LogPane { height: 1fr; }
     LogPane #log-header { height: 1; padding: 0 1; }
     LogPane ProgressBar { height: 1; padding: 0 1; }
     LogPane ProgressBar.-idle { display: none; }
-    LogPane TabbedContent { height: 1fr; }
-    LogPane TabPane { padding: 0; }
+    LogPane #log-tabs { height: 1; padding: 0 1; background: $panel; }
+    LogPane ContentSwitcher { height: 1fr; }
     """
 
     def __init__(self, **kwargs) -> None:
@@ -72,12 +72,23 @@ class LogPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="log-header")
         yield ProgressBar(show_eta=False, id="steps", classes="-idle")
-        with TabbedContent(initial="tab-provision", id="log-tabs"):
-            with TabPane("Operation log", id="tab-provision"):
-                yield FollowLog(id="provision-log")
-            with TabPane("Workload log", id="tab-workload"):
-                yield RichLog(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
-                              id="workload-log")
+        yield Static("", id="log-tabs")
+        with ContentSwitcher(initial="provision-log"):
+            yield FollowLog(id="provision-log")
+            yield RichLog(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
+                          id="workload-log")
+
+    def on_mount(self) -> None:
+        self._draw_tabs()
+
+    def _draw_tabs(self) -> None:
+        workload = self.workload_visible
+        tabs = Text()
+        tabs.append(" Operation log ", style="dim" if workload else "bold reverse")
+        tabs.append(" ")
+        tabs.append(" Workload log ", style="bold reverse" if workload else "dim")
+        tabs.append("   t switches", style="dim")
+        self.query_one("#log-tabs", Static).update(tabs)
 
     @property
     def log_view(self) -> FollowLog:
@@ -85,11 +96,12 @@ class LogPane(Vertical):
 
     @property
     def workload_visible(self) -> bool:
-        return self.query_one(TabbedContent).active == "tab-workload"
+        return self.query_one(ContentSwitcher).current == "workload-log"
 
     def toggle_tab(self) -> None:
-        tabs = self.query_one(TabbedContent)
-        tabs.active = "tab-provision" if self.workload_visible else "tab-workload"
+        switcher = self.query_one(ContentSwitcher)
+        switcher.current = "provision-log" if self.workload_visible else "workload-log"
+        self._draw_tabs()
 
     def show(self, key: BoxKey | None, activity: Activity | None) -> None:
         """Switch to another box: redraw its buffered output from scratch."""

@@ -1,0 +1,208 @@
+"""Dashboard benchmark: first paint, refresh cost with 500 boxes, key latency in a log flood.
+
+    .venv/bin/python bench/tui.py [--runs N]
+
+First paint is measured in fresh processes (imports included) from spawn to
+the first frame Textual composes, for the dashboard and for a bare Textual
+app (header, one-row table, footer), alternating, same method. The other two
+run headless in this process with an in-memory listing (tests/tui_fakes.py).
+Prints a table, then one JSON line with the three headline numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+CHILD = r"""
+import os, sys, time
+spawned = float(os.environ["BENCH_SPAWNED"])
+sys.path[:0] = [os.environ["BENCH_ROOT"], os.environ["BENCH_ROOT"] + "/tests"]
+kind = sys.argv[1]
+if kind == "bare":
+    from textual.app import App
+    from textual.widgets import DataTable, Footer, Header
+
+    class Base(App):
+        def compose(self):
+            yield Header()
+            yield DataTable()
+            yield Footer()
+
+        def on_mount(self):
+            table = self.query_one(DataTable)
+            table.add_columns("Box", "State")
+            table.add_row("alpha", "running")
+    app_cls, args = Base, ()
+else:
+    from pathlib import Path
+    from tui_fakes import StaticService, frozen_clock
+    from hbtui.tui.app import HbtuiApp
+    app_cls = HbtuiApp
+    args = (StaticService(Path(os.environ["BENCH_TMP"])),)
+
+class Timed(app_cls):
+    def _display(self, screen, renderable):
+        if renderable is not None and not getattr(self, "_painted", False):
+            self._painted = True
+            print(f"{time.time() - spawned:.6f}", flush=True)
+            self.exit()
+        super()._display(screen, renderable)
+
+Timed(*args).run(headless=True, size=(160, 45))
+"""
+
+
+def first_paint(kind: str, tmp: str) -> float:
+    env = dict(os.environ, BENCH_SPAWNED=repr(time.time()), BENCH_ROOT=str(ROOT), BENCH_TMP=tmp)
+    done = subprocess.run([sys.executable, "-c", CHILD, kind], env=env, capture_output=True,
+                          text=True, timeout=60)
+    line = done.stdout.strip().splitlines()
+    if done.returncode or not line:
+        raise RuntimeError(f"{kind} run failed: {done.stderr[-2000:]}")
+    return float(line[-1]) * 1000
+
+
+def p95(values: list[float]) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+
+
+async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
+    """CPU of the main thread per tick: apply the listing, then repaint the screen.
+
+    CPU time, not wall time: Textual paints on its own frame timer, and the
+    wait for that timer is idle time, not cost.
+    """
+    from tui_fakes import StaticService, frozen_clock, view
+    from hbtui.tui.app import HbtuiApp
+
+    boxes = [view(f"box-{i:03d}", 4790 + (i % 210), host="local" if i % 5 else f"h{i % 3}",
+                  state="running" if i % 7 else "stopped") for i in range(500)]
+    service = StaticService(Path(tempfile.mkdtemp()), boxes)
+    app = HbtuiApp(service, clock=frozen_clock, refresh_seconds=3600)
+    apply_ms, total_ms = [], []
+    async with app.run_test(size=(160, 45)) as pilot:
+        while app.main.table.row_count < 500:
+            await pilot.pause(0.05)
+        await pilot.press("down", "down", "down")
+        await pilot.pause(0.1)
+        for tick in range(ticks):
+            # Each tick about 5% of the boxes change state, as on a busy host.
+            for i in range(tick % 20, 500, 20):
+                b = service.boxes[i]
+                service.boxes[i] = replace(b, state="stopped" if b.state == "running" else "running")
+            listing = await service.list_boxes()
+            c0 = time.thread_time()
+            app.show_listing(listing)
+            c1 = time.thread_time()
+            await pilot.pause()
+            await pilot.pause(0.02)  # one frame period: the repaint has happened
+            c2 = time.thread_time()
+            apply_ms.append((c1 - c0) * 1000)
+            total_ms.append((c2 - c0) * 1000)
+    return apply_ms, total_ms
+
+
+async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
+    """Key event in, first frame showing its effect out, while two boxes flood their logs."""
+    from textual import events
+    from tui_fakes import StaticService, frozen_clock
+    from hbtui.events import LogLine, Step
+    from hbtui.tui.app import HbtuiApp
+
+    frames: list[float] = []
+
+    class Timed(HbtuiApp):
+        def _display(self, screen, renderable):
+            if renderable is not None:
+                frames.append(time.perf_counter())
+            super()._display(screen, renderable)
+
+    service = StaticService(Path(tempfile.mkdtemp()))
+    app = Timed(service, clock=frozen_clock, refresh_seconds=3600)
+    latencies: list[float] = []
+    async with app.run_test(size=(160, 45)) as pilot:
+        while app.main.table.row_count < 4:
+            await pilot.pause(0.05)
+
+        async def flood(report):
+            # A chatty recipe: 250-line bursts as fast as a pipe delivers them
+            # (25,000 lines a second), steps every 5,000 lines.
+            for start in range(0, lines, 250):
+                if start % 5000 == 0:
+                    report(Step(start // 5000 + 1, lines // 5000, "flood"))
+                for i in range(start, min(start + 250, lines)):
+                    report(LogLine(f"\x1b[32m{i:06d}\x1b[0m compiling module {i} of {lines} "
+                                   "with a long enough line to need wrapping decisions"))
+                await asyncio.sleep(0.01)
+
+        # Alpha and beta both flood, so whichever row is selected shows a flood.
+        workers = [app.run_operation(("local", name), "flood", flood) for name in ("alpha", "beta")]
+        table = app.main.table
+        for _ in range(presses):
+            if not any(w.is_running for w in workers):
+                break
+            target = 1 if table.cursor_row == 0 else 0
+            t0 = time.perf_counter()
+            app.post_message(events.Key("down" if target else "up", None))
+            while not (table.cursor_row == target and frames and frames[-1] > t0):
+                await asyncio.sleep(0.0005)
+            latencies.append((frames[-1] - t0) * 1000)
+            await asyncio.sleep(0.02)
+        for w in workers:
+            await w.wait()
+        await pilot.pause(0.2)
+        shown = len(app.main.log_pane.log_view.lines)
+    return latencies, shown
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--ticks", type=int, default=100)
+    parser.add_argument("--lines", type=int, default=50_000)
+    args = parser.parse_args()
+    tmp = tempfile.mkdtemp()
+    bare, dash = [], []
+    for _ in range(args.runs):
+        bare.append(first_paint("bare", tmp))
+        dash.append(first_paint("dashboard", tmp))
+    apply_ms, total_ms = asyncio.run(refresh_cost(args.ticks))
+    latencies, shown = asyncio.run(key_latency(args.lines, 400))
+    ratio = statistics.median(dash) / statistics.median(bare)
+    rows = [
+        ("first paint, bare Textual app (median ms)", f"{statistics.median(bare):.1f}", ""),
+        ("first paint, dashboard (median ms)", f"{statistics.median(dash):.1f}", ""),
+        ("first paint ratio dashboard / bare", f"{ratio:.2f}", "≤ 1.5"),
+        ("refresh 500 boxes: apply, CPU p95 ms", f"{p95(apply_ms):.2f}", ""),
+        ("refresh 500 boxes: apply + repaint, CPU p95 ms", f"{p95(total_ms):.2f}", "≤ 16"),
+        (f"key → screen during {args.lines} line flood, p95 ms ({len(latencies)} keys)",
+         f"{p95(latencies):.1f}" if latencies else "n/a", "≤ 50"),
+        ("log lines kept in the pane after the flood", str(shown), "≤ 5000"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"{'measure':<{width}}  {'value':>9}  goal")
+    for name, value, goal in rows:
+        print(f"{name:<{width}}  {value:>9}  {goal}")
+    print(json.dumps({
+        "first_paint_vs_bare": round(ratio, 3),
+        "refresh_p95_ms_500_boxes": round(p95(total_ms), 2),
+        "key_latency_p95_ms_log_flood": round(p95(latencies), 1) if latencies else None,
+    }))
+
+
+if __name__ == "__main__":
+    main()

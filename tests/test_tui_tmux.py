@@ -1,0 +1,60 @@
+"""The installed `hbtui` dashboard in a real terminal (tmux 160x45) against the simulator."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import HBTUI_BIN, SIM_RECIPE
+
+pytestmark = [pytest.mark.sim,
+              pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+def wait_screen(session: str, predicate, timeout: float, what: str) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = tmux("capture-pane", "-p", "-t", session)
+        if predicate(screen):
+            return screen
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}; screen:\n{screen}")
+
+
+def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path):
+    session = f"hbtui-{tmp_path.name}"[:40]
+    env = dict(sim_env, TERM="xterm-256color", HBTUI_RECIPE=str(SIM_RECIPE))
+    env_args = [arg for key, value in env.items() if key.startswith(("HBTUI", "PATH", "TERM"))
+                for arg in ("-e", f"{key}={value}")]
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, HBTUI_BIN)
+    try:
+        tmux("resize-window", "-t", session, "-x", "160", "-y", "45")
+        wait_screen(session, lambda s: "Provisioning" in s and "Help" in s, 30, "the dashboard")
+        tmux("send-keys", "-t", session, "n")
+        wait_screen(session, lambda s: "New box" in s, 10, "the new-box dialog")
+        tmux("send-keys", "-t", session, "-l", "tmuxbox")
+        tmux("send-keys", "-t", session, "Enter")
+        wait_screen(session, lambda s: "step " in s, 60, "live provisioning steps")
+        screen = wait_screen(session, lambda s: any("tmuxbox" in line and "ready" in line
+                                                    for line in s.splitlines()), 240,
+                             "tmuxbox ready")
+        assert "running" in next(line for line in screen.splitlines() if "tmuxbox" in line)
+        tmux("send-keys", "-t", session, "q")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if subprocess.run(["tmux", "has-session", "-t", session],
+                              capture_output=True).returncode != 0:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("q did not quit the dashboard")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
