@@ -24,6 +24,7 @@ from rich.table import Table
 from hbtui import __version__
 from hbtui.config import config_to_dict, load_config
 from hbtui.core.boxes import MISSING, BoxService, BoxView
+from hbtui.core.passphrase import scrub_environment
 from hbtui.core.registry import LOCAL
 from hbtui.engine.runner import child_env
 from hbtui.errors import HbtuiError, UsageError
@@ -505,15 +506,10 @@ def extra_verbs() -> list[Callable[..., None]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    scrub_environment()  # before anything can start a child process
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        from hbtui.core.passphrase import scrub_environment
-    except ImportError:
-        pass
-    else:
-        scrub_environment()
     try:
         if args.verb is None:
             from hbtui.tui.app import run_dashboard

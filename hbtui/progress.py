@@ -39,17 +39,18 @@ class ConsoleReporter:
         )
         self._steps: TaskID | None = None
         self._transfer: TaskID | None = None
-        self._live = False
+        self._started: list[Progress] = []
 
     def __enter__(self) -> "ConsoleReporter":
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for p in (self.progress, self.bytes):
+        for p in self._started:
             p.stop()
 
     def _start(self, p: Progress) -> None:
-        if self.console.is_terminal:
+        if self.console.is_terminal and p not in self._started:
+            self._started.append(p)
             p.start()
 
     def __call__(self, event: Event) -> None:

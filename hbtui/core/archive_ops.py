@@ -99,6 +99,16 @@ def _load_script() -> str:
         "find /data -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +",
         f"find {LOAD_DIR}/data -mindepth 1 -maxdepth 1 -exec mv -t /data -- {{}} +",
         f"rm -rf {LOAD_DIR}",
+        # An archive may predate parts of the /data layout every box has (an old
+        # backup without logs/); and the agent's home is the agent's, whatever
+        # uid made the archive.
+        "if id agent >/dev/null 2>&1; then",
+        "  install -d -m 0755 /data/home",
+        "  install -d -m 0755 -o agent -g agent /data/logs",
+        "  install -d -m 0750 -o agent -g agent /data/home/agent",
+        "  install -d -o agent -g agent /data/home/agent/workspace",
+        "  chown -R agent:agent /data/home/agent",
+        "fi",
         "echo ::hbtui-unpacked::",
     ])
 
@@ -114,7 +124,7 @@ async def _guest_rm(host: "Host", name: str, path: str) -> None:
 
 
 async def save(service: "BoxService", name: str, host_name: str = LOCAL, *,
-               output: Path | None = None, passphrase: bytes, verify: bool = True,
+               output: Path | None = None, passphrase: bytes, verify_after: bool = True,
                report: Report = ignore) -> Path:
     view = await service.get(name, host_name)
     host = await service.host(host_name)
@@ -142,7 +152,7 @@ async def save(service: "BoxService", name: str, host_name: str = LOCAL, *,
         else:
             report(Phase(f"stopping {name} again"))
             await host.engine.stop(name)
-    if verify:
+    if verify_after:
         await verify(target, passphrase=passphrase, report=report)
     await service.registry.update(name, host_name, last_save=utc_now())
     report(Phase(f"saved {name} to {target}"))
@@ -164,8 +174,8 @@ async def _save_parts(host: "Host", name: str, target: Path, passphrase: bytes,
         local_part = Path(tmp) / "part"
         with create_archive(target, passphrase) as enc:
             async for line in stream:
-                if line.startswith(READ_TAG):
-                    word = line.split()[1:]
+                if READ_TAG in line:  # tar prefixes its checkpoint echo with "tar: "
+                    word = line.split(READ_TAG, 1)[1].split()
                     if word[:1] == ["total"]:
                         total_box[0] = int(word[1])
                     elif word and word[0].isdigit():
@@ -298,10 +308,12 @@ def _check_contents(archive: Path, kind: str, passphrase: bytes, progress) -> No
     from hbtui.archive.legacy import validate_legacy
     from hbtui.archive.safetar import validate_hbx
 
+    # Links to absolute paths (a venv's python -> /usr/bin/python3) are normal in a
+    # box and resolve inside the guest; nothing is ever written through a link.
     if kind == "hbx":
-        validate_hbx(archive, passphrase, progress=progress)
+        validate_hbx(archive, passphrase, progress=progress, allow_external_symlinks=True)
     else:
-        validate_legacy(archive, passphrase)
+        validate_legacy(archive, passphrase, allow_external_symlinks=True)
 
 
 def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSink) -> None:

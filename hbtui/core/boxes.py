@@ -30,7 +30,7 @@ from hbtui.paths import Paths
 
 READY_TIMEOUT = 180.0  # seconds for executor to answer after provisioning
 PROVISION_TIMEOUT = 3600.0
-QUIESCE_TIMEOUT = 60.0
+QUIESCE_TIMEOUT = 150.0  # hb quiesce/resume wait up to 90 s themselves
 
 # The kinds of rows `ls` shows.
 BOX = "box"            # made by hbtui, machine present
@@ -471,7 +471,7 @@ class BoxService:
                    passphrase: bytes, verify: bool = True, report: Report = ignore) -> Path:
         from hbtui.core import archive_ops
         return await archive_ops.save(self, name, host_name, output=output, passphrase=passphrase,
-                                      verify=verify, report=report)
+                                      verify_after=verify, report=report)
 
     async def load(self, archive: Path, name: str, host_name: str = LOCAL, *, passphrase: bytes,
                    recipe: Path | None = None, report: Report = ignore) -> BoxView:
