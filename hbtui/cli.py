@@ -123,8 +123,8 @@ def cmd_doctor(app: App) -> int:
         print_json(report.to_json())
     else:
         for c in report.checks:
-            mark = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.needed else "[yellow]warn[/]")
-            out.print(f"{mark:>14}  [bold]{c.name}[/]: {c.detail}")
+            word, style = ("ok", "green") if c.ok else (("FAIL", "red") if c.needed else ("warn", "yellow"))
+            out.print(f"[{style}]{word:>4}[/]  [bold]{c.name}[/]: {c.detail}")
             if not c.ok and c.fix:
                 out.print(f"{'':>6}fix: {c.fix}")
         out.print("all needed checks pass" if report.ok else "[red]some needed checks fail[/]")

@@ -1,0 +1,110 @@
+"""The CLI's contract: version, doctor, JSON output, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import HBTUI_BIN, SIM_RECIPE
+from hbtui.core.doctor import boot_problems, kvm_problems
+
+
+def hbtui(*args: str, env=None, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([HBTUI_BIN, *args], env=env, capture_output=True, text=True,
+                          input=input, timeout=300)
+
+
+def test_version():
+    from hbtui import __version__
+
+    done = hbtui("--version")
+    assert (done.returncode, done.stdout.strip()) == (0, f"hbtui {__version__}")
+
+
+def test_doctor_json_names_the_engine_and_the_boot_problem(hbtui_home):
+    import os
+
+    done = hbtui("doctor", "--json", env=dict(os.environ))
+    report = json.loads(done.stdout)
+    assert report["engine"]["version"].startswith("1.")
+    assert report["engine"]["path"]
+    problems = boot_problems()
+    assert report["can_boot"] is (False if problems else None)
+    assert done.returncode == (1 if problems else 0 if report["ok"] else 1)
+    if problems:
+        assert report["boot_problem"] and "guests cannot boot here" in str(report["checks"])
+
+
+def test_kvm_diagnosis_explains_the_missing_group(tmp_path):
+    dev = tmp_path / "kvm"
+    dev.write_text("")
+    dev.chmod(0o600)
+    sysmod = tmp_path / "sys"
+    sysmod.mkdir()
+    [(why, fix)] = kvm_problems(dev=dev, sysmod=sysmod, euid=0)
+    assert "uid 2000000" in why and fix == "groupadd -r kvm; chgrp kvm /dev/kvm; chmod 660 /dev/kvm"
+    (sysmod / "kvm_pvm").mkdir()
+    assert any("PVM" in why for why, _ in kvm_problems(dev=dev, sysmod=sysmod, euid=0))
+    [(why, _)] = kvm_problems(dev=tmp_path / "absent", sysmod=sysmod, euid=0)
+    assert why.startswith("no /dev/kvm")
+
+
+@pytest.mark.sim
+def test_ls_json_with_the_simulator_is_a_list(sim_env):
+    done = hbtui("ls", "--json", env=sim_env)
+    assert done.returncode == 0 and json.loads(done.stdout) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["rm", "nope", "--force"], "no box named 'nope'"),
+    (["start", "nope"], "no box named 'nope'"),
+    (["new", "b1", "--cpus", "0"], "--cpus must be at least 1"),
+    (["new", "b1", "--recipe", "/nonexistent"], "not a recipe"),
+    (["load", "/nonexistent.hbx", "b1"], "no such archive"),
+])
+@pytest.mark.sim
+def test_user_errors_are_one_line_without_traceback(sim_env, args, message):
+    done = hbtui(*args, env=sim_env)
+    assert done.returncode != 0
+    assert done.stderr.startswith("error: ") and message in done.stderr.replace("\n", " ")
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.real_engine
+def test_new_with_the_real_engine_here_fails_cleanly(hbtui_home, real_smolvm, real_state_dir):
+    """On this kind of host the real engine cannot boot: new must leave nothing behind."""
+    import os
+
+    if not boot_problems():
+        pytest.skip("this host can boot guests; the clean-failure path is not reachable")
+    env = dict(os.environ, HBTUI_SMOLVM=real_smolvm, HBTUI_SMOLVM_STATE_DIR=str(real_state_dir))
+    done = hbtui("new", "b1", env=env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "error:" in done.stderr and "hbtui doctor" in done.stderr
+    assert json.loads(hbtui("ls", "--all", "--json", env=env).stdout) == []
+    ports = json.loads(hbtui("ports", "--json", env=env).stdout)
+    assert all(p["state"] != "used" for p in ports)
+
+
+@pytest.mark.needs_boot
+def test_a_real_box_end_to_end(hbtui_home, real_smolvm, real_state_dir):
+    """The whole flow on a host that boots guests (network needed for the recipe)."""
+    import os
+    import urllib.request
+
+    problems = boot_problems()
+    if problems:
+        pytest.skip("guests cannot boot here: " + problems[0][0])
+    env = dict(os.environ, HBTUI_SMOLVM=real_smolvm, HBTUI_SMOLVM_STATE_DIR=str(real_state_dir))
+    done = hbtui("new", "real1", "-q", env=env)
+    assert done.returncode == 0, done.stderr
+    [box] = json.loads(hbtui("ls", "--json", env=env).stdout)
+    assert box["state"] == "running"
+    with urllib.request.urlopen(box["url"], timeout=10) as resp:
+        assert resp.status < 500
+    assert hbtui("exec", "real1", "--", "id", "-un", env=env).stdout.strip() == "agent"
+    assert hbtui("stop", "real1", env=env).returncode == 0
+    assert hbtui("start", "real1", env=env).returncode == 0
+    assert hbtui("rm", "real1", "--force", env=env).returncode == 0
