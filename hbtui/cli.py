@@ -156,7 +156,9 @@ def cmd_new(app: App) -> int:
     if a.json:
         print_json(view.to_json())
     else:
-        out.print(f"[green]✓[/] box [bold]{view.name}[/] is {view.state}; executor: {view.url}")
+        where = (f"executor: {view.url}" if view.host == LOCAL else
+                 f"executor web UI: hbtui open {view.name} --host {view.host}")
+        out.print(f"[green]✓[/] box [bold]{view.name}[/] is {view.state}; {where}")
     return 0
 
 

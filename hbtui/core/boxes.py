@@ -78,6 +78,10 @@ class HostListing:
 HostFactory = Callable[[str], Awaitable[Host]]
 
 
+def _host_flag(host_name: str) -> str:
+    return "" if host_name == LOCAL else f" --host {host_name}"
+
+
 def _iso(ts: int | None) -> str | None:
     if ts is None:
         return None
@@ -323,7 +327,7 @@ class BoxService:
                 pass
             except EngineError as exc:
                 report(Notice(f"could not delete machine {name}: {exc}; "
-                              f"remove it with: hbtui rm --force {name}"))
+                              f"remove it with: hbtui rm --force {name}{_host_flag(host.name)}"))
                 await self.registry.update(name, host.name, status=FAILED, owner_pid=0,
                                            error="rollback failed")
                 return
@@ -336,7 +340,8 @@ class BoxService:
         view = await self.get(name, host_name)
         if view.kind == MISSING:
             raise BoxNotFound(f"box {name!r} has no machine any more (it was deleted outside "
-                              f"hbtui); remove the row with: hbtui rm --force {name}")
+                              f"hbtui); remove the row with: hbtui rm --force {name}"
+                              f"{_host_flag(host_name)}")
         return await self.host(host_name), view
 
     async def start(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
