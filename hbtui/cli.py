@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import webbrowser
@@ -26,9 +25,8 @@ from hbtui.config import config_to_dict, load_config
 from hbtui.core.boxes import MISSING, BoxService, BoxView
 from hbtui.core.passphrase import scrub_environment
 from hbtui.core.registry import LOCAL
-from hbtui.engine.runner import child_env
+from hbtui.environment import child_env
 from hbtui.errors import HbtuiError, UsageError
-from hbtui.events import ignore
 from hbtui.paths import Paths, resolve_paths
 from hbtui.progress import ConsoleReporter
 

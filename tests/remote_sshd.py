@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 from pathlib import Path
 
 import asyncssh

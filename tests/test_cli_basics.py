@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import HBTUI_BIN, SIM_RECIPE
+from conftest import HBTUI_BIN
 from hbtui.core.doctor import boot_problems, kvm_problems
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import time
@@ -26,7 +25,7 @@ from hbtui.engine.runner import RunTimeout
 from hbtui.events import Step
 from hbtui.paths import resolve_paths
 from hbtui.remote.connection import HostConnection
-from hbtui.remote.errors import HostKeyChanged, HostKeyUnknown, HostUnreachable
+from hbtui.remote.errors import HostKeyUnknown, HostUnreachable
 from hbtui.remote.hosts import parse_listening
 from hbtui.remote.runner import SshRunner
 from hbtui.remote.target import SshTarget, parse_target

@@ -1,19 +1,10 @@
-"""Child processes of the archive layer: a secret-free environment, tool lookup."""
+"""Child processes of the archive layer: finding tools, reading their errors."""
 
 from __future__ import annotations
 
-import os
 import shutil
 
 from hbtui.archive.errors import ToolMissing
-
-# The same names hbtui.engine.runner strips; the archive layer does not import the engine.
-SECRET_ENV = ("HBTUI_PASSPHRASE", "BOX_PASSPHRASE")
-
-
-def child_env() -> dict[str, str]:
-    """Our environment minus any secret, for every child we spawn."""
-    return {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
 
 
 def need(tool: str, why: str) -> str:

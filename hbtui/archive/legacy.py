@@ -18,7 +18,8 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
-from hbtui.archive._proc import child_env, last_line, need
+from hbtui.archive._proc import last_line, need
+from hbtui.environment import child_env
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, NotAnArchive, WrongPassphrase
 from hbtui.archive.safetar import TarSummary, _run_extract, _run_validate, _Source
 

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from hbtui.archive._proc import child_env, last_line, need
+from hbtui.archive._proc import last_line, need
+from hbtui.environment import child_env
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, UnsafeArchive
 from hbtui.archive.format import DEFAULT_CHUNK_SIZE, DEFAULT_KDF, Decryptor, KdfParams, Progress, atomic_output, Encryptor
 

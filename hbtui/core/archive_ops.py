@@ -23,11 +23,10 @@ import shlex
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, AsyncIterator
+from typing import TYPE_CHECKING
 
 from hbtui.archive.format import Decryptor, create_archive, is_hbx, verify_file
-from hbtui.core import recipe as recipes
-from hbtui.core.registry import FAILED, LOCAL, PROVISIONING, READY, utc_now
+from hbtui.core.registry import FAILED, LOCAL, READY, utc_now
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
 

@@ -393,7 +393,6 @@ class BoxService:
 
     async def adopt(self, name: str, host_name: str = LOCAL) -> BoxView:
         """Take an orphan (hbtui-labelled machine without a row) back into the registry."""
-        host = await self.host(host_name)
         view = await self.get(name, host_name)
         if view.kind != ORPHAN:
             raise UsageError(f"{name!r} is not an orphan (it is {view.kind})")

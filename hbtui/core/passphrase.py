@@ -14,6 +14,7 @@ import ctypes
 import os
 import termios
 
+from hbtui.environment import SECRET_ENV
 from hbtui.errors import UsageError
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 #: Checked in this order; both are always removed.
-ENV_VARS = ("HBTUI_PASSPHRASE", "BOX_PASSPHRASE")
+ENV_VARS = SECRET_ENV
 
 _stash: bytes | None = None
 _scrubbed = False

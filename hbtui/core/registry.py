@@ -74,6 +74,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+# Lock files this process holds exclusively right now (see Registry.read).
+_HELD: dict[Path, int] = {}
+
+
 class RegistryError(HbtuiError):
     pass
 
@@ -152,7 +156,15 @@ class Registry:
             os.close(fd)
 
     def read(self) -> Boxes:
-        """A consistent snapshot (shared lock); changes to it are not saved."""
+        """A consistent snapshot (shared lock); changes to it are not saved.
+
+        While a transaction of this process holds the exclusive lock (the
+        dashboard lists boxes while `new` allocates a port), a blocking shared
+        lock would wait for ourselves on the event loop's thread: read without
+        it then. Every version of the file is whole (written by rename).
+        """
+        if _HELD.get(self.lock_path):
+            return Boxes(self._read())
         with self._flock(fcntl.LOCK_SH):
             return Boxes(self._read())
 
@@ -163,10 +175,14 @@ class Registry:
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
-            boxes = Boxes(self._read())
-            yield boxes
-            if boxes.changed:
-                self._write(boxes.rows)
+            _HELD[self.lock_path] = _HELD.get(self.lock_path, 0) + 1
+            try:
+                boxes = Boxes(self._read())
+                yield boxes
+                if boxes.changed:
+                    self._write(boxes.rows)
+            finally:
+                _HELD[self.lock_path] -= 1
         finally:
             os.close(fd)
 

@@ -14,10 +14,10 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 from contextlib import AbstractAsyncContextManager
-from typing import AsyncIterator, Protocol
+from typing import Any, AsyncIterator, Protocol
 
-# Secrets hbtui may have been given; never passed on to a child process.
-SECRET_ENV = ("HBTUI_PASSPHRASE", "BOX_PASSPHRASE")
+from hbtui.environment import child_env
+
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,22 @@ class Runner(Protocol):
         ...
 
 
-def child_env() -> dict[str, str]:
-    """The environment children get: ours, minus any secret."""
-    return {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+class Deadline:
+    """One call's time limit, shared by every line read from its output."""
+
+    def __init__(self, argv: list[str], timeout: float | None) -> None:
+        self.argv = argv
+        self.timeout = timeout
+        self.at = None if timeout is None else asyncio.get_running_loop().time() + timeout
+
+    async def readline(self, stream: Any) -> bytes:
+        remaining = None if self.at is None else self.at - asyncio.get_running_loop().time()
+        if remaining is not None and remaining <= 0:
+            raise RunTimeout(self.argv, self.timeout or 0)
+        try:
+            return await asyncio.wait_for(stream.readline(), remaining)
+        except asyncio.TimeoutError:
+            raise RunTimeout(self.argv, self.timeout or 0) from None
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -90,19 +103,12 @@ class LocalStream:
             stderr=asyncio.subprocess.STDOUT, start_new_session=True, env=child_env(),
             limit=1 << 20,
         )
-        loop = asyncio.get_running_loop()
-        deadline = None if self.timeout is None else loop.time() + self.timeout
+        deadline = Deadline(self.argv, self.timeout)
         tail: list[str] = []
         try:
             assert proc.stdout is not None
             while True:
-                remaining = None if deadline is None else deadline - loop.time()
-                if remaining is not None and remaining <= 0:
-                    raise RunTimeout(self.argv, self.timeout or 0)
-                try:
-                    raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
-                except asyncio.TimeoutError:
-                    raise RunTimeout(self.argv, self.timeout or 0) from None
+                raw = await deadline.readline(proc.stdout)
                 if not raw:
                     break
                 line = raw.decode(errors="replace").rstrip("\r\n")

@@ -20,7 +20,7 @@ from hbtui.config import Host as HostConfig
 from hbtui.core.hosts import Host
 from hbtui.core.ports import parse_range
 from hbtui.engine import Engine, EngineMissing
-from hbtui.engine.locate import MIN_VERSION, format_version, parse_version
+from hbtui.engine.locate import MIN_VERSION, format_version
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.paths import Paths
 from hbtui.remote.connection import HostConnection

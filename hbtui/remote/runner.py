@@ -21,7 +21,7 @@ import shlex
 from pathlib import Path
 from typing import AsyncIterator
 
-from hbtui.engine.runner import Completed, RunTimeout
+from hbtui.engine.runner import Completed, Deadline, RunTimeout
 from hbtui.remote.connection import HostConnection
 from hbtui.remote.errors import HostUnreachable
 
@@ -65,8 +65,7 @@ class SshStream:
         what = f"{self.argv[0]} {' '.join(self.argv[1:4])}"
         proc = await conn.start_process(remote_command(self.argv, merge=True), merge_stderr=True,
                                          what=what)
-        loop = asyncio.get_running_loop()
-        deadline = None if self.timeout is None else loop.time() + self.timeout
+        deadline = Deadline(self.argv, self.timeout)
         tail: list[str] = []
         pid: int | None = None
         finished = False
@@ -75,13 +74,7 @@ class SshStream:
                 proc.stdin.write_eof()
                 first = True
                 while True:
-                    remaining = None if deadline is None else deadline - loop.time()
-                    if remaining is not None and remaining <= 0:
-                        raise RunTimeout(self.argv, self.timeout or 0)
-                    try:
-                        raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
-                    except asyncio.TimeoutError:
-                        raise RunTimeout(self.argv, self.timeout or 0) from None
+                    raw = await deadline.readline(proc.stdout)
                     if first:
                         first = False
                         pid = _parse_pid(raw)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 import signal
+import threading
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -23,7 +24,7 @@ from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from hbtui.core.boxes import BoxService, BoxView, HostListing
-from hbtui.engine.runner import child_env
+from hbtui.environment import child_env
 from hbtui.errors import HbtuiError
 from hbtui.events import Event, Phase, Report
 from hbtui.tui.activity import MAX_LINES, Activity, BoxKey, row_key
@@ -97,6 +98,7 @@ class HbtuiApp(App):
         return MainScreen()
 
     def on_mount(self) -> None:
+        self._loop_thread = threading.get_ident()
         keymap = getattr(self.service.config, "keymap", {}) or {}
         if keymap:
             self.set_keymap(keymap)
@@ -292,6 +294,10 @@ class HbtuiApp(App):
 
         def report(event: Event) -> None:
             nonlocal first_phase
+            if threading.get_ident() != self._loop_thread:
+                # Some core steps report from a worker thread (archive encryption).
+                self.call_from_thread(report, event)
+                return
             activity.apply(event)
             if observer is not None:
                 observer(event)

@@ -424,7 +424,7 @@ class LoadDialog(OperationDialog):
     @on(Input.Changed, "#name")
     def name_changed(self, event: Input.Changed) -> None:
         self.query_one("#name-problem", Label).update(
-            name_problem(event.value) if event.value else "")
+            (name_problem(event.value) or "") if event.value else "")
 
     def problem(self) -> str | None:
         archive = self.query_one("#archive", Input).value.strip()

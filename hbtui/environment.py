@@ -1,0 +1,16 @@
+"""The environment hbtui hands to child processes: its own, minus any secret.
+
+The archive passphrase may arrive in one of SECRET_ENV; hbtui.core.passphrase
+takes it out of os.environ at start, and every child is spawned with
+child_env() besides, so no engine, tar, zstd, gpg or ssh process sees it.
+"""
+
+from __future__ import annotations
+
+import os
+
+SECRET_ENV = ("HBTUI_PASSPHRASE", "BOX_PASSPHRASE")  # checked in this order
+
+
+def child_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
