@@ -149,7 +149,7 @@ def test_bad_names_are_refused_before_anything_is_made(sim_env, sim_state_dir, n
 
 
 def test_concurrent_news_get_distinct_ports(sim_env):
-    names = [f"c{i}" for i in range(4)]
+    names = [f"c{i}" for i in range(8)]
     procs = [subprocess.Popen([HBTUI_BIN, "new", n, "-q", "--recipe", str(SIM_RECIPE)], env=sim_env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for n in names]
@@ -158,7 +158,7 @@ def test_concurrent_news_get_distinct_ports(sim_env):
         assert p.returncode == 0, out + err
     boxes = ls_json(sim_env)
     assert sorted(b["name"] for b in boxes) == names
-    assert len({b["port"] for b in boxes}) == 4
+    assert len({b["port"] for b in boxes}) == 8
     assert all(b["state"] == "running" and b["provisioning"] == "ready" for b in boxes)
     assert all(answers(b["port"]) for b in boxes)
     rows = Registry(resolve_paths().registry_file).read().on_host("local")
