@@ -192,3 +192,20 @@ async def test_foreign_machines_show_only_with_all(sim_service):
     assert (foreign.name, foreign.kind) == ("hermes-x", "foreign")
     with pytest.raises(HbtuiError, match="hbtui did not make"):
         await sim_service.adopt("hermes-x")
+
+
+def test_ctrl_c_during_provisioning_rolls_back(sim_env):
+    import signal
+
+    proc = subprocess.Popen([HBTUI_BIN, "new", "b1", "--recipe", str(SIM_RECIPE)], env=sim_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "step 2/" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, rest
+    assert "rolled back" in rest
+    assert ls_json(sim_env) == []
+    assert Registry(resolve_paths().registry_file).read().get("b1") is None
