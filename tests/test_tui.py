@@ -442,7 +442,7 @@ async def test_sim_save_and_load_round_trip(sim_service, tmp_path):
         dialog.query_one("#output", Input).value = str(archive)
         dialog.query_one("#passphrase", Input).value = "correct horse"
         dialog.query_one("#passphrase2", Input).value = "correct horse"
-        dialog.query_one("#ok", Button).press()
+        await pilot.click("#ok")
         await until(pilot, lambda: app.screen is not dialog, timeout=240, what="save")
         assert archive.is_file(), "\n".join(app.activities[("local", "orig")].lines)
         await pilot.press("l")
@@ -450,7 +450,7 @@ async def test_sim_save_and_load_round_trip(sim_service, tmp_path):
         dialog.query_one("#archive", Input).value = str(archive)
         dialog.query_one("#passphrase", Input).value = "correct horse"
         dialog.query_one("#name", Input).value = "copy"
-        dialog.query_one("#ok", Button).press()
+        await pilot.click("#ok")
         await until(pilot, lambda: app.screen is not dialog, timeout=300, what="load")
         await wait_ready(pilot, app, "local/copy", timeout=60)
         assert app.main.table.selected_key() == ("local", "copy")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -14,8 +15,16 @@ pytestmark = [pytest.mark.sim,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
 
 
+SOCKET = "hbtui-test"  # a private tmux server: no one else's options or sessions
+
+
+# pytest's own COLUMNS/LINES would otherwise reach the server and override the pane size.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
+
+
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True,
+                          check=True, env=CLEAN_ENV).stdout
 
 
 def wait_screen(session: str, predicate, timeout: float, what: str) -> str:
@@ -36,7 +45,6 @@ def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path)
                 for arg in ("-e", f"{key}={value}")]
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, HBTUI_BIN)
     try:
-        tmux("resize-window", "-t", session, "-x", "160", "-y", "45")
         wait_screen(session, lambda s: "Provisioning" in s and "Help" in s, 30, "the dashboard")
         tmux("send-keys", "-t", session, "n")
         wait_screen(session, lambda s: "New box" in s, 10, "the new-box dialog")
@@ -50,11 +58,11 @@ def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path)
         tmux("send-keys", "-t", session, "q")
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            if subprocess.run(["tmux", "has-session", "-t", session],
+            if subprocess.run(["tmux", "-L", SOCKET, "has-session", "-t", session],
                               capture_output=True).returncode != 0:
                 break
             time.sleep(0.2)
         else:
             raise AssertionError("q did not quit the dashboard")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)

@@ -88,7 +88,6 @@ class HbtuiApp(App):
         self._refresh_worker: Worker | None = None
         self._refresh_again = False
         self._dirty: set[BoxKey] = set()
-        self._flush_timer = None
         self._port_worker: Worker | None = None
         self._status_line = ""
 
@@ -109,6 +108,7 @@ class HbtuiApp(App):
         """Called by the main screen once its widgets exist."""
         self.refresh_listing()
         self.set_interval(self.refresh_seconds, self.refresh_listing, name="refresh")
+        self.set_interval(FLUSH_SECONDS, self._flush_dirty, name="flush")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A bug in a worker becomes a notification, never a crash."""
@@ -258,13 +258,16 @@ class HbtuiApp(App):
             self.main.log_pane.show_workload(text)
 
     def mark_dirty(self, key: BoxKey) -> None:
-        """Repaint that box's row and log soon; bursts of events share one repaint."""
+        """Repaint that box's row and log soon; bursts of events share one repaint.
+
+        Only a set is touched here: reports can arrive through loop callbacks
+        the core schedules from its threads, where Textual timers cannot start.
+        """
         self._dirty.add(key)
-        if self._flush_timer is None:
-            self._flush_timer = self.set_timer(FLUSH_SECONDS, self._flush_dirty)
 
     def _flush_dirty(self) -> None:
-        self._flush_timer = None
+        if not self._dirty:
+            return
         dirty, self._dirty = self._dirty, set()
         table = self.main.table
         views = {(v.host, v.name): v for v in self.visible_views()}
