@@ -112,3 +112,16 @@ def test_local_probe_sees_a_listener():
         port = s.getsockname()[1]
         busy = asyncio.run(local_busy_ports([port, port + 1 if port < 65535 else port - 1]))
     assert port in busy
+
+
+def test_reading_inside_this_process_own_transaction_does_not_block(tmp_path):
+    """The dashboard lists boxes while a `new` in the same process holds the lock."""
+    reg = Registry(tmp_path / "r.toml")
+
+    async def go():
+        async with reg.transaction() as boxes:
+            boxes.put(BoxRecord(name="a", port=4800))
+            return await asyncio.wait_for(asyncio.to_thread(lambda: reg.read().get("a")), 5)
+
+    assert asyncio.run(go()) is None  # the row is not saved until the transaction ends
+    assert reg.read().get("a").port == 4800

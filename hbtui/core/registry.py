@@ -74,10 +74,6 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-# Lock files this process holds exclusively right now (see Registry.read).
-_HELD: dict[Path, int] = {}
-
-
 class RegistryError(HbtuiError):
     pass
 
@@ -145,28 +141,15 @@ class Registry:
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
 
-    @contextlib.contextmanager
-    def _flock(self, kind: int) -> Iterator[None]:
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, kind)
-            yield
-        finally:
-            os.close(fd)
-
     def read(self) -> Boxes:
-        """A consistent snapshot (shared lock); changes to it are not saved.
+        """A consistent snapshot; changes to it are not saved.
 
-        While a transaction of this process holds the exclusive lock (the
-        dashboard lists boxes while `new` allocates a port), a blocking shared
-        lock would wait for ourselves on the event loop's thread: read without
-        it then. Every version of the file is whole (written by rename).
+        No lock: every version of the file is written whole and renamed into
+        place, so a reader sees the old rows or the new ones. (Taking the lock
+        here would also deadlock a process that lists boxes while one of its
+        own transactions, a `new` allocating a port, holds it.)
         """
-        if _HELD.get(self.lock_path):
-            return Boxes(self._read())
-        with self._flock(fcntl.LOCK_SH):
-            return Boxes(self._read())
+        return Boxes(self._read())
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Boxes]:
@@ -175,14 +158,10 @@ class Registry:
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
-            _HELD[self.lock_path] = _HELD.get(self.lock_path, 0) + 1
-            try:
-                boxes = Boxes(self._read())
-                yield boxes
-                if boxes.changed:
-                    self._write(boxes.rows)
-            finally:
-                _HELD[self.lock_path] -= 1
+            boxes = Boxes(self._read())
+            yield boxes
+            if boxes.changed:
+                self._write(boxes.rows)
         finally:
             os.close(fd)
 
