@@ -66,13 +66,13 @@ SIZES = [0, 1, CS - 1, CS, CS + 1, 2 * CS, 7 * CS + 13]
 
 def test_defaults_are_the_documented_ones():
     assert F.DEFAULT_CHUNK_SIZE == 1 << 20
-    assert F.DEFAULT_KDF == F.Argon2idParams(iterations=3, memory_kib=262144, lanes=4)
+    assert F.DEFAULT_KDF == F.Argon2idParams(iterations=3, memory_kib=65536, lanes=4)
     for fn in (F.encrypt_stream, F.Encryptor.__init__, F.create_archive, F.encrypt_file):
         params = inspect.signature(fn).parameters
         assert params["kdf"].default is F.DEFAULT_KDF
         assert params["chunk_size"].default == F.DEFAULT_CHUNK_SIZE
     doc = DOCS.read_text()
-    assert "t = 3, m = 262144 KiB (256 MiB), p = 4" in doc
+    assert "t = 3, m = 65536 KiB (64 MiB), p = 4" in doc
     assert "2^20 = 1 MiB" in doc
     for label in (F.KEK_SALT_LABEL, F.HEADER_MAC_INFO, F.PAYLOAD_KEY_INFO):
         assert label.decode() in doc

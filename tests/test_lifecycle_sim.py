@@ -209,3 +209,50 @@ def test_ctrl_c_during_provisioning_rolls_back(sim_env):
     assert "rolled back" in rest
     assert ls_json(sim_env) == []
     assert Registry(resolve_paths().registry_file).read().get("b1") is None
+
+
+async def test_repair_runs_the_recipe_again(sim_service):
+    await sim_service.new("b1", recipe=SIM_RECIPE)
+    host = await sim_service.host()
+    await host.engine.exec("b1", ["rm", "-f", "/opt/hermes-box/bin/hb-as-agent"])
+    broken = await host.engine.exec("b1", ["test", "-x", "/opt/hermes-box/bin/hb-as-agent"])
+    assert broken.returncode == 1
+    events = []
+    view = await sim_service.repair("b1", recipe=SIM_RECIPE, report=events.append)
+    assert view.provisioning == "ready" and view.state == "running"
+    assert any(isinstance(e, Step) for e in events)
+    who = await host.engine.exec("b1", ["/opt/hermes-box/bin/hb-as-agent", "--", "id", "-un"])
+    assert who.stdout.strip() == b"agent"
+    assert await host.http_ok(view.port)
+    await sim_service.remove("b1")
+
+
+def test_enter_gives_a_shell_as_agent_in_tmux_main(sim_env, tmp_path):
+    import shlex
+    import shutil
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    assert hbtui("new", "b1", "-q", "--recipe", str(SIM_RECIPE), env=sim_env).returncode == 0
+    sock = str(tmp_path / "tmux.sock")
+    out = tmp_path / "enter-status"
+    env = {k: v for k, v in sim_env.items() if k not in ("TMUX", "COLUMNS", "LINES")}
+    command = f"{shlex.quote(HBTUI_BIN)} enter b1; echo $? > {shlex.quote(str(out))}; sleep 30"
+    subprocess.run(["tmux", "-S", sock, "new-session", "-d", "-x", "120", "-y", "30", command],
+                   env=env, check=True)
+    try:
+        def screen() -> str:
+            return subprocess.run(["tmux", "-S", sock, "capture-pane", "-p"], env=env,
+                                  capture_output=True, text=True).stdout
+
+        def send(keys: str) -> None:
+            subprocess.run(["tmux", "-S", sock, "send-keys", keys, "Enter"], env=env, check=True)
+
+        assert wait_for(lambda: "$" in screen() or "agent@" in screen(), 30), screen()
+        send("echo WHO=$(id -un) SESSION=$(tmux display -p '#S')")
+        assert wait_for(lambda: "WHO=agent SESSION=main" in screen(), 20), screen()
+        send("exit")
+        assert wait_for(out.exists, 20), screen()
+        assert out.read_text().strip() == "0"
+    finally:
+        subprocess.run(["tmux", "-S", sock, "kill-server"], env=env, capture_output=True)
