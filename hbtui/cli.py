@@ -19,6 +19,7 @@ from typing import Any, Callable, Coroutine
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from hbtui import __version__
 from hbtui.config import config_to_dict, load_config
@@ -96,17 +97,23 @@ def age(created: str | None) -> str:
 
 
 def box_table(boxes: list[BoxView], show_host: bool) -> Table:
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in (["BOX"] + (["HOST"] if show_host else []) +
-                ["STATE", "PORT", "URL", "IMAGE", "CPUS", "MEM", "AGE", "PROVISIONING"]):
-        table.add_column(col)
+    headers = (["BOX"] + (["HOST"] if show_host else []) +
+               ["STATE", "PORT", "URL", "IMAGE", "CPUS", "MEM", "AGE", "PROVISIONING"])
+    rows = []
     for b in boxes:
         state = f"[{STATE_STYLE.get(b.state, 'white')}]{b.state}[/]"
         name = b.name if b.kind in ("box", MISSING) else f"{b.name} [dim]({b.kind})[/]"
         prov = f"[{PROVISION_STYLE.get(b.provisioning, 'white')}]{b.provisioning}[/]" if b.provisioning else ""
-        row = ([name] + ([b.host] if show_host else []) +
-               [state, str(b.port or ""), b.url or "", b.image or "", str(b.cpus or ""),
-                f"{b.memory_mib} MiB" if b.memory_mib else "", age(b.created), prov])
+        rows.append([name] + ([b.host] if show_host else []) +
+                    [state, str(b.port or ""), b.url or "", b.image or "", str(b.cpus or ""),
+                     f"{b.memory_mib} MiB" if b.memory_mib else "", age(b.created), prov])
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for i, header in enumerate(headers):
+        # In a narrow terminal the image gives way; every other column stays whole.
+        width = max([len(header)] + [Text.from_markup(r[i]).cell_len for r in rows])
+        table.add_column(header, no_wrap=True, overflow="ellipsis",
+                         min_width=None if header == "IMAGE" else width)
+    for row in rows:
         table.add_row(*row)
     return table
 
