@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import Footer, Header, Input, Static
 
 from hbtui.tui.widgets.box_table import BoxTable
 from hbtui.tui.widgets.log_pane import LogPane
@@ -103,5 +103,5 @@ class MainScreen(Screen):
                 event.input.display = False
             self.table.focus()
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_box_table_row_highlighted(self, event: BoxTable.RowHighlighted) -> None:
         self.app.selection_changed(self.table.selected_key())

@@ -1,9 +1,10 @@
 """The box table: one row per box, updated in place on every refresh.
 
-Rows are keyed by "host/name". A refresh compares each new cell with what
-the table already shows and calls `update_cell` only for differences, adds
-and removes only the rows that came or went, and re-sorts only when the
-order changed, so the cursor and the scroll position survive every tick.
+Rows are keyed by "host/name". A refresh compares what each row is drawn
+from with what it was drawn from last time, rebuilds and repaints only the
+rows that differ, and re-sorts only when a row came, went or changed its
+sort key, so the cursor and the scroll position survive every tick and a
+tick costs in proportion to what changed, not to the number of boxes.
 """
 
 from __future__ import annotations
@@ -12,8 +13,16 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Callable, Iterable
 
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.widgets import DataTable
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from hbtui.core.boxes import BoxView
 from hbtui.tui.activity import Activity, BoxKey, row_key
@@ -23,6 +32,7 @@ COLUMNS = (
     ("image", "Image"), ("cpus", "CPUs"), ("mem", "Memory"), ("prov", "Provisioning"),
     ("age", "Age"),
 )
+COLUMN_INDEX = {key: i for i, (key, _label) in enumerate(COLUMNS)}
 
 STATE_STYLE = {"running": "green", "stopped": "yellow", "created": "cyan", "starting": "cyan",
                "failed": "bold red", "missing": "red", "orphan": "magenta"}
@@ -103,49 +113,105 @@ def matches(view: BoxView, needle: str) -> bool:
     return all(word in hay for word in needle.lower().split())
 
 
-class BoxTable(DataTable):
-    """The list of boxes; `show()` is the only way rows change."""
+class BoxTable(ScrollView, can_focus=True):
+    """The list of boxes; `show()` and `update_rows()` are the only ways rows change.
 
-    DEFAULT_CSS = """
-    BoxTable { height: 1fr; }
+    A Line API widget rather than a DataTable: DataTable keys its render caches
+    on a table-wide update counter, so changing one cell re-renders every
+    visible row. Here each row's strip is cached with the cells it was drawn
+    from, so a refresh repaints only the rows whose cells changed.
     """
 
+    COMPONENT_CLASSES = {"box-table--header", "box-table--cursor", "box-table--even-row",
+                         "box-table--odd-row"}
+
+    DEFAULT_CSS = """
+    BoxTable {
+        height: 1fr;
+        background: $surface;
+        color: $foreground;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .box-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .box-table--header { background-tint: $foreground 5%; }
+        }
+        &:dark > .box-table--even-row { background: $surface-darken-1 40%; }
+        & > .box-table--header { text-style: bold; background: $panel; color: $foreground; }
+        & > .box-table--even-row { background: $surface-lighten-1 50%; }
+        & > .box-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Cursor up", show=False),
+        Binding("down", "cursor(1)", "Cursor down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home,ctrl+home", "cursor_to(0)", "First box", show=False),
+        Binding("end,ctrl+end", "cursor_to(-1)", "Last box", show=False),
+    ]
+
+    class RowHighlighted(Message):
+        """The cursor moved; the handler asks `selected_key()`, which is current then."""
+
     def __init__(self, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        super().__init__(**kwargs)
         self.views: dict[str, BoxView] = {}
         self._shown: dict[str, tuple[Text, ...]] = {}
         self._sources: dict[str, tuple] = {}  # what each row was drawn from
+        self._order: list[str] = []  # row keys, top to bottom
+        self._index: dict[str, int] = {}
+        self._order_stale = False
+        self._widths = [cell_len(label) for _, label in COLUMNS]
+        self._header = tuple(Text(label) for _, label in COLUMNS)
+        self._strips: dict[str, tuple[tuple, Strip]] = {}  # row key -> (signature, strip)
+        self._look = 0  # bumped when styles or column widths change: every strip is stale
+        self.cursor_row = 0
         self.sort_index = 0
         self.filter_text = ""
 
-    def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
+    # -- what is shown -------------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
+
+    @property
+    def ordered_keys(self) -> list[str]:
+        return list(self._order)
 
     @property
     def sort_label(self) -> str:
         return SORTS[self.sort_index][0]
 
+    def get_cell(self, key: str, column: str) -> Text:
+        return self._shown[key][COLUMN_INDEX[column]]
+
     def cycle_sort(self) -> str:
         self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self._order_stale = True
         self._reorder()
         return self.sort_label
 
     def selected_key(self) -> BoxKey | None:
-        if not self.row_count:
+        if not self._order:
             return None
-        try:
-            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        except Exception:
-            return None
-        view = self.views.get(key or "")
+        view = self.views.get(self._order[self.cursor_row])
         return (view.host, view.name) if view else None
 
     def select(self, key: BoxKey) -> bool:
-        rk = row_key(key)
-        if rk not in self._shown:
+        index = self._index.get(row_key(key))
+        if index is None:
             return False
-        self.move_cursor(row=self.get_row_index(rk))
+        self._move_cursor(index)
         return True
 
     def show(self, views: Iterable[BoxView], activities: dict[BoxKey, Activity],
@@ -154,9 +220,10 @@ class BoxTable(DataTable):
         self.views = {row_key((v.host, v.name)): v for v in views}
         wanted = {k: v for k, v in self.views.items() if matches(v, self.filter_text)}
         for key in [k for k in self._shown if k not in wanted]:
-            self.remove_row(key)
             del self._shown[key]
             self._sources.pop(key, None)
+            self._strips.pop(key, None)
+            self._order_stale = True
         for key, view in wanted.items():
             self._put(key, view, activities, now)
         self._reorder()
@@ -176,36 +243,125 @@ class BoxTable(DataTable):
         activity = activities.get((view.host, view.name))
         source = (view, age(view.created, now), activity and (
             activity.running, activity.error, activity.operation, activity.phase, activity.step))
-        if self._sources.get(key) == source:
+        old = self._sources.get(key)
+        if old == source:
             return  # most rows on most ticks: nothing to build or compare
         self._sources[key] = source
+        if old is None or SORTS[self.sort_index][1](old[0]) != SORTS[self.sort_index][1](view):
+            self._order_stale = True
         new = cells(view, activity, now)
-        old = self._shown.get(key)
-        if old is None:
-            self.add_row(*new, key=key)
-        else:
-            for (col, _), before, after in zip(COLUMNS, old, new):
-                if before != after:
-                    # Widening a column re-measures the whole table: only when needed.
-                    wider = after.cell_len > self.columns[col].content_width
-                    self.update_cell(key, col, after, update_width=wider)
         self._shown[key] = new
+        widths = [max(w, c.cell_len) for w, c in zip(self._widths, new)]
+        if widths != self._widths:
+            self._widths = widths
+            self._look += 1
+            self._resize()
+            self.refresh()
+        elif (index := self._index.get(key)) is not None:
+            self._refresh_rows(index)
 
     def _reorder(self) -> None:
-        """Sort only when the order is wrong; keep the cursor on the same box."""
+        """Sort only when a row came, went or changed its sort key; the cursor stays on its box."""
+        if not self._order_stale:
+            return
+        self._order_stale = False
+        selected = self._order[self.cursor_row] if self._order else None
         order_key = SORTS[self.sort_index][1]
         views = self.views
-
-        def sort_key(host_name: tuple[Text, Text]) -> tuple:
-            name, host = host_name
-            view = views.get(f"{host.plain}/{name.plain}")
-            return order_key(view) if view else ()
-
-        current = [row.key.value for row in self.ordered_rows]
-        desired = sorted(current, key=lambda k: order_key(views[k]))
-        if current == desired:
+        order = sorted(self._shown, key=lambda k: order_key(views[k]))
+        if order == self._order:
             return
-        selected = self.selected_key()
-        self.sort("name", "host", key=sort_key)
-        if selected is not None:
-            self.select(selected)
+        self._order = order
+        self._index = {k: i for i, k in enumerate(order)}
+        self._resize()
+        self.refresh()
+        index = self._index.get(selected, self.cursor_row) if selected else 0
+        self._move_cursor(min(index, max(len(order) - 1, 0)))
+
+    def _resize(self) -> None:
+        self.virtual_size = Size(sum(self._widths) + 2 * len(self._widths), len(self._order) + 1)
+
+    # -- cursor ---------------------------------------------------------------------
+
+    def _move_cursor(self, index: int) -> None:
+        old, self.cursor_row = self.cursor_row, index
+        self._refresh_rows(old, index)
+        height = self.scrollable_content_region.height - 1  # the header stays
+        top = self.scroll_offset.y
+        if index < top:
+            self.scroll_to(y=index, animate=False)
+        elif height > 0 and index >= top + height:
+            self.scroll_to(y=index - height + 1, animate=False)
+        self.post_message(self.RowHighlighted())
+
+    def action_cursor(self, step: int) -> None:
+        if self._order:
+            self._move_cursor(min(max(self.cursor_row + step, 0), len(self._order) - 1))
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(self.scrollable_content_region.height - 2, 1))
+
+    def action_cursor_to(self, index: int) -> None:
+        if self._order:
+            self._move_cursor(index % len(self._order))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is not None and offset.y > 0:
+            index = offset.y - 1 + self.scroll_offset.y
+            if index < len(self._order):
+                self._move_cursor(index)
+
+    # -- drawing --------------------------------------------------------------------
+
+    def _refresh_rows(self, *indexes: int) -> None:
+        top, width = self.scroll_offset.y, self.size.width
+        regions = [Region(0, i + 1 - top, width, 1) for i in indexes
+                   if 0 <= i - top < self.size.height - 1]
+        if regions:  # refresh() with no region would repaint the whole table
+            self.refresh(*regions)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._look += 1
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        if y == 0:
+            strip = self._row_strip("", self._header, "box-table--header", False)
+        else:
+            index = y - 1 + scroll_y
+            if index >= len(self._order):
+                return Strip.blank(width, self.rich_style)
+            key = self._order[index]
+            parity = "box-table--odd-row" if index % 2 else "box-table--even-row"
+            strip = self._row_strip(key, self._shown[key], parity, index == self.cursor_row)
+        return strip.crop(scroll_x, scroll_x + width)
+
+    def _row_strip(self, key: str, row: tuple[Text, ...], component: str, cursor: bool) -> Strip:
+        """The whole row as one strip, reused until its cells or its look change."""
+        signature = (row, component, cursor, self.has_focus, self._look, self.size.width)
+        cached = self._strips.get(key)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        style = self.get_component_rich_style(component)
+        post = None
+        if cursor:
+            style += self.get_component_rich_style("box-table--cursor")
+            post = Style.from_color(color=style.color)
+        line = Text(" ", end="")
+        for cell, width in zip(row, self._widths):
+            gap = " " * (width - cell.cell_len)
+            if cell.justify == "right":
+                line.append(gap)
+                line.append_text(cell)
+            else:
+                line.append_text(cell)
+                line.append(gap)
+            line.append("  ")
+        line.right_crop(1)
+        segments = Segment.apply_style(line.render(self.app.console), style, post)
+        strip = Strip(segments, line.cell_len).extend_cell_length(self.size.width, style)
+        self._strips[key] = (signature, strip)
+        return strip
