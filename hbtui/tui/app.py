@@ -105,7 +105,7 @@ class HbtuiApp(App):
         self.app_resume_signal.subscribe(self, self._on_resume, immediate=True)
 
     def start_refreshing(self) -> None:
-        """Called by the main screen once its widgets exist."""
+        """Called by the main screen after its first frame."""
         self.refresh_listing()
         self.set_interval(self.refresh_seconds, self.refresh_listing, name="refresh")
         self.set_interval(FLUSH_SECONDS, self._flush_dirty, name="flush")

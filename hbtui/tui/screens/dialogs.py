@@ -69,9 +69,13 @@ class TransferMeter:
         return text
 
 
+DIALOG_CSS = Path(__file__).with_name("dialogs.tcss")
+
+
 class Dialog(ModalScreen[Any]):
     """A centred box with a title; escape cancels."""
 
+    CSS_PATH = DIALOG_CSS  # read when the first dialog opens, not at startup
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     TITLE_TEXT = ""
 

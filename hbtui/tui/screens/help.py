@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
+from hbtui.tui.screens.dialogs import DIALOG_CSS
 from hbtui.tui.screens.main import KEYS
 
 # Keys that belong to widgets rather than to the dashboard's actions.
@@ -23,6 +24,7 @@ OTHER_KEYS = (
 
 
 class HelpScreen(ModalScreen[None]):
+    CSS_PATH = DIALOG_CSS
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:

@@ -63,10 +63,9 @@ class MainScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#filter").display = False
-        self.query_one("#ports-panel").display = False
         self.query_one(BoxTable).focus()
-        self.app.start_refreshing()
+        # The first listing (and the log it selects) waits for the first frame.
+        self.call_after_refresh(self.app.start_refreshing)
 
     @property
     def table(self) -> BoxTable:
