@@ -68,12 +68,15 @@ class LogPane(Vertical):
         self.key: BoxKey | None = None
         self._shown = 0
         self._following = True
+        self._tab = "provision-log"
 
     def compose(self) -> ComposeResult:
         yield Static("", id="log-header")
         yield ProgressBar(show_eta=False, id="steps", classes="-idle")
         yield Static("", id="log-tabs")
-        with ContentSwitcher(initial="provision-log"):
+        # No log shows until a box is selected: even an empty log costs a full
+        # render, and the first frame comes before the first listing.
+        with ContentSwitcher(initial=None):
             yield FollowLog(id="provision-log")
             yield RichLog(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
                           id="workload-log")
@@ -96,16 +99,20 @@ class LogPane(Vertical):
 
     @property
     def workload_visible(self) -> bool:
-        return self.query_one(ContentSwitcher).current == "workload-log"
+        return self._tab == "workload-log"
 
     def toggle_tab(self) -> None:
-        switcher = self.query_one(ContentSwitcher)
-        switcher.current = "provision-log" if self.workload_visible else "workload-log"
+        self._tab = "provision-log" if self.workload_visible else "workload-log"
+        self._switch()
         self._draw_tabs()
+
+    def _switch(self) -> None:
+        self.query_one(ContentSwitcher).current = self._tab if self.key is not None else None
 
     def show(self, key: BoxKey | None, activity: Activity | None) -> None:
         """Switch to another box: redraw its buffered output from scratch."""
         self.key, self.activity = key, activity
+        self._switch()
         self.log_view.clear()
         self.query_one("#workload-log", RichLog).clear()
         self._shown = 0
