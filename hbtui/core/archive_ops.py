@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hbtui.archive.format import Decryptor, create_archive, is_hbx, verify_file
+from hbtui.archive.format import Decryptor, create_archive, is_hbx, read_header, verify_file
 from hbtui.core.registry import FAILED, LOCAL, READY, utc_now
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
@@ -383,6 +383,8 @@ async def _restore_parts(service: "BoxService", host: "Host", name: str, archive
     taken: asyncio.Queue[int] = asyncio.Queue()
     part_bytes = service.config.archive.part_size_mib * 2**20
     decompress = "zstd -d -q -c" if kind == "hbx" else "gzip -d -c"
+    # The payload size is in an .hbx header; an old gpg backup does not say.
+    total = read_header(archive).plaintext_size if kind == "hbx" else None
     script = _load_script().replace("zstd -d -q -c", decompress)
     await host.engine.exec(name, ["rm", "-rf", "--", LOAD_DIR], timeout=60)
     stream = host.engine.exec_stream(name, ["bash", "-c", script], timeout=None)
@@ -428,7 +430,7 @@ async def _restore_parts(service: "BoxService", host: "Host", name: str, archive
                 path.unlink()
                 while (await _next_taken(taken, watcher)) != index:
                     pass
-                report(Transfer(sent, None, "restoring"))
+                report(Transfer(sent, total, "restoring"))
                 sink.consumed()
                 index += 1
             await producer
