@@ -24,6 +24,7 @@ from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from hbtui.core.boxes import BoxService, BoxView, HostListing
+from hbtui.core.registry import LOCAL
 from hbtui.environment import child_env
 from hbtui.errors import HbtuiError
 from hbtui.events import Event, Phase, Report
@@ -90,6 +91,7 @@ class HbtuiApp(App):
         self._dirty: set[BoxKey] = set()
         self._port_worker: Worker | None = None
         self._status_line = ""
+        self._forwards: dict[BoxKey, tuple[str, Callable[[], Awaitable[None]]]] = {}
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -425,8 +427,38 @@ class HbtuiApp(App):
         if not view.url:
             self.notify(f"{view.name} has no forwarded port", severity="warning")
             return
-        self.open_url(view.url)
-        self.notify(view.url, title=f"opening {view.name}")
+        if view.host == LOCAL:
+            self._open(view.name, view.url)
+        else:
+            self.run_worker(self._open_remote(view), group="forward", exit_on_error=False)
+
+    def _open(self, name: str, url: str) -> None:
+        self.open_url(url)
+        self.notify(url, title=f"opening {name}")
+
+    async def _open_remote(self, view: BoxView) -> None:
+        """A remote box's web UI needs a local forward; it is kept while the app runs."""
+        key = (view.host, view.name)
+        if key not in self._forwards:
+            from hbtui.remote import open_forward
+
+            try:
+                self._forwards[key] = await open_forward(self.service, view.name, view.host)
+            except Exception as exc:
+                self.notify(describe_error(exc), title=f"forward to {view.name}", severity="error")
+                return
+        self._open(view.name, self._forwards[key][0])
+
+    async def on_unmount(self) -> None:
+        await self._close_forwards()
+
+    async def _close_forwards(self) -> None:
+        forwards, self._forwards = self._forwards, {}
+        for _url, close in forwards.values():
+            try:
+                await close()
+            except Exception:  # a forward over a dead connection is already gone
+                pass
 
     def action_enter_box(self) -> None:
         if view := self._need_box():
@@ -495,8 +527,9 @@ class HbtuiApp(App):
         self._port_worker = self.run_worker(self._ports(), group="ports", exit_on_error=False)
 
     async def _ports(self) -> None:
+        view = self.selected_view()
         try:
-            slots = await self.service.ports()
+            slots = await self.service.ports(view.host if view else LOCAL)
         except Exception as exc:
             self.notify(describe_error(exc), title="port map", severity="error")
             return
