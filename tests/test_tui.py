@@ -17,7 +17,8 @@ from textual.widgets import Button, Input
 from conftest import SIM_RECIPE
 from tui_fakes import frozen_clock
 from hbtui.tui.app import HbtuiApp
-from hbtui.tui.screens.dialogs import DeleteDialog, NewBoxDialog, SaveDialog
+from hbtui.tui.screens.dialogs import (DeleteDialog, ExtractDialog, LoadDialog, NewBoxDialog,
+                                      SaveDialog)
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.main import KEYS
 from hbtui.tui.widgets.log_pane import FollowLog
@@ -289,6 +290,66 @@ async def test_save_dialog_shows_bytes_and_can_finish(static_service, tmp_path):
         assert dialog.query_one("#passphrase", Input).value == ""  # wiped once used
         await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
         assert "save done" in app.activities[("local", "alpha")].lines[-1]
+
+
+async def test_load_dialog_makes_the_box_and_follows_it(static_service, tmp_path):
+    static_service.step_delay = 0.1
+    archive = tmp_path / "orig.hbx"
+    archive.write_bytes(b"not really an archive")
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("l")
+        dialog = app.screen
+        assert isinstance(dialog, LoadDialog)
+        await pilot.press(*str(tmp_path / "missing.hbx"), "enter")
+        assert "no such file" in str(dialog.query_one("#error").render())
+        dialog.query_one("#archive", Input).value = str(archive)
+        dialog.query_one("#passphrase", Input).value = "correct horse"
+        dialog.query_one("#name", Input).value = "copy"
+        await pilot.click("#ok")
+        await until(pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()),
+                    what="byte counts")
+        assert dialog.query_one("#progress").display
+        assert dialog.query_one("#passphrase", Input).value == ""  # wiped once used
+        await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
+        assert static_service.calls[-1] == ("load", archive, "copy", "local", b"correct horse",
+                                            None)
+        await until(pilot, lambda: app.main.table.selected_key() == ("local", "copy"),
+                    what="the new box selected")
+        assert app.main.log_pane.key == ("local", "copy")
+        assert "load done" in app.activities[("local", "copy")].lines[-1]
+        await until(pilot, lambda: any("load copy: done" in n for n in notes(app)),
+                    what="the done notification")
+
+
+async def test_extract_dialog_unpacks_and_says_where(static_service, tmp_path, monkeypatch):
+    from hbtui.core import archive_ops
+
+    monkeypatch.setattr(archive_ops, "extract", static_service.extract)
+    static_service.step_delay = 0.1
+    archive = tmp_path / "orig.hbx"
+    archive.write_bytes(b"not really an archive")
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("e")
+        dialog = app.screen
+        assert isinstance(dialog, ExtractDialog)
+        await pilot.press(*str(archive), "tab", *"~/unpacked", "enter")
+        assert "passphrase" in str(dialog.query_one("#error").render())
+        dialog.query_one("#passphrase", Input).value = "pw"
+        dialog.query_one("#passphrase", Input).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()),
+                    what="byte counts")
+        assert "unpacking" in str(dialog.query_one("#rate").render())
+        await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
+        dest = Path("~/unpacked").expanduser()
+        assert static_service.calls[-1] == ("extract", archive, dest, b"pw")
+        await until(pilot, lambda: any(f"extracted into {dest}" in n for n in notes(app)),
+                    what="where it went")
+        assert app.main.table.row_count == 4  # no box made
 
 
 async def test_log_follow_pauses_when_scrolled_up(static_service):
