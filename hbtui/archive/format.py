@@ -181,7 +181,7 @@ class Argon2idParams:
     """Argon2id (RFC 9106), version 0x13; memory in KiB."""
 
     iterations: int = 3
-    memory_kib: int = 256 * 1024
+    memory_kib: int = 64 * 1024
     lanes: int = 4
 
     kdf_id = KDF_ARGON2ID
@@ -224,7 +224,7 @@ class Argon2idParams:
 KdfParams = Union[ScryptParams, Argon2idParams]
 
 #: RFC 9106's second recommended setting: about 0.12 s and 64 MiB on a 2-vCPU Xeon.
-DEFAULT_KDF: KdfParams = Argon2idParams(iterations=3, memory_kib=64 * 1024, lanes=4)
+DEFAULT_KDF: KdfParams = Argon2idParams()
 
 
 def _decode_kdf(kdf_id: int, raw: bytes) -> KdfParams:
