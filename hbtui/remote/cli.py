@@ -12,9 +12,9 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from hbtui.cli import err, out, print_json
 from hbtui.config import Host as HostConfig
 from hbtui.config import save_config
 from hbtui.core.names import name_problem
@@ -33,15 +33,6 @@ from hbtui.remote.knownhosts import (
     trusted_keys,
 )
 from hbtui.remote.target import parse_target
-
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
-
-
-def _print_json(data: Any) -> None:
-    import json
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
-
 
 def _host_config(app: Any, name: str) -> HostConfig:
     host = app.config.hosts.get(name)
@@ -88,7 +79,7 @@ def cmd_hosts_add(app: Any) -> int:
 def cmd_hosts_ls(app: Any) -> int:
     hosts = app.config.hosts
     if app.args.json:
-        _print_json([{"name": n, "ssh": h.ssh, "identity": h.identity or None,
+        print_json([{"name": n, "ssh": h.ssh, "identity": h.identity or None,
                       "smolvm": h.smolvm or None, "state_dir": h.state_dir or None,
                       "ports": h.ports or f"{app.config.ports.low}-{app.config.ports.high}"}
                      for n, h in sorted(hosts.items())])
@@ -137,7 +128,7 @@ def cmd_hosts_check(app: Any) -> int:
     host = _host_config(app, name)
     report = asyncio.run(check_host(name, host, app.config))
     if app.args.json:
-        _print_json(report.to_json())
+        print_json(report.to_json())
     else:
         for c in report.checks:
             mark = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.needed else "[yellow]warn[/]")
