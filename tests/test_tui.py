@@ -6,11 +6,11 @@ The first half runs against `StaticService` (fixed data, instant); the
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
 import pytest
+from textual.css.query import NoMatches
 from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import Button, Input
 
@@ -21,17 +21,25 @@ from hbtui.tui.screens.dialogs import (DeleteDialog, ExtractDialog, LoadDialog, 
                                       SaveDialog)
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.main import KEYS
-from hbtui.tui.widgets.log_pane import FollowLog
 from hbtui.tui.widgets.port_grid import PortGrid
 
 SIZE = (160, 45)
 
 
-async def until(pilot, predicate, timeout: float = 10.0, what: str = "") -> None:
+async def until(pilot, predicate, timeout: float = 10.0, what=None) -> None:
+    """Wait for `predicate`; one that cannot be evaluated yet (widgets still
+    mounting) counts as not yet true."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+
+    def holds() -> bool:
+        try:
+            return bool(predicate())
+        except NoMatches:
+            return False
+
+    while not holds():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
+            raise AssertionError(f"timed out waiting for {what() if callable(what) else what or predicate}")
         await pilot.pause(0.05)
 
 
@@ -472,17 +480,23 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service):
         assert activity.running  # the step arrived live, before the end
         assert app.main.log_pane.key == key
         await wait_ready(pilot, app, "local/s1")
+        # The row says ready a moment before the operation has wound up; a key
+        # pressed in between is refused as "busy" (by design), so wait for it.
+        await until(pilot, lambda: not activity.running, timeout=30, what="new to finish")
         assert not activity.error, "\n".join(activity.lines)
         assert app.main.table.views["local/s1"].port == pick
         assert activity.step.index == activity.step.total
         assert len(app.main.log_pane.log_view.lines) > 5
         app.main.table.select(key)
         await pilot.press("x")
-        await until(pilot, lambda: app.main.table.views["local/s1"].state == "stopped",
-                    timeout=60)
+        await until(pilot, lambda: app.main.table.views["local/s1"].state == "stopped" and
+                    not activity.running,
+                    timeout=60, what=lambda: "the box to stop; its log:\n" + "\n".join(
+                        list(activity.lines)[-30:]) + f"\nnotes: {notes(app)}")
         await pilot.press("s")
         await until(pilot, lambda: app.main.table.views["local/s1"].state == "running" and
-                    not activity.running, timeout=120)
+                    not activity.running, timeout=120,
+                    what=lambda: "the box to start; its log:\n" + "\n".join(list(activity.lines)[-30:]))
         await pilot.press("enter")
         await until(pilot, lambda: launched, timeout=60)
         assert "hb-as-agent" in " ".join(launched[0]) and "--tmux" in launched[0]

@@ -15,7 +15,8 @@ pytestmark = [pytest.mark.sim,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
 
 
-SOCKET = "hbtui-test"  # a private tmux server: no one else's options or sessions
+# A private tmux server, one per test process: no one else's options, sessions or kill-server.
+SOCKET = f"hbtui-test-{os.getpid()}"
 
 
 # pytest's own COLUMNS/LINES would otherwise reach the server and override the pane size.
