@@ -138,13 +138,15 @@ def cmd_doctor(app: App) -> int:
 
 def cmd_ls(app: App) -> int:
     hosts = [app.args.host] if app.args.host else None
+    if app.args.host and app.args.host not in app.service.host_names():
+        raise UsageError(f"unknown host {app.args.host!r}; see: hbtui hosts ls")
     listing = run(app.service.list_boxes(include_foreign=app.args.all, hosts=hosts))
     if app.args.json:
         print_json([b.to_json() for b in listing.boxes])
-    elif not listing.boxes and not listing.errors:
-        out.print("No boxes yet. Create one: hbtui new NAME")
-    else:
+    elif listing.boxes:
         out.print(box_table(listing.boxes, show_host=bool(app.config.hosts)))
+    elif not listing.errors:
+        out.print("No boxes yet. Create one: hbtui new NAME")
     for host, why in listing.errors.items():
         err.print(f"[red]host {host} unreachable:[/] {why}")
     return 1 if listing.errors and not listing.boxes else 0
