@@ -23,19 +23,19 @@ class EngineError(HbtuiError):
 
 
 class MachineNotFound(EngineError):
-    pass
+    """No machine by that name (the engine's NOT_FOUND, or its "... not found")."""
 
 
 class MachineExists(EngineError):
-    pass
+    """create with a name the engine already has."""
 
 
 class MachineNotRunning(EngineError):
-    pass
+    """exec or cp on a stopped machine: the engine does not start it for us."""
 
 
 class EngineTimeout(EngineError):
-    pass
+    """The call outlived its timeout; its whole process group was killed."""
 
 
 class EngineMissing(EngineError):
