@@ -30,6 +30,8 @@ from hbtui.core.registry import FAILED, LOCAL, READY, utc_now
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
 
+from hbtui.core.boxes import BOX, ORPHAN
+
 if TYPE_CHECKING:
     from hbtui.core.boxes import BoxService, BoxView
     from hbtui.core.hosts import Host
@@ -127,7 +129,7 @@ async def save(service: "BoxService", name: str, host_name: str = LOCAL, *,
                report: Report = ignore) -> Path:
     view = await service.get(name, host_name)
     host = await service.host(host_name)
-    if view.kind not in ("box", "orphan"):
+    if view.kind not in (BOX, ORPHAN):
         raise UsageError(f"box {name!r} has no machine to save ({view.kind})")
     target = (output or default_archive_path(service, name)).expanduser().absolute()
     if target.exists():

@@ -26,7 +26,7 @@ from hbtui.engine.errors import (
 )
 from hbtui.engine.locate import MIN_VERSION, format_version, parse_version
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
-from hbtui.engine.runner import LocalRunner, RunTimeout, Runner, Stream
+from hbtui.engine.runner import Completed, LocalRunner, RunTimeout, Runner, Stream
 
 START_TIMEOUT = 180.0  # a real guest boots in under a second; pulls can be slow
 
@@ -78,15 +78,20 @@ class Engine:
             base += ["--state-dir", self.state_dir]
         return base + list(args)
 
-    async def _call(self, *args: str, input: bytes | None = None,
-                    timeout: float | None = None) -> bytes:
-        argv = self.argv(*args)
+    async def _run(self, argv: list[str], input: bytes | None,
+                   timeout: float | None) -> Completed:
+        """One engine process, with its timeout and a missing binary as typed errors."""
         try:
-            done = await self.runner.run(argv, input=input, timeout=timeout or self.timeout)
+            return await self.runner.run(argv, input=input, timeout=timeout or self.timeout)
         except RunTimeout as exc:
             raise EngineTimeout(str(exc), code="TIMEOUT", argv=argv) from None
         except FileNotFoundError:
             raise EngineMissing(f"engine not found: {self.binary}", code="ENGINE_MISSING") from None
+
+    async def _call(self, *args: str, input: bytes | None = None,
+                    timeout: float | None = None) -> bytes:
+        argv = self.argv(*args)
+        done = await self._run(argv, input, timeout)
         if done.returncode != 0:
             raise from_stderr(done.stderr.decode(errors="replace"), argv, done.returncode)
         return done.stdout
@@ -217,10 +222,7 @@ class Engine:
         flags = ("-i",) if input is not None else ()
         args = self.argv(*self._exec_args(name, argv, user=user, env=env, workdir=workdir,
                                           flags=flags))
-        try:
-            done = await self.runner.run(args, input=input, timeout=timeout or self.timeout)
-        except RunTimeout as exc:
-            raise EngineTimeout(str(exc), code="TIMEOUT", argv=args) from None
+        done = await self._run(args, input, timeout)
         stderr = done.stderr.decode(errors="replace")
         if done.returncode != 0 and _engine_failed(stderr):
             raise from_stderr(stderr, args, done.returncode)

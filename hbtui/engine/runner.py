@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from contextlib import AbstractAsyncContextManager
@@ -104,7 +105,7 @@ class LocalStream:
             limit=1 << 20,
         )
         deadline = Deadline(self.argv, self.timeout)
-        tail: list[str] = []
+        tail: deque[str] = deque(maxlen=20)
         try:
             assert proc.stdout is not None
             while True:
@@ -112,7 +113,7 @@ class LocalStream:
                 if not raw:
                     break
                 line = raw.decode(errors="replace").rstrip("\r\n")
-                tail = (tail + [line])[-20:]
+                tail.append(line)
                 yield line
             self.returncode = await proc.wait()
             self.stderr_tail = "\n".join(tail)

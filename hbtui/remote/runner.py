@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+from collections import deque
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -66,7 +67,7 @@ class SshStream:
         proc = await conn.start_process(remote_command(self.argv, merge=True), merge_stderr=True,
                                          what=what)
         deadline = Deadline(self.argv, self.timeout)
-        tail: list[str] = []
+        tail: deque[str] = deque(maxlen=20)
         pid: int | None = None
         finished = False
         try:
@@ -83,7 +84,7 @@ class SshStream:
                     if not raw:
                         break
                     line = raw.decode(errors="replace").rstrip("\r\n")
-                    tail = (tail + [line])[-20:]
+                    tail.append(line)
                     yield line
                 await asyncio.wait_for(proc.wait_closed(), 30)
             if proc.returncode is None:
