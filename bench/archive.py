@@ -62,7 +62,24 @@ def build_tree(root: Path) -> Path:
     rng = random.Random(1234)
     letters = "etaoinshrdlucmfwypvbgkjqxz"
     vocab = ["".join(rng.choices(letters, k=rng.randint(2, 10))) for _ in range(8000)]
-    vocab += ["def", "return", "self", "import", "class", "if", "else", "for", "in", "None", "(", ")", ":", "=", "{", "}"]
+    vocab += [
+        "def",
+        "return",
+        "self",
+        "import",
+        "class",
+        "if",
+        "else",
+        "for",
+        "in",
+        "None",
+        "(",
+        ")",
+        ":",
+        "=",
+        "{",
+        "}",
+    ]
     words = rng.choices(vocab, k=3_000_000)
     lines = [" ".join(words[i : i + rng.randint(4, 14)]) for i in range(0, len(words), 9)]
     pool = ("\n".join(lines) + "\n").encode()
@@ -90,8 +107,20 @@ def timed(fn, runs: int) -> list[float]:
 
 
 def gpg_argv(gnupghome: Path, fd: int, *rest: str) -> list[str]:
-    return ["gpg", "--homedir", str(gnupghome), "--batch", "--yes", "--quiet", "--pinentry-mode", "loopback",
-            "--no-symkey-cache", "--passphrase-fd", str(fd), *rest]
+    return [
+        "gpg",
+        "--homedir",
+        str(gnupghome),
+        "--batch",
+        "--yes",
+        "--quiet",
+        "--pinentry-mode",
+        "loopback",
+        "--no-symkey-cache",
+        "--passphrase-fd",
+        str(fd),
+        *rest,
+    ]
 
 
 def run_gpg(gnupghome: Path, *rest: str, stdin=None, stdout=None) -> None:
@@ -99,7 +128,9 @@ def run_gpg(gnupghome: Path, *rest: str, stdin=None, stdout=None) -> None:
     os.write(w, PASS + b"\n")
     os.close(w)
     try:
-        subprocess.run(gpg_argv(gnupghome, r, *rest), pass_fds=(r,), check=True, stdin=stdin, stdout=stdout)
+        subprocess.run(
+            gpg_argv(gnupghome, r, *rest), pass_fds=(r,), check=True, stdin=stdin, stdout=stdout
+        )
     finally:
         os.close(r)
 
@@ -177,7 +208,9 @@ RSS_CHILD = textwrap.dedent(
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--dir", help="where to build the test tree (default: system temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--runs", type=int, default=3)
@@ -212,7 +245,16 @@ def main() -> int:
 
         def gpg_enc(*extra: str) -> None:
             rm(out)
-            run_gpg(gnupghome, "--symmetric", "--cipher-algo", "AES256", *extra, "-o", str(out), str(payload))
+            run_gpg(
+                gnupghome,
+                "--symmetric",
+                "--cipher-algo",
+                "AES256",
+                *extra,
+                "-o",
+                str(out),
+                str(payload),
+            )
 
         gpg_times = timed(lambda: gpg_enc("--compress-algo", "none"), args.runs)
         gpg_arc = root / "payload.gpg"
@@ -231,15 +273,23 @@ def main() -> int:
             return n / MiB / t
 
         ours_bw = mibs(min(stream_times))
-        ours_e2e = mibs(min(k + s for k, s in zip(kdf_times, stream_times)))
+        ours_e2e = mibs(min(k + s for k, s in zip(kdf_times, stream_times, strict=False)))
         gpg_bw = mibs(min(gpg_times))
         gpgz_bw = mibs(min(gpg_z_times))
         cat_bw = mibs(min(cat_times))
         rows += [
-            ("encrypt: hbtui (streaming)", f"{ours_bw:8.0f} MiB/s", f"KDF {min(kdf_times):.2f}s excluded"),
+            (
+                "encrypt: hbtui (streaming)",
+                f"{ours_bw:8.0f} MiB/s",
+                f"KDF {min(kdf_times):.2f}s excluded",
+            ),
             ("encrypt: hbtui (end to end)", f"{ours_e2e:8.0f} MiB/s", "KDF included"),
             ("encrypt: gpg AES256, no compression", f"{gpg_bw:8.0f} MiB/s", "whole process"),
-            ("encrypt: gpg AES256, default (ZIP)", f"{gpgz_bw:8.0f} MiB/s", "what `box` ran on non-gzip input"),
+            (
+                "encrypt: gpg AES256, default (ZIP)",
+                f"{gpgz_bw:8.0f} MiB/s",
+                "what `box` ran on non-gzip input",
+            ),
             ("encrypt: cat to the same disk", f"{cat_bw:8.0f} MiB/s", "the copy limit"),
         ]
         res["encrypt_vs_gpg"] = ours_bw / gpg_bw
@@ -282,8 +332,18 @@ def main() -> int:
 
         def save_old() -> None:
             rm(old_arc)
-            tar = subprocess.Popen(["tar", "-C", str(data), "-czf", "-", "."], stdout=subprocess.PIPE)
-            run_gpg(gnupghome, "--symmetric", "--cipher-algo", "AES256", "-o", str(old_arc), stdin=tar.stdout)
+            tar = subprocess.Popen(
+                ["tar", "-C", str(data), "-czf", "-", "."], stdout=subprocess.PIPE
+            )
+            run_gpg(
+                gnupghome,
+                "--symmetric",
+                "--cipher-algo",
+                "AES256",
+                "-o",
+                str(old_arc),
+                stdin=tar.stdout,
+            )
             assert tar.stdout is not None
             tar.stdout.close()
             if tar.wait() != 0:
@@ -292,33 +352,52 @@ def main() -> int:
         old_times = timed(save_old, 1)
         old_size = old_arc.stat().st_size
         rows += [
-            ("save: tar | zstd -T0 | hbtui", f"{mibs(min(new_times), tree_bytes):8.0f} MiB/s",
-             f"{min(new_times):.2f}s, {new_size / MiB:.0f} MiB out, KDF included"),
-            ("save: tar czf | gpg (old box)", f"{mibs(min(old_times), tree_bytes):8.0f} MiB/s",
-             f"{min(old_times):.2f}s, {old_size / MiB:.0f} MiB out"),
+            (
+                "save: tar | zstd -T0 | hbtui",
+                f"{mibs(min(new_times), tree_bytes):8.0f} MiB/s",
+                f"{min(new_times):.2f}s, {new_size / MiB:.0f} MiB out, KDF included",
+            ),
+            (
+                "save: tar czf | gpg (old box)",
+                f"{mibs(min(old_times), tree_bytes):8.0f} MiB/s",
+                f"{min(old_times):.2f}s, {old_size / MiB:.0f} MiB out",
+            ),
         ]
         res["save_vs_legacy"] = min(old_times) / min(new_times)
         log("save done")
 
         # --- peak RSS --------------------------------------------------------------------
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-c", RSS_CHILD, str(Path(__file__).resolve().parent.parent)],
-                           capture_output=True, text=True, check=True)
+        r = subprocess.run(
+            [sys.executable, "-c", RSS_CHILD, str(Path(__file__).resolve().parent.parent)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         maxrss, after_kdf, before_stream, stream_hwm, reset = r.stdout.split()
         rss_dt = time.perf_counter() - t0
         stream_peak = float(stream_hwm) if reset == "1" else float(maxrss)
         rows += [
-            ("rss: encryptor, 1 GiB, streaming peak", f"{stream_peak:8.1f} MiB",
-             f"VmHWM reset after the KDF; {float(before_stream):.1f} MiB at stream start"),
-            ("rss: encryptor, 1 GiB, incl. KDF", f"{float(maxrss):8.1f} MiB",
-             f"ru_maxrss; Argon2id m=64 MiB is a one-off; {rss_dt:.1f}s"),
+            (
+                "rss: encryptor, 1 GiB, streaming peak",
+                f"{stream_peak:8.1f} MiB",
+                f"VmHWM reset after the KDF; {float(before_stream):.1f} MiB at stream start",
+            ),
+            (
+                "rss: encryptor, 1 GiB, incl. KDF",
+                f"{float(maxrss):8.1f} MiB",
+                f"ru_maxrss; Argon2id m=64 MiB is a one-off; {rss_dt:.1f}s",
+            ),
         ]
         res["peak_rss_mib"] = stream_peak
         res["peak_rss_incl_kdf_mib"] = float(maxrss)
         log("rss done")
     finally:
-        subprocess.run(["gpgconf", "--homedir", str(gnupghome), "--kill", "gpg-agent"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["gpgconf", "--homedir", str(gnupghome), "--kill", "gpg-agent"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         if args.keep:
             log(f"kept {root}")
         else:
@@ -332,7 +411,9 @@ def main() -> int:
     goals = {"encrypt_vs_gpg": 4, "encrypt_vs_cat": 0.7, "save_vs_legacy": 5, "verify_vs_gpg": 3}
     for k, g in goals.items():
         print(f"{k:<16} {res[k]:6.2f}x  (goal >= {g}x)  {'ok' if res[k] >= g else 'MISSED'}")
-    print(f"{'peak_rss_mib':<16} {res['peak_rss_mib']:6.1f}   (goal < 64 MiB)  {'ok' if res['peak_rss_mib'] < 64 else 'MISSED'}")
+    print(
+        f"{'peak_rss_mib':<16} {res['peak_rss_mib']:6.1f}   (goal < 64 MiB)  {'ok' if res['peak_rss_mib'] < 64 else 'MISSED'}"
+    )
     print(json.dumps({k: round(v, 3) for k, v in res.items()}))
     return 0
 

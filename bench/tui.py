@@ -67,8 +67,9 @@ Timed(*args).run(headless=True, size=(160, 45))
 
 def first_paint(kind: str, tmp: str) -> float:
     env = dict(os.environ, BENCH_SPAWNED=repr(time.time()), BENCH_ROOT=str(ROOT), BENCH_TMP=tmp)
-    done = subprocess.run([sys.executable, "-c", CHILD, kind], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, kind], env=env, capture_output=True, text=True, timeout=60
+    )
     line = done.stdout.strip().splitlines()
     if done.returncode or not line:
         raise RuntimeError(f"{kind} run failed: {done.stderr[-2000:]}")
@@ -87,10 +88,18 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
     wait for that timer is idle time, not cost.
     """
     from tui_fakes import StaticService, frozen_clock, view
+
     from hbtui.tui.app import HbtuiApp
 
-    boxes = [view(f"box-{i:03d}", 4790 + (i % 210), host="local" if i % 5 else f"h{i % 3}",
-                  state="running" if i % 7 else "stopped") for i in range(500)]
+    boxes = [
+        view(
+            f"box-{i:03d}",
+            4790 + (i % 210),
+            host="local" if i % 5 else f"h{i % 3}",
+            state="running" if i % 7 else "stopped",
+        )
+        for i in range(500)
+    ]
     service = StaticService(Path(tempfile.mkdtemp()), boxes)
     app = HbtuiApp(service, clock=frozen_clock, refresh_seconds=3600)
     apply_ms, total_ms = [], []
@@ -103,7 +112,9 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
             # Each tick about 5% of the boxes change state, as on a busy host.
             for i in range(tick % 20, 500, 20):
                 b = service.boxes[i]
-                service.boxes[i] = replace(b, state="stopped" if b.state == "running" else "running")
+                service.boxes[i] = replace(
+                    b, state="stopped" if b.state == "running" else "running"
+                )
             listing = await service.list_boxes()
             c0 = time.thread_time()
             app.show_listing(listing)
@@ -120,6 +131,7 @@ async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
     """Key event in, first frame showing its effect out, while two boxes flood their logs."""
     from textual import events
     from tui_fakes import StaticService, frozen_clock
+
     from hbtui.events import LogLine, Step
     from hbtui.tui.app import HbtuiApp
 
@@ -145,8 +157,12 @@ async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
                 if start % 5000 == 0:
                     report(Step(start // 5000 + 1, lines // 5000, "flood"))
                 for i in range(start, min(start + 250, lines)):
-                    report(LogLine(f"\x1b[32m{i:06d}\x1b[0m compiling module {i} of {lines} "
-                                   "with a long enough line to need wrapping decisions"))
+                    report(
+                        LogLine(
+                            f"\x1b[32m{i:06d}\x1b[0m compiling module {i} of {lines} "
+                            "with a long enough line to need wrapping decisions"
+                        )
+                    )
                 await asyncio.sleep(0.01)
 
         # Alpha and beta both flood, so whichever row is selected shows a flood.
@@ -189,19 +205,26 @@ def main() -> None:
         ("first paint ratio dashboard / bare", f"{ratio:.2f}", "≤ 1.5"),
         ("refresh 500 boxes: apply, CPU p95 ms", f"{p95(apply_ms):.2f}", ""),
         ("refresh 500 boxes: apply + repaint, CPU p95 ms", f"{p95(total_ms):.2f}", "≤ 16"),
-        (f"key → screen during {args.lines} line flood, p95 ms ({len(latencies)} keys)",
-         f"{p95(latencies):.1f}" if latencies else "n/a", "≤ 50"),
+        (
+            f"key → screen during {args.lines} line flood, p95 ms ({len(latencies)} keys)",
+            f"{p95(latencies):.1f}" if latencies else "n/a",
+            "≤ 50",
+        ),
         ("log lines kept in the pane after the flood", str(shown), "≤ 5000"),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"{'measure':<{width}}  {'value':>9}  goal")
     for name, value, goal in rows:
         print(f"{name:<{width}}  {value:>9}  {goal}")
-    print(json.dumps({
-        "first_paint_vs_bare": round(ratio, 3),
-        "refresh_p95_ms_500_boxes": round(p95(total_ms), 2),
-        "key_latency_p95_ms_log_flood": round(p95(latencies), 1) if latencies else None,
-    }))
+    print(
+        json.dumps(
+            {
+                "first_paint_vs_bare": round(ratio, 3),
+                "refresh_p95_ms_500_boxes": round(p95(total_ms), 2),
+                "key_latency_p95_ms_log_flood": round(p95(latencies), 1) if latencies else None,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ import json
 import subprocess
 import sys
 import webbrowser
+from collections.abc import Callable, Coroutine
+from datetime import UTC
 from pathlib import Path
-from typing import Any, Callable, Coroutine
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -34,8 +36,14 @@ from hbtui.progress import ConsoleReporter
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
-STATE_STYLE = {"running": "green", "stopped": "yellow", "created": "cyan", "failed": "red",
-               "missing": "red", "unreachable": "red"}
+STATE_STYLE = {
+    "running": "green",
+    "stopped": "yellow",
+    "created": "cyan",
+    "failed": "red",
+    "missing": "red",
+    "unreachable": "red",
+}
 PROVISION_STYLE = {"ready": "green", "provisioning": "cyan", "failed": "red"}
 
 
@@ -61,8 +69,9 @@ class App:
 
     def reporter(self) -> ConsoleReporter:
         quiet = getattr(self.args, "quiet", False)
-        return ConsoleReporter(err if getattr(self.args, "json", False) else out,
-                               show_logs=not quiet)
+        return ConsoleReporter(
+            err if getattr(self.args, "json", False) else out, show_logs=not quiet
+        )
 
 
 def make_service(paths: Paths, config: Any) -> BoxService:
@@ -82,14 +91,15 @@ def print_json(data: Any) -> None:
 
 
 def age(created: str | None) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
+
     if not created:
         return ""
     try:
-        then = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        then = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
         return ""
-    secs = int((datetime.now(timezone.utc) - then).total_seconds())
+    secs = int((datetime.now(UTC) - then).total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if secs >= size:
             return f"{secs // size}{unit}"
@@ -97,22 +107,44 @@ def age(created: str | None) -> str:
 
 
 def box_table(boxes: list[BoxView], show_host: bool) -> Table:
-    headers = (["BOX"] + (["HOST"] if show_host else []) +
-               ["STATE", "PORT", "URL", "IMAGE", "CPUS", "MEM", "AGE", "PROVISIONING"])
+    headers = (
+        ["BOX"]
+        + (["HOST"] if show_host else [])
+        + ["STATE", "PORT", "URL", "IMAGE", "CPUS", "MEM", "AGE", "PROVISIONING"]
+    )
     rows = []
     for b in boxes:
         state = f"[{STATE_STYLE.get(b.state, 'white')}]{b.state}[/]"
         name = b.name if b.kind in ("box", MISSING) else f"{b.name} [dim]({b.kind})[/]"
-        prov = f"[{PROVISION_STYLE.get(b.provisioning, 'white')}]{b.provisioning}[/]" if b.provisioning else ""
-        rows.append([name] + ([b.host] if show_host else []) +
-                    [state, str(b.port or ""), b.url or "", b.image or "", str(b.cpus or ""),
-                     f"{b.memory_mib} MiB" if b.memory_mib else "", age(b.created), prov])
+        prov = (
+            f"[{PROVISION_STYLE.get(b.provisioning, 'white')}]{b.provisioning}[/]"
+            if b.provisioning
+            else ""
+        )
+        rows.append(
+            [name]
+            + ([b.host] if show_host else [])
+            + [
+                state,
+                str(b.port or ""),
+                b.url or "",
+                b.image or "",
+                str(b.cpus or ""),
+                f"{b.memory_mib} MiB" if b.memory_mib else "",
+                age(b.created),
+                prov,
+            ]
+        )
     table = Table(box=None, header_style="bold", pad_edge=False)
     for i, header in enumerate(headers):
         # In a narrow terminal the image gives way; every other column stays whole.
         width = max([len(header)] + [Text.from_markup(r[i]).cell_len for r in rows])
-        table.add_column(header, no_wrap=True, overflow="ellipsis",
-                         min_width=None if header == "IMAGE" else width)
+        table.add_column(
+            header,
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=None if header == "IMAGE" else width,
+        )
     for row in rows:
         table.add_row(*row)
     return table
@@ -123,12 +155,15 @@ def box_table(boxes: list[BoxView], show_host: bool) -> Table:
 
 def cmd_doctor(app: App) -> int:
     from hbtui.core.doctor import run_doctor
+
     report = run(run_doctor(app.paths, app.config, probe=app.args.probe))
     if app.args.json:
         print_json(report.to_json())
     else:
         for c in report.checks:
-            word, style = ("ok", "green") if c.ok else (("FAIL", "red") if c.needed else ("warn", "yellow"))
+            word, style = (
+                ("ok", "green") if c.ok else (("FAIL", "red") if c.needed else ("warn", "yellow"))
+            )
             out.print(f"[{style}]{word:>4}[/]  [bold]{c.name}[/]: {c.detail}")
             if not c.ok and c.fix:
                 out.print(f"{'':>6}fix: {c.fix}")
@@ -155,16 +190,28 @@ def cmd_ls(app: App) -> int:
 def cmd_new(app: App) -> int:
     a = app.args
     with app.reporter() as rep:
-        view = run(app.service.new(
-            a.name, host_name=app.host, image=a.image, cpus=a.cpus, memory_mib=a.mem,
-            port=a.port, recipe=Path(a.recipe) if a.recipe else None, start=not a.no_start,
-            report=rep))
+        view = run(
+            app.service.new(
+                a.name,
+                host_name=app.host,
+                image=a.image,
+                cpus=a.cpus,
+                memory_mib=a.mem,
+                port=a.port,
+                recipe=Path(a.recipe) if a.recipe else None,
+                start=not a.no_start,
+                report=rep,
+            )
+        )
         rep.finish_steps()
     if a.json:
         print_json(view.to_json())
     else:
-        where = (f"executor: {view.url}" if view.host == LOCAL else
-                 f"executor web UI: hbtui open {view.name} --host {view.host}")
+        where = (
+            f"executor: {view.url}"
+            if view.host == LOCAL
+            else f"executor web UI: hbtui open {view.name} --host {view.host}"
+        )
         out.print(f"[green]✓[/] box [bold]{view.name}[/] is {view.state}; {where}")
     return 0
 
@@ -178,6 +225,7 @@ def _simple(method: str, verb: str) -> Callable[[App], int]:
         else:
             out.print(f"[green]✓[/] {view.name} {verb}: {view.state}")
         return 0
+
     return cmd
 
 
@@ -236,6 +284,7 @@ def cmd_exec(app: App) -> int:
 def cmd_open(app: App) -> int:
     if app.host != LOCAL:  # a remote box: forward a local port over SSH and hold it
         from hbtui.remote.cli import open_remote
+
         return open_remote(app)
     url = run(app.service.url(app.args.name, app.host))
     if app.args.print or not webbrowser.open(url):
@@ -254,12 +303,14 @@ def cmd_logs(app: App) -> int:
         sys.stdout.write(logs[-1].read_text(errors="replace"))
         return 0
     if a.follow:
+
         async def follow() -> None:
             host = await app.service.host(app.host)
             await app.service.get(a.name, app.host)
             async for line in host.engine.logs_stream(a.name, tail=a.tail):
                 sys.stdout.write(line + "\n")
                 sys.stdout.flush()
+
         try:
             run(follow())
         except KeyboardInterrupt:
@@ -271,9 +322,14 @@ def cmd_logs(app: App) -> int:
 
 def cmd_repair(app: App) -> int:
     with app.reporter() as rep:
-        view = run(app.service.repair(app.args.name, app.host,
-                                      recipe=Path(app.args.recipe) if app.args.recipe else None,
-                                      report=rep))
+        view = run(
+            app.service.repair(
+                app.args.name,
+                app.host,
+                recipe=Path(app.args.recipe) if app.args.recipe else None,
+                report=rep,
+            )
+        )
         rep.finish_steps()
     out.print(f"[green]✓[/] {view.name} repaired; executor: {view.url}")
     return 0
@@ -294,8 +350,10 @@ def cmd_ports(app: App) -> int:
     busy = [s for s in slots if s.state == "busy"]
     free = [s for s in slots if s.state == "free"]
     lo, hi = slots[0].port, slots[-1].port
-    out.print(f"range {lo}-{hi}: [cyan]{len(used)} used[/], [yellow]{len(busy)} busy[/], "
-              f"[green]{len(free)} free[/]")
+    out.print(
+        f"range {lo}-{hi}: [cyan]{len(used)} used[/], [yellow]{len(busy)} busy[/], "
+        f"[green]{len(free)} free[/]"
+    )
     for s in used:
         out.print(f"  {s.port}  used by [bold]{s.box}[/]")
     for s in busy:
@@ -308,12 +366,14 @@ def cmd_config(app: App) -> int:
         out.print(str(app.paths.config_file))
     else:
         import tomli_w
+
         sys.stdout.write(tomli_w.dumps(config_to_dict(app.config)))
     return 0
 
 
 def _passphrase(confirm: bool) -> bytes:
     from hbtui.core.passphrase import get_passphrase
+
     return get_passphrase(confirm=confirm)
 
 
@@ -322,8 +382,16 @@ def cmd_save(app: App) -> int:
     app.service  # fail on a bad config before asking for a passphrase
     passphrase = _passphrase(confirm=True)
     with app.reporter() as rep:
-        path = run(app.service.save(a.name, app.host, output=Path(a.output) if a.output else None,
-                                    passphrase=passphrase, verify=not a.no_verify, report=rep))
+        path = run(
+            app.service.save(
+                a.name,
+                app.host,
+                output=Path(a.output) if a.output else None,
+                passphrase=passphrase,
+                verify=not a.no_verify,
+                report=rep,
+            )
+        )
     if a.json:
         print_json({"box": a.name, "archive": str(path), "bytes": path.stat().st_size})
     else:
@@ -334,33 +402,47 @@ def cmd_save(app: App) -> int:
 def cmd_load(app: App) -> int:
     a = app.args
     from hbtui.core.archive_ops import archive_kind
+
     archive_kind(Path(a.file).expanduser())  # a missing or foreign file fails before the prompt
     passphrase = _passphrase(confirm=False)
     with app.reporter() as rep:
-        view = run(app.service.load(Path(a.file), a.name, app.host, passphrase=passphrase,
-                                    recipe=Path(a.recipe) if a.recipe else None, report=rep))
+        view = run(
+            app.service.load(
+                Path(a.file),
+                a.name,
+                app.host,
+                passphrase=passphrase,
+                recipe=Path(a.recipe) if a.recipe else None,
+                report=rep,
+            )
+        )
         rep.finish_steps()
     if a.json:
         print_json(view.to_json())
     else:
-        out.print(f"[green]✓[/] loaded {a.file} into box [bold]{view.name}[/]; executor: {view.url}")
+        out.print(
+            f"[green]✓[/] loaded {a.file} into box [bold]{view.name}[/]; executor: {view.url}"
+        )
     return 0
 
 
 def cmd_extract(app: App) -> int:
     from hbtui.core.archive_ops import archive_kind, extract
+
     a = app.args
     archive_kind(Path(a.file).expanduser())
     passphrase = _passphrase(confirm=False)
     with app.reporter() as rep:
-        dest = run(extract(Path(a.file), Path(a.dir) if a.dir else None, passphrase=passphrase,
-                           report=rep))
+        dest = run(
+            extract(Path(a.file), Path(a.dir) if a.dir else None, passphrase=passphrase, report=rep)
+        )
     out.print(f"[green]✓[/] extracted into {dest}")
     return 0
 
 
 def cmd_verify(app: App) -> int:
     from hbtui.core.archive_ops import archive_kind, verify
+
     a = app.args
     if archive_kind(Path(a.file).expanduser()) != "hbx":
         raise UsageError("verify checks .hbx archives; extract an old backup to check it")
@@ -374,13 +456,20 @@ def cmd_verify(app: App) -> int:
 def cmd_archive_info(app: App) -> int:
     from hbtui.archive.format import read_header
     from hbtui.core.archive_ops import archive_kind
+
     a = app.args
     if archive_kind(Path(a.file).expanduser()) != "hbx":
         raise UsageError(f"{a.file} is an old gpg backup; it has no hbtui header")
     info = read_header(Path(a.file).expanduser())
-    data = {"format_version": info.version, "aead": info.aead, "kdf": info.kdf_name,
-            "kdf_params": info.kdf.describe(), "chunk_size": info.chunk_size,
-            "archive_size": info.archive_size, "payload_size": info.plaintext_size}
+    data = {
+        "format_version": info.version,
+        "aead": info.aead,
+        "kdf": info.kdf_name,
+        "kdf_params": info.kdf.describe(),
+        "chunk_size": info.chunk_size,
+        "archive_size": info.archive_size,
+        "payload_size": info.plaintext_size,
+    }
     if a.json:
         print_json(data)
     else:
@@ -398,14 +487,18 @@ def cmd_version(app: App) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hbtui", description="Boxes for AI coding agents "
-                                "(smolvm microVMs). Run without a verb for the dashboard.")
+    p = argparse.ArgumentParser(
+        prog="hbtui",
+        description="Boxes for AI coding agents "
+        "(smolvm microVMs). Run without a verb for the dashboard.",
+    )
     p.add_argument("--version", action="version", version=f"hbtui {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = p.add_subparsers(dest="verb", metavar="VERB")
 
-    def verb(name: str, fn: Callable[[App], int], help: str, *, host: bool = True,
-             json_: bool = False) -> argparse.ArgumentParser:
+    def verb(
+        name: str, fn: Callable[[App], int], help: str, *, host: bool = True, json_: bool = False
+    ) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=help)
         sp.set_defaults(func=fn)
         if host:
@@ -430,8 +523,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-start", action="store_true", help="leave the box stopped when ready")
     sp.add_argument("-q", "--quiet", action="store_true", help="hide the provisioning output")
 
-    for name, method, word, help in (("start", "start", "started", "start a box"),
-                                     ("stop", "stop", "stopped", "quiesce and stop a box")):
+    for name, method, word, help in (
+        ("start", "start", "started", "start a box"),
+        ("stop", "stop", "stopped", "quiesce and stop a box"),
+    ):
         sp = verb(name, _simple(method, word), help, json_=True)
         sp.add_argument("name")
 
@@ -522,6 +617,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.verb is None:
             from hbtui.tui.app import run_dashboard
+
             return run_dashboard()
         return args.func(App(args))
     except HbtuiError as exc:

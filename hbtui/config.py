@@ -112,9 +112,7 @@ def _section(cls: type, raw: Any, where: str) -> Any:
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or isinstance(value, bool):
-            raise UsageError(
-                f"config: {where}.{key} must be {expected.__name__}, got {value!r}"
-            )
+            raise UsageError(f"config: {where}.{key} must be {expected.__name__}, got {value!r}")
         values[key] = value
     return cls(**values)
 
@@ -145,7 +143,7 @@ def parse_config(raw: dict[str, Any]) -> Config:
                 raise UsageError("config: [hosts] must be a table")
             for name, host in value.items():
                 if not isinstance(host, dict) or "ssh" not in host:
-                    raise UsageError(f"config: hosts.{name} needs an ssh = \"USER@HOST\" key")
+                    raise UsageError(f'config: hosts.{name} needs an ssh = "USER@HOST" key')
                 cfg.hosts[name] = _section(Host, host, f"hosts.{name}")
         else:
             raise UsageError(f"config: unknown key {key}")

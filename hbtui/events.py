@@ -7,8 +7,8 @@ its log pane, progress bars and notifications. The core never formats output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Notice:
     message: str
 
 
-Event = Union[Phase, LogLine, Step, Transfer, Notice]
+Event = Phase | LogLine | Step | Transfer | Notice
 Report = Callable[[Event], None]
 
 

@@ -30,18 +30,27 @@ class ConsoleReporter:
         self.console = console
         self.show_logs = show_logs
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=console, transient=False,
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
         )
         self.bytes = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
-            TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=True,
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
         )
         self._steps: TaskID | None = None
         self._transfer: TaskID | None = None
         self._started: list[Progress] = []
 
-    def __enter__(self) -> "ConsoleReporter":
+    def __enter__(self) -> ConsoleReporter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -65,16 +74,24 @@ class ConsoleReporter:
             if self._steps is None:
                 self._steps = self.progress.add_task("provisioning", total=event.total)
                 self._start(self.progress)
-            self.progress.update(self._steps, completed=event.index - 1, total=event.total,
-                                 description=f"step {event.index}/{event.total} {event.name}")
+            self.progress.update(
+                self._steps,
+                completed=event.index - 1,
+                total=event.total,
+                description=f"step {event.index}/{event.total} {event.name}",
+            )
             if not self.console.is_terminal:
                 self.console.print(f"[dim]step {event.index}/{event.total}[/] {event.name}")
         elif isinstance(event, Transfer):
             if self._transfer is None:
                 self._transfer = self.bytes.add_task(event.label or "transfer", total=event.total)
                 self._start(self.bytes)
-            self.bytes.update(self._transfer, completed=event.done, total=event.total,
-                              description=event.label or "transfer")
+            self.bytes.update(
+                self._transfer,
+                completed=event.done,
+                total=event.total,
+                description=event.label or "transfer",
+            )
 
     def finish_steps(self) -> None:
         if self._steps is not None:

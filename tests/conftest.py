@@ -40,27 +40,42 @@ def real_state_dir(tmp_path: Path) -> Path:
     d.mkdir()
     return d
 
+
 SIM_RECIPE = ROOT / "tests" / "recipes" / "sim"
 HBTUI_BIN = str(Path(__import__("sys").executable).with_name("hbtui"))
 
 
 @pytest.fixture
-def sim_env(hbtui_home: Path, sim_smolvm: str, sim_state_dir: Path,
-            monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def sim_env(
+    hbtui_home: Path, sim_smolvm: str, sim_state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
     """hbtui pointed at the simulator with private state; also the env for `hbtui` children."""
     monkeypatch.setenv("HBTUI_SMOLVM", sim_smolvm)
     monkeypatch.setenv("HBTUI_SMOLVM_STATE_DIR", str(sim_state_dir))
     yield dict(os.environ)
     # Whatever a test left running in the simulator is stopped with it.
+    import json
     import subprocess
 
-    import json
-
-    listed = subprocess.run([sim_smolvm, "--state-dir", str(sim_state_dir), "machine", "ls",
-                             "--json"], capture_output=True, text=True)
+    listed = subprocess.run(
+        [sim_smolvm, "--state-dir", str(sim_state_dir), "machine", "ls", "--json"],
+        capture_output=True,
+        text=True,
+    )
     for machine in json.loads(listed.stdout or "[]"):
-        subprocess.run([sim_smolvm, "--state-dir", str(sim_state_dir), "machine", "delete",
-                        "--name", machine["name"], "-f"], capture_output=True)
+        subprocess.run(
+            [
+                sim_smolvm,
+                "--state-dir",
+                str(sim_state_dir),
+                "machine",
+                "delete",
+                "--name",
+                machine["name"],
+                "-f",
+            ],
+            capture_output=True,
+        )
 
 
 @pytest.fixture
@@ -73,6 +88,7 @@ def sim_service(sim_env: dict[str, str]):
     paths = resolve_paths()
     paths.ensure()
     return make_service(paths, load_config(paths))
+
 
 # ---- end core ---------------------------------------------------------------------------
 
@@ -132,13 +148,14 @@ def free_port():
     """Call it to get N free host ports: `h1, h2 = free_port(2)`."""
     return pick_free_ports
 
+
 # ---- end sim ------------------------------------------------------------------------------
 
 # ---- remote: SSH servers on loopback for the remote-host tests (hbtui/remote) -----------------
 
 REMOTE_SSHD = ROOT / "tests" / "remote_sshd.py"
-REMOTE_PORTS = "5700-5799"        # remote boxes in the asyncssh-server tests
-OPENSSH_PORTS = "5800-5899"       # remote boxes in the OpenSSH test
+REMOTE_PORTS = "5700-5799"  # remote boxes in the asyncssh-server tests
+OPENSSH_PORTS = "5800-5899"  # remote boxes in the OpenSSH test
 
 
 class SshdHandle:
@@ -156,11 +173,13 @@ class SshdHandle:
     def drop_connections(self) -> None:
         """Every open SSH connection dies at once (asyncssh server only)."""
         import signal as _signal
+
         self.signal(_signal.SIGUSR1)
 
     def toggle_listening(self) -> None:
         """Stop accepting connections (dropping the open ones), or resume (asyncssh only)."""
         import signal as _signal
+
         self.signal(_signal.SIGUSR2)
 
     def stop(self) -> None:
@@ -211,9 +230,20 @@ def asyncssh_server(tmp_path: Path, ssh_client_key: Path):
     auth = folder / "authorized_keys"
     auth.write_text(Path(str(ssh_client_key) + ".pub").read_text())
     port_file = folder / "port"
-    proc = subprocess.Popen([sys.executable, str(REMOTE_SSHD), "--host-key", str(host_key),
-                             "--authorized-keys", str(auth), "--port-file", str(port_file)],
-                            stdout=subprocess.DEVNULL, stderr=open(folder / "log", "wb"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(REMOTE_SSHD),
+            "--host-key",
+            str(host_key),
+            "--authorized-keys",
+            str(auth),
+            "--port-file",
+            str(port_file),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(folder / "log", "wb"),
+    )
     deadline = time.monotonic() + 20
     while not port_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -246,20 +276,35 @@ def openssh_server(tmp_path: Path, ssh_client_key: Path):
     bin_dir.mkdir()
     (bin_dir / "smolvm").symlink_to(ROOT / "tests" / "sim" / "smolvm")
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)
-    for attempt in range(5):
+    for _attempt in range(5):
         port = pick_free_ports(1)[0]
         config = folder / "sshd_config"
-        config.write_text("\n".join([
-            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {host_key}",
-            f"AuthorizedKeysFile {auth}", "PermitRootLogin yes", "StrictModes no",
-            f"PidFile {folder / 'sshd.pid'}", "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no", "UsePAM no", "AllowTcpForwarding yes",
-            "Subsystem sftp internal-sftp", "LogLevel ERROR",
-            f"SetEnv PATH={bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "",
-        ]))
-        proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
-                                stderr=open(folder / "log", "ab"))
+        config.write_text(
+            "\n".join(
+                [
+                    f"Port {port}",
+                    "ListenAddress 127.0.0.1",
+                    f"HostKey {host_key}",
+                    f"AuthorizedKeysFile {auth}",
+                    "PermitRootLogin yes",
+                    "StrictModes no",
+                    f"PidFile {folder / 'sshd.pid'}",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "UsePAM no",
+                    "AllowTcpForwarding yes",
+                    "Subsystem sftp internal-sftp",
+                    "LogLevel ERROR",
+                    f"SetEnv PATH={bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                    "",
+                ]
+            )
+        )
+        proc = subprocess.Popen(
+            [sshd, "-D", "-e", "-f", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=open(folder / "log", "ab"),
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and proc.poll() is None:
             with socket.socket() as s:
@@ -276,8 +321,7 @@ def openssh_server(tmp_path: Path, ssh_client_key: Path):
 
 
 @pytest.fixture
-def remote_env(hbtui_home: Path, sim_smolvm: str, tmp_path: Path,
-               monkeypatch: pytest.MonkeyPatch):
+def remote_env(hbtui_home: Path, sim_smolvm: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """hbtui with private state and known_hosts, for talking to a loopback "remote" host
     whose engine (the simulator) keeps its machines in its own state dir. Yields
     (env for `hbtui` children, the remote state dir); removes the remote machines after."""
@@ -290,11 +334,26 @@ def remote_env(hbtui_home: Path, sim_smolvm: str, tmp_path: Path,
     state = tmp_path / "remote-state"
     state.mkdir()
     yield dict(os.environ), state
-    listed = subprocess.run([sim_smolvm, "--state-dir", str(state), "machine", "ls", "--json"],
-                            capture_output=True, text=True)
+    listed = subprocess.run(
+        [sim_smolvm, "--state-dir", str(state), "machine", "ls", "--json"],
+        capture_output=True,
+        text=True,
+    )
     for machine in json.loads(listed.stdout or "[]"):
-        subprocess.run([sim_smolvm, "--state-dir", str(state), "machine", "delete",
-                        "--name", machine["name"], "-f"], capture_output=True)
+        subprocess.run(
+            [
+                sim_smolvm,
+                "--state-dir",
+                str(state),
+                "machine",
+                "delete",
+                "--name",
+                machine["name"],
+                "-f",
+            ],
+            capture_output=True,
+        )
+
 
 # ---- end remote ---------------------------------------------------------------------------
 
@@ -307,5 +366,6 @@ def static_service(tmp_path: Path):
     from tui_fakes import StaticService
 
     return StaticService(tmp_path / "hbtui-static")
+
 
 # ---- end tui ------------------------------------------------------------------------------

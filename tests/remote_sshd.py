@@ -23,7 +23,11 @@ import asyncssh
 
 ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME": "/root", "USER": "root", "LOGNAME": "root", "SHELL": "/bin/sh", "LANG": "C.UTF-8",
+    "HOME": "/root",
+    "USER": "root",
+    "LOGNAME": "root",
+    "SHELL": "/bin/sh",
+    "LANG": "C.UTF-8",
 }
 
 connections: set[asyncssh.SSHServerConnection] = set()
@@ -37,8 +41,9 @@ class Server(asyncssh.SSHServer):
     def connection_lost(self, exc: Exception | None) -> None:
         connections.discard(self.conn)
 
-    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str,
-                             orig_port: int) -> bool:
+    def connection_requested(
+        self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
+    ) -> bool:
         return dest_host in ("127.0.0.1", "localhost", "::1")
 
 
@@ -78,12 +83,20 @@ async def handle(process: asyncssh.SSHServerProcess) -> None:
         process.exit(1)
         return
     proc = await asyncio.create_subprocess_exec(
-        "/bin/sh", "-c", process.command, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True, env=ENV, cwd=ENV["HOME"])
+        "/bin/sh",
+        "-c",
+        process.command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        env=ENV,
+        cwd=ENV["HOME"],
+    )
     feeder = asyncio.ensure_future(_copy_in(process.stdin, proc))
-    await asyncio.gather(_copy_out(proc.stdout, process.stdout),
-                         _copy_out(proc.stderr, process.stderr))
+    await asyncio.gather(
+        _copy_out(proc.stdout, process.stdout), _copy_out(proc.stderr, process.stderr)
+    )
     status = await proc.wait()
     feeder.cancel()
     try:
@@ -102,10 +115,19 @@ async def main() -> None:
 
     async def listen(port: int) -> asyncssh.SSHAcceptor:
         return await asyncssh.create_server(
-            Server, "127.0.0.1", port, server_host_keys=[args.host_key],
-            authorized_client_keys=args.authorized_keys, process_factory=handle,
-            encoding=None, sftp_factory=True, allow_scp=False,
-            password_auth=False, kbdint_auth=False, reuse_address=True)
+            Server,
+            "127.0.0.1",
+            port,
+            server_host_keys=[args.host_key],
+            authorized_client_keys=args.authorized_keys,
+            process_factory=handle,
+            encoding=None,
+            sftp_factory=True,
+            allow_scp=False,
+            password_auth=False,
+            kbdint_auth=False,
+            reuse_address=True,
+        )
 
     server = await listen(args.port)
     port = server.sockets[0].getsockname()[1]

@@ -297,8 +297,14 @@ def test_header_bit_flips():
 def test_tag_and_body_bit_flips():
     a = enc(os.urandom(2 * CS + 10))
     step = CS + F.TAG_SIZE
-    for pos in (F.HEADER_SIZE, F.HEADER_SIZE + 500, F.HEADER_SIZE + step - 1,  # body, tag of chunk 0
-                F.HEADER_SIZE + step + 3, len(a) - 1, len(a) - 20):
+    for pos in (
+        F.HEADER_SIZE,
+        F.HEADER_SIZE + 500,
+        F.HEADER_SIZE + step - 1,  # body, tag of chunk 0
+        F.HEADER_SIZE + step + 3,
+        len(a) - 1,
+        len(a) - 20,
+    ):
         bad = bytearray(a)
         bad[pos] ^= 0x10
         assert isinstance(rejects(bytes(bad)), ArchiveCorrupt)
@@ -326,7 +332,9 @@ def test_chunks_swapped_duplicated_dropped():
 
 
 @pytest.mark.parametrize("size", [0, 5, CS, 2 * CS])
-@pytest.mark.parametrize("extra", [b"\x00", b"x" * 17, os.urandom(CS + F.TAG_SIZE), os.urandom(5000)])
+@pytest.mark.parametrize(
+    "extra", [b"\x00", b"x" * 17, os.urandom(CS + F.TAG_SIZE), os.urandom(5000)]
+)
 def test_trailing_garbage(size, extra):
     a = enc(os.urandom(size))
     assert isinstance(rejects(a + extra), ArchiveCorrupt)
@@ -442,4 +450,6 @@ def test_read_header_without_passphrase():
     assert info.archive_size == len(a) and info.plaintext_size == 3 * CS + 1
     assert F.read_header(io.BytesIO(a[:-17])).plaintext_size == 3 * CS
     assert F.read_header(io.BytesIO(a[:-1])).plaintext_size is None
-    assert F.read_header(io.BytesIO(a[: F.HEADER_SIZE + CS + F.TAG_SIZE + 5])).plaintext_size is None
+    assert (
+        F.read_header(io.BytesIO(a[: F.HEADER_SIZE + CS + F.TAG_SIZE + 5])).plaintext_size is None
+    )

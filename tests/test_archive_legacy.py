@@ -23,8 +23,12 @@ def gnupg_home(tmp_path_factory, monkeypatch):
     os.chmod(home, 0o700)
     monkeypatch.setenv("GNUPGHOME", str(home))
     yield home
-    subprocess.run(["gpgconf", "--kill", "gpg-agent"], env={**os.environ, "GNUPGHOME": str(home)},
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ["gpgconf", "--kill", "gpg-agent"],
+        env={**os.environ, "GNUPGHOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def make_backup(src: Path, out: Path, pw: bytes = PW) -> None:
@@ -34,9 +38,24 @@ def make_backup(src: Path, out: Path, pw: bytes = PW) -> None:
     os.close(w)
     tar = subprocess.Popen(["tar", "-C", str(src), "-czf", "-", "."], stdout=subprocess.PIPE)
     subprocess.run(
-        ["gpg", "--batch", "--yes", "--pinentry-mode", "loopback", "--passphrase-fd", str(r),
-         "--symmetric", "--cipher-algo", "AES256", "-o", str(out)],
-        stdin=tar.stdout, pass_fds=(r,), check=True, stderr=subprocess.DEVNULL,
+        [
+            "gpg",
+            "--batch",
+            "--yes",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase-fd",
+            str(r),
+            "--symmetric",
+            "--cipher-algo",
+            "AES256",
+            "-o",
+            str(out),
+        ],
+        stdin=tar.stdout,
+        pass_fds=(r,),
+        check=True,
+        stderr=subprocess.DEVNULL,
     )
     os.close(r)
     assert tar.wait() == 0

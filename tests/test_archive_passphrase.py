@@ -29,8 +29,12 @@ def test_env_read_and_removed(monkeypatch):
     P.scrub_environment()
     assert "HBTUI_PASSPHRASE" not in os.environ and "BOX_PASSPHRASE" not in os.environ
     # children do not inherit it (unsetenv happened, not just a dict update)
-    out = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.environ))"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", "import os; print(sorted(os.environ))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "PASSPHRASE" not in out
     assert P.get_passphrase(confirm=True) == "s3cret pässword".encode()
 
@@ -122,6 +126,8 @@ def test_proc_environ_is_wiped():
         "assert b'HBTUI_KEEP=yes' in after\n"
         "assert get_passphrase(confirm=False) == b'wipe-me-0451'\n"
     )
-    env = dict(os.environ, HBTUI_PASSPHRASE="wipe-me-0451", BOX_PASSPHRASE="old-0451", HBTUI_KEEP="yes")
+    env = dict(
+        os.environ, HBTUI_PASSPHRASE="wipe-me-0451", BOX_PASSPHRASE="old-0451", HBTUI_KEEP="yes"
+    )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

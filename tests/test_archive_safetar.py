@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from hbtui.archive import format as F
-from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, ArchiveTruncated, UnsafeArchive, WrongPassphrase
+from hbtui.archive.errors import (
+    ArchiveCorrupt,
+    ArchiveError,
+    ArchiveTruncated,
+    UnsafeArchive,
+    WrongPassphrase,
+)
 from hbtui.archive.safetar import extract_hbx, extract_tar, pack_dir, validate_hbx, validate_tar
 
 KDF = F.ScryptParams(log_n=4, r=1, p=1)
@@ -69,7 +75,11 @@ BAD = {
     "absolute symlink": [("l", "sym", "/etc/passwd")],
     "escaping symlink": [("a", "dir", None), ("a/l", "sym", "../../x")],
     "escape through another symlink": [("s", "sym", "."), ("t", "sym", "s/..")],
-    "later symlink redirects an earlier one": [("d", "dir", None), ("t", "sym", "d/x/.."), ("d/x", "sym", "..")],
+    "later symlink redirects an earlier one": [
+        ("d", "dir", None),
+        ("t", "sym", "d/x/.."),
+        ("d/x", "sym", ".."),
+    ],
     "write through symlink": [("d", "dir", None), ("l", "sym", "d"), ("l/f", "file", b"x")],
     "write through symlink to outside": [("l", "sym", "/tmp"), ("l/f", "file", b"x")],
     "hardlink outside": [("h", "hard", "../etc/passwd")],
@@ -155,7 +165,9 @@ def test_truncated_tar_leaves_nothing(tmp_path):
 
 
 def zstd(data: bytes) -> bytes:
-    return subprocess.run(["zstd", "-q", "-c"], input=data, stdout=subprocess.PIPE, check=True).stdout
+    return subprocess.run(
+        ["zstd", "-q", "-c"], input=data, stdout=subprocess.PIPE, check=True
+    ).stdout
 
 
 def hbx(tar_bytes: bytes, path: Path) -> bytes:
@@ -191,7 +203,10 @@ def test_hbx_unsafe_payload_refused(tmp_path):
 
 
 @needs_zstd
-@pytest.mark.parametrize("damage", ["truncate_boundary", "truncate_mid", "flip_middle", "flip_last", "trailing", "wrong_pw"])
+@pytest.mark.parametrize(
+    "damage",
+    ["truncate_boundary", "truncate_mid", "flip_middle", "flip_last", "trailing", "wrong_pw"],
+)
 def test_hbx_damage_leaves_no_destination(tmp_path, damage):
     tar_bytes = make_tar([("f", "file", os.urandom(20_000)), ("g", "file", b"tail")])
     arc = tmp_path / "a.hbx"

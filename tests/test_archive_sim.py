@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import HBTUI_BIN, SIM_RECIPE
+
 from hbtui.core.registry import Registry
 from hbtui.paths import resolve_paths
 
@@ -20,14 +20,16 @@ pytestmark = pytest.mark.sim
 PASS = "pass-9f1c-correct horse"
 
 
-def hbtui(*args: str, env: dict, passphrase: str | None = None, timeout: float = 300,
-          **kw) -> subprocess.CompletedProcess:
+def hbtui(
+    *args: str, env: dict, passphrase: str | None = None, timeout: float = 300, **kw
+) -> subprocess.CompletedProcess:
     env = dict(env)
     env.pop("HBTUI_PASSPHRASE", None)
     if passphrase is not None:
         env["HBTUI_PASSPHRASE"] = passphrase
-    return subprocess.run([HBTUI_BIN, *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, **kw)
+    return subprocess.run(
+        [HBTUI_BIN, *args], env=env, capture_output=True, text=True, timeout=timeout, **kw
+    )
 
 
 class ArgvWatch:
@@ -59,7 +61,7 @@ class ArgvWatch:
             self.samples += 1
             time.sleep(0.02)
 
-    def __enter__(self) -> "ArgvWatch":
+    def __enter__(self) -> ArgvWatch:
         self._thread.start()
         return self
 
@@ -79,11 +81,18 @@ def test_save_verify_load_extract_round_trip(sim_env, tmp_path, hbtui_home):
     (hbtui_home / "config.toml").write_text("[archive]\npart_size_mib = 64\n")
     env = dict(sim_env, SMOLSIM_CP_MAX_BYTES=str(65 * 2**20))
     assert hbtui("new", "src", "-q", "--recipe", str(SIM_RECIPE), env=env).returncode == 0
-    fill = hbtui("exec", "src", "--", "sh", "-c",
-                 "head -c 300000000 /dev/urandom > ~/workspace/big.bin && "
-                 "echo 'MARKER-plain-text-7731' > ~/workspace/marker.txt && "
-                 "ln -s workspace/marker.txt ~/link && "
-                 "cd ~ && sha256sum workspace/big.bin workspace/marker.txt", env=env)
+    fill = hbtui(
+        "exec",
+        "src",
+        "--",
+        "sh",
+        "-c",
+        "head -c 300000000 /dev/urandom > ~/workspace/big.bin && "
+        "echo 'MARKER-plain-text-7731' > ~/workspace/marker.txt && "
+        "ln -s workspace/marker.txt ~/link && "
+        "cd ~ && sha256sum workspace/big.bin workspace/marker.txt",
+        env=env,
+    )
     assert fill.returncode == 0, fill.stderr
     archive = tmp_path / "src.hbx"
     with ArgvWatch(PASS) as watch:
@@ -94,7 +103,9 @@ def test_save_verify_load_extract_round_trip(sim_env, tmp_path, hbtui_home):
     assert archive.stat().st_mode & 0o777 == 0o600
     assert archive.stat().st_size > 300_000_000
     with open(archive, "rb") as fh:
-        assert not any(b"MARKER-plain-text" in block for block in iter(lambda: fh.read(1 << 20), b""))
+        assert not any(
+            b"MARKER-plain-text" in block for block in iter(lambda: fh.read(1 << 20), b"")
+        )
     assert ls(env)["src"]["last_save"]
     assert ls(env)["src"]["state"] == "running"  # services resumed
 
@@ -103,15 +114,24 @@ def test_save_verify_load_extract_round_trip(sim_env, tmp_path, hbtui_home):
     assert json.loads(info.stdout)["format_version"] == 1
 
     with ArgvWatch(PASS) as watch:
-        loaded = hbtui("load", str(archive), "dst", "-q", "--recipe", str(SIM_RECIPE), env=env,
-                       passphrase=PASS)
+        loaded = hbtui(
+            "load", str(archive), "dst", "-q", "--recipe", str(SIM_RECIPE), env=env, passphrase=PASS
+        )
     assert watch.seen == [], f"passphrase visible in {watch.seen}"
     assert loaded.returncode == 0, loaded.stdout + loaded.stderr
     boxes = ls(env)
     assert boxes["dst"]["state"] == "running" and boxes["dst"]["provisioning"] == "ready"
     assert boxes["dst"]["port"] != boxes["src"]["port"]
-    check = hbtui("exec", "dst", "--", "sh", "-c", "cd ~ && sha256sum workspace/big.bin "
-                  "workspace/marker.txt && readlink link && stat -c %U workspace/big.bin", env=env)
+    check = hbtui(
+        "exec",
+        "dst",
+        "--",
+        "sh",
+        "-c",
+        "cd ~ && sha256sum workspace/big.bin "
+        "workspace/marker.txt && readlink link && stat -c %U workspace/big.bin",
+        env=env,
+    )
     lines = check.stdout.splitlines()
     assert lines[:2] == fill.stdout.splitlines()
     assert lines[2:] == ["workspace/marker.txt", "agent"]
@@ -148,14 +168,18 @@ def test_a_bad_archive_creates_nothing(sim_env, small_archive, tmp_path, how):
     archive = small_archive if how == "wrong-passphrase" else _damaged(small_archive, how)
     passphrase = "not the passphrase" if how == "wrong-passphrase" else PASS
     before = ls(sim_env)
-    done = hbtui("load", str(archive), "dst", "--recipe", str(SIM_RECIPE), env=sim_env,
-                 passphrase=passphrase)
+    done = hbtui(
+        "load", str(archive), "dst", "--recipe", str(SIM_RECIPE), env=sim_env, passphrase=passphrase
+    )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert done.stderr.count("error:") == 1
     assert ls(sim_env).keys() == before.keys()
     assert Registry(resolve_paths().registry_file).read().get("dst") is None
     dest = tmp_path / "out"
-    assert hbtui("extract", str(archive), str(dest), env=sim_env, passphrase=passphrase).returncode != 0
+    assert (
+        hbtui("extract", str(archive), str(dest), env=sim_env, passphrase=passphrase).returncode
+        != 0
+    )
     assert not dest.exists() and not list(tmp_path.glob(".out*"))
     if how != "wrong-passphrase":
         assert hbtui("verify", str(archive), env=sim_env, passphrase=PASS).returncode != 0
@@ -169,16 +193,34 @@ def test_an_old_gpg_backup_extracts_and_loads(sim_env, tmp_path):
     subprocess.run(["tar", "czf", str(tgz), "-C", str(tmp_path / "data"), "."], check=True)
     backup = tmp_path / "old-20260101-000000.tar.gz.gpg"
     (tmp_path / "gnupg").mkdir(mode=0o700)
-    subprocess.run(["gpg", "--batch", "--yes", "--pinentry-mode", "loopback", "--passphrase-fd", "0",
-                    "--symmetric", "--cipher-algo", "AES256", "-o", str(backup), str(tgz)],
-                   input=PASS.encode(), check=True, capture_output=True,
-                   env=dict(os.environ, GNUPGHOME=str(tmp_path / "gnupg")))
+    subprocess.run(
+        [
+            "gpg",
+            "--batch",
+            "--yes",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase-fd",
+            "0",
+            "--symmetric",
+            "--cipher-algo",
+            "AES256",
+            "-o",
+            str(backup),
+            str(tgz),
+        ],
+        input=PASS.encode(),
+        check=True,
+        capture_output=True,
+        env=dict(os.environ, GNUPGHOME=str(tmp_path / "gnupg")),
+    )
     out = tmp_path / "restored"
     done = hbtui("extract", str(backup), str(out), env=sim_env, passphrase=PASS)
     assert done.returncode == 0, done.stderr
     assert (out / "home/agent/workspace/notes.md").read_text() == "from the bash tool\n"
-    loaded = hbtui("load", str(backup), "old", "-q", "--recipe", str(SIM_RECIPE), env=sim_env,
-                   passphrase=PASS)
+    loaded = hbtui(
+        "load", str(backup), "old", "-q", "--recipe", str(SIM_RECIPE), env=sim_env, passphrase=PASS
+    )
     assert loaded.returncode == 0, loaded.stderr
     cat = hbtui("exec", "old", "--", "cat", "notes.md", env=sim_env)  # cwd: ~/workspace
     assert cat.stdout == "from the bash tool\n"
@@ -188,8 +230,12 @@ def test_a_killed_save_leaves_no_file_at_the_final_path(sim_env, small_archive, 
     target = tmp_path / "killed.hbx"
     hbtui("exec", "src", "--", "sh", "-c", "head -c 200000000 /dev/urandom > ~/pad", env=sim_env)
     env = dict(sim_env, HBTUI_PASSPHRASE=PASS)
-    proc = subprocess.Popen([HBTUI_BIN, "save", "src", "-o", str(target)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [HBTUI_BIN, "save", "src", "-o", str(target)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".killed.hbx.*")) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -200,9 +246,13 @@ def test_a_killed_save_leaves_no_file_at_the_final_path(sim_env, small_archive, 
 
 def test_a_killed_load_leaves_a_failed_box_that_rm_removes(sim_env, small_archive):
     env = dict(sim_env, HBTUI_PASSPHRASE=PASS)
-    proc = subprocess.Popen([HBTUI_BIN, "load", str(small_archive), "half", "--recipe",
-                             str(SIM_RECIPE)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [HBTUI_BIN, "load", str(small_archive), "half", "--recipe", str(SIM_RECIPE)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if "step 3/" in line:

@@ -11,7 +11,9 @@ import pytest
 from hbtui.archive import errors as E
 from hbtui.archive import format as F
 
-VECTORS = json.loads((Path(__file__).resolve().parent.parent / "docs" / "archive-test-vectors.json").read_text())
+VECTORS = json.loads(
+    (Path(__file__).resolve().parent.parent / "docs" / "archive-test-vectors.json").read_text()
+)
 
 
 def _kdf(v):
@@ -19,15 +21,21 @@ def _kdf(v):
     if v["kdf"] == "scrypt":
         return F.ScryptParams(log_n=p["log_n"], r=p["r"], p=p["p"])
     assert v["kdf"] == "argon2id"
-    return F.Argon2idParams(iterations=p["iterations"], memory_kib=p["memory_kib"], lanes=p["lanes"])
+    return F.Argon2idParams(
+        iterations=p["iterations"], memory_kib=p["memory_kib"], lanes=p["lanes"]
+    )
 
 
 @pytest.mark.parametrize("v", VECTORS["vectors"], ids=lambda v: v["description"])
 def test_vector_decrypts(v):
     out = io.BytesIO()
-    F.decrypt_stream(io.BytesIO(bytes.fromhex(v["archive_hex"])), out, bytes.fromhex(v["passphrase_hex"]))
+    F.decrypt_stream(
+        io.BytesIO(bytes.fromhex(v["archive_hex"])), out, bytes.fromhex(v["passphrase_hex"])
+    )
     assert out.getvalue().hex() == v["plaintext_hex"]
-    assert bytes.fromhex(v["plaintext_hex"]) == bytes(j % 251 for j in range(len(v["plaintext_hex"]) // 2))
+    assert bytes.fromhex(v["plaintext_hex"]) == bytes(
+        j % 251 for j in range(len(v["plaintext_hex"]) // 2)
+    )
 
 
 @pytest.mark.parametrize("v", VECTORS["vectors"], ids=lambda v: v["description"])
@@ -41,8 +49,14 @@ def test_vector_reencrypts_identically(v):
     kdf = _kdf(v)
     pw = bytes.fromhex(v["passphrase_hex"])
     out = io.BytesIO()
-    F.encrypt_stream(io.BytesIO(bytes.fromhex(v["plaintext_hex"])), out, pw,
-                     chunk_size=v["chunk_size"], kdf=kdf, _randomness=rnd)
+    F.encrypt_stream(
+        io.BytesIO(bytes.fromhex(v["plaintext_hex"])),
+        out,
+        pw,
+        chunk_size=v["chunk_size"],
+        kdf=kdf,
+        _randomness=rnd,
+    )
     assert out.getvalue().hex() == v["archive_hex"]
     # the intermediate keys printed for independent implementers
     assert kdf.derive(pw, F.KEK_SALT_LABEL + rnd.kdf_salt).hex() == v["kek_hex"]
@@ -54,4 +68,6 @@ def test_vector_reencrypts_identically(v):
 def test_invalid_vector_rejected(v):
     cls = getattr(E, v["error"])
     with pytest.raises(cls):
-        F.verify_stream(io.BytesIO(bytes.fromhex(v["archive_hex"])), bytes.fromhex(v["passphrase_hex"]))
+        F.verify_stream(
+            io.BytesIO(bytes.fromhex(v["archive_hex"])), bytes.fromhex(v["passphrase_hex"])
+        )

@@ -6,14 +6,15 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import HBTUI_BIN
+
 from hbtui.core.doctor import boot_problems, kvm_problems
 
 
 def hbtui(*args: str, env=None, input: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([HBTUI_BIN, *args], env=env, capture_output=True, text=True,
-                          input=input, timeout=300)
+    return subprocess.run(
+        [HBTUI_BIN, *args], env=env, capture_output=True, text=True, input=input, timeout=300
+    )
 
 
 def test_version():
@@ -57,13 +58,16 @@ def test_ls_json_with_the_simulator_is_a_list(sim_env):
     assert done.returncode == 0 and json.loads(done.stdout) == []
 
 
-@pytest.mark.parametrize("args, message", [
-    (["rm", "nope", "--force"], "no box named 'nope'"),
-    (["start", "nope"], "no box named 'nope'"),
-    (["new", "b1", "--cpus", "0"], "--cpus must be at least 1"),
-    (["new", "b1", "--recipe", "/nonexistent"], "not a recipe"),
-    (["load", "/nonexistent.hbx", "b1"], "no such archive"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["rm", "nope", "--force"], "no box named 'nope'"),
+        (["start", "nope"], "no box named 'nope'"),
+        (["new", "b1", "--cpus", "0"], "--cpus must be at least 1"),
+        (["new", "b1", "--recipe", "/nonexistent"], "not a recipe"),
+        (["load", "/nonexistent.hbx", "b1"], "no such archive"),
+    ],
+)
 @pytest.mark.sim
 def test_user_errors_are_one_line_without_traceback(sim_env, args, message):
     done = hbtui(*args, env=sim_env)

@@ -24,13 +24,16 @@ def test_round_trip(hbtui_home):
     assert again.hosts["mac"].ssh == "me@mac.local"
 
 
-@pytest.mark.parametrize("raw, message", [
-    ({"ports": {"low": 5000, "high": 4000}}, "low <= high"),
-    ({"defaults": {"cpus": "two"}}, "defaults.cpus must be int"),
-    ({"defaults": {"colour": "red"}}, "unknown key defaults.colour"),
-    ({"nonsense": 1}, "unknown key nonsense"),
-    ({"hosts": {"mac": {"identity": "x"}}}, "needs an ssh"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"ports": {"low": 5000, "high": 4000}}, "low <= high"),
+        ({"defaults": {"cpus": "two"}}, "defaults.cpus must be int"),
+        ({"defaults": {"colour": "red"}}, "unknown key defaults.colour"),
+        ({"nonsense": 1}, "unknown key nonsense"),
+        ({"hosts": {"mac": {"identity": "x"}}}, "needs an ssh"),
+    ],
+)
 def test_bad_values_are_one_line_errors(raw, message):
     with pytest.raises(UsageError, match=message):
         parse_config(raw)

@@ -29,9 +29,16 @@ def engine(real_smolvm, real_state_dir):
     return Engine(real_smolvm, state_dir=str(real_state_dir), timeout=60)
 
 
-SPEC = MachineSpec(name="c1", image="ubuntu:24.04", cpus=2, memory_mib=1024,
-                   ports=((4811, 4811),), labels=(("hbtui", "1"), ("hbtui.port", "4811")),
-                   network=True, workload=("/bin/sh", "-c", "sleep 1"))
+SPEC = MachineSpec(
+    name="c1",
+    image="ubuntu:24.04",
+    cpus=2,
+    memory_mib=1024,
+    ports=((4811, 4811),),
+    labels=(("hbtui", "1"), ("hbtui.port", "4811")),
+    network=True,
+    workload=("/bin/sh", "-c", "sleep 1"),
+)
 
 
 async def test_version_is_detected_and_supported(engine):

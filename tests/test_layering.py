@@ -24,9 +24,15 @@ def modules() -> list[str]:
 
 @pytest.mark.parametrize("module", modules())
 def test_module_does_not_import_textual(module: str) -> None:
-    code = (f"import sys, importlib; importlib.import_module({module!r}); "
-            "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')); "
-            "print(bad[:3]); sys.exit(1 if bad else 0)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=str(__import__("pathlib").Path(hbtui.__file__).parents[1]))
+    code = (
+        f"import sys, importlib; importlib.import_module({module!r}); "
+        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')); "
+        "print(bad[:3]); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=str(__import__("pathlib").Path(hbtui.__file__).parents[1]),
+    )
     assert done.returncode == 0, f"{module} imports textual: {done.stdout}{done.stderr}"

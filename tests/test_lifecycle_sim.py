@@ -10,8 +10,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import HBTUI_BIN, SIM_RECIPE
+
 from hbtui.core.boxes import ProvisionFailed
 from hbtui.core.registry import Registry
 from hbtui.errors import HbtuiError
@@ -21,10 +21,12 @@ from hbtui.paths import resolve_paths
 pytestmark = pytest.mark.sim
 
 
-def hbtui(*args: str, env: dict[str, str], input: str | None = None,
-          timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([HBTUI_BIN, *args], env=env, input=input, capture_output=True,
-                          text=True, timeout=timeout)
+def hbtui(
+    *args: str, env: dict[str, str], input: str | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [HBTUI_BIN, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def answers(port: int) -> bool:
@@ -54,15 +56,28 @@ def test_new_exec_stop_start_rm_through_the_cli(sim_env):
     done = hbtui("new", "b1", "--recipe", str(SIM_RECIPE), env=sim_env)
     assert done.returncode == 0, done.stdout + done.stderr
     [box] = ls_json(sim_env)
-    assert (box["name"], box["state"], box["provisioning"], box["host"]) == ("b1", "running", "ready", "local")
+    assert (box["name"], box["state"], box["provisioning"], box["host"]) == (
+        "b1",
+        "running",
+        "ready",
+        "local",
+    )
     port = box["port"]
     assert 4790 <= port <= 4999 and box["url"] == f"http://127.0.0.1:{port}/"
     assert answers(port)
 
     who = hbtui("exec", "b1", "--", "id", "-un", env=sim_env)
     assert (who.returncode, who.stdout.strip()) == (0, "agent")
-    status = hbtui("exec", "b1", "--", "sh", "-c", "cat > /data/home/agent/marker; exit 7",
-                   env=sim_env, input="kept across restarts\n")
+    status = hbtui(
+        "exec",
+        "b1",
+        "--",
+        "sh",
+        "-c",
+        "cat > /data/home/agent/marker; exit 7",
+        env=sim_env,
+        input="kept across restarts\n",
+    )
     assert status.returncode == 7  # the guest's exit status passes through, stdin too
 
     assert hbtui("stop", "b1", env=sim_env).returncode == 0
@@ -88,8 +103,15 @@ async def test_executor_is_reachable_only_through_the_bridge(sim_service):
     view = await sim_service.new("b1", recipe=SIM_RECIPE)
     host = await sim_service.host()
     assert await host.http_ok(view.port)
-    inside = await host.engine.exec("b1", ["sh", "-c", "pkill -x socat; sleep 0.3; "
-                                           "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4788/"])
+    inside = await host.engine.exec(
+        "b1",
+        [
+            "sh",
+            "-c",
+            "pkill -x socat; sleep 0.3; "
+            "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4788/",
+        ],
+    )
     assert inside.stdout == b"200", "executor itself must stay up inside the box"
     assert not await host.http_ok(view.port), "executor answered with the bridge down"
     # The workload loop brings the bridge back by itself.
@@ -150,9 +172,16 @@ def test_bad_names_are_refused_before_anything_is_made(sim_env, sim_state_dir, n
 
 def test_concurrent_news_get_distinct_ports(sim_env):
     names = [f"c{i}" for i in range(8)]
-    procs = [subprocess.Popen([HBTUI_BIN, "new", n, "-q", "--recipe", str(SIM_RECIPE)], env=sim_env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for n in names]
+    procs = [
+        subprocess.Popen(
+            [HBTUI_BIN, "new", n, "-q", "--recipe", str(SIM_RECIPE)],
+            env=sim_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in names
+    ]
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, out + err
@@ -185,8 +214,9 @@ async def test_foreign_machines_show_only_with_all(sim_service):
     from hbtui.engine import MachineSpec
 
     host = await sim_service.host()
-    await host.engine.create(MachineSpec(name="hermes-x", image="python:3.12-slim", cpus=1,
-                                         memory_mib=512))
+    await host.engine.create(
+        MachineSpec(name="hermes-x", image="python:3.12-slim", cpus=1, memory_mib=512)
+    )
     assert (await sim_service.list_boxes()).boxes == []
     [foreign] = (await sim_service.list_boxes(include_foreign=True)).boxes
     assert (foreign.name, foreign.kind) == ("hermes-x", "foreign")
@@ -197,8 +227,13 @@ async def test_foreign_machines_show_only_with_all(sim_service):
 def test_ctrl_c_during_provisioning_rolls_back(sim_env):
     import signal
 
-    proc = subprocess.Popen([HBTUI_BIN, "new", "b1", "--recipe", str(SIM_RECIPE)], env=sim_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [HBTUI_BIN, "new", "b1", "--recipe", str(SIM_RECIPE)],
+        env=sim_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if "step 2/" in line:
@@ -238,12 +273,17 @@ def test_enter_gives_a_shell_as_agent_in_tmux_main(sim_env, tmp_path):
     out = tmp_path / "enter-status"
     env = {k: v for k, v in sim_env.items() if k not in ("TMUX", "COLUMNS", "LINES")}
     command = f"{shlex.quote(HBTUI_BIN)} enter b1; echo $? > {shlex.quote(str(out))}; sleep 30"
-    subprocess.run(["tmux", "-S", sock, "new-session", "-d", "-x", "120", "-y", "30", command],
-                   env=env, check=True)
+    subprocess.run(
+        ["tmux", "-S", sock, "new-session", "-d", "-x", "120", "-y", "30", command],
+        env=env,
+        check=True,
+    )
     try:
+
         def screen() -> str:
-            return subprocess.run(["tmux", "-S", sock, "capture-pane", "-p"], env=env,
-                                  capture_output=True, text=True).stdout
+            return subprocess.run(
+                ["tmux", "-S", sock, "capture-pane", "-p"], env=env, capture_output=True, text=True
+            ).stdout
 
         def send(keys: str) -> None:
             subprocess.run(["tmux", "-S", sock, "send-keys", keys, "Enter"], env=env, check=True)

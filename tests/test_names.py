@@ -3,8 +3,24 @@ import pytest
 from hbtui.core.names import MAX_LEN, check_name, name_problem
 from hbtui.errors import UsageError
 
-BAD = ["a;b", "../x", "a b", "x" * 200, "-rf", "", "A", "1box", "a--b", "a-", "a.b", "é", "a_b",
-       "box/1", "$(id)", "x" * (MAX_LEN + 1)]
+BAD = [
+    "a;b",
+    "../x",
+    "a b",
+    "x" * 200,
+    "-rf",
+    "",
+    "A",
+    "1box",
+    "a--b",
+    "a-",
+    "a.b",
+    "é",
+    "a_b",
+    "box/1",
+    "$(id)",
+    "x" * (MAX_LEN + 1),
+]
 GOOD = ["b1", "my-box", "a", "x" * MAX_LEN, "web-2-dev"]
 
 

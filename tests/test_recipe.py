@@ -38,17 +38,24 @@ def shell_files() -> list[Path]:
 
 def test_shell_files_found() -> None:
     names = {p.relative_to(ROOT).as_posix() for p in shell_files()}
-    assert {"provision/provision.sh", "provision/lib.sh", "guest/hb", "guest/hb-workload",
-            "guest/hb-as-agent", "guest/profile.sh",
-            "tests/recipes/sim/provision/provision.sh"} <= names
+    assert {
+        "provision/provision.sh",
+        "provision/lib.sh",
+        "guest/hb",
+        "guest/hb-workload",
+        "guest/hb-as-agent",
+        "guest/profile.sh",
+        "tests/recipes/sim/provision/provision.sh",
+    } <= names
 
 
 @pytest.mark.parametrize("path", shell_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_shellcheck(path: Path) -> None:
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck is not installed")
-    proc = subprocess.run(["shellcheck", "-x", path.name], cwd=path.parent,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["shellcheck", "-x", path.name], cwd=path.parent, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -61,8 +68,13 @@ def test_bash_syntax(path: Path) -> None:
 def dry_run(recipe: Path) -> list[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HB_")}
     env["HB_DRY_RUN"] = "1"
-    proc = subprocess.run(["bash", str(recipe / "provision" / "provision.sh")], env=env,
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["bash", str(recipe / "provision" / "provision.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     return proc.stdout.splitlines()
@@ -91,8 +103,19 @@ def test_recipes_share_the_guest_steps(name: str) -> None:
 
 def test_real_recipe_steps() -> None:
     steps = [MARKER.match(line).group(3) for line in dry_run(REAL)]
-    assert steps == ["base-packages", "agent-user", "data-skeleton", "node", "npm-tools", "uv",
-                     "hermes", "guest-files", "env-file", "verify", "finish"]
+    assert steps == [
+        "base-packages",
+        "agent-user",
+        "data-skeleton",
+        "node",
+        "npm-tools",
+        "uv",
+        "hermes",
+        "guest-files",
+        "env-file",
+        "verify",
+        "finish",
+    ]
 
 
 def test_sim_recipe_links_to_the_real_files() -> None:
@@ -111,9 +134,11 @@ def test_guest_files_exist_and_are_executable() -> None:
 
 
 def test_every_pinned_version_reaches_the_env_file() -> None:
-    keys = [line.split("=", 1)[0] for line in
-            (ROOT / "provision" / "versions.env").read_text().splitlines()
-            if line and not line.startswith("#")]
+    keys = [
+        line.split("=", 1)[0]
+        for line in (ROOT / "provision" / "versions.env").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     assert "EXECUTOR_VERSION" in keys and "CODEX_VERSION" in keys
     text = (ROOT / "provision" / "provision.sh").read_text()
     m = re.search(r'^HB_VERSION_KEYS="([^"]*)"', text, re.M)
@@ -122,17 +147,19 @@ def test_every_pinned_version_reaches_the_env_file() -> None:
 
 # ---- hb-as-agent: argument handling through --dry-run (no user switch happens) ----------
 
+
 def as_agent(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(AS_AGENT), *args], capture_output=True, text=True,
-                          timeout=30)
+    return subprocess.run(
+        ["bash", str(AS_AGENT), *args], capture_output=True, text=True, timeout=30
+    )
 
 
 def tail_after_inner(argv: list[str]) -> list[str]:
     """The part after `bash --login -c INNER hb-as-agent`: [cwd, CMD...]."""
     i = argv.index("-c")
-    assert argv[i - 2:i] == ["bash", "--login"]
+    assert argv[i - 2 : i] == ["bash", "--login"]
     assert argv[i + 2] == "hb-as-agent"
-    return argv[i + 3:]
+    return argv[i + 3 :]
 
 
 def test_as_agent_runs_command_in_workspace_with_clean_env() -> None:
@@ -142,7 +169,7 @@ def test_as_agent_runs_command_in_workspace_with_clean_env() -> None:
     if os.geteuid() != 0 or argv[0] in ("setpriv", "runuser"):
         assert argv[0] in ("setpriv", "runuser")
         assert "agent" in argv[:6]
-    assert argv[argv.index("env"):argv.index("env") + 2] == ["env", "-i"]
+    assert argv[argv.index("env") : argv.index("env") + 2] == ["env", "-i"]
     assert "HOME=/data/home/agent" in argv and "USER=agent" in argv
     assert tail_after_inner(argv) == ["/data/home/agent/workspace", "echo", "hi", "a b", ""]
 
@@ -157,7 +184,12 @@ def test_as_agent_tmux_attaches_or_creates_main() -> None:
     proc = as_agent("--tmux", "--dry-run")
     assert proc.returncode == 0, proc.stderr
     assert tail_after_inner(proc.stdout.split("\n")[:-1])[1:] == [
-        "tmux", "new-session", "-A", "-s", "main"]
+        "tmux",
+        "new-session",
+        "-A",
+        "-s",
+        "main",
+    ]
 
 
 def test_as_agent_cwd_and_dash_commands() -> None:
@@ -184,29 +216,40 @@ def test_as_agent_help() -> None:
 def test_as_agent_inner_shell_keeps_status_stdin_and_args(tmp_path: Path) -> None:
     """Run the generated command without its user switch: exit status, stdin and arguments
     pass through the login shell unchanged."""
-    argv = as_agent("--cwd", str(tmp_path), "--dry-run", "--", "sh", "-c",
-                    'cat > got; printf "%s|" "$@" >> got; pwd >> got; exit 7', "sh", "a b", "$x"
-                    ).stdout.split("\n")[:-1]
-    argv = argv[argv.index("env"):]
+    argv = as_agent(
+        "--cwd",
+        str(tmp_path),
+        "--dry-run",
+        "--",
+        "sh",
+        "-c",
+        'cat > got; printf "%s|" "$@" >> got; pwd >> got; exit 7',
+        "sh",
+        "a b",
+        "$x",
+    ).stdout.split("\n")[:-1]
+    argv = argv[argv.index("env") :]
     i = argv.index("HOME=/data/home/agent")
     argv[i] = f"HOME={tmp_path}"  # a login shell must not read the real agent's files
-    proc = subprocess.run(argv, input="from stdin\n", capture_output=True, text=True,
-                          timeout=30)
+    proc = subprocess.run(argv, input="from stdin\n", capture_output=True, text=True, timeout=30)
     assert proc.returncode == 7, proc.stderr
     assert (tmp_path / "got").read_text() == f"from stdin\na b|$x|{tmp_path}\n"
 
 
 # ---- hb / hb-workload command lines --------------------------------------------------------
 
+
 def test_hb_unknown_command_fails() -> None:
-    proc = subprocess.run(["bash", str(ROOT / "guest" / "hb"), "frobnicate"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "guest" / "hb"), "frobnicate"], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and "unknown command" in proc.stderr
 
 
 def test_hb_help_lists_the_commands() -> None:
-    proc = subprocess.run(["bash", str(ROOT / "guest" / "hb"), "help"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "guest" / "hb"), "help"], capture_output=True, text=True
+    )
     assert proc.returncode == 0
     for verb in ("status", "up", "down", "quiesce", "resume", "doctor", "logs", "wire-mcp"):
         assert re.search(rf"^\s+{verb}\b", proc.stdout, re.M), verb
@@ -214,6 +257,10 @@ def test_hb_help_lists_the_commands() -> None:
 
 @pytest.mark.parametrize("args", [[], ["notaport"], ["0"], ["70000"], ["1", "2"]])
 def test_hb_workload_rejects_bad_port(args: list[str]) -> None:
-    proc = subprocess.run(["bash", str(ROOT / "guest" / "hb-workload"), *args],
-                          capture_output=True, text=True, timeout=10)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "guest" / "hb-workload"), *args],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     assert proc.returncode == 2 and "usage: hb-workload PORT" in proc.stderr

@@ -18,7 +18,9 @@ def test_registry_round_trip_and_atomic_file(tmp_path):
 
     async def go():
         async with reg.transaction() as boxes:
-            boxes.put(BoxRecord(name="b1", port=4800, image="ubuntu:24.04", cpus=2, memory_mib=1024))
+            boxes.put(
+                BoxRecord(name="b1", port=4800, image="ubuntu:24.04", cpus=2, memory_mib=1024)
+            )
             boxes.put(BoxRecord(name="b1", host="mac", port=4800))
         await reg.update("b1", status="ready", last_save="2026-11-29T00:00:00Z")
 
@@ -51,6 +53,7 @@ def test_provisioning_by_a_dead_process_reads_as_failed():
     rec = BoxRecord(name="b1", port=4800, status=PROVISIONING, owner_pid=dead.pid)
     assert rec.effective_status() == FAILED
     import os
+
     assert rec.with_(owner_pid=os.getpid()).effective_status() == PROVISIONING
 
 
@@ -69,7 +72,9 @@ def _allocate_in_process(path, out):
 def test_concurrent_processes_never_share_a_port(tmp_path):
     ctx = multiprocessing.get_context("fork")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_allocate_in_process, args=(tmp_path / "r.toml", q)) for _ in range(8)]
+    procs = [
+        ctx.Process(target=_allocate_in_process, args=(tmp_path / "r.toml", q)) for _ in range(8)
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -100,7 +105,10 @@ def test_allocation_skips_busy_and_used_ports_and_reports_a_full_range(tmp_path)
                 await allocate(boxes, "local", (5000, 5001), busy)
             slots = await port_map(boxes, "local", (5000, 5002), busy)
             assert [(s.port, s.state, s.box) for s in slots] == [
-                (5000, USED, "a"), (5001, BUSY, ""), (5002, FREE, "")]
+                (5000, USED, "a"),
+                (5001, BUSY, ""),
+                (5002, FREE, ""),
+            ]
 
     asyncio.run(go())
 

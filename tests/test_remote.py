@@ -18,8 +18,8 @@ from pathlib import Path
 
 import asyncssh
 import pytest
-
 from conftest import HBTUI_BIN, OPENSSH_PORTS, REMOTE_PORTS, SIM_RECIPE, SIM_SMOLVM
+
 from hbtui.core.registry import FAILED, Registry
 from hbtui.engine.runner import RunTimeout
 from hbtui.events import Step
@@ -33,10 +33,12 @@ from hbtui.remote.target import SshTarget, parse_target
 PASSPHRASE = "correct horse battery staple"
 
 
-def hbtui(*args: str, env: dict[str, str], input: str | None = None,
-          timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([HBTUI_BIN, *args], env=env, input=input, capture_output=True,
-                          text=True, timeout=timeout)
+def hbtui(
+    *args: str, env: dict[str, str], input: str | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [HBTUI_BIN, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -49,18 +51,40 @@ def fetch(url: str) -> bytes:
         return resp.read()
 
 
-def add_host(env, name: str, server, key: Path, state: Path, ports: str = REMOTE_PORTS,
-             smolvm: str | None = str(SIM_SMOLVM)) -> None:
-    args = ["hosts", "add", name, "--ssh", f"root@127.0.0.1:{server.port}", "--identity",
-            str(key), "--state-dir", str(state), "--ports", ports]
+def add_host(
+    env,
+    name: str,
+    server,
+    key: Path,
+    state: Path,
+    ports: str = REMOTE_PORTS,
+    smolvm: str | None = str(SIM_SMOLVM),
+) -> None:
+    args = [
+        "hosts",
+        "add",
+        name,
+        "--ssh",
+        f"root@127.0.0.1:{server.port}",
+        "--identity",
+        str(key),
+        "--state-dir",
+        str(state),
+        "--ports",
+        ports,
+    ]
     if smolvm:
         args += ["--smolvm", smolvm]
     ok(hbtui(*args, env=env))
 
 
 def remote_machines(state: Path) -> list[str]:
-    listed = subprocess.run([str(SIM_SMOLVM), "--state-dir", str(state), "machine", "ls",
-                             "--json"], capture_output=True, text=True, check=True)
+    listed = subprocess.run(
+        [str(SIM_SMOLVM), "--state-dir", str(state), "machine", "ls", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [m["name"] for m in json.loads(listed.stdout or "[]")]
 
 
@@ -85,19 +109,33 @@ def service():
 # -- units ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("root@example.com", SshTarget("root", "example.com", 22)),
-    ("me@10.0.0.5:2222", SshTarget("me", "10.0.0.5", 2222)),
-    ("me@[::1]:2200", SshTarget("me", "::1", 2200)),
-    ("ops@build-1.internal", SshTarget("ops", "build-1.internal", 22)),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("root@example.com", SshTarget("root", "example.com", 22)),
+        ("me@10.0.0.5:2222", SshTarget("me", "10.0.0.5", 2222)),
+        ("me@[::1]:2200", SshTarget("me", "::1", 2200)),
+        ("ops@build-1.internal", SshTarget("ops", "build-1.internal", 22)),
+    ],
+)
 def test_ssh_targets_parse(text, expected):
     assert parse_target(text) == expected
     assert parse_target(str(expected)) == expected
 
 
-@pytest.mark.parametrize("text", ["", "root@", "root@host:0", "root@host:x", "a b@host",
-                                  "root@-oProxyCommand=x", "root@[::1", "root@ho st"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "root@",
+        "root@host:0",
+        "root@host:x",
+        "a b@host",
+        "root@-oProxyCommand=x",
+        "root@[::1",
+        "root@ho st",
+    ],
+)
 def test_bad_ssh_targets_are_one_line_errors(text):
     from hbtui.errors import UsageError
 
@@ -106,12 +144,16 @@ def test_bad_ssh_targets_are_one_line_errors(text):
 
 
 def test_listening_ports_parse_from_ss_proc_and_netstat():
-    ss = "#ss\nLISTEN 0 4096 127.0.0.1:5701 0.0.0.0:*\nLISTEN 0 128 [::]:22 [::]:*\n" \
-         "LISTEN 0 10 *:5702 *:*\n"
+    ss = (
+        "#ss\nLISTEN 0 4096 127.0.0.1:5701 0.0.0.0:*\nLISTEN 0 128 [::]:22 [::]:*\n"
+        "LISTEN 0 10 *:5702 *:*\n"
+    )
     assert parse_listening(ss) == ("ss", {5701, 22, 5702})
-    proc = ("#proc\n  sl  local_address rem_address   st\n"
-            "   0: 0100007F:1645 00000000:0000 0A 00000000:00000000\n"
-            "   1: 0100007F:1646 0100007F:9999 01 00000000:00000000\n")
+    proc = (
+        "#proc\n  sl  local_address rem_address   st\n"
+        "   0: 0100007F:1645 00000000:0000 0A 00000000:00000000\n"
+        "   1: 0100007F:1646 0100007F:9999 01 00000000:00000000\n"
+    )
     assert parse_listening(proc) == ("proc", {0x1645})
     netstat = "#netstat\ntcp4 0 0 127.0.0.1.5703 *.* LISTEN\ntcp4 0 0 10.0.0.1.22 10.0.0.2.5 ESTABLISHED\n"
     assert parse_listening(netstat) == ("netstat", {5703})
@@ -122,13 +164,26 @@ def test_interactive_argv_is_strict_openssh_with_quoting(tmp_path, monkeypatch):
     key = tmp_path / "id"
     conn = HostConnection("r1", SshTarget("root", "10.1.2.3", 2201), str(key))
     argv = SshRunner(conn).interactive_argv(
-        ["/opt/smolvm", "machine", "exec", "--name", "b1", "-i", "-t", "--", "sh", "-c",
-         "echo 'hi'; rm -rf $HOME"])
+        [
+            "/opt/smolvm",
+            "machine",
+            "exec",
+            "--name",
+            "b1",
+            "-i",
+            "-t",
+            "--",
+            "sh",
+            "-c",
+            "echo 'hi'; rm -rf $HOME",
+        ]
+    )
     assert argv[:2] == ["ssh", "-t"]
     assert "StrictHostKeyChecking=yes" in argv and f"UserKnownHostsFile={tmp_path / 'kh'}" in argv
     assert argv[argv.index("-p") + 1] == "2201" and argv[argv.index("-i") + 1] == str(key)
     assert argv[-3:-1] == ["--", "10.1.2.3"]
     import shlex
+
     assert shlex.split(argv[-1])[-1] == "echo 'hi'; rm -rf $HOME"
     no_tty = SshRunner(conn).interactive_argv(["smolvm", "machine", "exec", "-i", "--", "id"])
     assert no_tty[1] == "-T"
@@ -150,8 +205,10 @@ def test_add_trust_check_ls_rm(remote_env, asyncssh_server, ssh_client_key, tmp_
     refused = hbtui("hosts", "check", "r1", env=env)
     assert refused.returncode == 1
     assert asyncssh_server.fingerprint in refused.stdout
-    assert f"hbtui hosts trust r1 --fingerprint {asyncssh_server.fingerprint}" in \
-        refused.stdout.replace("\n", "")
+    assert (
+        f"hbtui hosts trust r1 --fingerprint {asyncssh_server.fingerprint}"
+        in refused.stdout.replace("\n", "")
+    )
     assert not known.exists()
 
     # Trusting without a terminal or with the wrong fingerprint changes nothing.
@@ -160,8 +217,9 @@ def test_add_trust_check_ls_rm(remote_env, asyncssh_server, ssh_client_key, tmp_
     assert wrong.returncode != 0 and "nothing was trusted" in wrong.stderr
     assert not known.exists()
 
-    trusted = ok(hbtui("hosts", "trust", "r1", "--fingerprint", asyncssh_server.fingerprint,
-                       env=env))
+    trusted = ok(
+        hbtui("hosts", "trust", "r1", "--fingerprint", asyncssh_server.fingerprint, env=env)
+    )
     assert asyncssh_server.fingerprint in trusted.stdout
     assert known.read_text().split()[0] == f"[127.0.0.1]:{asyncssh_server.port}"
     again = ok(hbtui("hosts", "trust", "r1", env=env))
@@ -179,8 +237,14 @@ def test_add_trust_check_ls_rm(remote_env, asyncssh_server, ssh_client_key, tmp_
 def test_check_reports_a_missing_engine(trusted_host, tmp_path):
     env, state, server = trusted_host
     ok(hbtui("hosts", "rm", "r1", env=env))
-    add_host(env, "r1", server, Path(env["HBTUI_KNOWN_HOSTS"]).parent / "client" / "id_ed25519",
-             state, smolvm=str(tmp_path / "no-such-smolvm"))
+    add_host(
+        env,
+        "r1",
+        server,
+        Path(env["HBTUI_KNOWN_HOSTS"]).parent / "client" / "id_ed25519",
+        state,
+        smolvm=str(tmp_path / "no-such-smolvm"),
+    )
     done = hbtui("hosts", "check", "r1", env=env)
     assert done.returncode == 1
     assert "smolvm not found at" in done.stdout and "no-such-smolvm" in done.stdout
@@ -206,8 +270,9 @@ def test_a_changed_host_key_is_refused_loudly(remote_env, asyncssh_server, ssh_c
 
 
 async def test_unknown_key_is_refused_in_process_too(remote_env, asyncssh_server, ssh_client_key):
-    conn = HostConnection("r1", parse_target(f"root@127.0.0.1:{asyncssh_server.port}"),
-                          str(ssh_client_key))
+    conn = HostConnection(
+        "r1", parse_target(f"root@127.0.0.1:{asyncssh_server.port}"), str(ssh_client_key)
+    )
     with pytest.raises(HostKeyUnknown) as refused:
         await conn.connection()
     assert refused.value.fingerprint == asyncssh_server.fingerprint
@@ -259,12 +324,23 @@ async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
     await conn.close()
 
 
-async def test_an_unreachable_host_is_reported_without_blocking_ls(trusted_host,
-                                                                    free_port, ssh_client_key):
+async def test_an_unreachable_host_is_reported_without_blocking_ls(
+    trusted_host, free_port, ssh_client_key
+):
     env, state, server = trusted_host
     [dead] = free_port(1)
-    ok(hbtui("hosts", "add", "gone", "--ssh", f"root@127.0.0.1:{dead}", "--identity",
-             str(ssh_client_key), env=env))
+    ok(
+        hbtui(
+            "hosts",
+            "add",
+            "gone",
+            "--ssh",
+            f"root@127.0.0.1:{dead}",
+            "--identity",
+            str(ssh_client_key),
+            env=env,
+        )
+    )
     started = time.monotonic()
     done = hbtui("ls", "--json", env=env)
     assert time.monotonic() - started < 20
@@ -281,22 +357,41 @@ def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
     ok(hbtui("new", "rb1", "--host", "r1", "--recipe", str(SIM_RECIPE), "-q", env=env))
     assert remote_machines(state) == ["rb1"]
     [box] = json.loads(ok(hbtui("ls", "--json", env=env)).stdout)
-    assert (box["name"], box["host"], box["state"], box["provisioning"]) == \
-        ("rb1", "r1", "running", "ready")
+    assert (box["name"], box["host"], box["state"], box["provisioning"]) == (
+        "rb1",
+        "r1",
+        "running",
+        "ready",
+    )
     lo, hi = map(int, REMOTE_PORTS.split("-"))
     assert lo <= box["port"] <= hi
 
     who = ok(hbtui("exec", "rb1", "--host", "r1", "--", "id", "-un", env=env))
     assert who.stdout.strip() == "agent"
-    piped = hbtui("exec", "rb1", "--host", "r1", "--", "sh", "-c",
-                  "cat > /data/home/agent/note; exit 5", input="over ssh\n", env=env)
+    piped = hbtui(
+        "exec",
+        "rb1",
+        "--host",
+        "r1",
+        "--",
+        "sh",
+        "-c",
+        "cat > /data/home/agent/note; exit 5",
+        input="over ssh\n",
+        env=env,
+    )
     assert piped.returncode == 5
 
     ports = json.loads(ok(hbtui("ports", "--host", "r1", "--json", env=env)).stdout)
     assert {"port": box["port"], "state": "used", "box": "rb1"} in ports
 
-    opener = subprocess.Popen([HBTUI_BIN, "open", "rb1", "--host", "r1", "--print"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    opener = subprocess.Popen(
+        [HBTUI_BIN, "open", "rb1", "--host", "r1", "--print"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = opener.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:") and url != box["url"]
@@ -310,8 +405,11 @@ def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
     archive = tmp_path / "rb1.hbx"
     ok(hbtui("save", "rb1", "--host", "r1", "-o", str(archive), env=env))
     assert archive.stat().st_size > 0
-    ok(hbtui("load", str(archive), "rb2", "--host", "r1", "--recipe", str(SIM_RECIPE), "-q",
-             env=env))
+    ok(
+        hbtui(
+            "load", str(archive), "rb2", "--host", "r1", "--recipe", str(SIM_RECIPE), "-q", env=env
+        )
+    )
     note = ok(hbtui("exec", "rb2", "--host", "r1", "--", "cat", "/data/home/agent/note", env=env))
     assert note.stdout == "over ssh\n"
     assert not list(Path("/tmp").glob("hbtui.*/rb1*"))
@@ -406,15 +504,41 @@ def test_openssh_server_end_to_end(remote_env, openssh_server, ssh_client_key, t
     assert who.stdout.strip() == "agent"
     # With a terminal, exec (like enter) hands it over through `ssh -t`: a tty in the box.
     import shlex
+
     shown = subprocess.run(
-        ["script", "-qec", shlex.join([HBTUI_BIN, "exec", "rb1", "--host", "os1", "--", "sh", "-c",
-                                       "[ -t 0 ] && [ -t 1 ] && echo has-a-tty; id -un"]),
-         "/dev/null"],
-        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        [
+            "script",
+            "-qec",
+            shlex.join(
+                [
+                    HBTUI_BIN,
+                    "exec",
+                    "rb1",
+                    "--host",
+                    "os1",
+                    "--",
+                    "sh",
+                    "-c",
+                    "[ -t 0 ] && [ -t 1 ] && echo has-a-tty; id -un",
+                ]
+            ),
+            "/dev/null",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert "has-a-tty" in shown.stdout and "agent" in shown.stdout, shown.stdout + shown.stderr
 
-    opener = subprocess.Popen([HBTUI_BIN, "open", "rb1", "--host", "os1", "--print"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    opener = subprocess.Popen(
+        [HBTUI_BIN, "open", "rb1", "--host", "os1", "--print"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = opener.stdout.readline().strip()
         assert b"executor" in fetch(url)
@@ -434,22 +558,30 @@ async def test_streamed_output_keeps_its_order_and_status(trusted_host):
     host = await service().host("r1")
     stream = host.engine.runner.stream(
         ["sh", "-c", "for i in 1 2 3 4 5 6; do echo out$i; echo err$i >&2; done; exit 4"],
-        timeout=30)
+        timeout=30,
+    )
     lines = [line async for line in stream]
     assert lines == [f"{k}{i}" for i in range(1, 7) for k in ("out", "err")]
     assert stream.returncode == 4 and stream.stderr_tail.endswith("err6")
     await host.engine.runner.conn.close()
 
 
-def test_trust_at_a_terminal_shows_the_fingerprint_and_asks(remote_env, asyncssh_server,
-                                                            ssh_client_key):
+def test_trust_at_a_terminal_shows_the_fingerprint_and_asks(
+    remote_env, asyncssh_server, ssh_client_key
+):
     env, state = remote_env
     known = Path(env["HBTUI_KNOWN_HOSTS"])
     add_host(env, "r1", asyncssh_server, ssh_client_key, state)
 
     def at_terminal(answer: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["script", "-qec", f"{HBTUI_BIN} hosts trust r1", "/dev/null"],
-                              input=answer, env=env, capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            ["script", "-qec", f"{HBTUI_BIN} hosts trust r1", "/dev/null"],
+            input=answer,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     no = at_terminal("n\n")
     assert asyncssh_server.fingerprint in no.stdout and "Trust this key for r1?" in no.stdout

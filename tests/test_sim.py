@@ -17,9 +17,11 @@ import pytest
 
 pytestmark = pytest.mark.sim
 
-NOT_RUNNING = ("agent operation failed: connect: machine '{0}' is not running. Start it with "
-               "'smolvm machine start --name {0}'; if a start is already in progress, retry "
-               "once it finishes.")
+NOT_RUNNING = (
+    "agent operation failed: connect: machine '{0}' is not running. Start it with "
+    "'smolvm machine start --name {0}'; if a start is already in progress, retry "
+    "once it finishes."
+)
 
 
 class Sim:
@@ -30,12 +32,18 @@ class Sim:
         self.state_dir = state_dir
         self.made: set[str] = set()
 
-    def run(self, *args: str, input: bytes | None = None, env: dict | None = None,
-            timeout: float = 30) -> subprocess.CompletedProcess:
+    def run(
+        self, *args: str, input: bytes | None = None, env: dict | None = None, timeout: float = 30
+    ) -> subprocess.CompletedProcess:
         argv = [self.binary, "--error-format", "json", "--state-dir", str(self.state_dir), *args]
-        return subprocess.run(argv, input=input, capture_output=True, timeout=timeout,
-                              env={**os.environ, **(env or {})},
-                              stdin=None if input is not None else subprocess.DEVNULL)
+        return subprocess.run(
+            argv,
+            input=input,
+            capture_output=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
 
     def ok(self, *args: str, **kw) -> str:
         done = self.run(*args, **kw)
@@ -55,7 +63,9 @@ class Sim:
         self.ok(*args)
 
     def sh(self, name: str, script: str, *flags: str, **kw) -> subprocess.CompletedProcess:
-        return self.run("machine", "exec", "--name", name, *flags, "--", "/bin/sh", "-c", script, **kw)
+        return self.run(
+            "machine", "exec", "--name", name, *flags, "--", "/bin/sh", "-c", script, **kw
+        )
 
     def status(self, name: str) -> dict:
         return json.loads(self.ok("machine", "status", "--name", name, "--json"))
@@ -97,20 +107,26 @@ def http_get(port: int, host: str = "127.0.0.1") -> int | str:
 
 def test_version_and_help(sim: Sim) -> None:
     assert sim.ok("--version").strip() == "smolvm 1.32.2"
-    help_text = subprocess.run(["/usr/bin/python3", sim.binary, "--help"], capture_output=True,
-                               text=True).stdout
+    help_text = subprocess.run(
+        ["/usr/bin/python3", sim.binary, "--help"], capture_output=True, text=True
+    ).stdout
     assert "not pulled" in help_text and "/usr read-only" in help_text
 
 
 def test_persistent_root_tmp_emptied_workload_every_start(sim: Sim) -> None:
-    sim.create("b1", workload=("/bin/sh", "-c", "echo boot >> /data/boots; echo workload-up; "
-                               "exec sleep 1000"))
+    sim.create(
+        "b1",
+        workload=("/bin/sh", "-c", "echo boot >> /data/boots; echo workload-up; exec sleep 1000"),
+    )
     assert sim.status("b1")["state"] == "created"
     sim.ok("machine", "start", "--name", "b1")
     st = sim.status("b1")
     assert st["state"] == "running" and isinstance(st["pid"], int)
-    done = sim.sh("b1", "id -u; hostname; echo keep > /data/keep; echo scratch > /tmp/scratch; "
-                  "echo mine > /usr/local/mine; touch /usr/nope 2>/dev/null || echo usr-ro")
+    done = sim.sh(
+        "b1",
+        "id -u; hostname; echo keep > /data/keep; echo scratch > /tmp/scratch; "
+        "echo mine > /usr/local/mine; touch /usr/nope 2>/dev/null || echo usr-ro",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().split() == ["0", "b1", "usr-ro"]
     sim.ok("machine", "stop", "--name", "b1", "--timeout", "2")
@@ -120,16 +136,22 @@ def test_persistent_root_tmp_emptied_workload_every_start(sim: Sim) -> None:
     assert again.returncode == 0 and b"is not running (state: stopped)" in again.stdout
 
     sim.ok("machine", "start", "--name", "b1")
-    out = sim.sh("b1", "cat /data/keep /usr/local/mine; ls -A /tmp | wc -l; "
-                 "wc -l < /data/boots").stdout.decode().split()
+    out = (
+        sim.sh("b1", "cat /data/keep /usr/local/mine; ls -A /tmp | wc -l; wc -l < /data/boots")
+        .stdout.decode()
+        .split()
+    )
     assert out == ["keep", "mine", "0", "2"]  # /data and /usr/local kept, /tmp empty, 2 boots
     assert sim.ok("machine", "start", "--name", "b1").strip() == "Machine 'b1' already running"
     assert sim.ok("machine", "logs", "--name", "b1").count("workload-up") == 2
     assert sim.ok("machine", "logs", "--name", "b1", "--tail", "1").strip() == "workload-up"
     # The machine's /etc is its own copy.
     sim.sh("b1", "echo guest-only >> /etc/motd")
-    assert "guest-only" not in Path("/etc/motd").read_text(errors="replace") \
-        if Path("/etc/motd").exists() else True
+    assert (
+        "guest-only" not in Path("/etc/motd").read_text(errors="replace")
+        if Path("/etc/motd").exists()
+        else True
+    )
     data_dir = sim.ok("machine", "data-dir", "--name", "b1").strip()
     assert Path(data_dir).is_dir()
 
@@ -141,8 +163,9 @@ def test_killed_workload_reads_stopped(sim: Sim) -> None:
     kids = Path(f"/proc/{init_pid}/task/{init_pid}/children").read_text().split()
     os.kill(int(kids[0]), signal.SIGKILL)
     assert wait_for(lambda: sim.status("k1")["state"] == "stopped", 5)
-    assert sim.error("machine", "exec", "--name", "k1", "--", "true")["message"] == \
-        NOT_RUNNING.format("k1")
+    assert sim.error("machine", "exec", "--name", "k1", "--", "true")[
+        "message"
+    ] == NOT_RUNNING.format("k1")
     sim.ok("machine", "start", "--name", "k1")
     assert sim.status("k1")["state"] == "running"
 
@@ -155,20 +178,45 @@ def test_exec_status_stdin_env_user_workdir_timeout(sim: Sim) -> None:
     assert done.returncode == 0 and done.stdout == b"through stdin"
     without_i = sim.run("machine", "exec", "--name", "e1", "--", "cat", input=b"ignored")
     assert without_i.returncode == 0 and without_i.stdout == b""
-    done = sim.sh("e1", 'echo "$FOO|$(pwd)|$(id -un)|$HOME"', "-e", "FOO=bar baz", "-w", "/etc",
-                  "-u", "nobody")
+    done = sim.sh(
+        "e1",
+        'echo "$FOO|$(pwd)|$(id -un)|$HOME"',
+        "-e",
+        "FOO=bar baz",
+        "-w",
+        "/etc",
+        "-u",
+        "nobody",
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.decode().strip() == "bar baz|/etc|nobody|" + \
-        [ln.split(":")[5] for ln in Path("/etc/passwd").read_text().splitlines()
-         if ln.startswith("nobody:")][0]
-    streamed = sim.run("machine", "exec", "--name", "e1", "--stream", "--", "/bin/sh", "-c",
-                       "echo one; echo two >&2; echo three")
+    assert (
+        done.stdout.decode().strip()
+        == "bar baz|/etc|nobody|"
+        + [
+            ln.split(":")[5]
+            for ln in Path("/etc/passwd").read_text().splitlines()
+            if ln.startswith("nobody:")
+        ][0]
+    )
+    streamed = sim.run(
+        "machine",
+        "exec",
+        "--name",
+        "e1",
+        "--stream",
+        "--",
+        "/bin/sh",
+        "-c",
+        "echo one; echo two >&2; echo three",
+    )
     assert streamed.stdout == b"one\nthree\n" and streamed.stderr == b"two\n"
     t0 = time.monotonic()
     err = sim.error("machine", "exec", "--name", "e1", "--timeout", "1s", "--", "sleep", "20")
     assert time.monotonic() - t0 < 10 and "timed out" in err["message"]
-    assert sim.error("machine", "exec", "--name", "e1", "-u", "ghost", "--", "true")["code"] == \
-        "SMOLVM_ERROR"
+    assert (
+        sim.error("machine", "exec", "--name", "e1", "-u", "ghost", "--", "true")["code"]
+        == "SMOLVM_ERROR"
+    )
     stats = json.loads(sim.ok("machine", "stats", "--name", "e1", "--json"))
     assert stats["memory_mib"] > 0 and stats["cpus"] == 4 and "cpu_percent" in stats
 
@@ -177,11 +225,15 @@ def test_ports_reach_guest_interface_not_guest_loopback(sim: Sim, free_port) -> 
     open_port, local_port = free_port(2)
     sim.create("p1", "-p", f"{open_port}:8000", "-p", f"{local_port}:8001")
     sim.ok("machine", "start", "--name", "p1")
-    serve = ("cd /tmp && (/usr/bin/python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 &) "
-             "&& (/usr/bin/python3 -m http.server 8001 --bind 127.0.0.1 >/dev/null 2>&1 &)")
+    serve = (
+        "cd /tmp && (/usr/bin/python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 &) "
+        "&& (/usr/bin/python3 -m http.server 8001 --bind 127.0.0.1 >/dev/null 2>&1 &)"
+    )
     assert sim.sh("p1", serve).returncode == 0
-    probe = ("/usr/bin/python3 -c 'import urllib.request as u; "
-             "print(u.urlopen(\"http://127.0.0.1:8001/\").status)'")
+    probe = (
+        "/usr/bin/python3 -c 'import urllib.request as u; "
+        'print(u.urlopen("http://127.0.0.1:8001/").status)\''
+    )
     assert wait_for(lambda: sim.sh("p1", probe).stdout.strip() == b"200", 5)  # up in the guest
     assert wait_for(lambda: http_get(open_port) == 200, 5)
     assert http_get(local_port) != 200  # bound to guest loopback only: unreachable from host
@@ -213,8 +265,9 @@ def test_cp_in_out_mode_and_size_cap(sim: Sim, tmp_path: Path) -> None:
     payload = os.urandom(10_000)
     src.write_bytes(payload)
     sim.ok("machine", "cp", str(src), "c1:/root/in.bin", "--mode", "640")
-    assert sim.sh("c1", "stat -c %a /root/in.bin; ls -A /root | grep -c smolsim || true"
-                  ).stdout.decode().split() == ["640", "0"]
+    assert sim.sh(
+        "c1", "stat -c %a /root/in.bin; ls -A /root | grep -c smolsim || true"
+    ).stdout.decode().split() == ["640", "0"]
     sim.ok("machine", "cp", str(src), "c1:/tmp/in.bin")  # the tmpfs is reached too
     out = tmp_path / "out.bin"
     sim.ok("machine", "cp", "c1:/tmp/in.bin", str(out))
@@ -230,10 +283,12 @@ def test_cp_in_out_mode_and_size_cap(sim: Sim, tmp_path: Path) -> None:
     # Larger than one transfer still moves in parts.
     for i in range(0, len(payload), 4096):
         part = tmp_path / f"part{i}"
-        part.write_bytes(payload[i:i + 4096])
+        part.write_bytes(payload[i : i + 4096])
         sim.ok("machine", "cp", str(part), f"c1:/root/part.{i:06d}", env=cap)
-    assert sim.sh("c1", "cat /root/part.* > /root/joined && cmp /root/joined /root/in.bin"
-                  ).returncode == 0
+    assert (
+        sim.sh("c1", "cat /root/part.* > /root/joined && cmp /root/joined /root/in.bin").returncode
+        == 0
+    )
     err = sim.error("machine", "cp", "c1:/root/missing", str(tmp_path / "x"))
     assert err["code"] == "SMOLVM_ERROR" and "No such file" in err["message"]
 
@@ -242,20 +297,28 @@ def test_errors_on_stopped_and_missing_machines(sim: Sim, tmp_path: Path) -> Non
     sim.create("s1")
     msg = NOT_RUNNING.format("s1")
     (tmp_path / "f").write_text("x")
-    for args in (("machine", "exec", "--name", "s1", "--", "true"),
-                 ("machine", "cp", str(tmp_path / "f"), "s1:/root/f"),
-                 ("machine", "cp", "s1:/etc/hostname", str(tmp_path / "g")),
-                 ("machine", "stats", "--name", "s1", "--json")):
+    for args in (
+        ("machine", "exec", "--name", "s1", "--", "true"),
+        ("machine", "cp", str(tmp_path / "f"), "s1:/root/f"),
+        ("machine", "cp", "s1:/etc/hostname", str(tmp_path / "g")),
+        ("machine", "stats", "--name", "s1", "--json"),
+    ):
         assert sim.error(*args) == {"code": "SMOLVM_ERROR", "message": msg}
-    for args in (("machine", "status", "--name", "nope"), ("machine", "start", "--name", "nope"),
-                 ("machine", "exec", "--name", "nope", "--", "true"),
-                 ("machine", "delete", "--name", "nope", "-f")):
+    for args in (
+        ("machine", "status", "--name", "nope"),
+        ("machine", "start", "--name", "nope"),
+        ("machine", "exec", "--name", "nope", "--", "true"),
+        ("machine", "delete", "--name", "nope", "-f"),
+    ):
         assert sim.error(*args) == {"code": "NOT_FOUND", "message": "vm not found: nope"}
     sim.ok("machine", "start", "--name", "s1")
     err = sim.error("machine", "update", "--name", "s1", "--cpus", "2")
     assert err["code"] == "CONFIG_ERROR" and "is running" in err["message"]
-    text = subprocess.run([sim.binary, "--state-dir", str(sim.state_dir), "machine", "status",
-                           "--name", "nope"], capture_output=True, text=True)
+    text = subprocess.run(
+        [sim.binary, "--state-dir", str(sim.state_dir), "machine", "status", "--name", "nope"],
+        capture_output=True,
+        text=True,
+    )
     assert text.returncode == 1 and text.stderr.strip() == "Error: vm not found: nope"
 
 
@@ -265,8 +328,10 @@ def test_delete_stops_running_machine(sim: Sim, free_port) -> None:
     sim.ok("machine", "start", "--name", "d1")
     init_pid = sim.status("d1")["pid"]
     sim.ok("machine", "delete", "--name", "d1", "--force")
-    assert not Path(f"/proc/{init_pid}").exists() or \
-        Path(f"/proc/{init_pid}/stat").read_text().split(") ")[1][0] == "Z"
+    assert (
+        not Path(f"/proc/{init_pid}").exists()
+        or Path(f"/proc/{init_pid}/stat").read_text().split(") ")[1][0] == "Z"
+    )
     assert json.loads(sim.ok("machine", "ls", "--json")) == []
     probe = socket.socket()
     probe.bind(("127.0.0.1", port))  # the forwarder released the host port
@@ -286,15 +351,18 @@ def test_eight_concurrent_creates(sim: Sim) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert all(r.returncode == 0 for r in results.values()), \
-        {n: r.stderr for n, r in results.items() if r.returncode}
+    assert all(r.returncode == 0 for r in results.values()), {
+        n: r.stderr for n, r in results.items() if r.returncode
+    }
     listed = json.loads(sim.ok("machine", "ls", "--json"))
     assert sorted(m["name"] for m in listed) == names
     assert all(m["labels"] == {"n": m["name"]} for m in listed)
 
     dup: list[subprocess.CompletedProcess] = []
-    racers = [threading.Thread(target=lambda: dup.append(
-        sim.run("machine", "create", "--name", "race"))) for _ in range(4)]
+    racers = [
+        threading.Thread(target=lambda: dup.append(sim.run("machine", "create", "--name", "race")))
+        for _ in range(4)
+    ]
     sim.made.add("race")
     for t in racers:
         t.start()

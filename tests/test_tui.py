@@ -10,15 +10,20 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import SIM_RECIPE
 from textual.css.query import NoMatches
 from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import Button, Input
-
-from conftest import SIM_RECIPE
 from tui_fakes import frozen_clock
+
 from hbtui.tui.app import HbtuiApp
-from hbtui.tui.screens.dialogs import (DeleteDialog, ExtractDialog, LoadDialog, NewBoxDialog,
-                                      SaveDialog)
+from hbtui.tui.screens.dialogs import (
+    DeleteDialog,
+    ExtractDialog,
+    LoadDialog,
+    NewBoxDialog,
+    SaveDialog,
+)
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.main import KEYS
 from hbtui.tui.widgets.port_grid import PortGrid
@@ -39,13 +44,16 @@ async def until(pilot, predicate, timeout: float = 10.0, what=None) -> None:
 
     while not holds():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what() if callable(what) else what or predicate}")
+            raise AssertionError(
+                f"timed out waiting for {what() if callable(what) else what or predicate}"
+            )
         await pilot.pause(0.05)
 
 
 def make_app(service, **kwargs) -> HbtuiApp:
-    return HbtuiApp(service, clock=frozen_clock, refresh_seconds=kwargs.pop("refresh", 0.5),
-                    **kwargs)
+    return HbtuiApp(
+        service, clock=frozen_clock, refresh_seconds=kwargs.pop("refresh", 0.5), **kwargs
+    )
 
 
 def notes(app) -> list[str]:
@@ -76,6 +84,7 @@ class SuspendableDriver(HeadlessDriver):
 
 # -- with fixed data ------------------------------------------------------------------------
 
+
 async def test_rows_update_in_place_and_keep_the_cursor(static_service):
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
@@ -84,13 +93,17 @@ async def test_rows_update_in_place_and_keep_the_cursor(static_service):
         assert app.main.table.selected_key() == ("local", "beta")
         before = app.main.table.cursor_row
         from dataclasses import replace
+
         boxes = static_service.boxes
         boxes[1] = replace(boxes[1], state="running")
         boxes.append(replace(boxes[0], name="aardvark", port=4799))
         calls = static_service.list_calls
         await pilot.press("r")
-        await until(pilot, lambda: static_service.list_calls > calls and
-                    app.main.table.row_count == 5, what="refresh")
+        await until(
+            pilot,
+            lambda: static_service.list_calls > calls and app.main.table.row_count == 5,
+            what="refresh",
+        )
         assert app.main.table.selected_key() == ("local", "beta")
         assert app.main.table.cursor_row == before + 1  # aardvark sorts above
         assert cell(app, "local/beta", "state") == "running"
@@ -147,8 +160,11 @@ async def test_new_box_streams_its_log_and_steps(static_service):
         await pilot.press("backspace", "backspace", "backspace", "backspace", *"echo", "enter")
         await until(pilot, lambda: app.main.log_pane.key == ("local", "echo"))
         activity = app.activities[("local", "echo")]
-        await until(pilot, lambda: activity.step is not None and activity.running,
-                    what="a step while running")
+        await until(
+            pilot,
+            lambda: activity.step is not None and activity.running,
+            what="a step while running",
+        )
         await until(pilot, lambda: not activity.running, what="new to finish")
         await until(pilot, lambda: app.main.table.selected_key() == ("local", "echo"))
         assert activity.step.index == 3 and not activity.error
@@ -293,8 +309,9 @@ async def test_save_dialog_shows_bytes_and_can_finish(static_service, tmp_path):
         dialog.query_one("#passphrase2", Input).value = "pw1"
         dialog.query_one("#passphrase2", Input).focus()
         await pilot.press("enter")
-        await until(pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()),
-                    what="byte counts")
+        await until(
+            pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()), what="byte counts"
+        )
         assert dialog.query_one("#passphrase", Input).value == ""  # wiped once used
         await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
         assert "save done" in app.activities[("local", "alpha")].lines[-1]
@@ -316,19 +333,32 @@ async def test_load_dialog_makes_the_box_and_follows_it(static_service, tmp_path
         dialog.query_one("#passphrase", Input).value = "correct horse"
         dialog.query_one("#name", Input).value = "copy"
         await pilot.click("#ok")
-        await until(pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()),
-                    what="byte counts")
+        await until(
+            pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()), what="byte counts"
+        )
         assert dialog.query_one("#progress").display
         assert dialog.query_one("#passphrase", Input).value == ""  # wiped once used
         await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
-        assert static_service.calls[-1] == ("load", archive, "copy", "local", b"correct horse",
-                                            None)
-        await until(pilot, lambda: app.main.table.selected_key() == ("local", "copy"),
-                    what="the new box selected")
+        assert static_service.calls[-1] == (
+            "load",
+            archive,
+            "copy",
+            "local",
+            b"correct horse",
+            None,
+        )
+        await until(
+            pilot,
+            lambda: app.main.table.selected_key() == ("local", "copy"),
+            what="the new box selected",
+        )
         assert app.main.log_pane.key == ("local", "copy")
         assert "load done" in app.activities[("local", "copy")].lines[-1]
-        await until(pilot, lambda: any("load copy: done" in n for n in notes(app)),
-                    what="the done notification")
+        await until(
+            pilot,
+            lambda: any("load copy: done" in n for n in notes(app)),
+            what="the done notification",
+        )
 
 
 async def test_extract_dialog_unpacks_and_says_where(static_service, tmp_path, monkeypatch):
@@ -349,14 +379,18 @@ async def test_extract_dialog_unpacks_and_says_where(static_service, tmp_path, m
         dialog.query_one("#passphrase", Input).value = "pw"
         dialog.query_one("#passphrase", Input).focus()
         await pilot.press("enter")
-        await until(pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()),
-                    what="byte counts")
+        await until(
+            pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()), what="byte counts"
+        )
         assert "unpacking" in str(dialog.query_one("#rate").render())
         await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
         dest = Path("~/unpacked").expanduser()
         assert static_service.calls[-1] == ("extract", archive, dest, b"pw")
-        await until(pilot, lambda: any(f"extracted into {dest}" in n for n in notes(app)),
-                    what="where it went")
+        await until(
+            pilot,
+            lambda: any(f"extracted into {dest}" in n for n in notes(app)),
+            what="where it went",
+        )
         assert app.main.table.row_count == 4  # no box made
 
 
@@ -448,9 +482,12 @@ sim = pytest.mark.sim
 
 
 async def wait_ready(pilot, app, key: str, timeout: float = 180) -> None:
-    await until(pilot, lambda: key in app.main.table.views and
-                app.main.table.views[key].provisioning == "ready", timeout=timeout,
-                what=f"{key} ready")
+    await until(
+        pilot,
+        lambda: key in app.main.table.views and app.main.table.views[key].provisioning == "ready",
+        timeout=timeout,
+        what=f"{key} ready",
+    )
 
 
 @sim
@@ -461,8 +498,13 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service):
         launched.append(argv)
         return 0
 
-    app = HbtuiApp(sim_service, recipe=SIM_RECIPE, launcher=launcher, refresh_seconds=0.5,
-                   driver_class=SuspendableDriver)
+    app = HbtuiApp(
+        sim_service,
+        recipe=SIM_RECIPE,
+        launcher=launcher,
+        refresh_seconds=0.5,
+        driver_class=SuspendableDriver,
+    )
     async with app.run_test(size=SIZE, headless=False) as pilot:
         await until(pilot, lambda: app.listing is not None, timeout=30)
         await pilot.press("n")
@@ -489,14 +531,23 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service):
         assert len(app.main.log_pane.log_view.lines) > 5
         app.main.table.select(key)
         await pilot.press("x")
-        await until(pilot, lambda: app.main.table.views["local/s1"].state == "stopped" and
-                    not activity.running,
-                    timeout=60, what=lambda: "the box to stop; its log:\n" + "\n".join(
-                        list(activity.lines)[-30:]) + f"\nnotes: {notes(app)}")
+        await until(
+            pilot,
+            lambda: app.main.table.views["local/s1"].state == "stopped" and not activity.running,
+            timeout=60,
+            what=lambda: (
+                "the box to stop; its log:\n"
+                + "\n".join(list(activity.lines)[-30:])
+                + f"\nnotes: {notes(app)}"
+            ),
+        )
         await pilot.press("s")
-        await until(pilot, lambda: app.main.table.views["local/s1"].state == "running" and
-                    not activity.running, timeout=120,
-                    what=lambda: "the box to start; its log:\n" + "\n".join(list(activity.lines)[-30:]))
+        await until(
+            pilot,
+            lambda: app.main.table.views["local/s1"].state == "running" and not activity.running,
+            timeout=120,
+            what=lambda: "the box to start; its log:\n" + "\n".join(list(activity.lines)[-30:]),
+        )
         await pilot.press("enter")
         await until(pilot, lambda: launched, timeout=60)
         assert "hb-as-agent" in " ".join(launched[0]) and "--tmux" in launched[0]

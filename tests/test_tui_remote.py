@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 
+from tui_fakes import StaticService, frozen_clock
+
 import hbtui.remote
 from hbtui.tui.app import HbtuiApp
-from tui_fakes import StaticService, frozen_clock
 
 
 async def until(pilot, predicate, timeout: float = 10.0) -> None:
@@ -25,6 +26,7 @@ async def test_a_remote_box_opens_through_one_kept_forward(tmp_path, monkeypatch
 
         async def close() -> None:
             closed.append(name)
+
         return f"http://127.0.0.1:{40000 + len(made)}/", close
 
     monkeypatch.setattr(hbtui.remote, "open_forward", fake_forward)

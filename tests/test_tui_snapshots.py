@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Input
-
 from tui_fakes import StaticService, frozen_clock
+
 from hbtui.events import LogLine, Phase, Step
 from hbtui.tui.app import HbtuiApp
 
@@ -24,10 +24,14 @@ async def settle(pilot) -> None:
         await pilot.pause(0.05)
     activity = app.activities[("local", "alpha")]
     activity.begin("repair")
-    for event in (Phase("copying the recipe into the box"), Step(2, 6, "agent-user"),
-                  LogLine("\x1b[32m✓\x1b[0m user agent exists"),
-                  LogLine("\x1b[33mwarning:\x1b[0m /data already populated, keeping it"),
-                  Step(3, 6, "agent-tools"), LogLine("installing \x1b[1mtmux\x1b[0m 3.4")):
+    for event in (
+        Phase("copying the recipe into the box"),
+        Step(2, 6, "agent-user"),
+        LogLine("\x1b[32m✓\x1b[0m user agent exists"),
+        LogLine("\x1b[33mwarning:\x1b[0m /data already populated, keeping it"),
+        Step(3, 6, "agent-tools"),
+        LogLine("installing \x1b[1mtmux\x1b[0m 3.4"),
+    ):
         activity.apply(event)
     app.mark_dirty(("local", "alpha"))
     await pilot.pause(0.3)

@@ -8,11 +8,12 @@ import subprocess
 import time
 
 import pytest
-
 from conftest import HBTUI_BIN, SIM_RECIPE
 
-pytestmark = [pytest.mark.sim,
-              pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
+pytestmark = [
+    pytest.mark.sim,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
+]
 
 
 # A private tmux server, one per test process: no one else's options, sessions or kill-server.
@@ -24,8 +25,9 @@ CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES"
 
 
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True,
-                          check=True, env=CLEAN_ENV).stdout
+    return subprocess.run(
+        ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True, env=CLEAN_ENV
+    ).stdout
 
 
 def wait_screen(session: str, predicate, timeout: float, what: str) -> str:
@@ -42,8 +44,12 @@ def wait_screen(session: str, predicate, timeout: float, what: str) -> str:
 def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path):
     session = f"hbtui-{tmp_path.name}"[:40]
     env = dict(sim_env, TERM="xterm-256color", HBTUI_RECIPE=str(SIM_RECIPE))
-    env_args = [arg for key, value in env.items() if key.startswith(("HBTUI", "PATH", "TERM"))
-                for arg in ("-e", f"{key}={value}")]
+    env_args = [
+        arg
+        for key, value in env.items()
+        if key.startswith(("HBTUI", "PATH", "TERM"))
+        for arg in ("-e", f"{key}={value}")
+    ]
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, HBTUI_BIN)
     try:
         wait_screen(session, lambda s: "Provisioning" in s and "Help" in s, 30, "the dashboard")
@@ -52,15 +58,22 @@ def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path)
         tmux("send-keys", "-t", session, "-l", "tmuxbox")
         tmux("send-keys", "-t", session, "Enter")
         wait_screen(session, lambda s: "step " in s, 60, "live provisioning steps")
-        screen = wait_screen(session, lambda s: any("tmuxbox" in line and "ready" in line
-                                                    for line in s.splitlines()), 240,
-                             "tmuxbox ready")
+        screen = wait_screen(
+            session,
+            lambda s: any("tmuxbox" in line and "ready" in line for line in s.splitlines()),
+            240,
+            "tmuxbox ready",
+        )
         assert "running" in next(line for line in screen.splitlines() if "tmuxbox" in line)
         tmux("send-keys", "-t", session, "q")
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            if subprocess.run(["tmux", "-L", SOCKET, "has-session", "-t", session],
-                              capture_output=True).returncode != 0:
+            if (
+                subprocess.run(
+                    ["tmux", "-L", SOCKET, "has-session", "-t", session], capture_output=True
+                ).returncode
+                != 0
+            ):
                 break
             time.sleep(0.2)
         else:

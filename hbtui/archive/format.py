@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -206,7 +206,9 @@ class Argon2idParams:
                 f"{8 * self.lanes}..{ARGON2_MAX_MEMORY_KIB} KiB"
             )
         if self.iterations * self.memory_kib > ARGON2_MAX_WORK_KIB:
-            raise KdfLimitExceeded("argon2id cost (iterations * memory) is above the reader's limit")
+            raise KdfLimitExceeded(
+                "argon2id cost (iterations * memory) is above the reader's limit"
+            )
 
     def derive(self, passphrase: bytes, salt: bytes) -> bytes:
         return _Argon2id(
@@ -221,7 +223,7 @@ class Argon2idParams:
         return f"argon2id t={self.iterations} m={self.memory_kib}KiB p={self.lanes}"
 
 
-KdfParams = Union[ScryptParams, Argon2idParams]
+KdfParams = ScryptParams | Argon2idParams
 
 #: RFC 9106's second recommended setting: about 0.12 s and 64 MiB on a 2-vCPU Xeon.
 DEFAULT_KDF: KdfParams = Argon2idParams()
@@ -356,7 +358,9 @@ def _parse_header(raw: bytes) -> _Parsed:
     if raw[: min(n, 4)] != MAGIC[: min(n, 4)]:
         raise NotAnArchive("not an hbtui archive (bad magic)")
     if n < HEADER_SIZE:
-        raise ArchiveTruncated(f"the archive is cut short inside its header ({n} of {HEADER_SIZE} bytes)")
+        raise ArchiveTruncated(
+            f"the archive is cut short inside its header ({n} of {HEADER_SIZE} bytes)"
+        )
     version, aead, kdf_id, chunk_exp = raw[4], raw[5], raw[6], raw[7]
     if version != VERSION:
         raise UnsupportedArchive(
@@ -381,7 +385,9 @@ def _open_header(parsed: _Parsed, passphrase: bytes) -> bytes:
     wrap_nonce = raw[_OFF_WRAP_NONCE:_OFF_WRAPPED_KEY]
     kek = parsed.kdf.derive(bytes(passphrase), KEK_SALT_LABEL + kdf_salt)
     try:
-        file_key = AESGCM(kek).decrypt(wrap_nonce, raw[_OFF_WRAPPED_KEY:_OFF_MAC], raw[:_OFF_WRAPPED_KEY])
+        file_key = AESGCM(kek).decrypt(
+            wrap_nonce, raw[_OFF_WRAPPED_KEY:_OFF_MAC], raw[:_OFF_WRAPPED_KEY]
+        )
     except InvalidTag:
         raise WrongPassphrase("wrong passphrase (or the archive's key block is damaged)") from None
     mac = hmac.new(_mac_key(file_key), raw[:_OFF_MAC], sha256).digest()
@@ -596,7 +602,9 @@ def encrypt_stream(
     _randomness: Randomness | None = None,
 ) -> int:
     """Encrypt all of `src` into `dst`; return the plaintext byte count."""
-    enc = Encryptor(dst, passphrase, chunk_size=chunk_size, kdf=kdf, progress=progress, _randomness=_randomness)
+    enc = Encryptor(
+        dst, passphrase, chunk_size=chunk_size, kdf=kdf, progress=progress, _randomness=_randomness
+    )
     n = enc.feed_from(src)
     enc.finish()
     return n
@@ -619,7 +627,9 @@ class Decryptor:
     the cumulative number of archive bytes consumed.
     """
 
-    def __init__(self, src: BinaryIO, passphrase: bytes, *, progress: Progress | None = None) -> None:
+    def __init__(
+        self, src: BinaryIO, passphrase: bytes, *, progress: Progress | None = None
+    ) -> None:
         _check_passphrase(passphrase)
         raw = bytearray(HEADER_SIZE)
         n = _readfull(src, memoryview(raw))
@@ -674,7 +684,9 @@ class Decryptor:
                         f"chunk {counter} failed authentication (the archive is damaged or truncated)"
                     )
                 if n == TAG_SIZE and counter > 0:
-                    raise ArchiveCorrupt(f"chunk {counter} is an empty final chunk, which is not allowed")
+                    raise ArchiveCorrupt(
+                        f"chunk {counter} is an empty final chunk, which is not allowed"
+                    )
             else:
                 if not self._open_chunk(counter, data, out, False):
                     if self._open_chunk(counter, data, out, True):
@@ -696,7 +708,9 @@ class Decryptor:
             n = m
 
 
-def decrypt_stream(src: BinaryIO, dst: BinaryIO, passphrase: bytes, progress: Progress | None = None) -> int:
+def decrypt_stream(
+    src: BinaryIO, dst: BinaryIO, passphrase: bytes, progress: Progress | None = None
+) -> int:
     """Decrypt `src` into `dst`; return the plaintext byte count.
 
     Header problems raise before anything is written. A damaged or truncated
@@ -836,7 +850,9 @@ def encrypt_file(
 ) -> int:
     """Encrypt a file into a new archive at `dst_path` (0600, atomic)."""
     with open(src_path, "rb", buffering=0) as src:
-        with create_archive(dst_path, passphrase, chunk_size=chunk_size, kdf=kdf, progress=progress) as enc:
+        with create_archive(
+            dst_path, passphrase, chunk_size=chunk_size, kdf=kdf, progress=progress
+        ) as enc:
             return enc.feed_from(src)
 
 
@@ -852,7 +868,9 @@ def decrypt_file(
         return decrypt_stream(src, dst, passphrase, progress)
 
 
-def verify_file(src_path: str | os.PathLike[str], passphrase: bytes, progress: Progress | None = None) -> int:
+def verify_file(
+    src_path: str | os.PathLike[str], passphrase: bytes, progress: Progress | None = None
+) -> int:
     """Authenticate a whole archive file; return its plaintext size."""
     with open(src_path, "rb", buffering=0) as src:
         return verify_stream(src, passphrase, progress)

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from hbtui.archive._proc import last_line, need
-from hbtui.environment import child_env
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, NotAnArchive, WrongPassphrase
 from hbtui.archive.safetar import TarSummary, _run_extract, _run_validate, _Source
+from hbtui.environment import child_env
 
 __all__ = ["LEGACY_SUFFIX", "is_legacy", "extract_legacy", "validate_legacy", "decrypt_legacy"]
 
@@ -60,7 +60,9 @@ class _GpgProcess:
         if not passphrase:
             raise ArchiveError("the passphrase is empty")
         if b"\n" in passphrase or b"\r" in passphrase:
-            raise ArchiveError("the passphrase contains a line break, which gpg cannot read from a pipe")
+            raise ArchiveError(
+                "the passphrase contains a line break, which gpg cannot read from a pipe"
+            )
         if not os.path.isfile(path):
             raise ArchiveError(f"no such backup: {str(path)!r}")
         gpg = need("gpg", "it decrypts backups of the old box tool")
@@ -170,15 +172,22 @@ class _LegacySource(_Source):
         return self._gpg.stop()
 
 
-def extract_legacy(path: str | os.PathLike[str], dest: str | os.PathLike[str], passphrase: bytes, *,
-                   allow_external_symlinks: bool = False) -> TarSummary:
+def extract_legacy(
+    path: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    passphrase: bytes,
+    *,
+    allow_external_symlinks: bool = False,
+) -> TarSummary:
     """Decrypt and safely extract an old-tool backup into the new folder `dest`."""
     if os.path.lexists(dest):
         raise ArchiveError(f"the destination {str(dest)!r} already exists")
     return _run_extract(_LegacySource(path, passphrase), Path(dest), allow_external_symlinks)
 
 
-def validate_legacy(path: str | os.PathLike[str], passphrase: bytes, *, allow_external_symlinks: bool = False) -> TarSummary:
+def validate_legacy(
+    path: str | os.PathLike[str], passphrase: bytes, *, allow_external_symlinks: bool = False
+) -> TarSummary:
     """Decrypt an old-tool backup and check its tar against the extraction policy, writing nothing."""
     return _run_validate(_LegacySource(path, passphrase), allow_external_symlinks)
 

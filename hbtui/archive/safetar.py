@@ -39,9 +39,17 @@ from pathlib import Path
 from typing import BinaryIO
 
 from hbtui.archive._proc import last_line, need
-from hbtui.environment import child_env
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, UnsafeArchive
-from hbtui.archive.format import DEFAULT_CHUNK_SIZE, DEFAULT_KDF, Decryptor, KdfParams, Progress, atomic_output, Encryptor
+from hbtui.archive.format import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_KDF,
+    Decryptor,
+    Encryptor,
+    KdfParams,
+    Progress,
+    atomic_output,
+)
+from hbtui.environment import child_env
 
 __all__ = [
     "TarSummary",
@@ -124,7 +132,9 @@ class _Policy:
             raise UnsafeArchive(f"refusing symlink {path!r} with an absolute target {target!r}")
         parent = path.split("/")[:-1]
         if not self._resolve(parent, target):
-            raise UnsafeArchive(f"refusing symlink {path!r} -> {target!r}: it points outside the destination")
+            raise UnsafeArchive(
+                f"refusing symlink {path!r} -> {target!r}: it points outside the destination"
+            )
 
     def check(self, m: tarfile.TarInfo) -> tuple[str, str]:
         """Return (normalised path, kind) or raise UnsafeArchive."""
@@ -154,7 +164,9 @@ class _Policy:
             prefix = "/".join(parts[:i])
             k = self.kinds.get(prefix)
             if k == "symlink":
-                raise UnsafeArchive(f"refusing {m.name!r}: it would be written through the symlink {prefix!r}")
+                raise UnsafeArchive(
+                    f"refusing {m.name!r}: it would be written through the symlink {prefix!r}"
+                )
             if k == "file":
                 raise UnsafeArchive(f"refusing {m.name!r}: its parent {prefix!r} is a file")
         old = self.kinds.get(path)
@@ -224,7 +236,11 @@ def _drain(reader: BinaryIO) -> None:
             return
 
 
-def _walk(reader: BinaryIO, policy: _Policy, on_entry: Callable[[tarfile.TarFile, tarfile.TarInfo, str, str], None]) -> None:
+def _walk(
+    reader: BinaryIO,
+    policy: _Policy,
+    on_entry: Callable[[tarfile.TarFile, tarfile.TarInfo, str, str], None],
+) -> None:
     tf, it = _members(reader)
     try:
         while True:
@@ -289,13 +305,17 @@ class _Extractor:
             try:
                 st = os.lstat(target)
                 if not stat.S_ISDIR(st.st_mode):
-                    raise UnsafeArchive(f"refusing directory {m.name!r}: it would replace a file or link")
+                    raise UnsafeArchive(
+                        f"refusing directory {m.name!r}: it would replace a file or link"
+                    )
             except FileNotFoundError:
                 os.mkdir(target, 0o700)
             self.dirs.append((target, m.mode, m.mtime))
         elif kind == "file":
             self._clear(target)
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = os.open(
+                target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
             try:
                 src = tf.extractfile(m)
                 if src is None:
@@ -326,7 +346,9 @@ class _Extractor:
             src_path = self.root / _norm(m.linkname, "hardlink target")
             st = os.lstat(src_path)
             if not stat.S_ISREG(st.st_mode):
-                raise UnsafeArchive(f"refusing hardlink {m.name!r}: its target is not a regular file")
+                raise UnsafeArchive(
+                    f"refusing hardlink {m.name!r}: its target is not a regular file"
+                )
             self._clear(target)
             os.link(src_path, target, follow_symlinks=False)
 
@@ -388,7 +410,11 @@ def _run_extract(source: _Source, dest: Path, allow_external_symlinks: bool) -> 
     except BaseException as e:
         root = source.abort()
         _rmtree(tmp)
-        if root is not None and not isinstance(e, (UnsafeArchive, KeyboardInterrupt)) and root is not e:
+        if (
+            root is not None
+            and not isinstance(e, (UnsafeArchive, KeyboardInterrupt))
+            and root is not e
+        ):
             raise root from None
         raise
 
@@ -401,12 +427,18 @@ def _run_validate(source: _Source, allow_external_symlinks: bool) -> TarSummary:
         return policy.summary
     except BaseException as e:
         root = source.abort()
-        if root is not None and not isinstance(e, (UnsafeArchive, KeyboardInterrupt)) and root is not e:
+        if (
+            root is not None
+            and not isinstance(e, (UnsafeArchive, KeyboardInterrupt))
+            and root is not e
+        ):
             raise root from None
         raise
 
 
-def extract_tar(reader: BinaryIO, dest: str | os.PathLike[str], *, allow_external_symlinks: bool = False) -> TarSummary:
+def extract_tar(
+    reader: BinaryIO, dest: str | os.PathLike[str], *, allow_external_symlinks: bool = False
+) -> TarSummary:
     """Extract a plain (uncompressed) tar stream into the new folder `dest`."""
     return _run_extract(_PlainSource(reader), Path(dest), allow_external_symlinks)
 
@@ -581,9 +613,15 @@ def pack_dir(
     env = child_env()
     terr = tempfile.TemporaryFile()
     zerr = tempfile.TemporaryFile()
-    tproc = subprocess.Popen([tar, "-C", str(src_dir), "-cf", "-", "."], stdout=subprocess.PIPE, stderr=terr, env=env)
+    tproc = subprocess.Popen(
+        [tar, "-C", str(src_dir), "-cf", "-", "."], stdout=subprocess.PIPE, stderr=terr, env=env
+    )
     zproc = subprocess.Popen(
-        [zstd, "-T0", f"-{zstd_level}", "-q", "-c"], stdin=tproc.stdout, stdout=subprocess.PIPE, stderr=zerr, env=env
+        [zstd, "-T0", f"-{zstd_level}", "-q", "-c"],
+        stdin=tproc.stdout,
+        stdout=subprocess.PIPE,
+        stderr=zerr,
+        env=env,
     )
     assert tproc.stdout is not None and zproc.stdout is not None
     tproc.stdout.close()

@@ -21,16 +21,15 @@ import contextlib
 import os
 import shlex
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hbtui.archive.format import Decryptor, create_archive, is_hbx, read_header, verify_file
+from hbtui.core.boxes import BOX, ORPHAN
 from hbtui.core.registry import FAILED, LOCAL, READY, utc_now
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
-
-from hbtui.core.boxes import BOX, ORPHAN
 
 if TYPE_CHECKING:
     from hbtui.core.boxes import BoxService, BoxView
@@ -59,74 +58,91 @@ def _save_script(part_bytes: int) -> str:
     # split runs the filter once per part, sequentially: the filter publishes
     # the part under its final name, announces it, then blocks until the host
     # deletes it. That stalls the pipe, so tar waits too.
-    announce = (f'f=$FILE; cat > "$f.tmp" && mv "$f.tmp" "$f" && '
-                f'echo "{PART_TAG} $f $(stat -c %s "$f")" && '
-                'while [ -e "$f" ]; do sleep 0.05; done')
-    return "\n".join([
-        "set -euo pipefail",
-        f"rm -rf {SAVE_DIR} && mkdir -m 700 {SAVE_DIR}",
-        f"echo \"{READ_TAG} total $(du -sb /data | cut -f1)\"",
-        "exec 3>&1",
-        # The quiesce marker save itself set is not part of the box's state.
-        (f"tar -C /data --numeric-owner --exclude=./{QUIESCE_MARKER} "
-         f"--checkpoint={CHECKPOINT_RECORDS} "
-         f"--checkpoint-action=echo='{READ_TAG} %u' -cf - . 2>&3 "
-         f"| zstd -T0 -q -c | split -b {part_bytes} -a 6 -d "
-         f"--filter={shlex.quote(announce)} - {SAVE_DIR}/part-"),
-        f"rm -rf {SAVE_DIR}",
-    ])
+    announce = (
+        f'f=$FILE; cat > "$f.tmp" && mv "$f.tmp" "$f" && '
+        f'echo "{PART_TAG} $f $(stat -c %s "$f")" && '
+        'while [ -e "$f" ]; do sleep 0.05; done'
+    )
+    return "\n".join(
+        [
+            "set -euo pipefail",
+            f"rm -rf {SAVE_DIR} && mkdir -m 700 {SAVE_DIR}",
+            f'echo "{READ_TAG} total $(du -sb /data | cut -f1)"',
+            "exec 3>&1",
+            # The quiesce marker save itself set is not part of the box's state.
+            (
+                f"tar -C /data --numeric-owner --exclude=./{QUIESCE_MARKER} "
+                f"--checkpoint={CHECKPOINT_RECORDS} "
+                f"--checkpoint-action=echo='{READ_TAG} %u' -cf - . 2>&3 "
+                f"| zstd -T0 -q -c | split -b {part_bytes} -a 6 -d "
+                f"--filter={shlex.quote(announce)} - {SAVE_DIR}/part-"
+            ),
+            f"rm -rf {SAVE_DIR}",
+        ]
+    )
 
 
 def _load_script() -> str:
     # Parts arrive as part-000000, part-000001, ...; `end` says no more will.
     # Each is consumed and deleted before the host sends the next one.
-    feed = "\n".join([
-        "i=0",
-        "while :; do",
-        f'  f=$(printf "{LOAD_DIR}/part-%06d" "$i")',
-        f'  while [ ! -e "$f" ] && [ ! -e {LOAD_DIR}/end ]; do sleep 0.05; done',
-        '  [ -e "$f" ] || break',
-        '  cat "$f"; rm -f "$f"',
-        f'  echo "{TAKEN_TAG} $i" >&3',
-        "  i=$((i+1))",
-        "done",
-    ])
-    return "\n".join([
-        "set -euo pipefail",
-        "exec 3>&1",
-        f"mkdir -p {LOAD_DIR}/data",
-        f"{{\n{feed}\n}} | zstd -d -q -c | tar -C {LOAD_DIR}/data --numeric-owner -xpf -",
-        # Swap the unpacked tree in: same file system, so these are renames.
-        "find /data -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +",
-        f"find {LOAD_DIR}/data -mindepth 1 -maxdepth 1 -exec mv -t /data -- {{}} +",
-        f"rm -rf {LOAD_DIR}",
-        # An archive may predate parts of the /data layout every box has (an old
-        # backup without logs/); and the agent's home is the agent's, whatever
-        # uid made the archive.
-        "if id agent >/dev/null 2>&1; then",
-        "  install -d -m 0755 /data/home",
-        "  install -d -m 0755 -o agent -g agent /data/logs",
-        "  install -d -m 0750 -o agent -g agent /data/home/agent",
-        "  install -d -o agent -g agent /data/home/agent/workspace",
-        "  chown -R agent:agent /data/home/agent",
-        "fi",
-        "echo ::hbtui-unpacked::",
-    ])
+    feed = "\n".join(
+        [
+            "i=0",
+            "while :; do",
+            f'  f=$(printf "{LOAD_DIR}/part-%06d" "$i")',
+            f'  while [ ! -e "$f" ] && [ ! -e {LOAD_DIR}/end ]; do sleep 0.05; done',
+            '  [ -e "$f" ] || break',
+            '  cat "$f"; rm -f "$f"',
+            f'  echo "{TAKEN_TAG} $i" >&3',
+            "  i=$((i+1))",
+            "done",
+        ]
+    )
+    return "\n".join(
+        [
+            "set -euo pipefail",
+            "exec 3>&1",
+            f"mkdir -p {LOAD_DIR}/data",
+            f"{{\n{feed}\n}} | zstd -d -q -c | tar -C {LOAD_DIR}/data --numeric-owner -xpf -",
+            # Swap the unpacked tree in: same file system, so these are renames.
+            "find /data -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +",
+            f"find {LOAD_DIR}/data -mindepth 1 -maxdepth 1 -exec mv -t /data -- {{}} +",
+            f"rm -rf {LOAD_DIR}",
+            # An archive may predate parts of the /data layout every box has (an old
+            # backup without logs/); and the agent's home is the agent's, whatever
+            # uid made the archive.
+            "if id agent >/dev/null 2>&1; then",
+            "  install -d -m 0755 /data/home",
+            "  install -d -m 0755 -o agent -g agent /data/logs",
+            "  install -d -m 0750 -o agent -g agent /data/home/agent",
+            "  install -d -o agent -g agent /data/home/agent/workspace",
+            "  chown -R agent:agent /data/home/agent",
+            "fi",
+            "echo ::hbtui-unpacked::",
+        ]
+    )
 
 
-def default_archive_path(service: "BoxService", name: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+def default_archive_path(service: BoxService, name: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return service.config.backups_dir(service.paths) / f"{name}-{stamp}{ARCHIVE_SUFFIX}"
 
 
-async def _guest_rm(host: "Host", name: str, path: str) -> None:
+async def _guest_rm(host: Host, name: str, path: str) -> None:
     with contextlib.suppress(HbtuiError):
         await host.engine.exec(name, ["rm", "-rf", "--", path], timeout=60)
 
 
-async def save(service: "BoxService", name: str, host_name: str = LOCAL, *,
-               output: Path | None = None, passphrase: bytes, verify_after: bool = True,
-               report: Report = ignore) -> Path:
+async def save(
+    service: BoxService,
+    name: str,
+    host_name: str = LOCAL,
+    *,
+    output: Path | None = None,
+    passphrase: bytes,
+    verify_after: bool = True,
+    report: Report = ignore,
+) -> Path:
     view = await service.get(name, host_name)
     host = await service.host(host_name)
     if view.kind not in (BOX, ORPHAN):
@@ -160,8 +176,9 @@ async def save(service: "BoxService", name: str, host_name: str = LOCAL, *,
     return target
 
 
-async def _save_parts(host: "Host", name: str, target: Path, passphrase: bytes,
-                      part_bytes: int, report: Report) -> None:
+async def _save_parts(
+    host: Host, name: str, target: Path, passphrase: bytes, part_bytes: int, report: Report
+) -> None:
     report(Phase("packing /data (tar | zstd) and encrypting it part by part"))
     total_box: list[int | None] = [None]
     read = [0]
@@ -169,8 +186,7 @@ async def _save_parts(host: "Host", name: str, target: Path, passphrase: bytes,
     def progress(done: int) -> None:
         report(Transfer(max(done, read[0]), total_box[0], "saving"))
 
-    stream = host.engine.exec_stream(name, ["bash", "-c", _save_script(part_bytes)],
-                                     timeout=None)
+    stream = host.engine.exec_stream(name, ["bash", "-c", _save_script(part_bytes)], timeout=None)
     with tempfile.TemporaryDirectory(prefix="hbtui-save-") as tmp:
         local_part = Path(tmp) / "part"
         with create_archive(target, passphrase) as enc:
@@ -184,8 +200,9 @@ async def _save_parts(host: "Host", name: str, target: Path, passphrase: bytes,
                         progress(enc.plaintext_bytes)
                 elif line.startswith(PART_TAG):
                     _, guest_part, _size = line.split()
-                    await asyncio.wait_for(host.engine.cp_out(name, guest_part, local_part),
-                                           PART_TIMEOUT)
+                    await asyncio.wait_for(
+                        host.engine.cp_out(name, guest_part, local_part), PART_TIMEOUT
+                    )
                     await asyncio.to_thread(_feed_file, enc, local_part)
                     local_part.unlink()
                     await host.engine.exec(name, ["rm", "-f", "--", guest_part], timeout=60)
@@ -193,7 +210,9 @@ async def _save_parts(host: "Host", name: str, target: Path, passphrase: bytes,
                 elif line.strip():
                     report(Notice(f"guest: {line.strip()}"))
             if stream.returncode:
-                raise SaveFailed(f"packing /data in {name} failed (exit status {stream.returncode})")
+                raise SaveFailed(
+                    f"packing /data in {name} failed (exit status {stream.returncode})"
+                )
             await asyncio.to_thread(enc.finish)
 
 
@@ -230,8 +249,13 @@ class _PartSink:
     """A file-like sink, written by a worker thread, that cuts the plaintext into
     parts and hands each one to the event loop, waiting until it was consumed."""
 
-    def __init__(self, folder: Path, part_bytes: int, loop: asyncio.AbstractEventLoop,
-                 parts: "asyncio.Queue[Path | None]") -> None:
+    def __init__(
+        self,
+        folder: Path,
+        part_bytes: int,
+        loop: asyncio.AbstractEventLoop,
+        parts: asyncio.Queue[Path | None],
+    ) -> None:
         import threading
 
         self._folder = folder
@@ -330,8 +354,16 @@ def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSin
     sink.finish()
 
 
-async def load(service: "BoxService", archive: Path, name: str, host_name: str = LOCAL, *,
-               passphrase: bytes, recipe: Path | None = None, report: Report = ignore) -> "BoxView":
+async def load(
+    service: BoxService,
+    archive: Path,
+    name: str,
+    host_name: str = LOCAL,
+    *,
+    passphrase: bytes,
+    recipe: Path | None = None,
+    report: Report = ignore,
+) -> BoxView:
     from hbtui.core.names import check_name
 
     check_name(name)
@@ -348,8 +380,9 @@ async def load(service: "BoxService", archive: Path, name: str, host_name: str =
     report(Phase(f"decrypting and checking {archive.name} before creating anything"))
     await asyncio.to_thread(_check_contents, archive, kind, passphrase, progress)
 
-    view = await service.new(name, host_name=host_name, recipe=recipe, report=report,
-                             keep_provisioning=True)
+    view = await service.new(
+        name, host_name=host_name, recipe=recipe, report=report, keep_provisioning=True
+    )
     host = await service.host(host_name)
     try:
         await service._quiesce(host, name, report)
@@ -363,22 +396,36 @@ async def load(service: "BoxService", archive: Path, name: str, host_name: str =
         await asyncio.shield(_remove_quietly(service, name, host_name))
         if isinstance(exc, asyncio.CancelledError):
             from hbtui.errors import Cancelled
+
             raise Cancelled(f"cancelled: box {name!r} was removed") from None
         raise
     report(Phase(f"loaded {archive.name} into {name}"))
     return await service.get(name, host_name)
 
 
-async def _remove_quietly(service: "BoxService", name: str, host_name: str) -> None:
+async def _remove_quietly(service: BoxService, name: str, host_name: str) -> None:
     try:
         await service.remove(name, host_name)
     except HbtuiError:
-        await service.registry.update(name, host_name, status=FAILED, owner_pid=0,
-                                      error="load failed and the box could not be removed")
+        await service.registry.update(
+            name,
+            host_name,
+            status=FAILED,
+            owner_pid=0,
+            error="load failed and the box could not be removed",
+        )
 
 
-async def _restore_parts(service: "BoxService", host: "Host", name: str, archive: Path, kind: str,
-                         passphrase: bytes, size: int, report: Report) -> None:
+async def _restore_parts(
+    service: BoxService,
+    host: Host,
+    name: str,
+    archive: Path,
+    kind: str,
+    passphrase: bytes,
+    size: int,
+    report: Report,
+) -> None:
     report(Phase("copying /data into the box part by part"))
     loop = asyncio.get_running_loop()
     parts: asyncio.Queue[Path | None] = asyncio.Queue(maxsize=1)
@@ -405,8 +452,9 @@ async def _restore_parts(service: "BoxService", host: "Host", name: str, archive
 
     with tempfile.TemporaryDirectory(prefix="hbtui-load-") as tmp:
         sink = _PartSink(Path(tmp), part_bytes, loop, parts)
-        producer = asyncio.ensure_future(asyncio.to_thread(_write_plaintext, archive, kind,
-                                                           passphrase, sink))
+        producer = asyncio.ensure_future(
+            asyncio.to_thread(_write_plaintext, archive, kind, passphrase, sink)
+        )
         watcher = asyncio.ensure_future(watch())
         sent = 0
         try:
@@ -448,7 +496,7 @@ async def _restore_parts(service: "BoxService", host: "Host", name: str, archive
             raise
 
 
-async def _next_taken(taken: "asyncio.Queue[int]", watcher: "asyncio.Future[None]") -> int:
+async def _next_taken(taken: asyncio.Queue[int], watcher: asyncio.Future[None]) -> int:
     getter = asyncio.ensure_future(taken.get())
     done, _ = await asyncio.wait({getter, watcher}, return_when=asyncio.FIRST_COMPLETED)
     if getter in done:
@@ -461,8 +509,9 @@ async def _next_taken(taken: "asyncio.Queue[int]", watcher: "asyncio.Future[None
 # -- extract ---------------------------------------------------------------------------
 
 
-async def extract(archive: Path, dest: Path | None = None, *, passphrase: bytes,
-                  report: Report = ignore) -> Path:
+async def extract(
+    archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
+) -> Path:
     """Files only, no VM: unpack into DEST, which appears only if all verified."""
     from hbtui.archive.legacy import extract_legacy
     from hbtui.archive.safetar import extract_hbx

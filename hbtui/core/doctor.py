@@ -58,20 +58,28 @@ class Report:
         }
 
 
-def kvm_problems(dev: Path = Path("/dev/kvm"), sysmod: Path = Path("/sys/module"),
-                 euid: int | None = None) -> list[tuple[str, str]]:
+def kvm_problems(
+    dev: Path = Path("/dev/kvm"), sysmod: Path = Path("/sys/module"), euid: int | None = None
+) -> list[tuple[str, str]]:
     """Every known reason a Linux host cannot boot smolvm guests, each with its fix."""
     euid = os.geteuid() if euid is None else euid
     if not dev.exists():
-        return [("no /dev/kvm: KVM is not enabled on this host (or this is a container "
-                 "without the device)",
-                 "enable virtualisation in the firmware and load kvm_intel or kvm_amd")]
+        return [
+            (
+                "no /dev/kvm: KVM is not enabled on this host (or this is a container "
+                "without the device)",
+                "enable virtualisation in the firmware and load kvm_intel or kvm_amd",
+            )
+        ]
     problems = []
     if (sysmod / "kvm_pvm").exists():
-        problems.append((
-            "/dev/kvm is PVM, a paravirtual KVM nested inside another VM; smolvm's guest "
-            "kernel cannot boot on it (start fails with 'agent did not become ready')",
-            "run boxes on a host with hardware KVM or on a Mac, e.g. via hbtui hosts add"))
+        problems.append(
+            (
+                "/dev/kvm is PVM, a paravirtual KVM nested inside another VM; smolvm's guest "
+                "kernel cannot boot on it (start fails with 'agent did not become ready')",
+                "run boxes on a host with hardware KVM or on a Mac, e.g. via hbtui hosts add",
+            )
+        )
     st = dev.stat()
     if euid == 0:
         try:
@@ -79,27 +87,39 @@ def kvm_problems(dev: Path = Path("/dev/kvm"), sysmod: Path = Path("/sys/module"
         except KeyError:
             group = str(st.st_gid)
         if group != "kvm" or not st.st_mode & stat.S_IRGRP or not st.st_mode & stat.S_IWGRP:
-            problems.append((
-                f"/dev/kvm is {stat.filemode(st.st_mode)} {group}: smolvm runs each VM as uid "
-                f"{VM_UID}, which needs read-write access through group kvm "
-                "(start fails with KvmOpen(Error(13)))",
-                "groupadd -r kvm; chgrp kvm /dev/kvm; chmod 660 /dev/kvm"))
+            problems.append(
+                (
+                    f"/dev/kvm is {stat.filemode(st.st_mode)} {group}: smolvm runs each VM as uid "
+                    f"{VM_UID}, which needs read-write access through group kvm "
+                    "(start fails with KvmOpen(Error(13)))",
+                    "groupadd -r kvm; chgrp kvm /dev/kvm; chmod 660 /dev/kvm",
+                )
+            )
     elif not os.access(dev, os.R_OK | os.W_OK):
-        problems.append(("your user cannot read and write /dev/kvm",
-                         "sudo usermod -aG kvm $USER, then log out and back in"))
+        problems.append(
+            (
+                "your user cannot read and write /dev/kvm",
+                "sudo usermod -aG kvm $USER, then log out and back in",
+            )
+        )
     return problems
 
 
 def mac_problems() -> list[tuple[str, str]]:
     if platform.machine() != "arm64":
-        return [("smolvm on macOS needs Apple Silicon", "use an Apple Silicon Mac or a Linux KVM host")]
+        return [
+            ("smolvm on macOS needs Apple Silicon", "use an Apple Silicon Mac or a Linux KVM host")
+        ]
     try:
-        out = subprocess.run(["sysctl", "-n", "kern.hv_support"], capture_output=True,
-                             text=True, timeout=5).stdout.strip()
+        out = subprocess.run(
+            ["sysctl", "-n", "kern.hv_support"], capture_output=True, text=True, timeout=5
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return []
     if out != "1":
-        return [("Hypervisor.framework is not available (kern.hv_support=0)", "use macOS 11 or newer")]
+        return [
+            ("Hypervisor.framework is not available (kern.hv_support=0)", "use macOS 11 or newer")
+        ]
     return []
 
 
@@ -109,7 +129,9 @@ def boot_problems() -> list[tuple[str, str]]:
         return kvm_problems()
     if system == "Darwin":
         return mac_problems()
-    return [(f"smolvm does not run boxes on {system}", "use macOS on Apple Silicon or Linux with KVM")]
+    return [
+        (f"smolvm does not run boxes on {system}", "use macOS on Apple Silicon or Linux with KVM")
+    ]
 
 
 async def probe_boot(engine: Engine, timeout: float = 60.0) -> str | None:
@@ -117,8 +139,9 @@ async def probe_boot(engine: Engine, timeout: float = 60.0) -> str | None:
     state = tempfile.mkdtemp(prefix="hbtui-probe-")
     probe = Engine(engine.binary, state_dir=state, runner=engine.runner, timeout=timeout)
     try:
-        await probe.create(MachineSpec(name="hbtui-probe", image="alpine", cpus=1, memory_mib=256,
-                                       network=False))
+        await probe.create(
+            MachineSpec(name="hbtui-probe", image="alpine", cpus=1, memory_mib=256, network=False)
+        )
         await probe.start("hbtui-probe", timeout=timeout)
         return None
     except EngineError as exc:
@@ -141,12 +164,20 @@ async def run_doctor(paths: Paths, config: Config, *, probe: bool = False) -> Re
         report.engine_path = located.path
         report.engine_version = format_version(version)
         ok = version >= MIN_VERSION
-        report.checks.append(Check(
-            "engine", ok, f"smolvm {report.engine_version} at {located.path} ({located.source})",
-            fix="" if ok else f"pip install -U smolmachines (hbtui needs {format_version(MIN_VERSION)})"))
+        report.checks.append(
+            Check(
+                "engine",
+                ok,
+                f"smolvm {report.engine_version} at {located.path} ({located.source})",
+                fix=""
+                if ok
+                else f"pip install -U smolmachines (hbtui needs {format_version(MIN_VERSION)})",
+            )
+        )
     except EngineError as exc:
-        report.checks.append(Check("engine", False, str(exc),
-                                   fix="pip install smolmachines, or set HBTUI_SMOLVM"))
+        report.checks.append(
+            Check("engine", False, str(exc), fix="pip install smolmachines, or set HBTUI_SMOLVM")
+        )
 
     problems = boot_problems()
     if not problems and probe and engine is not None:
@@ -162,25 +193,43 @@ async def run_doctor(paths: Paths, config: Config, *, probe: bool = False) -> Re
     elif probe:
         report.checks.append(Check("boot", True, "a test guest booted"))
     else:
-        report.checks.append(Check("boot", True, "no known obstacle (run with --probe to try a real boot)"))
+        report.checks.append(
+            Check("boot", True, "no known obstacle (run with --probe to try a real boot)")
+        )
 
     state_dir = Path(config.engine_state_dir() or paths.data_dir)
     probe_dir = state_dir
     while not probe_dir.exists() and probe_dir != probe_dir.parent:
         probe_dir = probe_dir.parent
     free_gib = shutil.disk_usage(probe_dir).free / 2**30
-    report.checks.append(Check(
-        "disk", free_gib >= MIN_FREE_GIB, f"{free_gib:.1f} GiB free at {probe_dir}",
-        fix="" if free_gib >= MIN_FREE_GIB else f"a box needs several GiB; free at least {MIN_FREE_GIB} GiB"))
+    report.checks.append(
+        Check(
+            "disk",
+            free_gib >= MIN_FREE_GIB,
+            f"{free_gib:.1f} GiB free at {probe_dir}",
+            fix=""
+            if free_gib >= MIN_FREE_GIB
+            else f"a box needs several GiB; free at least {MIN_FREE_GIB} GiB",
+        )
+    )
 
-    tools = [("tar", True, "archives"), ("zstd", True, "save, load and extract"),
-             ("gpg", False, "loading the old tool's .tar.gz.gpg backups"),
-             ("ssh", False, "remote hosts (hbtui hosts)")]
+    tools = [
+        ("tar", True, "archives"),
+        ("zstd", True, "save, load and extract"),
+        ("gpg", False, "loading the old tool's .tar.gz.gpg backups"),
+        ("ssh", False, "remote hosts (hbtui hosts)"),
+    ]
     for tool, needed, why in tools:
         where = shutil.which(tool)
-        report.checks.append(Check(
-            tool, where is not None, f"{where}" if where else f"not found (needed for {why})",
-            needed=needed, fix="" if where else f"install {tool} (apt install {tool} / brew install {tool})"))
+        report.checks.append(
+            Check(
+                tool,
+                where is not None,
+                f"{where}" if where else f"not found (needed for {why})",
+                needed=needed,
+                fix="" if where else f"install {tool} (apt install {tool} / brew install {tool})",
+            )
+        )
     return report
 
 

@@ -9,8 +9,8 @@ object for SSH hosts.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable
 
 from hbtui.core.ports import BusyProbe, local_busy_ports
 from hbtui.core.registry import LOCAL

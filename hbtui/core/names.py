@@ -30,7 +30,9 @@ def name_problem(name: str) -> str | None:
     if name.endswith("-"):
         return "a box name cannot end with a hyphen"
     if not _NAME_RE.match(name):
-        bad = next(c for c in name if not (c.isascii() and (c.islower() or c.isdigit() or c == "-")))
+        bad = next(
+            c for c in name if not (c.isascii() and (c.islower() or c.isdigit() or c == "-"))
+        )
         return f"a box name uses only a-z, 0-9 and '-' (found {bad!r})"
     return None
 

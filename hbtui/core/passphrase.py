@@ -163,4 +163,3 @@ def get_passphrase(
             raise PassphraseError("the passphrase in HBTUI_PASSPHRASE is empty")
         return _stash
     return _prompt(tty_path, prompt, confirm)
-

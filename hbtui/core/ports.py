@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Iterable
 
 from hbtui.core.registry import Boxes
 from hbtui.errors import HbtuiError, UsageError
@@ -44,7 +44,7 @@ def _accepts(port: int) -> bool:
 async def local_busy_ports(ports: Iterable[int]) -> set[int]:
     ports = list(ports)
     results = await asyncio.gather(*(asyncio.to_thread(_accepts, p) for p in ports))
-    return {p for p, busy in zip(ports, results) if busy}
+    return {p for p, busy in zip(ports, results, strict=False) if busy}
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,15 @@ def parse_range(text: str) -> tuple[int, int]:
     return lo, hi
 
 
-async def allocate(boxes: Boxes, host: str, port_range: tuple[int, int], probe: BusyProbe,
-                   *, wanted: int | None = None, rng: random.Random | None = None) -> int:
+async def allocate(
+    boxes: Boxes,
+    host: str,
+    port_range: tuple[int, int],
+    probe: BusyProbe,
+    *,
+    wanted: int | None = None,
+    rng: random.Random | None = None,
+) -> int:
     """Pick a port for a new box on `host`. Call inside a registry transaction."""
     lo, hi = port_range
     taken = {r.port: r.name for r in boxes.on_host(host)}
@@ -82,7 +89,7 @@ async def allocate(boxes: Boxes, host: str, port_range: tuple[int, int], probe: 
     (rng or random.SystemRandom()).shuffle(candidates)
     # Probe in small batches: usually the first candidate is free.
     for i in range(0, len(candidates), 16):
-        batch = candidates[i:i + 16]
+        batch = candidates[i : i + 16]
         busy = await probe(batch)
         for p in batch:
             if p not in busy:
@@ -93,8 +100,9 @@ async def allocate(boxes: Boxes, host: str, port_range: tuple[int, int], probe: 
     )
 
 
-async def port_map(boxes: Boxes, host: str, port_range: tuple[int, int],
-                   probe: BusyProbe) -> list[PortSlot]:
+async def port_map(
+    boxes: Boxes, host: str, port_range: tuple[int, int], probe: BusyProbe
+) -> list[PortSlot]:
     lo, hi = port_range
     taken = {r.port: r.name for r in boxes.on_host(host)}
     busy = await probe([p for p in range(lo, hi + 1) if p not in taken])

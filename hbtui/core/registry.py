@@ -14,10 +14,10 @@ import contextlib
 import fcntl
 import os
 import tomllib
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import AsyncIterator, Iterator
 
 import tomli_w
 
@@ -31,7 +31,7 @@ FAILED = "failed"
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class BoxRecord:
     def key(self) -> tuple[str, str]:
         return (self.host, self.name)
 
-    def with_(self, **changes: object) -> "BoxRecord":
+    def with_(self, **changes: object) -> BoxRecord:
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def effective_status(self) -> str:

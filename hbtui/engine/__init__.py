@@ -13,7 +13,18 @@ from hbtui.engine.locate import MIN_VERSION, Located, locate_engine
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
 
 __all__ = [
-    "Engine", "EngineStream", "EngineError", "EngineMissing", "EngineTimeout", "MachineExists",
-    "MachineNotFound", "MachineNotRunning", "MIN_VERSION", "Located", "locate_engine",
-    "ExecResult", "Machine", "MachineSpec",
+    "Engine",
+    "EngineStream",
+    "EngineError",
+    "EngineMissing",
+    "EngineTimeout",
+    "MachineExists",
+    "MachineNotFound",
+    "MachineNotRunning",
+    "MIN_VERSION",
+    "Located",
+    "locate_engine",
+    "ExecResult",
+    "Machine",
+    "MachineSpec",
 ]

@@ -14,8 +14,8 @@ import contextlib
 import fcntl
 import json
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 from hbtui.engine.errors import (
     EngineError,
@@ -26,7 +26,7 @@ from hbtui.engine.errors import (
 )
 from hbtui.engine.locate import MIN_VERSION, format_version, parse_version
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
-from hbtui.engine.runner import Completed, LocalRunner, RunTimeout, Runner, Stream
+from hbtui.engine.runner import Completed, LocalRunner, Runner, RunTimeout, Stream
 
 START_TIMEOUT = 180.0  # a real guest boots in under a second; pulls can be slow
 
@@ -60,8 +60,15 @@ def _engine_failed(stderr: str) -> bool:
 
 
 class Engine:
-    def __init__(self, binary: str, *, state_dir: str = "", runner: Runner | None = None,
-                 timeout: float = 120.0, locks_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        binary: str,
+        *,
+        state_dir: str = "",
+        runner: Runner | None = None,
+        timeout: float = 120.0,
+        locks_dir: Path | None = None,
+    ) -> None:
         self.binary = binary
         self.state_dir = state_dir
         self.runner: Runner = runner or LocalRunner()
@@ -78,8 +85,7 @@ class Engine:
             base += ["--state-dir", self.state_dir]
         return base + list(args)
 
-    async def _run(self, argv: list[str], input: bytes | None,
-                   timeout: float | None) -> Completed:
+    async def _run(self, argv: list[str], input: bytes | None, timeout: float | None) -> Completed:
         """One engine process, with its timeout and a missing binary as typed errors."""
         try:
             return await self.runner.run(argv, input=input, timeout=timeout or self.timeout)
@@ -88,8 +94,9 @@ class Engine:
         except FileNotFoundError:
             raise EngineMissing(f"engine not found: {self.binary}", code="ENGINE_MISSING") from None
 
-    async def _call(self, *args: str, input: bytes | None = None,
-                    timeout: float | None = None) -> bytes:
+    async def _call(
+        self, *args: str, input: bytes | None = None, timeout: float | None = None
+    ) -> bytes:
         argv = self.argv(*args)
         done = await self._run(argv, input, timeout)
         if done.returncode != 0:
@@ -118,8 +125,10 @@ class Engine:
             out = await self._call("--version", timeout=30)
             parsed = parse_version(out.decode(errors="replace"))
             if parsed is None:
-                raise EngineMissing(f"{self.binary} does not look like smolvm "
-                                    f"(--version printed {out[:60]!r})", code="ENGINE_MISSING")
+                raise EngineMissing(
+                    f"{self.binary} does not look like smolvm (--version printed {out[:60]!r})",
+                    code="ENGINE_MISSING",
+                )
             self._version = parsed
         return self._version
 
@@ -136,8 +145,18 @@ class Engine:
     # -- machines ---------------------------------------------------------------
 
     async def create(self, spec: MachineSpec) -> None:
-        args = ["machine", "create", "--name", spec.name, "--image", spec.image,
-                "--cpus", str(spec.cpus), "--mem", str(spec.memory_mib)]
+        args = [
+            "machine",
+            "create",
+            "--name",
+            spec.name,
+            "--image",
+            spec.image,
+            "--cpus",
+            str(spec.cpus),
+            "--mem",
+            str(spec.memory_mib),
+        ]
         if spec.network:
             args.append("--net")
         for host, guest in spec.ports:
@@ -164,9 +183,15 @@ class Engine:
         async with self.machine_lock(name):
             await self._call("machine", "delete", "--name", name, "--force")
 
-    async def update(self, name: str, *, cpus: int | None = None, memory_mib: int | None = None,
-                     add_ports: tuple[tuple[int, int], ...] = (),
-                     remove_ports: tuple[tuple[int, int], ...] = ()) -> None:
+    async def update(
+        self,
+        name: str,
+        *,
+        cpus: int | None = None,
+        memory_mib: int | None = None,
+        add_ports: tuple[tuple[int, int], ...] = (),
+        remove_ports: tuple[tuple[int, int], ...] = (),
+    ) -> None:
         args = ["machine", "update", "--name", name]
         if cpus is not None:
             args += ["--cpus", str(cpus)]
@@ -204,8 +229,16 @@ class Engine:
 
     # -- inside a machine -------------------------------------------------------
 
-    def _exec_args(self, name: str, argv: list[str], *, user: str | None, env: dict[str, str] | None,
-                   workdir: str | None, flags: tuple[str, ...] = ()) -> list[str]:
+    def _exec_args(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        user: str | None,
+        env: dict[str, str] | None,
+        workdir: str | None,
+        flags: tuple[str, ...] = (),
+    ) -> list[str]:
         args = ["machine", "exec", "--name", name, *flags]
         if user:
             args += ["--user", user]
@@ -215,44 +248,77 @@ class Engine:
             args += ["-e", f"{key}={value}"]
         return args + ["--", *argv]
 
-    async def exec(self, name: str, argv: list[str], *, input: bytes | None = None,
-                   user: str | None = None, env: dict[str, str] | None = None,
-                   workdir: str | None = None, timeout: float | None = None) -> ExecResult:
+    async def exec(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        input: bytes | None = None,
+        user: str | None = None,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        timeout: float | None = None,
+    ) -> ExecResult:
         """Run a command in the guest; a non-zero guest status is returned, not raised."""
         flags = ("-i",) if input is not None else ()
-        args = self.argv(*self._exec_args(name, argv, user=user, env=env, workdir=workdir,
-                                          flags=flags))
+        args = self.argv(
+            *self._exec_args(name, argv, user=user, env=env, workdir=workdir, flags=flags)
+        )
         done = await self._run(args, input, timeout)
         stderr = done.stderr.decode(errors="replace")
         if done.returncode != 0 and _engine_failed(stderr):
             raise from_stderr(stderr, args, done.returncode)
         return ExecResult(done.returncode, done.stdout, done.stderr)
 
-    def exec_stream(self, name: str, argv: list[str], *, user: str | None = None,
-                    env: dict[str, str] | None = None, workdir: str | None = None,
-                    timeout: float | None = None) -> EngineStream:
+    def exec_stream(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        user: str | None = None,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        timeout: float | None = None,
+    ) -> EngineStream:
         """Output lines as the guest produces them (for live provisioning logs)."""
-        args = self.argv(*self._exec_args(name, argv, user=user, env=env, workdir=workdir,
-                                          flags=("--stream",)))
+        args = self.argv(
+            *self._exec_args(name, argv, user=user, env=env, workdir=workdir, flags=("--stream",))
+        )
         return EngineStream(self.runner.stream(args, timeout=timeout), args)
 
-    def interactive_argv(self, name: str, argv: list[str], *, user: str | None = None,
-                         env: dict[str, str] | None = None, tty: bool = True) -> list[str]:
+    def interactive_argv(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        user: str | None = None,
+        env: dict[str, str] | None = None,
+        tty: bool = True,
+    ) -> list[str]:
         """The argv that hands this terminal to a guest command (enter, exec -it)."""
         flags = ("-i", "-t") if tty else ("-i",)
         return self.runner.interactive_argv(
-            self.argv(*self._exec_args(name, argv, user=user, env=env, workdir=None, flags=flags)))
+            self.argv(*self._exec_args(name, argv, user=user, env=env, workdir=None, flags=flags))
+        )
 
-    async def cp_in(self, name: str, local: Path, guest_path: str, *, mode: str | None = None,
-                    timeout: float | None = None) -> None:
+    async def cp_in(
+        self,
+        name: str,
+        local: Path,
+        guest_path: str,
+        *,
+        mode: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
         async with self.runner.engine_path_for_upload(local) as src:
             args = ["machine", "cp", src, f"{name}:{guest_path}"]
             if mode:
                 args += ["--mode", mode]
             await self._call(*args, timeout=timeout)
 
-    async def cp_out(self, name: str, guest_path: str, local: Path, *,
-                     timeout: float | None = None) -> None:
+    async def cp_out(
+        self, name: str, guest_path: str, local: Path, *, timeout: float | None = None
+    ) -> None:
         async with self.runner.engine_path_for_download(local) as dst:
             await self._call("machine", "cp", f"{name}:{guest_path}", dst, timeout=timeout)
 

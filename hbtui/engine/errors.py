@@ -15,8 +15,14 @@ from hbtui.errors import HbtuiError
 class EngineError(HbtuiError):
     """The engine refused or failed a call."""
 
-    def __init__(self, message: str, *, code: str = "SMOLVM_ERROR", argv: list[str] | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "SMOLVM_ERROR",
+        argv: list[str] | None = None,
+        hint: str | None = None,
+    ) -> None:
         super().__init__(message, hint=hint)
         self.code = code
         self.argv = argv or []
@@ -61,7 +67,7 @@ def from_stderr(stderr: str, argv: list[str], returncode: int) -> EngineError:
         lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("note: ")]
         text = lines[-1] if lines else f"engine exited with status {returncode}"
         if text.startswith("Error: "):
-            text = text[len("Error: "):]
+            text = text[len("Error: ") :]
         code, message = "SMOLVM_ERROR", text
     else:
         code, message = parsed

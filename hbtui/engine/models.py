@@ -36,7 +36,7 @@ class Machine:
         return self.state == "running"
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Machine":
+    def from_json(cls, d: dict[str, Any]) -> Machine:
         def opt_int(key: str) -> int | None:
             v = d.get(key)
             return v if isinstance(v, int) and not isinstance(v, bool) else None

@@ -12,13 +12,13 @@ import contextlib
 import os
 import signal
 from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from contextlib import AbstractAsyncContextManager
-from typing import Any, AsyncIterator, Protocol
+from typing import Any, Protocol
 
 from hbtui.environment import child_env
-
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,9 @@ class Runner(Protocol):
 
     label: str
 
-    async def run(self, argv: list[str], *, input: bytes | None = None,
-                  timeout: float | None = None) -> Completed: ...
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float | None = None
+    ) -> Completed: ...
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> Stream: ...
 
@@ -79,7 +80,7 @@ class Deadline:
             raise RunTimeout(self.argv, self.timeout or 0)
         try:
             return await asyncio.wait_for(stream.readline(), remaining)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RunTimeout(self.argv, self.timeout or 0) from None
 
 
@@ -100,8 +101,12 @@ class LocalStream:
 
     async def __aiter__(self) -> AsyncIterator[str]:
         proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True, env=child_env(),
+            *self.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            env=child_env(),
             limit=1 << 20,
         )
         deadline = Deadline(self.argv, self.timeout)
@@ -126,17 +131,20 @@ class LocalRunner:
 
     label = "local"
 
-    async def run(self, argv: list[str], *, input: bytes | None = None,
-                  timeout: float | None = None) -> Completed:
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float | None = None
+    ) -> Completed:
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True, env=child_env(),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env=child_env(),
         )
         try:
             out, err = await asyncio.wait_for(proc.communicate(input), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RunTimeout(argv, timeout or 0) from None
         finally:
             _kill_group(proc)

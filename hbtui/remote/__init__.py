@@ -23,7 +23,15 @@ from hbtui.remote.hosts import check_host, remote_host_factory
 from hbtui.remote.runner import SshRunner
 
 __all__ = [
-    "HostConnection", "HostAuthFailed", "HostKeyChanged", "HostKeyError", "HostKeyUnknown",
-    "HostUnreachable", "RemoteError", "open_forward", "check_host", "remote_host_factory",
+    "HostConnection",
+    "HostAuthFailed",
+    "HostKeyChanged",
+    "HostKeyError",
+    "HostKeyUnknown",
+    "HostUnreachable",
+    "RemoteError",
+    "open_forward",
+    "check_host",
+    "remote_host_factory",
     "SshRunner",
 ]

@@ -34,6 +34,7 @@ from hbtui.remote.knownhosts import (
 )
 from hbtui.remote.target import parse_target
 
+
 def _host_config(app: Any, name: str) -> HostConfig:
     host = app.config.hosts.get(name)
     if host is None:
@@ -67,22 +68,34 @@ def cmd_hosts_add(app: Any) -> int:
         identity = str(path)
     if a.ports:
         parse_range(a.ports)
-    app.config.hosts[name] = HostConfig(ssh=str(target), identity=identity,
-                                        smolvm=a.smolvm or "", state_dir=a.state_dir or "",
-                                        ports=a.ports or "")
+    app.config.hosts[name] = HostConfig(
+        ssh=str(target),
+        identity=identity,
+        smolvm=a.smolvm or "",
+        state_dir=a.state_dir or "",
+        ports=a.ports or "",
+    )
     save_config(app.paths, app.config)
-    out.print(f"[green]✓[/] added host [bold]{name}[/] ({target}); "
-              f"next: hbtui hosts check {name}")
+    out.print(f"[green]✓[/] added host [bold]{name}[/] ({target}); next: hbtui hosts check {name}")
     return 0
 
 
 def cmd_hosts_ls(app: Any) -> int:
     hosts = app.config.hosts
     if app.args.json:
-        print_json([{"name": n, "ssh": h.ssh, "identity": h.identity or None,
-                      "smolvm": h.smolvm or None, "state_dir": h.state_dir or None,
-                      "ports": h.ports or f"{app.config.ports.low}-{app.config.ports.high}"}
-                     for n, h in sorted(hosts.items())])
+        print_json(
+            [
+                {
+                    "name": n,
+                    "ssh": h.ssh,
+                    "identity": h.identity or None,
+                    "smolvm": h.smolvm or None,
+                    "state_dir": h.state_dir or None,
+                    "ports": h.ports or f"{app.config.ports.low}-{app.config.ports.high}",
+                }
+                for n, h in sorted(hosts.items())
+            ]
+        )
         return 0
     if not hosts:
         out.print("No remote hosts. Add one: hbtui hosts add NAME --ssh USER@HOST")
@@ -91,8 +104,14 @@ def cmd_hosts_ls(app: Any) -> int:
     for col in ("HOST", "SSH", "IDENTITY", "SMOLVM", "STATE DIR", "PORTS"):
         table.add_column(col)
     for n, h in sorted(hosts.items()):
-        table.add_row(n, h.ssh, h.identity, h.smolvm or "(found there)", h.state_dir,
-                      h.ports or f"{app.config.ports.low}-{app.config.ports.high}")
+        table.add_row(
+            n,
+            h.ssh,
+            h.identity,
+            h.smolvm or "(found there)",
+            h.state_dir,
+            h.ports or f"{app.config.ports.low}-{app.config.ports.high}",
+        )
     out.print(table)
     return 0
 
@@ -103,8 +122,10 @@ def cmd_hosts_rm(app: Any) -> int:
     registry = Registry(app.paths.registry_file)
     boxes = [r.name for r in registry.read().on_host(name)]
     if boxes and not app.args.force:
-        raise UsageError(f"host {name!r} still has boxes ({', '.join(boxes)}); remove them "
-                         f"first, or forget the host and its rows with --force")
+        raise UsageError(
+            f"host {name!r} still has boxes ({', '.join(boxes)}); remove them "
+            f"first, or forget the host and its rows with --force"
+        )
 
     async def forget() -> None:
         async with registry.transaction() as rows:
@@ -135,15 +156,16 @@ def cmd_hosts_check(app: Any) -> int:
             out.print(f"{mark:>14}  [bold]{c.name}[/]: {c.detail}", soft_wrap=True)
             if not c.ok and c.fix:
                 out.print(f"{'':>6}fix: {c.fix}", soft_wrap=True)
-        out.print(f"host {name} is ready for boxes" if report.ok
-                  else f"[red]host {name} is not ready[/]")
+        out.print(
+            f"host {name} is ready for boxes" if report.ok else f"[red]host {name} is not ready[/]"
+        )
     return 0 if report.ok else 1
 
 
 def _normal_fp(text: str) -> str:
     text = text.strip()
     if text.upper().startswith("SHA256:"):
-        text = text[len("SHA256:"):]
+        text = text[len("SHA256:") :]
     return "SHA256:" + text.rstrip("=")
 
 
@@ -157,12 +179,14 @@ async def _trust(app: Any) -> int:
             server = await fetch_server_key(target, algorithms=key_algorithms(known))
         else:
             server = await fetch_server_key(target)
-    except (asyncio.TimeoutError, *CONNECTION_ERRORS) as exc:
+    except (TimeoutError, *CONNECTION_ERRORS) as exc:
         raise HostUnreachable(f"cannot connect to host {name} ({target}): {_reason(exc)}") from None
     if known:
         if any(k.public_data == server.key.public_data for k in known):
-            out.print(f"host {name} is already trusted: {server.algorithm} {server.fingerprint} "
-                      f"is in {kh}")
+            out.print(
+                f"host {name} is already trusted: {server.algorithm} {server.fingerprint} "
+                f"is in {kh}"
+            )
             return 0
         raise changed_key_error(name, target, server.algorithm, server.fingerprint)
     out.print(f"host {name} ({target.host}:{target.port}) presents this {server.algorithm} key:")
@@ -171,13 +195,19 @@ async def _trust(app: Any) -> int:
         if _normal_fp(app.args.fingerprint) != server.fingerprint:
             raise HostKeyError(
                 f"REFUSED: host {name} presents {server.fingerprint}, not the "
-                f"{app.args.fingerprint} you gave; nothing was trusted", fingerprint=server.fingerprint)
+                f"{app.args.fingerprint} you gave; nothing was trusted",
+                fingerprint=server.fingerprint,
+            )
     else:
         if not sys.stdin.isatty():
-            raise UsageError(f"no terminal to confirm the key of {name}; after checking it, run: "
-                             f"hbtui hosts trust {name} --fingerprint {server.fingerprint}")
-        out.print("Compare it with the host's own, e.g. there: "
-                  "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub")
+            raise UsageError(
+                f"no terminal to confirm the key of {name}; after checking it, run: "
+                f"hbtui hosts trust {name} --fingerprint {server.fingerprint}"
+            )
+        out.print(
+            "Compare it with the host's own, e.g. there: "
+            "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"
+        )
         answer = input(f"Trust this key for {name}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
             raise UsageError(f"not trusted; {kh} was not changed")
@@ -220,8 +250,12 @@ def open_remote(app: Any) -> int:
 
 
 def register(sub: argparse._SubParsersAction, verb: Any) -> None:
-    hp = verb("hosts", lambda app: _usage(hp), "remote hosts over SSH: add, ls, rm, check, trust",
-              host=False)
+    hp = verb(
+        "hosts",
+        lambda app: _usage(hp),
+        "remote hosts over SSH: add, ls, rm, check, trust",
+        host=False,
+    )
     hs = hp.add_subparsers(dest="hosts_action", metavar="ACTION")
 
     sp = hs.add_parser("add", help="remember a remote host", description="remember a remote host")
@@ -229,8 +263,11 @@ def register(sub: argparse._SubParsersAction, verb: Any) -> None:
     sp.add_argument("name")
     sp.add_argument("--ssh", required=True, metavar="USER@HOST[:PORT]")
     sp.add_argument("--identity", metavar="FILE", help="the private key to log in with")
-    sp.add_argument("--smolvm", metavar="PATH", help="the engine there (default: found on PATH "
-                    "or in its python's smolmachines)")
+    sp.add_argument(
+        "--smolvm",
+        metavar="PATH",
+        help="the engine there (default: found on PATH or in its python's smolmachines)",
+    )
     sp.add_argument("--state-dir", metavar="DIR", help="the engine's --state-dir there")
     sp.add_argument("--ports", metavar="LO-HI", help="host ports for its boxes")
 
@@ -241,22 +278,35 @@ def register(sub: argparse._SubParsersAction, verb: Any) -> None:
     sp = hs.add_parser("rm", help="forget a remote host", description="forget a remote host")
     sp.set_defaults(func=cmd_hosts_rm)
     sp.add_argument("name")
-    sp.add_argument("-f", "--force", action="store_true",
-                    help="also forget its boxes' rows (the machines stay on the host)")
+    sp.add_argument(
+        "-f",
+        "--force",
+        action="store_true",
+        help="also forget its boxes' rows (the machines stay on the host)",
+    )
 
-    sp = hs.add_parser("check", help="connect and check the engine there",
-                       description="connect, find the engine and its version, say what is missing")
+    sp = hs.add_parser(
+        "check",
+        help="connect and check the engine there",
+        description="connect, find the engine and its version, say what is missing",
+    )
     sp.set_defaults(func=cmd_hosts_check)
     sp.add_argument("name")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
-    sp = hs.add_parser("trust", help="trust a host's SSH key after checking its fingerprint",
-                       description="show the host key's SHA256 fingerprint and add it to "
-                                   "known_hosts once confirmed")
+    sp = hs.add_parser(
+        "trust",
+        help="trust a host's SSH key after checking its fingerprint",
+        description="show the host key's SHA256 fingerprint and add it to "
+        "known_hosts once confirmed",
+    )
     sp.set_defaults(func=cmd_hosts_trust)
     sp.add_argument("name")
-    sp.add_argument("--fingerprint", metavar="SHA256:...",
-                    help="trust without asking, only if the key has this fingerprint")
+    sp.add_argument(
+        "--fingerprint",
+        metavar="SHA256:...",
+        help="trust without asking, only if the key has this fingerprint",
+    )
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

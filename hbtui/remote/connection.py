@@ -14,8 +14,8 @@ import asyncio
 import contextlib
 import os
 import shlex
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import AsyncIterator, Iterator
 
 import asyncssh
 
@@ -35,10 +35,10 @@ from hbtui.remote.knownhosts import (
 )
 from hbtui.remote.target import SshTarget
 
-CONNECT_TIMEOUT = 10.0      # TCP connect + handshake + authentication
-KEEPALIVE_INTERVAL = 15.0   # a silent drop is noticed after 3 missed keepalives
+CONNECT_TIMEOUT = 10.0  # TCP connect + handshake + authentication
+KEEPALIVE_INTERVAL = 15.0  # a silent drop is noticed after 3 missed keepalives
 KEEPALIVE_COUNT = 3
-HELPER_TIMEOUT = 30.0       # small helper commands (mktemp, rm, kill, probes)
+HELPER_TIMEOUT = 30.0  # small helper commands (mktemp, rm, kill, probes)
 
 # The exceptions a failed connection attempt shows up as.
 CONNECTION_ERRORS = (OSError, asyncssh.Error, EOFError)
@@ -63,7 +63,8 @@ def unknown_key_error(name: str, t: SshTarget, algorithm: str, fp: str) -> HostK
     return HostKeyUnknown(
         f"host {name} ({t.host}:{t.port}) is not trusted yet: its {algorithm} key is {fp}; "
         f"if that is right, trust it with: hbtui hosts trust {name} --fingerprint {fp}",
-        fingerprint=fp)
+        fingerprint=fp,
+    )
 
 
 def changed_key_error(name: str, t: SshTarget, algorithm: str, fp: str) -> HostKeyChanged:
@@ -73,14 +74,22 @@ def changed_key_error(name: str, t: SshTarget, algorithm: str, fp: str) -> HostK
         f"{algorithm} {fp}, which is not the key in {kh}. Someone may be intercepting the "
         f"connection, or the host was reinstalled. Only if you know why it changed, remove the "
         f"old key with: ssh-keygen -R '{t.known_hosts_pattern}' -f {kh} and then run: "
-        f"hbtui hosts trust {name}", fingerprint=fp)
+        f"hbtui hosts trust {name}",
+        fingerprint=fp,
+    )
 
 
 class HostConnection:
     """The SSH connection to one host, shared by everything that talks to it."""
 
-    def __init__(self, name: str, target: SshTarget, identity: str = "", *,
-                 connect_timeout: float = CONNECT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        name: str,
+        target: SshTarget,
+        identity: str = "",
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
         self.name = name
         self.target = target
         self.identity = str(Path(identity).expanduser()) if identity else ""
@@ -130,16 +139,19 @@ class HostConnection:
             raise HostAuthFailed(f"host {self.name}: identity file {self.identity} does not exist")
         try:
             return await asyncio.wait_for(
-                asyncssh.connect(self.target.host, **self._options()), self.connect_timeout + 5)
+                asyncssh.connect(self.target.host, **self._options()), self.connect_timeout + 5
+            )
         except asyncssh.HostKeyNotVerifiable:
             raise await self.host_key_error() from None
         except asyncssh.PermissionDenied as exc:
             key = f" with {self.identity}" if self.identity else ""
             raise HostAuthFailed(
-                f"host {self.name}: {self.target} refused our key{key} ({_reason(exc)})") from None
-        except (asyncio.TimeoutError, *CONNECTION_ERRORS) as exc:
+                f"host {self.name}: {self.target} refused our key{key} ({_reason(exc)})"
+            ) from None
+        except (TimeoutError, *CONNECTION_ERRORS) as exc:
             raise HostUnreachable(
-                f"cannot connect to host {self.name} ({self.target}): {_reason(exc)}") from None
+                f"cannot connect to host {self.name} ({self.target}): {_reason(exc)}"
+            ) from None
 
     async def host_key_error(self) -> HostKeyError:
         """Why the server's key was refused, with its fingerprint and the way on."""
@@ -147,9 +159,11 @@ class HostConnection:
         known = trusted_keys(t)
         try:
             server = await fetch_server_key(t, timeout=self.connect_timeout)
-        except (asyncio.TimeoutError, *CONNECTION_ERRORS) as exc:
-            return HostKeyUnknown(f"host {self.name}: the host key of {t.host}:{t.port} could "
-                                  f"not be verified and could not be read again: {_reason(exc)}")
+        except (TimeoutError, *CONNECTION_ERRORS) as exc:
+            return HostKeyUnknown(
+                f"host {self.name}: the host key of {t.host}:{t.port} could "
+                f"not be verified and could not be read again: {_reason(exc)}"
+            )
         if known:
             return changed_key_error(self.name, t, server.algorithm, server.fingerprint)
         return unknown_key_error(self.name, t, server.algorithm, server.fingerprint)
@@ -181,7 +195,7 @@ class HostConnection:
         """Turn a connection failure during `what` into HostUnreachable."""
         try:
             yield
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise  # the caller's own deadline, not a dead connection
         except asyncssh.ChannelOpenError as exc:
             raise HostUnreachable(f"host {self.name}: {what} failed: {_reason(exc)}") from None
@@ -190,10 +204,12 @@ class HostConnection:
         except LINK_ERRORS as exc:
             self._abandon()
             raise HostUnreachable(
-                f"connection to host {self.name} lost during {what}: {_reason(exc)}") from None
+                f"connection to host {self.name} lost during {what}: {_reason(exc)}"
+            ) from None
 
-    async def start_process(self, command: str, *, merge_stderr: bool = False,
-                            what: str = "a command") -> asyncssh.SSHClientProcess:
+    async def start_process(
+        self, command: str, *, merge_stderr: bool = False, what: str = "a command"
+    ) -> asyncssh.SSHClientProcess:
         """Open a channel running `command`. A connection found dead before the
         command started is replaced once; after that, failures are errors."""
         kwargs: dict = {"encoding": None}
@@ -202,11 +218,14 @@ class HostConnection:
         for attempt in (1, 2):
             conn = await self.connection()
             try:
-                return await asyncio.wait_for(conn.create_process(command, **kwargs),
-                                              self.connect_timeout)
+                return await asyncio.wait_for(
+                    conn.create_process(command, **kwargs), self.connect_timeout
+                )
             except asyncssh.ChannelOpenError as exc:
-                raise HostUnreachable(f"host {self.name}: cannot run {what}: {_reason(exc)}") from None
-            except (asyncio.TimeoutError, *CONNECTION_ERRORS) as exc:
+                raise HostUnreachable(
+                    f"host {self.name}: cannot run {what}: {_reason(exc)}"
+                ) from None
+            except (TimeoutError, *CONNECTION_ERRORS) as exc:
                 self._abandon()
                 if attempt == 2:
                     raise HostUnreachable(
@@ -214,8 +233,13 @@ class HostConnection:
                     ) from None
         raise AssertionError("unreachable")
 
-    async def run_shell(self, script: str, *args: str, timeout: float = HELPER_TIMEOUT,
-                        what: str = "a helper command") -> tuple[int, str, str]:
+    async def run_shell(
+        self,
+        script: str,
+        *args: str,
+        timeout: float = HELPER_TIMEOUT,
+        what: str = "a helper command",
+    ) -> tuple[int, str, str]:
         """Run a small POSIX sh script (no wrapper); (status, stdout, stderr)."""
         command = "exec /bin/sh -c " + shlex.quote(script) + " hbtui " + shlex.join(args)
         proc = await self.start_process(command, what=what)
@@ -223,8 +247,10 @@ class HostConnection:
             with self.guard(what):
                 proc.stdin.write_eof()
                 out, err = await asyncio.wait_for(proc.communicate(), timeout)
-        except asyncio.TimeoutError:
-            raise HostUnreachable(f"host {self.name}: {what} timed out after {timeout:g}s") from None
+        except TimeoutError:
+            raise HostUnreachable(
+                f"host {self.name}: {what} timed out after {timeout:g}s"
+            ) from None
         finally:
             proc.close()
         if proc.returncode is None:
@@ -232,13 +258,13 @@ class HostConnection:
             raise HostUnreachable(f"connection to host {self.name} lost during {what}")
         return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
-    async def open_tcp(self, port: int, *, host: str = "127.0.0.1",
-                       timeout: float = 10.0) -> tuple[asyncssh.SSHReader, asyncssh.SSHWriter]:
+    async def open_tcp(
+        self, port: int, *, host: str = "127.0.0.1", timeout: float = 10.0
+    ) -> tuple[asyncssh.SSHReader, asyncssh.SSHWriter]:
         """A TCP stream to host:port as seen from the remote host (direct-tcpip)."""
         conn = await self.connection()
         with self.guard(f"connecting to {host}:{port}"):
-            return await asyncio.wait_for(
-                conn.open_connection(host, port, encoding=None), timeout)
+            return await asyncio.wait_for(conn.open_connection(host, port, encoding=None), timeout)
 
     @contextlib.asynccontextmanager
     async def sftp(self) -> AsyncIterator[asyncssh.SFTPClient]:
@@ -255,12 +281,22 @@ class HostConnection:
     def ssh_argv(self, remote_command: str, *, tty: bool) -> list[str]:
         """An OpenSSH argv running `remote_command` there, with our identity,
         port and known_hosts and strict host key checking."""
-        argv = ["ssh", "-t" if tty else "-T",
-                "-o", "StrictHostKeyChecking=yes",
-                "-o", f"UserKnownHostsFile={known_hosts_path()}",
-                "-o", f"ConnectTimeout={int(self.connect_timeout)}",
-                "-o", f"ServerAliveInterval={int(KEEPALIVE_INTERVAL)}",
-                "-p", str(self.target.port), "-l", self.target.user]
+        argv = [
+            "ssh",
+            "-t" if tty else "-T",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={known_hosts_path()}",
+            "-o",
+            f"ConnectTimeout={int(self.connect_timeout)}",
+            "-o",
+            f"ServerAliveInterval={int(KEEPALIVE_INTERVAL)}",
+            "-p",
+            str(self.target.port),
+            "-l",
+            self.target.user,
+        ]
         if self.identity:
             argv += ["-i", self.identity, "-o", "IdentitiesOnly=yes"]
         return argv + ["--", self.target.host, remote_command]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from hbtui.core.boxes import BoxService
 from hbtui.core.registry import LOCAL
@@ -53,7 +53,7 @@ class Forward:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.local_port}/"
 
-    async def start(self) -> "Forward":
+    async def start(self) -> Forward:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         self.local_port = self._server.sockets[0].getsockname()[1]
         return self
@@ -91,8 +91,9 @@ async def _nothing() -> None:
     return None
 
 
-async def open_forward(service: BoxService, name: str,
-                       host_name: str = LOCAL) -> tuple[str, Closer]:
+async def open_forward(
+    service: BoxService, name: str, host_name: str = LOCAL
+) -> tuple[str, Closer]:
     """(a URL on this machine reaching box `name`'s executor, an async closer).
 
     The forward lives until the closer is awaited (or the event loop ends).

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Iterable
 
 import asyncssh
 
@@ -33,7 +33,7 @@ HTTP_TIMEOUT = 3.0
 # Finds the engine on the host: the configured path, smolvm on PATH (or in
 # ~/.local/bin, which non-login shells often lack), then the smol-vmm bundled
 # in a Python's smolmachines package. Prints "SOURCE PATH", or "none".
-_LOCATE = r'''
+_LOCATE = r"""
 if [ -n "$1" ]; then
   if [ -f "$1" ] && [ -x "$1" ]; then echo "setting $1"; else echo "missing $1"; fi
   exit 0
@@ -48,15 +48,15 @@ print(next(iter(s.submodule_search_locations), "") if s and s.submodule_search_l
   if [ -n "$d" ] && [ -f "$d/smol-vmm" ] && [ -x "$d/smol-vmm" ]; then echo "smolmachines $d/smol-vmm"; exit 0; fi
 done
 echo none
-'''
+"""
 
 # Listening TCP sockets, from whichever tool the host has.
-_LISTENING = r'''
+_LISTENING = r"""
 if command -v ss >/dev/null 2>&1 && out=$(ss -ltnH 2>/dev/null); then echo "#ss"; printf '%s\n' "$out"; exit 0; fi
 if [ -r /proc/net/tcp ]; then echo "#proc"; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0; fi
 if command -v netstat >/dev/null 2>&1; then echo "#netstat"; netstat -an -p tcp 2>/dev/null || netstat -ltn; exit 0; fi
 echo "#none"
-'''
+"""
 _TRAILING_PORT = re.compile(r"[.:](\d+)$")
 
 
@@ -91,9 +91,12 @@ def busy_probe(conn: HostConnection) -> Callable[[Iterable[int]], Awaitable[set[
         wanted = set(ports)
         tool, listening = await remote_listening(conn)
         if tool == "none":
-            raise RemoteError(f"host {conn.name}: cannot tell which ports are busy "
-                              "(no ss, /proc/net/tcp or netstat there)")
+            raise RemoteError(
+                f"host {conn.name}: cannot tell which ports are busy "
+                "(no ss, /proc/net/tcp or netstat there)"
+            )
         return wanted & listening
+
     return busy
 
 
@@ -108,17 +111,18 @@ def http_probe(conn: HostConnection) -> Callable[[int], Awaitable[bool]]:
             writer.write(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             line = await asyncio.wait_for(reader.readline(), HTTP_TIMEOUT)
             return line.startswith(b"HTTP/")
-        except (asyncio.TimeoutError, OSError, Exception):
+        except (TimeoutError, OSError, Exception):
             return False
         finally:
             writer.close()
+
     return http_ok
 
 
 @dataclass(frozen=True)
 class EngineLocation:
-    path: str     # "" when none was found
-    source: str   # "setting", "PATH", "smolmachines", or "missing"/"none"
+    path: str  # "" when none was found
+    source: str  # "setting", "PATH", "smolmachines", or "missing"/"none"
 
 
 async def locate_remote_engine(conn: HostConnection, setting: str = "") -> EngineLocation:
@@ -133,13 +137,17 @@ async def locate_remote_engine(conn: HostConnection, setting: str = "") -> Engin
 
 def engine_missing_error(name: str, where: EngineLocation) -> EngineMissing:
     if where.source == "missing":
-        return EngineMissing(f"host {name}: smolvm not found at {where.path} (from --smolvm); "
-                             f"fix it with: hbtui hosts add {name} ... --smolvm PATH",
-                             code="ENGINE_MISSING")
+        return EngineMissing(
+            f"host {name}: smolvm not found at {where.path} (from --smolvm); "
+            f"fix it with: hbtui hosts add {name} ... --smolvm PATH",
+            code="ENGINE_MISSING",
+        )
     return EngineMissing(
         f"host {name}: no smolvm engine found (not on PATH, no smolmachines in its python); "
         f"install it there (pip install smolmachines) or give its path: "
-        f"hbtui hosts add {name} ... --smolvm PATH", code="ENGINE_MISSING")
+        f"hbtui hosts add {name} ... --smolvm PATH",
+        code="ENGINE_MISSING",
+    )
 
 
 def port_range_of(host: HostConfig, config: Config) -> tuple[int, int]:
@@ -163,8 +171,9 @@ class RemoteHosts:
     def connection(self, name: str) -> HostConnection:
         host = self.config.hosts.get(name)
         if host is None:
-            raise UsageError(f"unknown host {name!r}; add it with: hbtui hosts add {name} "
-                             "--ssh USER@HOST")
+            raise UsageError(
+                f"unknown host {name!r}; add it with: hbtui hosts add {name} --ssh USER@HOST"
+            )
         conn = self.connections.get(name)
         if conn is None:
             conn = self.connections[name] = host_connection(name, host)
@@ -177,11 +186,20 @@ class RemoteHosts:
         where = await locate_remote_engine(conn, host.smolvm)
         if not where.path or where.source == "missing":
             raise engine_missing_error(name, where)
-        engine = Engine(where.path, state_dir=host.state_dir, runner=SshRunner(conn),
-                        timeout=self.config.engine.timeout,
-                        locks_dir=self.paths.locks_dir / "hosts" / name)
-        return Host(name, engine, port_range_of(host, self.config),
-                    busy_ports=busy_probe(conn), http_ok=http_probe(conn))
+        engine = Engine(
+            where.path,
+            state_dir=host.state_dir,
+            runner=SshRunner(conn),
+            timeout=self.config.engine.timeout,
+            locks_dir=self.paths.locks_dir / "hosts" / name,
+        )
+        return Host(
+            name,
+            engine,
+            port_range_of(host, self.config),
+            busy_ports=busy_probe(conn),
+            http_ok=http_probe(conn),
+        )
 
     async def close(self) -> None:
         for conn in self.connections.values():
@@ -219,8 +237,13 @@ class Check:
     needed: bool = True
 
     def to_json(self) -> dict:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix,
-                "needed": self.needed}
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "detail": self.detail,
+            "fix": self.fix,
+            "needed": self.needed,
+        }
 
 
 @dataclass
@@ -235,8 +258,13 @@ class CheckReport:
         return all(c.ok or not c.needed for c in self.checks)
 
     def to_json(self) -> dict:
-        return {"host": self.host, "ok": self.ok, "engine": self.engine or None,
-                "version": self.version or None, "checks": [c.to_json() for c in self.checks]}
+        return {
+            "host": self.host,
+            "ok": self.ok,
+            "engine": self.engine or None,
+            "version": self.version or None,
+            "checks": [c.to_json() for c in self.checks],
+        }
 
 
 async def check_host(name: str, host: HostConfig, config: Config) -> CheckReport:
@@ -250,8 +278,9 @@ async def check_host(name: str, host: HostConfig, config: Config) -> CheckReport
     return report
 
 
-async def _check(conn: HostConnection, host: HostConfig, config: Config,
-                 report: CheckReport) -> None:
+async def _check(
+    conn: HostConnection, host: HostConfig, config: Config, report: CheckReport
+) -> None:
     add = report.checks.append
     try:
         await conn.connection()
@@ -263,8 +292,14 @@ async def _check(conn: HostConnection, host: HostConfig, config: Config,
     where = await locate_remote_engine(conn, host.smolvm)
     if not where.path or where.source == "missing":
         err = engine_missing_error(conn.name, where)
-        add(Check("engine", False, err.message.split("; ", 1)[0],
-                  fix=err.message.split("; ", 1)[1] if "; " in err.message else ""))
+        add(
+            Check(
+                "engine",
+                False,
+                err.message.split("; ", 1)[0],
+                fix=err.message.split("; ", 1)[1] if "; " in err.message else "",
+            )
+        )
     else:
         engine = Engine(where.path, state_dir=host.state_dir, runner=SshRunner(conn))
         try:
@@ -274,42 +309,76 @@ async def _check(conn: HostConnection, host: HostConfig, config: Config,
         else:
             report.engine, report.version = where.path, format_version(version)
             if version < MIN_VERSION:
-                add(Check("engine", False,
-                          f"smolvm {format_version(version)} at {where.path} is too old; "
-                          f"hbtui needs {format_version(MIN_VERSION)}",
-                          fix="upgrade it there: pip install -U smolmachines"))
+                add(
+                    Check(
+                        "engine",
+                        False,
+                        f"smolvm {format_version(version)} at {where.path} is too old; "
+                        f"hbtui needs {format_version(MIN_VERSION)}",
+                        fix="upgrade it there: pip install -U smolmachines",
+                    )
+                )
             else:
-                add(Check("engine", True,
-                          f"smolvm {format_version(version)} at {where.path} ({where.source})"))
+                add(
+                    Check(
+                        "engine",
+                        True,
+                        f"smolvm {format_version(version)} at {where.path} ({where.source})",
+                    )
+                )
             try:
                 await engine.list()
             except HbtuiError as exc:
                 sd = f" with --state-dir {host.state_dir}" if host.state_dir else ""
                 add(Check("engine state", False, f"machine ls{sd} failed: {exc.message}"))
             else:
-                add(Check("engine state", True, "machine ls works" +
-                          (f" (state dir {host.state_dir})" if host.state_dir else "")))
+                add(
+                    Check(
+                        "engine state",
+                        True,
+                        "machine ls works"
+                        + (f" (state dir {host.state_dir})" if host.state_dir else ""),
+                    )
+                )
 
     try:
         async with conn.sftp() as sftp:
             await sftp.realpath(".")
     except (HbtuiError, OSError, Exception) as exc:
-        add(Check("sftp", False, f"SFTP does not work: {getattr(exc, 'message', exc)}",
-                  fix="enable the sftp subsystem in the host's sshd_config"))
+        add(
+            Check(
+                "sftp",
+                False,
+                f"SFTP does not work: {getattr(exc, 'message', exc)}",
+                fix="enable the sftp subsystem in the host's sshd_config",
+            )
+        )
     else:
         add(Check("sftp", True, "SFTP works (recipes and archives move over it)"))
 
     tool, _ = await remote_listening(conn)
     lo, hi = port_range_of(host, config)
     if tool == "none":
-        add(Check("ports", False, "cannot list listening ports (no ss, /proc/net/tcp, netstat)",
-                  fix="install iproute2 (ss) on the host"))
+        add(
+            Check(
+                "ports",
+                False,
+                "cannot list listening ports (no ss, /proc/net/tcp, netstat)",
+                fix="install iproute2 (ss) on the host",
+            )
+        )
     else:
         add(Check("ports", True, f"busy ports read with {tool}; range {lo}-{hi}"))
 
     allowed, detail = await forwarding_allowed(conn)
-    add(Check("forwarding", allowed, detail,
-              fix="" if allowed else "set AllowTcpForwarding yes in the host's sshd_config"))
+    add(
+        Check(
+            "forwarding",
+            allowed,
+            detail,
+            fix="" if allowed else "set AllowTcpForwarding yes in the host's sshd_config",
+        )
+    )
 
 
 async def forwarding_allowed(conn: HostConnection) -> tuple[bool, str]:
@@ -317,12 +386,13 @@ async def forwarding_allowed(conn: HostConnection) -> tuple[bool, str]:
     ssh = await conn.connection()
     try:
         _, writer = await asyncio.wait_for(
-            ssh.open_connection("127.0.0.1", conn.target.port), HTTP_TIMEOUT)
+            ssh.open_connection("127.0.0.1", conn.target.port), HTTP_TIMEOUT
+        )
     except asyncssh.ChannelOpenError as exc:
         if exc.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED:
             return False, f"TCP forwarding is not allowed: {exc.reason}"
         return True, "TCP forwarding to the host's 127.0.0.1 is allowed"
-    except (asyncio.TimeoutError, OSError, asyncssh.Error) as exc:
+    except (TimeoutError, OSError, asyncssh.Error) as exc:
         return False, f"TCP forwarding failed: {exc}"
     writer.close()
     return True, "TCP forwarding to the host's 127.0.0.1 works"

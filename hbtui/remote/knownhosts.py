@@ -77,14 +77,16 @@ class ServerKey:
     algorithm: str
 
 
-async def fetch_server_key(target: SshTarget, *, algorithms: list[str] | None = None,
-                           timeout: float = 10.0) -> ServerKey:
+async def fetch_server_key(
+    target: SshTarget, *, algorithms: list[str] | None = None, timeout: float = 10.0
+) -> ServerKey:
     """The host key the server presents (no authentication happens)."""
     kwargs: dict = {}
     if algorithms:
         kwargs["server_host_key_algs"] = algorithms
     key = await asyncio.wait_for(
-        asyncssh.get_server_host_key(target.host, target.port, **kwargs), timeout)
+        asyncssh.get_server_host_key(target.host, target.port, **kwargs), timeout
+    )
     if key is None:
         raise asyncssh.Error(0, "the server presented no host key")
     return ServerKey(key, fingerprint(key), key.get_algorithm())

@@ -19,8 +19,8 @@ import contextlib
 import os
 import shlex
 from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 from hbtui.engine.runner import Completed, Deadline, RunTimeout
 from hbtui.remote.connection import HostConnection
@@ -45,7 +45,7 @@ def remote_command(argv: list[str], *, merge: bool = False) -> str:
 
 def _parse_pid(line: bytes) -> int | None:
     if line.startswith(_PID_TAG):
-        text = line[len(_PID_TAG):].strip()
+        text = line[len(_PID_TAG) :].strip()
         if text.isdigit():
             return int(text)
     return None
@@ -54,7 +54,7 @@ def _parse_pid(line: bytes) -> int | None:
 class SshStream:
     """Lines of a remote command's stdout and stderr, merged, as produced."""
 
-    def __init__(self, runner: "SshRunner", argv: list[str], timeout: float | None) -> None:
+    def __init__(self, runner: SshRunner, argv: list[str], timeout: float | None) -> None:
         self.runner = runner
         self.argv = argv
         self.timeout = timeout
@@ -64,8 +64,9 @@ class SshStream:
     async def __aiter__(self) -> AsyncIterator[str]:
         conn = self.runner.conn
         what = f"{self.argv[0]} {' '.join(self.argv[1:4])}"
-        proc = await conn.start_process(remote_command(self.argv, merge=True), merge_stderr=True,
-                                         what=what)
+        proc = await conn.start_process(
+            remote_command(self.argv, merge=True), merge_stderr=True, what=what
+        )
         deadline = Deadline(self.argv, self.timeout)
         tail: deque[str] = deque(maxlen=20)
         pid: int | None = None
@@ -113,10 +114,14 @@ class SshRunner:
         with contextlib.suppress(Exception):
             await self.conn.run_shell(
                 'kill -KILL "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null; true',
-                str(pid), timeout=KILL_TIMEOUT, what="killing a timed-out command")
+                str(pid),
+                timeout=KILL_TIMEOUT,
+                what="killing a timed-out command",
+            )
 
-    async def run(self, argv: list[str], *, input: bytes | None = None,
-                  timeout: float | None = None) -> Completed:
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float | None = None
+    ) -> Completed:
         what = f"{argv[0]} {' '.join(argv[1:4])}"
         proc = await self.conn.start_process(remote_command(argv), what=what)
         pid: int | None = None
@@ -139,7 +144,7 @@ class SshRunner:
             with self.conn.guard(what):
                 try:
                     out, err = await asyncio.wait_for(talk(), timeout)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     raise RunTimeout(argv, timeout or 0) from None
             if proc.returncode is None:
                 self.conn.drop()
@@ -159,7 +164,7 @@ class SshRunner:
 
     def interactive_argv(self, argv: list[str]) -> list[str]:
         """`ssh -t HOST 'argv'`: hands this terminal to `argv` on the host."""
-        head = argv[:argv.index("--")] if "--" in argv else argv
+        head = argv[: argv.index("--")] if "--" in argv else argv
         return self.conn.ssh_argv(shlex.join(argv), tty="-t" in head)
 
     # -- files ------------------------------------------------------------------------
@@ -167,17 +172,21 @@ class SshRunner:
     @contextlib.asynccontextmanager
     async def _remote_tmpdir(self) -> AsyncIterator[str]:
         code, out, err = await self.conn.run_shell(
-            'umask 077; mktemp -d "${TMPDIR:-/tmp}/hbtui.XXXXXXXX"', what="making a temp folder")
+            'umask 077; mktemp -d "${TMPDIR:-/tmp}/hbtui.XXXXXXXX"', what="making a temp folder"
+        )
         folder = out.strip()
         if code != 0 or not folder.startswith("/") or "/hbtui." not in folder:
-            raise HostUnreachable(f"host {self.conn.name}: cannot make a temporary folder: "
-                                  f"{err.strip() or out.strip() or code}")
+            raise HostUnreachable(
+                f"host {self.conn.name}: cannot make a temporary folder: "
+                f"{err.strip() or out.strip() or code}"
+            )
         try:
             yield folder
         finally:
             with contextlib.suppress(Exception):
-                await asyncio.shield(self.conn.run_shell(
-                    'rm -rf -- "$1"', folder, what="removing a temp folder"))
+                await asyncio.shield(
+                    self.conn.run_shell('rm -rf -- "$1"', folder, what="removing a temp folder")
+                )
 
     @contextlib.asynccontextmanager
     async def engine_path_for_upload(self, local: Path) -> AsyncIterator[str]:

@@ -32,7 +32,9 @@ class SshTarget:
 
 def parse_target(text: str) -> SshTarget:
     """Parse `USER@HOST[:PORT]` (HOST may be `[v6addr]`); USER defaults to ours."""
-    bad = UsageError(f"--ssh wants USER@HOST[:PORT], like root@build.example.com:2222 (got {text!r})")
+    bad = UsageError(
+        f"--ssh wants USER@HOST[:PORT], like root@build.example.com:2222 (got {text!r})"
+    )
     text = text.strip()
     if not text or any(c.isspace() for c in text):
         raise bad

@@ -12,10 +12,11 @@ import asyncio
 import shlex
 import signal
 import threading
-from datetime import datetime, timezone
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
 
 from rich.markup import escape
 from textual.app import App, SuspendNotSupported, SystemCommand
@@ -73,12 +74,19 @@ class HbtuiApp(App):
     TITLE = "hbtui"
     SUB_TITLE = "boxes"
 
-    def __init__(self, service: BoxService, *, clock: Clock | None = None,
-                 launcher: Launcher | None = None, recipe: Path | None = None,
-                 refresh_seconds: float | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        service: BoxService,
+        *,
+        clock: Clock | None = None,
+        launcher: Launcher | None = None,
+        recipe: Path | None = None,
+        refresh_seconds: float | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.service = service
-        self.clock: Clock = clock or (lambda: datetime.now(timezone.utc))
+        self.clock: Clock = clock or (lambda: datetime.now(UTC))
         self.launcher: Launcher = launcher or launch_interactive
         self.recipe = recipe
         self.refresh_seconds = refresh_seconds or service.config.refresh_seconds
@@ -115,8 +123,12 @@ class HbtuiApp(App):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A bug in a worker becomes a notification, never a crash."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
-            self.notify(describe_error(event.worker.error), severity="error",
-                        title=f"internal error in {event.worker.group}", timeout=10)
+            self.notify(
+                describe_error(event.worker.error),
+                severity="error",
+                title=f"internal error in {event.worker.group}",
+                timeout=10,
+            )
 
     def _on_suspend(self, _app: App) -> None:
         self._paused = True
@@ -141,8 +153,9 @@ class HbtuiApp(App):
             self._refresh_again = True
             return
         self._refresh_again = False
-        self._refresh_worker = self.run_worker(self._refresh(), group="refresh",
-                                               exit_on_error=False)
+        self._refresh_worker = self.run_worker(
+            self._refresh(), group="refresh", exit_on_error=False
+        )
 
     async def _refresh(self) -> None:
         try:
@@ -153,8 +166,9 @@ class HbtuiApp(App):
         if not self.is_running or not self.screen_stack:
             return  # the app closed while the engine answered
         if listing is None:
-            self.show_listing(HostListing(self.listing.boxes if self.listing else [],
-                                          {"local": error}))
+            self.show_listing(
+                HostListing(self.listing.boxes if self.listing else [], {"local": error})
+            )
         else:
             self.show_listing(listing)
         if self.main.port_grid.display and self.main.query_one("#ports-panel").display:
@@ -172,21 +186,31 @@ class HbtuiApp(App):
             if key in present or not act.operation or act.operation in ("delete", "extract"):
                 continue
             if act.running or act.error:
-                boxes.append(BoxView(name=key[1], host=key[0], kind="box",
-                                     state="failed" if act.error else "creating",
-                                     provisioning="failed" if act.error else "provisioning"))
+                boxes.append(
+                    BoxView(
+                        name=key[1],
+                        host=key[0],
+                        kind="box",
+                        state="failed" if act.error else "creating",
+                        provisioning="failed" if act.error else "provisioning",
+                    )
+                )
         return boxes
 
     def show_listing(self, listing: HostListing) -> None:
         self.listing = listing
         self.redraw_table()
         if listing.errors:
-            line = "  ".join(f"[b red]host {h} unreachable:[/] {escape(why)}"
-                             for h, why in listing.errors.items())
+            line = "  ".join(
+                f"[b red]host {h} unreachable:[/] {escape(why)}"
+                for h, why in listing.errors.items()
+            )
         else:
             hosts = sorted({v.host for v in listing.boxes} | {"local"})
-            line = (f"[green]●[/] hosts: {', '.join(hosts)}   "
-                    f"[dim]{len(listing.boxes)} boxes · refresh {self.refresh_seconds:g}s[/]")
+            line = (
+                f"[green]●[/] hosts: {', '.join(hosts)}   "
+                f"[dim]{len(listing.boxes)} boxes · refresh {self.refresh_seconds:g}s[/]"
+            )
         if line != self._status_line:  # an unchanged update would still relayout
             self._status_line = line
             self.main.query_one("#host-status", Static).update(line)
@@ -194,8 +218,9 @@ class HbtuiApp(App):
     def redraw_table(self) -> None:
         table = self.main.table
         table.show(self.visible_views(), self.activities, self.clock())
-        sub_title = (f"{table.row_count} of {len(table.views)} boxes · sort: {table.sort_label}"
-                     + (f" · filter: {table.filter_text}" if table.filter_text else ""))
+        sub_title = f"{table.row_count} of {len(table.views)} boxes · sort: {table.sort_label}" + (
+            f" · filter: {table.filter_text}" if table.filter_text else ""
+        )
         if sub_title != self.sub_title:
             self.sub_title = sub_title
         if self.follow_key is not None and table.select(self.follow_key):
@@ -222,8 +247,12 @@ class HbtuiApp(App):
         activity = self.activities.get(key)
         if activity is None:
             activity = self.activities[key] = Activity(key)
-            self.run_worker(partial(self._load_provision_log, activity), thread=True,
-                            group="provision-log", exit_on_error=False)
+            self.run_worker(
+                partial(self._load_provision_log, activity),
+                thread=True,
+                group="provision-log",
+                exit_on_error=False,
+            )
         return activity
 
     def _load_provision_log(self, activity: Activity) -> None:
@@ -248,8 +277,9 @@ class HbtuiApp(App):
         view = self.selected_view()
         if key is None or view is None or view.kind == "missing" or view.state == "creating":
             return
-        self.run_worker(self._workload_log(key), group="workload", exclusive=True,
-                        exit_on_error=False)
+        self.run_worker(
+            self._workload_log(key), group="workload", exclusive=True, exit_on_error=False
+        )
 
     async def _workload_log(self, key: BoxKey) -> None:
         try:
@@ -276,22 +306,29 @@ class HbtuiApp(App):
         if any(key in views and row_key(key) not in table.views for key in dirty):
             self.redraw_table()  # a row to add: the creation just began
         else:
-            table.update_rows([views[k] for k in dirty if k in views], self.activities,
-                              self.clock())
+            table.update_rows(
+                [views[k] for k in dirty if k in views], self.activities, self.clock()
+            )
         if self.main.log_pane.key in dirty:
             self.main.log_pane.catch_up()
 
     # -- operations ----------------------------------------------------------------
 
-    def run_operation(self, key: BoxKey | None, operation: str,
-                      call: Callable[[Report], Awaitable[Any]], *,
-                      observer: Report | None = None,
-                      done: Callable[[Any, str], None] | None = None) -> Worker | None:
+    def run_operation(
+        self,
+        key: BoxKey | None,
+        operation: str,
+        call: Callable[[Report], Awaitable[Any]],
+        *,
+        observer: Report | None = None,
+        done: Callable[[Any, str], None] | None = None,
+    ) -> Worker | None:
         """Run one BoxService call in a worker; its events go to the box's log."""
         activity = self.activity_for(key) if key is not None else Activity(("local", ""))
         if activity.running:
-            self.notify(f"{key[1] if key else ''} is busy with {activity.operation}",
-                        severity="warning")
+            self.notify(
+                f"{key[1] if key else ''} is busy with {activity.operation}", severity="warning"
+            )
             return None
         activity.begin(operation)
         what = f"{operation} {key[1]}" if key and key[1] else operation
@@ -335,8 +372,7 @@ class HbtuiApp(App):
                 self.notify(f"{what}: done", timeout=4)
             return result
 
-        return self.run_worker(body(), group="operations", exit_on_error=False,
-                               description=what)
+        return self.run_worker(body(), group="operations", exit_on_error=False, description=what)
 
     def _need_box(self) -> BoxView | None:
         view = self.selected_view()
@@ -353,10 +389,20 @@ class HbtuiApp(App):
             key = (request.host, request.name)
             self.activities.pop(key, None)
             self.follow_key = key
-            self.run_operation(key, "new", lambda report: self.service.new(
-                request.name, host_name=request.host, image=request.image or None,
-                cpus=request.cpus, memory_mib=request.memory_mib, port=request.port,
-                recipe=self.recipe, report=report))
+            self.run_operation(
+                key,
+                "new",
+                lambda report: self.service.new(
+                    request.name,
+                    host_name=request.host,
+                    image=request.image or None,
+                    cpus=request.cpus,
+                    memory_mib=request.memory_mib,
+                    port=request.port,
+                    recipe=self.recipe,
+                    report=report,
+                ),
+            )
             self.redraw_table()
             self.main.log_pane.show(key, self.activities[key])
 
@@ -364,13 +410,19 @@ class HbtuiApp(App):
 
     def action_start_box(self) -> None:
         if view := self._need_box():
-            self.run_operation((view.host, view.name), "start", lambda report: self.service.start(
-                view.name, view.host, report=report))
+            self.run_operation(
+                (view.host, view.name),
+                "start",
+                lambda report: self.service.start(view.name, view.host, report=report),
+            )
 
     def action_stop_box(self) -> None:
         if view := self._need_box():
-            self.run_operation((view.host, view.name), "stop", lambda report: self.service.stop(
-                view.name, view.host, report=report))
+            self.run_operation(
+                (view.host, view.name),
+                "stop",
+                lambda report: self.service.stop(view.name, view.host, report=report),
+            )
 
     def action_delete_box(self) -> None:
         from hbtui.tui.screens.dialogs import DeleteDialog
@@ -379,8 +431,11 @@ class HbtuiApp(App):
         if view is None:
             return
         key = (view.host, view.name)
-        if view.state in ("failed", "creating") and self.listing is not None and not any(
-                (v.host, v.name) == key for v in self.listing.boxes):
+        if (
+            view.state in ("failed", "creating")
+            and self.listing is not None
+            and not any((v.host, v.name) == key for v in self.listing.boxes)
+        ):
             # A row for a creation that failed: nothing exists, just forget it.
             if not self.activities[key].running:
                 del self.activities[key]
@@ -389,9 +444,12 @@ class HbtuiApp(App):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.run_operation(key, "delete", lambda report: self.service.remove(
-                    view.name, view.host, report=report),
-                    done=lambda _r, err: self._forget(key) if not err else None)
+                self.run_operation(
+                    key,
+                    "delete",
+                    lambda report: self.service.remove(view.name, view.host, report=report),
+                    done=lambda _r, err: self._forget(key) if not err else None,
+                )
 
         self.push_screen(DeleteDialog(view), confirmed)
 
@@ -462,8 +520,7 @@ class HbtuiApp(App):
 
     def action_enter_box(self) -> None:
         if view := self._need_box():
-            self.run_worker(self._enter(view), group="enter", exclusive=True,
-                            exit_on_error=False)
+            self.run_worker(self._enter(view), group="enter", exclusive=True, exit_on_error=False)
 
     async def _enter(self, view: BoxView) -> None:
         key = (view.host, view.name)
@@ -482,15 +539,18 @@ class HbtuiApp(App):
             with self.batch_update(), self.suspend():
                 status = await self.launcher(argv)
         except SuspendNotSupported:
-            self.notify(f"this terminal cannot be handed over; run:\n{shlex.join(argv)}",
-                        title=f"enter {view.name}", severity="warning", timeout=30)
+            self.notify(
+                f"this terminal cannot be handed over; run:\n{shlex.join(argv)}",
+                title=f"enter {view.name}",
+                severity="warning",
+                timeout=30,
+            )
             return
         except Exception as exc:
             self.notify(describe_error(exc), title=f"enter {view.name} failed", severity="error")
             return
         if status not in (0, 130):
-            self.notify(f"the shell in {view.name} exited with status {status}",
-                        severity="warning")
+            self.notify(f"the shell in {view.name} exited with status {status}", severity="warning")
         self.refresh_listing()
 
     def action_refresh_now(self) -> None:
@@ -538,7 +598,8 @@ class HbtuiApp(App):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Enter is a priority binding (the table would take it); text boxes keep it.
         if action == "enter_box" and (
-                isinstance(self.focused, Input) or not isinstance(self.screen, MainScreen)):
+            isinstance(self.focused, Input) or not isinstance(self.screen, MainScreen)
+        ):
             return False
         return True
 

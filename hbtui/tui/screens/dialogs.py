@@ -39,8 +39,11 @@ def human_bytes(n: float) -> str:
 
 def duration(seconds: float) -> str:
     seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+    return (
+        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
         else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 class TransferMeter:
@@ -194,10 +197,16 @@ class NewBoxDialog(Dialog):
         if port is None and port_text not in ("", "auto"):
             self.notify("the port is 'auto' or a number", severity="warning")
             return
-        self.dismiss(NewBoxRequest(
-            name=name, host=self.host, image=self.query_one("#image", Input).value.strip(),
-            cpus=_int_or_none(self.query_one("#cpus", Input).value),
-            memory_mib=_int_or_none(self.query_one("#memory", Input).value), port=port))
+        self.dismiss(
+            NewBoxRequest(
+                name=name,
+                host=self.host,
+                image=self.query_one("#image", Input).value.strip(),
+                cpus=_int_or_none(self.query_one("#cpus", Input).value),
+                memory_mib=_int_or_none(self.query_one("#memory", Input).value),
+                port=port,
+            )
+        )
 
     @on(Button.Pressed, "#cancel")
     def cancel_pressed(self) -> None:
@@ -215,10 +224,16 @@ class DeleteDialog(Dialog):
 
     def compose_body(self) -> ComposeResult:
         v = self.view
-        yield Static(Text.assemble("Delete ", (v.name, "bold"),
-                                   f" on {v.host}" if v.host != LOCAL else "",
-                                   "? Its machine and its /data are removed and port ",
-                                   str(v.port or "-"), " is freed."))
+        yield Static(
+            Text.assemble(
+                "Delete ",
+                (v.name, "bold"),
+                f" on {v.host}" if v.host != LOCAL else "",
+                "? Its machine and its /data are removed and port ",
+                str(v.port or "-"),
+                " is freed.",
+            )
+        )
         if v.last_save:
             yield Static(f"Last save: {v.last_save}", classes="hint")
         else:
@@ -370,8 +385,13 @@ class SaveDialog(OperationDialog):
         self.view = view
 
     def compose_form(self) -> ComposeResult:
-        yield Static(Text.assemble("Save ", (self.view.name, "bold"),
-                                   " to an encrypted archive (the box is paused meanwhile)."))
+        yield Static(
+            Text.assemble(
+                "Save ",
+                (self.view.name, "bold"),
+                " to an encrypted archive (the box is paused meanwhile).",
+            )
+        )
         yield Label("Destination file (empty: the backups folder)")
         yield Input(placeholder="~/backups/NAME-DATE.hbx", id="output")
         yield from _passphrase_inputs(twice=True)
@@ -393,10 +413,14 @@ class SaveDialog(OperationDialog):
         secret = self.passphrase()
         service = self.app.service
         return self.app.run_operation(
-            (view.host, view.name), "save",
-            lambda report: service.save(view.name, view.host, output=output, passphrase=secret,
-                                        verify=verify, report=report),
-            observer=observer, done=done)
+            (view.host, view.name),
+            "save",
+            lambda report: service.save(
+                view.name, view.host, output=output, passphrase=secret, verify=verify, report=report
+            ),
+            observer=observer,
+            done=done,
+        )
 
     def finished(self, result: Any, error: str) -> None:
         if not error and not self.cancelling:
@@ -428,7 +452,8 @@ class LoadDialog(OperationDialog):
     @on(Input.Changed, "#name")
     def name_changed(self, event: Input.Changed) -> None:
         self.query_one("#name-problem", Label).update(
-            (name_problem(event.value) or "") if event.value else "")
+            (name_problem(event.value) or "") if event.value else ""
+        )
 
     def problem(self) -> str | None:
         archive = self.query_one("#archive", Input).value.strip()
@@ -449,10 +474,14 @@ class LoadDialog(OperationDialog):
         app, service = self.app, self.app.service
         app.follow_key = (host, name)
         return app.run_operation(
-            (host, name), "load",
-            lambda report: service.load(archive, name, host, passphrase=secret,
-                                        recipe=app.recipe, report=report),
-            observer=observer, done=done)
+            (host, name),
+            "load",
+            lambda report: service.load(
+                archive, name, host, passphrase=secret, recipe=app.recipe, report=report
+            ),
+            observer=observer,
+            done=done,
+        )
 
 
 class ExtractDialog(OperationDialog):
@@ -484,6 +513,7 @@ class ExtractDialog(OperationDialog):
 
         async def extract(report):
             from hbtui.core import archive_ops
+
             return await archive_ops.extract(archive, dest, passphrase=secret, report=report)
 
         return self.app.run_operation(None, "extract", extract, observer=observer, done=done)

@@ -31,10 +31,18 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(classes="dialog help"):
             yield Label("hbtui dashboard keys", classes="dialog-title")
             yield DataTable(id="keys", cursor_type="none", zebra_stripes=True)
-            yield Static(Text.assemble(
-                "Remap any key in the ", ("[keymap]", "bold"), " section of config.toml (",
-                ("hbtui config path", "italic"), "), by id: ",
-                ('new = "ctrl+n"', "bold"), ". Ids are the first column."), classes="hint")
+            yield Static(
+                Text.assemble(
+                    "Remap any key in the ",
+                    ("[keymap]", "bold"),
+                    " section of config.toml (",
+                    ("hbtui config path", "italic"),
+                    "), by id: ",
+                    ('new = "ctrl+n"', "bold"),
+                    ". Ids are the first column.",
+                ),
+                classes="hint",
+            )
 
     def on_mount(self) -> None:
         keymap = getattr(self.app.service.config, "keymap", {}) or {}
@@ -42,7 +50,9 @@ class HelpScreen(ModalScreen[None]):
         table.add_columns("Id", "Key", "Does")
         for ident, key, _action, _label, title, help_text in KEYS:
             keys = keymap.get(ident, key)
-            shown = ", ".join(self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(","))
+            shown = ", ".join(
+                self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(",")
+            )
             table.add_row(ident, Text(shown, style="bold"), f"{title}: {help_text}")
         for key, what in OTHER_KEYS:
             table.add_row("", Text(key, style="bold"), what)

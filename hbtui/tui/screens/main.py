@@ -19,25 +19,55 @@ from hbtui.tui.widgets.port_grid import PortGrid
 
 # (id, key, action, footer label, palette title, palette help)
 KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
-    ("enter", "enter", "enter_box", "Enter", "Enter box",
-     "Open a shell as agent in the box's tmux session (the dashboard steps aside)"),
+    (
+        "enter",
+        "enter",
+        "enter_box",
+        "Enter",
+        "Enter box",
+        "Open a shell as agent in the box's tmux session (the dashboard steps aside)",
+    ),
     ("open", "o", "open_web", "Web", "Open web UI", "Open the box's executor URL in a browser"),
     ("new", "n", "new_box", "New", "New box", "Create and provision a new box"),
     ("start", "s", "start_box", "Start", "Start box", "Start the selected box"),
     ("stop", "x", "stop_box", "Stop", "Stop box", "Quiesce and stop the selected box"),
-    ("delete", "d", "delete_box", "Delete", "Delete box",
-     "Delete the selected box after typing its name"),
+    (
+        "delete",
+        "d",
+        "delete_box",
+        "Delete",
+        "Delete box",
+        "Delete the selected box after typing its name",
+    ),
     ("save", "w", "save_box", "Save", "Save box", "Save the selected box to an encrypted archive"),
     ("load", "l", "load_box", "Load", "Load archive", "Make a new box from an archive"),
-    ("extract", "e", "extract_archive", "Extract", "Extract archive",
-     "Unpack an archive's files into a folder"),
+    (
+        "extract",
+        "e",
+        "extract_archive",
+        "Extract",
+        "Extract archive",
+        "Unpack an archive's files into a folder",
+    ),
     ("refresh", "r", "refresh_now", "Refresh", "Refresh", "List the boxes again now"),
     ("filter", "slash", "filter", "Filter", "Filter boxes", "Show only boxes matching words"),
     ("sort", "S", "cycle_sort", "Sort", "Cycle sort column", "Sort by the next column"),
-    ("logs", "t", "toggle_logs", "Logs", "Toggle log tab",
-     "Switch between the operation log and the workload log"),
-    ("ports", "p", "toggle_ports", "Ports", "Port allocator",
-     "Show or hide the map of the port range"),
+    (
+        "logs",
+        "t",
+        "toggle_logs",
+        "Logs",
+        "Toggle log tab",
+        "Switch between the operation log and the workload log",
+    ),
+    (
+        "ports",
+        "p",
+        "toggle_ports",
+        "Ports",
+        "Port allocator",
+        "Show or hide the map of the port range",
+    ),
     ("help", "question_mark", "help", "Help", "Help", "Every key and what it does"),
     ("quit", "q", "quit", "Quit", "Quit", "Leave the dashboard (operations are cancelled)"),
 )
@@ -45,8 +75,14 @@ KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
 
 class MainScreen(Screen):
     BINDINGS = [
-        Binding(key, f"app.{action}", label, id=ident, priority=(ident == "enter"),
-                show=ident not in ("sort", "logs", "extract"))
+        Binding(
+            key,
+            f"app.{action}",
+            label,
+            id=ident,
+            priority=(ident == "enter"),
+            show=ident not in ("sort", "logs", "extract"),
+        )
         for ident, key, action, label, _title, _help in KEYS
     ] + [Binding("escape", "clear_filter", "Clear filter", show=False)]
 

@@ -9,9 +9,9 @@ tick costs in proportion to what changed, not to the number of boxes.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Callable, Iterable
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -28,14 +28,28 @@ from hbtui.core.boxes import BoxView
 from hbtui.tui.activity import Activity, BoxKey, row_key
 
 COLUMNS = (
-    ("name", "Box"), ("host", "Host"), ("state", "State"), ("port", "Port"), ("url", "URL"),
-    ("image", "Image"), ("cpus", "CPUs"), ("mem", "Memory"), ("prov", "Provisioning"),
+    ("name", "Box"),
+    ("host", "Host"),
+    ("state", "State"),
+    ("port", "Port"),
+    ("url", "URL"),
+    ("image", "Image"),
+    ("cpus", "CPUs"),
+    ("mem", "Memory"),
+    ("prov", "Provisioning"),
     ("age", "Age"),
 )
 COLUMN_INDEX = {key: i for i, (key, _label) in enumerate(COLUMNS)}
 
-STATE_STYLE = {"running": "green", "stopped": "yellow", "created": "cyan", "starting": "cyan",
-               "failed": "bold red", "missing": "red", "orphan": "magenta"}
+STATE_STYLE = {
+    "running": "green",
+    "stopped": "yellow",
+    "created": "cyan",
+    "starting": "cyan",
+    "failed": "bold red",
+    "missing": "red",
+    "orphan": "magenta",
+}
 PROVISION_STYLE = {"ready": "green", "provisioning": "cyan", "failed": "bold red"}
 
 # Sort orders the `sort` key cycles through: (label, key on a BoxView).
@@ -54,7 +68,7 @@ BAR_WIDTH = 8
 @lru_cache(maxsize=4096)
 def _parse_created(created: str) -> datetime | None:
     try:
-        return datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        return datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
         return None
 
@@ -108,8 +122,17 @@ def cells(view: BoxView, activity: Activity | None, now: datetime) -> tuple[Text
 def matches(view: BoxView, needle: str) -> bool:
     if not needle:
         return True
-    hay = " ".join((view.name, view.host, view.state, view.kind, view.image or "",
-                    view.provisioning, str(view.port or ""))).lower()
+    hay = " ".join(
+        (
+            view.name,
+            view.host,
+            view.state,
+            view.kind,
+            view.image or "",
+            view.provisioning,
+            str(view.port or ""),
+        )
+    ).lower()
     return all(word in hay for word in needle.lower().split())
 
 
@@ -122,8 +145,12 @@ class BoxTable(ScrollView, can_focus=True):
     from, so a refresh repaints only the rows whose cells changed.
     """
 
-    COMPONENT_CLASSES = {"box-table--header", "box-table--cursor", "box-table--even-row",
-                         "box-table--odd-row"}
+    COMPONENT_CLASSES = {
+        "box-table--header",
+        "box-table--cursor",
+        "box-table--even-row",
+        "box-table--odd-row",
+    }
 
     DEFAULT_CSS = """
     BoxTable {
@@ -214,8 +241,9 @@ class BoxTable(ScrollView, can_focus=True):
         self._move_cursor(index)
         return True
 
-    def show(self, views: Iterable[BoxView], activities: dict[BoxKey, Activity],
-             now: datetime) -> None:
+    def show(
+        self, views: Iterable[BoxView], activities: dict[BoxKey, Activity], now: datetime
+    ) -> None:
         """Make the table show `views` (filtered), touching only what changed."""
         self.views = {row_key((v.host, v.name)): v for v in views}
         wanted = {k: v for k, v in self.views.items() if matches(v, self.filter_text)}
@@ -228,8 +256,9 @@ class BoxTable(ScrollView, can_focus=True):
             self._put(key, view, activities, now)
         self._reorder()
 
-    def update_rows(self, views: Iterable[BoxView], activities: dict[BoxKey, Activity],
-                    now: datetime) -> None:
+    def update_rows(
+        self, views: Iterable[BoxView], activities: dict[BoxKey, Activity], now: datetime
+    ) -> None:
         """Repaint just these boxes' rows (those an operation is reporting on)."""
         for view in views:
             key = row_key((view.host, view.name))
@@ -238,11 +267,22 @@ class BoxTable(ScrollView, can_focus=True):
                 self._put(key, view, activities, now)
         self._reorder()
 
-    def _put(self, key: str, view: BoxView, activities: dict[BoxKey, Activity],
-             now: datetime) -> None:
+    def _put(
+        self, key: str, view: BoxView, activities: dict[BoxKey, Activity], now: datetime
+    ) -> None:
         activity = activities.get((view.host, view.name))
-        source = (view, age(view.created, now), activity and (
-            activity.running, activity.error, activity.operation, activity.phase, activity.step))
+        source = (
+            view,
+            age(view.created, now),
+            activity
+            and (
+                activity.running,
+                activity.error,
+                activity.operation,
+                activity.phase,
+                activity.step,
+            ),
+        )
         old = self._sources.get(key)
         if old == source:
             return  # most rows on most ticks: nothing to build or compare
@@ -251,7 +291,7 @@ class BoxTable(ScrollView, can_focus=True):
             self._order_stale = True
         new = cells(view, activity, now)
         self._shown[key] = new
-        widths = [max(w, c.cell_len) for w, c in zip(self._widths, new)]
+        widths = [max(w, c.cell_len) for w, c in zip(self._widths, new, strict=False)]
         if widths != self._widths:
             self._widths = widths
             self._look += 1
@@ -316,8 +356,9 @@ class BoxTable(ScrollView, can_focus=True):
 
     def _refresh_rows(self, *indexes: int) -> None:
         top, width = self.scroll_offset.y, self.size.width
-        regions = [Region(0, i + 1 - top, width, 1) for i in indexes
-                   if 0 <= i - top < self.size.height - 1]
+        regions = [
+            Region(0, i + 1 - top, width, 1) for i in indexes if 0 <= i - top < self.size.height - 1
+        ]
         if regions:  # refresh() with no region would repaint the whole table
             self.refresh(*regions)
 
@@ -351,7 +392,7 @@ class BoxTable(ScrollView, can_focus=True):
             style += self.get_component_rich_style("box-table--cursor")
             post = Style.from_color(color=style.color)
         line = Text(" ", end="")
-        for cell, width in zip(row, self._widths):
+        for cell, width in zip(row, self._widths, strict=False):
             gap = " " * (width - cell.cell_len)
             if cell.justify == "right":
                 line.append(gap)

@@ -31,8 +31,14 @@ class FollowLog(RichLog):
             self.following = following
 
     def __init__(self, **kwargs) -> None:
-        super().__init__(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
-                         auto_scroll=True, **kwargs)
+        super().__init__(
+            max_lines=MAX_LINES,
+            wrap=False,
+            markup=False,
+            highlight=False,
+            auto_scroll=True,
+            **kwargs,
+        )
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -78,8 +84,9 @@ class LogPane(Vertical):
         # render, and the first frame comes before the first listing.
         with ContentSwitcher(initial=None):
             yield FollowLog(id="provision-log")
-            yield RichLog(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
-                          id="workload-log")
+            yield RichLog(
+                max_lines=MAX_LINES, wrap=False, markup=False, highlight=False, id="workload-log"
+            )
 
     def on_mount(self) -> None:
         self._draw_tabs()
@@ -125,13 +132,17 @@ class LogPane(Vertical):
         if activity is not None:
             missed = activity.written - self._shown
             if missed > 0:
-                lines = list(activity.lines)[-min(missed, len(activity.lines)):]
+                lines = list(activity.lines)[-min(missed, len(activity.lines)) :]
                 if len(lines) > BATCH:
                     skipped = len(lines) - BATCH
                     lines = lines[-BATCH:]
-                    self.log_view.write(Text(f"… {skipped} lines skipped to keep up "
-                                             "(hbtui logs --provision NAME has them all)",
-                                             style="dim italic"))
+                    self.log_view.write(
+                        Text(
+                            f"… {skipped} lines skipped to keep up "
+                            "(hbtui logs --provision NAME has them all)",
+                            style="dim italic",
+                        )
+                    )
                 self.log_view.write(Text.from_ansi("\n".join(lines)))
                 self._shown = activity.written
         self._update_header()
@@ -157,12 +168,16 @@ class LogPane(Vertical):
         activity = self.activity
         if activity is not None:
             if activity.error:
-                header.append(f"  ✗ {activity.operation} failed: {activity.error}", style="bold red")
+                header.append(
+                    f"  ✗ {activity.operation} failed: {activity.error}", style="bold red"
+                )
             elif activity.running:
                 header.append(f"  {activity.phase}", style="cyan")
             if activity.step is not None:
-                bar.update(total=activity.step.total, progress=activity.step.index - (
-                    1 if activity.running else 0))
+                bar.update(
+                    total=activity.step.total,
+                    progress=activity.step.index - (1 if activity.running else 0),
+                )
                 bar.set_class(False, "-idle")
             else:
                 bar.set_class(True, "-idle")

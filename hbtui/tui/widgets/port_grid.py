@@ -104,8 +104,9 @@ class PortGrid(Widget, can_focus=True):
     def describe(self, slot: PortSlot | None) -> Text:
         if slot is None:
             nxt = self.next_free
-            box = next((s for s in self.slots if self.highlight_box and s.box == self.highlight_box),
-                       None)
+            box = next(
+                (s for s in self.slots if self.highlight_box and s.box == self.highlight_box), None
+            )
             line = Text()
             if box is not None:
                 line.append(f"{box.port} ", style="bold")
