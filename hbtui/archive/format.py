@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -422,7 +422,7 @@ def plaintext_size_for(archive_size: int, chunk_size: int) -> int | None:
 # --- I/O helpers -----------------------------------------------------------
 
 
-def _readfull(src: BinaryIO, buf: memoryview) -> int:
+def _readfull(src: IO[bytes], buf: memoryview) -> int:
     """Fill `buf` from `src` until it is full or src is at EOF; return the count."""
     want = len(buf)
     got = 0
@@ -553,7 +553,7 @@ class Encryptor:
         self.feed(data)
         return memoryview(data).nbytes
 
-    def feed_from(self, src: BinaryIO) -> int:
+    def feed_from(self, src: IO[bytes]) -> int:
         """Read `src` to EOF with readinto into preallocated buffers; return the count."""
         self._check_open()
         cs = self._cs

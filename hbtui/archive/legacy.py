@@ -16,12 +16,15 @@ import subprocess
 import tempfile
 import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, TYPE_CHECKING, BinaryIO
 
 from hbtui.archive._proc import last_line, need
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, NotAnArchive, WrongPassphrase
 from hbtui.archive.safetar import TarSummary, _run_extract, _run_validate, _Source
 from hbtui.environment import child_env
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 __all__ = ["LEGACY_SUFFIX", "is_legacy", "extract_legacy", "validate_legacy", "decrypt_legacy"]
 
@@ -104,7 +107,7 @@ class _GpgProcess:
         finally:
             os.close(wfd)
         assert self.proc.stdout is not None
-        self.stdout: BinaryIO = self.proc.stdout
+        self.stdout: IO[bytes] = self.proc.stdout
 
     def stderr(self) -> bytes:
         self._err.seek(0)
@@ -139,7 +142,7 @@ class _GpgProcess:
 class _GunzipReader:
     """gunzip a stream; errors become ArchiveCorrupt."""
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: IO[bytes]) -> None:
         self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
 
     def read(self, n: int = -1) -> bytes:
@@ -148,7 +151,7 @@ class _GunzipReader:
         except (OSError, EOFError, zlib.error) as e:
             raise ArchiveCorrupt(f"the backup's gzip stream is invalid ({e})") from None
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: WriteableBuffer) -> int:
         try:
             return self._gz.readinto(b)
         except (OSError, EOFError, zlib.error) as e:
@@ -158,7 +161,7 @@ class _GunzipReader:
 class _LegacySource(_Source):
     def __init__(self, path: str | os.PathLike[str], passphrase: bytes) -> None:
         self._gpg = _GpgProcess(path, passphrase)
-        self.stdout = _GunzipReader(self._gpg.stdout)  # type: ignore[assignment]
+        self.stdout = _GunzipReader(self._gpg.stdout)
         self._done = False
 
     def finish(self) -> None:

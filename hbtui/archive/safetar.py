@@ -36,7 +36,8 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, BinaryIO, Protocol
 
 from hbtui.archive._proc import last_line, need
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, UnsafeArchive
@@ -50,6 +51,9 @@ from hbtui.archive.format import (
     atomic_output,
 )
 from hbtui.environment import child_env
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 __all__ = [
     "TarSummary",
@@ -215,15 +219,23 @@ class _Policy:
 # --- streaming through tarfile --------------------------------------------
 
 
-def _members(reader: BinaryIO) -> tuple[tarfile.TarFile, Iterator[tarfile.TarInfo]]:
+class _TarStream(Protocol):
+    """What the tar walk reads from: tarfile's stream mode ("r|") only calls read()."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+def _members(reader: _TarStream) -> tuple[tarfile.TarFile, Iterator[tarfile.TarInfo]]:
     try:
-        tf = tarfile.open(fileobj=reader, mode="r|", bufsize=_COPY)
+        # typeshed types `fileobj` as a full seekable, writable file for every
+        # mode; the read-only stream mode "r|" only ever calls read().
+        tf = tarfile.open(fileobj=reader, mode="r|", bufsize=_COPY)  # type: ignore[call-overload]
     except tarfile.TarError as e:
         raise ArchiveCorrupt(f"the payload is not a valid tar stream ({e})") from None
     return tf, iter(tf)
 
 
-def _drain(reader: BinaryIO) -> None:
+def _drain(reader: _TarStream) -> None:
     buf = bytearray(_COPY)
     mv = memoryview(buf)
     readinto = getattr(reader, "readinto", None)
@@ -237,7 +249,7 @@ def _drain(reader: BinaryIO) -> None:
 
 
 def _walk(
-    reader: BinaryIO,
+    reader: _TarStream,
     policy: _Policy,
     on_entry: Callable[[tarfile.TarFile, tarfile.TarInfo, str, str], None],
 ) -> None:
@@ -320,6 +332,8 @@ class _Extractor:
                 src = tf.extractfile(m)
                 if src is None:
                     raise ArchiveCorrupt(f"cannot read tar entry {m.name!r}")
+                # typeshed says IO[bytes]; tarfile hands out an ExFileObject (a BufferedReader)
+                assert isinstance(src, io.BufferedReader)
                 mv = memoryview(self.buf)
                 left = m.size
                 while left > 0:
@@ -359,7 +373,12 @@ class _Extractor:
 
 
 def _rmtree(path: Path) -> None:
-    def onerror(func, p, exc):  # a folder we made read-only: open it up and retry
+    def onerror(
+        func: Callable[[str], object],
+        p: str,
+        exc: tuple[type[BaseException], BaseException, TracebackType],
+    ) -> None:
+        # a folder we made read-only: open it up and retry
         try:
             os.chmod(os.path.dirname(p), 0o700)
             os.chmod(p, 0o700) if os.path.isdir(p) and not os.path.islink(p) else None
@@ -373,7 +392,7 @@ def _rmtree(path: Path) -> None:
 class _Source:
     """A plaintext tar stream and whatever produces it."""
 
-    stdout: BinaryIO
+    stdout: _TarStream
 
     def finish(self) -> None:
         """The tar stream was read to EOF: check every producer succeeded."""
@@ -459,7 +478,7 @@ class DecryptedReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b: WriteableBuffer) -> int:
         while not self._cur:
             try:
                 self._cur = next(self._it)
@@ -471,7 +490,7 @@ class DecryptedReader(io.RawIOBase):
         self._cur = self._cur[n:]
         return n
 
-    def pump_to(self, dst: BinaryIO) -> None:
+    def pump_to(self, dst: IO[bytes]) -> None:
         """Write every verified chunk to `dst` without an extra copy."""
         if self._cur:
             dst.write(self._cur)
@@ -481,6 +500,8 @@ class DecryptedReader(io.RawIOBase):
 
 
 class _ZstdSource(_Source):
+    stdout: IO[bytes]  # zstd's own pipe, which this source closes
+
     def __init__(self, upstream: DecryptedReader) -> None:
         zstd = need("zstd", "it decompresses box archives")
         self._err = tempfile.TemporaryFile()
@@ -546,7 +567,9 @@ class _ZstdSource(_Source):
         return self._error if isinstance(self._error, ArchiveError) else None
 
 
-def _open_hbx(src: BinaryIO | str | os.PathLike[str], passphrase: bytes, progress: Progress | None):
+def _open_hbx(
+    src: BinaryIO | str | os.PathLike[str], passphrase: bytes, progress: Progress | None
+) -> tuple[BinaryIO | None, Decryptor]:
     if isinstance(src, (str, os.PathLike)):
         f = open(src, "rb")
         try:

@@ -10,12 +10,14 @@ engine's state database has not always tolerated concurrent writers.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import fcntl
 import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from hbtui.engine.errors import (
     EngineError,
@@ -204,6 +206,8 @@ class Engine:
         async with self.machine_lock(name):
             await self._call(*args)
 
+    # From here on `list` in this class's annotations names this method, so the
+    # annotations below spell the built-in type as `builtins.list`.
     async def list(self) -> list[Machine]:
         out = await self._call("machine", "ls", "--json")
         try:
@@ -232,13 +236,13 @@ class Engine:
     def _exec_args(
         self,
         name: str,
-        argv: list[str],
+        argv: builtins.list[str],
         *,
         user: str | None,
         env: dict[str, str] | None,
         workdir: str | None,
         flags: tuple[str, ...] = (),
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         args = ["machine", "exec", "--name", name, *flags]
         if user:
             args += ["--user", user]
@@ -251,7 +255,7 @@ class Engine:
     async def exec(
         self,
         name: str,
-        argv: list[str],
+        argv: builtins.list[str],
         *,
         input: bytes | None = None,
         user: str | None = None,
@@ -273,7 +277,7 @@ class Engine:
     def exec_stream(
         self,
         name: str,
-        argv: list[str],
+        argv: builtins.list[str],
         *,
         user: str | None = None,
         env: dict[str, str] | None = None,
@@ -289,12 +293,12 @@ class Engine:
     def interactive_argv(
         self,
         name: str,
-        argv: list[str],
+        argv: builtins.list[str],
         *,
         user: str | None = None,
         env: dict[str, str] | None = None,
         tty: bool = True,
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """The argv that hands this terminal to a guest command (enter, exec -it)."""
         flags = ("-i", "-t") if tty else ("-i",)
         return self.runner.interactive_argv(
@@ -335,7 +339,7 @@ class Engine:
         argv = self.argv(*args)
         return EngineStream(self.runner.stream(argv, timeout=None), argv)
 
-    async def stats(self, name: str) -> dict:
+    async def stats(self, name: str) -> dict[str, Any]:
         out = await self._call("machine", "stats", "--name", name, "--json")
         try:
             data = json.loads(out)
