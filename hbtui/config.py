@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import tomli_w
 
@@ -27,6 +27,7 @@ class Defaults:
     image: str = DEFAULT_IMAGE
     cpus: int = 2
     memory_mib: int = 4096
+    recipe: str = ""  # a recipe folder; empty: the one shipped with hbtui
 
 
 @dataclass
@@ -49,7 +50,7 @@ class ArchiveSettings:
 
 
 @dataclass
-class Host:
+class HostSettings:
     """A remote machine reached over SSH (see `hbtui hosts`)."""
 
     ssh: str
@@ -67,7 +68,7 @@ class Config:
     archive: ArchiveSettings = field(default_factory=ArchiveSettings)
     refresh_seconds: float = 2.0
     keymap: dict[str, str] = field(default_factory=dict)
-    hosts: dict[str, Host] = field(default_factory=dict)
+    hosts: dict[str, HostSettings] = field(default_factory=dict)
 
     def backups_dir(self, paths: Paths) -> Path:
         if self.archive.backups_dir:
@@ -76,6 +77,10 @@ class Config:
 
     def engine_path_setting(self) -> str:
         return os.environ.get("HBTUI_SMOLVM") or self.engine.path
+
+    def recipe_setting(self) -> str:
+        """The recipe folder for new boxes: HBTUI_RECIPE, then [defaults] recipe."""
+        return os.environ.get("HBTUI_RECIPE") or self.defaults.recipe
 
     def engine_state_dir(self) -> str:
         return os.environ.get("HBTUI_SMOLVM_STATE_DIR") or self.engine.state_dir
@@ -96,19 +101,20 @@ class Config:
             raise UsageError("config: refresh_seconds must be at least 0.5")
 
 
-_TYPES = {"str": str, "int": int, "float": float}
+_TYPES: dict[str, type] = {"str": str, "int": int, "float": float}
+T = TypeVar("T")
 
 
-def _section(cls: type, raw: Any, where: str) -> Any:
+def _section(cls: type[T], raw: Any, where: str) -> T:
     if not isinstance(raw, dict):
         raise UsageError(f"config: [{where}] must be a table")
-    known = cls.__dataclass_fields__
+    known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]  # cls is a dataclass
     unknown = sorted(set(raw) - set(known))
     if unknown:
         raise UsageError(f"config: unknown key {where}.{unknown[0]}")
     values = {}
     for key, value in raw.items():
-        expected = _TYPES[known[key].type]
+        expected = _TYPES[str(known[key].type)]
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or isinstance(value, bool):
@@ -144,7 +150,7 @@ def parse_config(raw: dict[str, Any]) -> Config:
             for name, host in value.items():
                 if not isinstance(host, dict) or "ssh" not in host:
                     raise UsageError(f'config: hosts.{name} needs an ssh = "USER@HOST" key')
-                cfg.hosts[name] = _section(Host, host, f"hosts.{name}")
+                cfg.hosts[name] = _section(HostSettings, host, f"hosts.{name}")
         else:
             raise UsageError(f"config: unknown key {key}")
     cfg.validate()

@@ -8,6 +8,7 @@ user directories are used.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,9 +48,8 @@ class Paths:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
-def resolve_paths(env: dict[str, str] | None = None) -> Paths:
-    env = os.environ if env is None else env
-    home = env.get("HBTUI_HOME")
+def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
+    home = (os.environ if env is None else env).get("HBTUI_HOME")
     if home:
         root = Path(home).expanduser().absolute()
         return Paths(config_dir=root, data_dir=root, log_dir=root / "logs")

@@ -80,14 +80,21 @@ def sim_env(
 
 @pytest.fixture
 def sim_service(sim_env: dict[str, str]):
-    """A BoxService over the simulator, as the CLI and the dashboard make it."""
-    from hbtui.cli import make_service
+    """The Service over the simulator, as the CLI and the dashboard get it."""
+    from hbtui.wiring import build_service
+
+    return build_service()
+
+
+@pytest.fixture
+async def sim_host(sim_env: dict[str, str]):
+    """The local Host (engine, probes) the sim service uses, for checks below the door."""
     from hbtui.config import load_config
+    from hbtui.core.hosts import HostPool
     from hbtui.paths import resolve_paths
 
     paths = resolve_paths()
-    paths.ensure()
-    return make_service(paths, load_config(paths))
+    return await HostPool(paths, load_config(paths)).get()
 
 
 # ---- end core ---------------------------------------------------------------------------

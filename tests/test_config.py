@@ -1,6 +1,6 @@
 import pytest
 
-from hbtui.config import Config, Host, load_config, parse_config, save_config
+from hbtui.config import Config, HostSettings, load_config, parse_config, save_config
 from hbtui.errors import UsageError
 from hbtui.paths import resolve_paths
 
@@ -16,7 +16,7 @@ def test_round_trip(hbtui_home):
     cfg = Config()
     cfg.defaults.cpus = 4
     cfg.keymap = {"new": "N"}
-    cfg.hosts["mac"] = Host(ssh="me@mac.local", ports="5000-5100")
+    cfg.hosts["mac"] = HostSettings(ssh="me@mac.local", ports="5000-5100")
     save_config(paths, cfg)
     assert paths.config_file.parent == hbtui_home
     again = load_config(paths)

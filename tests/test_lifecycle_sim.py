@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import HBTUI_BIN, SIM_RECIPE
 
-from hbtui.core.boxes import ProvisionFailed
+from hbtui.core.guest import ProvisionFailed
 from hbtui.core.registry import Registry
 from hbtui.errors import HbtuiError
-from hbtui.events import Step
+from hbtui.events import LogLine, Step
 from hbtui.paths import resolve_paths
 
 pytestmark = pytest.mark.sim
@@ -99,9 +99,9 @@ def test_new_exec_stop_start_rm_through_the_cli(sim_env):
     assert not answers(port)
 
 
-async def test_executor_is_reachable_only_through_the_bridge(sim_service):
+async def test_executor_is_reachable_only_through_the_bridge(sim_service, sim_host):
     view = await sim_service.new("b1", recipe=SIM_RECIPE)
-    host = await sim_service.host()
+    host = sim_host
     assert await host.http_ok(view.port)
     inside = await host.engine.exec(
         "b1",
@@ -130,8 +130,11 @@ async def test_provisioning_streams_steps_and_keeps_a_log(sim_service):
     steps = [e for e in events if isinstance(e, Step)]
     assert steps and steps[0].index == 1 and steps[-1].index == steps[-1].total
     assert [s.index for s in steps] == list(range(1, steps[-1].total + 1))
-    [log] = sim_service.provision_logs("b1")
-    assert "::hbtui:: step 1/" in log.read_text()
+    # A marker is a Step, never also a log line a front end would have to filter.
+    assert not any(isinstance(e, LogLine) and "::hbtui::" in e.text for e in events)
+    log = await sim_service.provision_log("b1")
+    assert log is not None and "::hbtui:: step 1/" in log.path.read_text()
+    assert [e for e in log.events if isinstance(e, Step)] == steps
     await sim_service.remove("b1")
 
 
@@ -149,16 +152,18 @@ def _broken_recipe(tmp_path: Path) -> Path:
     return broken
 
 
-async def test_a_failure_mid_provisioning_leaves_nothing(sim_service, tmp_path, sim_state_dir):
+async def test_a_failure_mid_provisioning_leaves_nothing(
+    sim_service, sim_host, tmp_path, sim_state_dir
+):
     with pytest.raises(ProvisionFailed, match="exit status 42") as failed:
         await sim_service.new("b1", recipe=_broken_recipe(tmp_path))
     assert "provisioning log:" in (failed.value.hint or "")
-    host = await sim_service.host()
+    host = sim_host
     assert await host.engine.list() == []
     assert Registry(resolve_paths().registry_file).read().get("b1") is None
     assert all(s.state != "used" for s in await sim_service.ports())
     assert not list(Path("/tmp").glob("hbtui-recipe-*"))
-    log = sim_service.provision_logs("b1")[-1]
+    log = (await sim_service.provision_log("b1")).path
     assert "injected failure" in log.read_text()
 
 
@@ -194,10 +199,10 @@ def test_concurrent_news_get_distinct_ports(sim_env):
     assert sorted((r.name, r.port) for r in rows) == sorted((b["name"], b["port"]) for b in boxes)
 
 
-async def test_orphans_and_missing_boxes_are_reconciled(sim_service):
+async def test_orphans_and_missing_boxes_are_reconciled(sim_service, sim_host):
     await sim_service.new("b1", recipe=SIM_RECIPE)
-    host = await sim_service.host()
-    async with sim_service.registry.transaction() as boxes:
+    host = sim_host
+    async with Registry(resolve_paths().registry_file).transaction() as boxes:
         boxes.remove("b1")
     [orphan] = (await sim_service.list_boxes()).boxes
     assert orphan.kind == "orphan" and orphan.port is not None
@@ -210,10 +215,10 @@ async def test_orphans_and_missing_boxes_are_reconciled(sim_service):
     assert (await sim_service.list_boxes()).boxes == []
 
 
-async def test_foreign_machines_show_only_with_all(sim_service):
+async def test_foreign_machines_show_only_with_all(sim_service, sim_host):
     from hbtui.engine import MachineSpec
 
-    host = await sim_service.host()
+    host = sim_host
     await host.engine.create(
         MachineSpec(name="hermes-x", image="python:3.12-slim", cpus=1, memory_mib=512)
     )
@@ -246,9 +251,9 @@ def test_ctrl_c_during_provisioning_rolls_back(sim_env):
     assert Registry(resolve_paths().registry_file).read().get("b1") is None
 
 
-async def test_repair_runs_the_recipe_again(sim_service):
+async def test_repair_runs_the_recipe_again(sim_service, sim_host):
     await sim_service.new("b1", recipe=SIM_RECIPE)
-    host = await sim_service.host()
+    host = sim_host
     await host.engine.exec("b1", ["rm", "-f", "/opt/hermes-box/bin/hb-as-agent"])
     broken = await host.engine.exec("b1", ["test", "-x", "/opt/hermes-box/bin/hb-as-agent"])
     assert broken.returncode == 1

@@ -4,7 +4,8 @@ import socket
 
 import pytest
 
-from hbtui.core.ports import BUSY, FREE, USED, PortsExhausted, allocate, local_busy_ports, port_map
+from hbtui.core.hosts import local_busy_ports
+from hbtui.core.ports import BUSY, FREE, USED, PortsExhausted, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, BoxRecord, Registry
 from hbtui.errors import UsageError
 

@@ -21,6 +21,7 @@ import pytest
 from conftest import HBTUI_BIN, OPENSSH_PORTS, REMOTE_PORTS, SIM_RECIPE, SIM_SMOLVM
 
 from hbtui.core.registry import FAILED, Registry
+from hbtui.core.target import SshTarget, parse_target
 from hbtui.engine.runner import RunTimeout
 from hbtui.events import Step
 from hbtui.paths import resolve_paths
@@ -28,7 +29,6 @@ from hbtui.remote.connection import HostConnection
 from hbtui.remote.errors import HostKeyUnknown, HostUnreachable
 from hbtui.remote.hosts import parse_listening
 from hbtui.remote.runner import SshRunner
-from hbtui.remote.target import SshTarget, parse_target
 
 PASSPHRASE = "correct horse battery staple"
 
@@ -98,12 +98,20 @@ def trusted_host(remote_env, asyncssh_server, ssh_client_key):
 
 
 def service():
-    from hbtui.cli import make_service
+    from hbtui.wiring import build_service
+
+    return build_service()
+
+
+async def remote_host(name: str):
+    """A remote Host as the core gets it, for checks below the service's door."""
     from hbtui.config import load_config
+    from hbtui.core.hosts import HostPool
+    from hbtui.remote.hosts import SshHosts
 
     paths = resolve_paths()
-    paths.ensure()
-    return make_service(paths, load_config(paths))
+    config = load_config(paths)
+    return await HostPool(paths, config, lambda: SshHosts(paths, config)).get(name)
 
 
 # -- units ------------------------------------------------------------------------------
@@ -283,8 +291,7 @@ async def test_unknown_key_is_refused_in_process_too(remote_env, asyncssh_server
 
 async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
     env, state, server = trusted_host
-    svc = service()
-    host = await svc.host("r1")
+    host = await remote_host("r1")
     runner = host.engine.runner
     assert isinstance(runner, SshRunner)
 
@@ -421,12 +428,12 @@ def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
 
 
 async def test_open_forward_serves_the_dashboard_and_closes(trusted_host):
-    from hbtui.remote import open_forward
-
     env, state, server = trusted_host
     svc = service()
-    view = await svc.new("rb1", host_name="r1", recipe=SIM_RECIPE)
-    url, close = await open_forward(svc, "rb1", "r1")
+    view = await svc.new("rb1", host="r1", recipe=SIM_RECIPE)
+    web = await svc.web("rb1", "r1")
+    assert web.forwarded
+    url, close = web.url, web.close
     body = await asyncio.to_thread(fetch, url)
     assert b"executor" in body
     server.drop_connections()  # the forward survives a dropped connection
@@ -450,11 +457,11 @@ async def test_a_dropped_connection_mid_provisioning_rolls_back(trusted_host):
             server.drop_connections()
 
     with pytest.raises(HostUnreachable, match="lost"):
-        await svc.new("rb1", host_name="r1", recipe=SIM_RECIPE, report=report)
+        await svc.new("rb1", host="r1", recipe=SIM_RECIPE, report=report)
     assert dropped
     assert remote_machines(state) == []  # the rollback reconnected and deleted it
     assert Registry(resolve_paths().registry_file).read().on_host("r1") == []
-    view = await svc.new("rb1", host_name="r1", recipe=SIM_RECIPE)  # and the host still works
+    view = await svc.new("rb1", host="r1", recipe=SIM_RECIPE)  # and the host still works
     assert view.state == "running"
     await svc.remove("rb1", "r1")
 
@@ -468,7 +475,7 @@ async def test_a_host_that_stays_down_leaves_a_clearly_resumable_box(trusted_hos
             server.toggle_listening()  # drop everything and refuse new connections
 
     with pytest.raises(HostUnreachable):
-        await svc.new("rb1", host_name="r1", recipe=SIM_RECIPE, report=report)
+        await svc.new("rb1", host="r1", recipe=SIM_RECIPE, report=report)
     row = Registry(resolve_paths().registry_file).read().get("rb1", "r1")
     assert row is not None and row.status == FAILED and "rollback failed" in row.error
     listing = await svc.list_boxes()
@@ -555,7 +562,7 @@ def test_openssh_server_end_to_end(remote_env, openssh_server, ssh_client_key, t
 
 async def test_streamed_output_keeps_its_order_and_status(trusted_host):
     env, state, server = trusted_host
-    host = await service().host("r1")
+    host = await remote_host("r1")
     stream = host.engine.runner.stream(
         ["sh", "-c", "for i in 1 2 3 4 5 6; do echo out$i; echo err$i >&2; done; exit 4"],
         timeout=30,

@@ -1,8 +1,9 @@
-"""BoxService: every user operation on boxes, shared by the CLI and the dashboard.
+"""The box lifecycle: listing, new, start, stop, rm, adopt, repair, and what
+runs inside a box (enter, exec, logs, the web UI).
 
-Each method is one verb. Long ones are async and report progress through a
-`Report` callable; any failure or cancellation undoes what the operation
-made (machine, registry row, port, temporary files) before the error leaves.
+Long operations are async and report progress through a `Report` callable;
+any failure or cancellation undoes what the operation made (machine,
+registry row, port) before the error leaves.
 """
 
 from __future__ import annotations
@@ -10,167 +11,56 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import tempfile
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from hbtui import __version__
 from hbtui.config import Config
+from hbtui.core import guest
 from hbtui.core import recipe as recipes
-from hbtui.core.hosts import Host
+from hbtui.core.hosts import LOCAL, Host, HostPool, WebAccess
 from hbtui.core.names import check_name
 from hbtui.core.ports import PortSlot, allocate, port_map
-from hbtui.core.registry import FAILED, LOCAL, PROVISIONING, READY, BoxRecord, Registry
-from hbtui.engine import Engine, EngineError, Machine, MachineNotFound, MachineSpec, locate_engine
+from hbtui.core.registry import FAILED, PROVISIONING, READY, BoxRecord, Registry
+from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, view_of
+from hbtui.engine import EngineError, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
-from hbtui.events import LogLine, Notice, Phase, Report, Step, ignore
+from hbtui.events import Event, LogLine, Notice, Phase, Report, ignore
 from hbtui.paths import Paths
-
-READY_TIMEOUT = 180.0  # seconds for executor to answer after provisioning
-PROVISION_TIMEOUT = 3600.0
-QUIESCE_TIMEOUT = 150.0  # hb quiesce/resume wait up to 90 s themselves
-
-# The kinds of rows `ls` shows.
-BOX = "box"  # made by hbtui, machine present
-MISSING = "missing"  # in the registry, but the engine has no such machine
-ORPHAN = "orphan"  # labelled as hbtui's, but not in the registry
-FOREIGN = "foreign"  # not made by hbtui (shown with --all)
 
 
 class BoxNotFound(HbtuiError):
     pass
 
 
-class ProvisionFailed(HbtuiError):
-    pass
-
-
 @dataclass(frozen=True)
-class BoxView:
-    """One row of `hbtui ls`, as both front ends show it."""
+class ProvisionLog:
+    """A box's last provisioning log: where it is, and its lines as progress events."""
 
-    name: str
-    host: str
-    kind: str
-    state: str
-    port: int | None = None
-    url: str | None = None
-    image: str | None = None
-    cpus: int | None = None
-    memory_mib: int | None = None
-    created: str | None = None
-    provisioning: str = ""
-    last_save: str = ""
-    error: str = ""
-
-    def to_json(self) -> dict:
-        return asdict(self)
+    path: Path
+    events: list[Event]
 
 
-@dataclass(frozen=True)
-class HostListing:
-    boxes: list[BoxView]
-    errors: dict[str, str]  # host -> why it could not be listed
-
-
-HostFactory = Callable[[str], Awaitable[Host]]
-
-
-def _host_flag(host_name: str) -> str:
+def host_flag(host_name: str) -> str:
+    """The `--host H` a hint needs to name the same box again."""
     return "" if host_name == LOCAL else f" --host {host_name}"
 
 
-def _iso(ts: int | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def view_of(record: BoxRecord | None, machine: Machine | None, host: Host) -> BoxView:
-    if record is not None:
-        kind = BOX if machine is not None else MISSING
-        return BoxView(
-            name=record.name,
-            host=record.host,
-            kind=kind,
-            state=machine.state if machine is not None else MISSING,
-            port=record.port,
-            url=host.url(record.port),
-            image=record.image,
-            cpus=machine.cpus if machine and machine.cpus else record.cpus,
-            memory_mib=machine.memory_mib if machine and machine.memory_mib else record.memory_mib,
-            created=record.created,
-            provisioning=record.effective_status(),
-            last_save=record.last_save,
-            error=record.error,
-        )
-    assert machine is not None
-    port_label = machine.labels.get("hbtui.port", "")
-    port = int(port_label) if port_label.isdigit() else None
-    return BoxView(
-        name=machine.name,
-        host=host.name,
-        kind=ORPHAN if machine.is_hbtui else FOREIGN,
-        state=machine.state,
-        port=port,
-        url=host.url(port) if port else None,
-        image=machine.image,
-        cpus=machine.cpus,
-        memory_mib=machine.memory_mib,
-        created=_iso(machine.created_at),
-    )
-
-
-class BoxService:
-    def __init__(
-        self, paths: Paths, config: Config, *, remote_host_factory: HostFactory | None = None
-    ) -> None:
+class Lifecycle:
+    def __init__(self, paths: Paths, config: Config, hosts: HostPool) -> None:
         self.paths = paths
         self.config = config
+        self.hosts = hosts
         self.registry = Registry(paths.registry_file)
-        self._hosts: dict[str, Host] = {}
-        self._remote_factory = remote_host_factory
-
-    # -- hosts ------------------------------------------------------------------
-
-    def host_names(self) -> list[str]:
-        return [LOCAL, *sorted(self.config.hosts)]
-
-    def local_engine(self) -> Engine:
-        located = locate_engine(self.config.engine_path_setting())
-        return Engine(
-            located.path,
-            state_dir=self.config.engine_state_dir(),
-            timeout=self.config.engine.timeout,
-            locks_dir=self.paths.locks_dir,
-        )
-
-    async def host(self, name: str = LOCAL) -> Host:
-        if name in self._hosts:
-            return self._hosts[name]
-        if name == LOCAL:
-            engine = self.local_engine()
-            host = Host(LOCAL, engine, (self.config.ports.low, self.config.ports.high))
-        elif name in self.config.hosts:
-            if self._remote_factory is None:
-                raise UsageError(f"remote host {name!r} needs hbtui.remote, which is not loaded")
-            host = await self._remote_factory(name)
-        else:
-            raise UsageError(
-                f"unknown host {name!r}; add it with: hbtui hosts add {name} --ssh USER@HOST"
-            )
-        await host.engine.check_version()
-        self._hosts[name] = host
-        return host
 
     # -- listing ------------------------------------------------------------------
 
     async def list_host(
         self, host_name: str = LOCAL, *, include_foreign: bool = False
     ) -> list[BoxView]:
-        host = await self.host(host_name)
+        host = await self.hosts.get(host_name)
         machines = {m.name: m for m in await host.engine.list()}
         rows = self.registry.read().on_host(host_name)
         views = [view_of(r, machines.get(r.name), host) for r in rows]
@@ -184,16 +74,19 @@ class BoxService:
         self, *, include_foreign: bool = False, hosts: list[str] | None = None
     ) -> HostListing:
         """Every host at once; an unreachable host is reported, never fatal."""
-        names = hosts or self.host_names()
+        names = hosts or self.hosts.names()
+        for name in names:
+            if name not in self.hosts.names():
+                raise UsageError(f"unknown host {name!r}; see: hbtui hosts ls")
         results = await asyncio.gather(
             *(self.list_host(h, include_foreign=include_foreign) for h in names),
             return_exceptions=True,
         )
         boxes: list[BoxView] = []
         errors: dict[str, str] = {}
-        for name, result in zip(names, results, strict=False):
+        for name, result in zip(names, results, strict=True):
             if isinstance(result, BaseException):
-                if not isinstance(result, (HbtuiError, OSError, asyncio.TimeoutError)):
+                if not isinstance(result, HbtuiError | OSError | asyncio.TimeoutError):
                     raise result
                 errors[name] = str(result) or type(result).__name__
             else:
@@ -201,7 +94,7 @@ class BoxService:
         return HostListing(boxes, errors)
 
     async def get(self, name: str, host_name: str = LOCAL) -> BoxView:
-        host = await self.host(host_name)
+        host = await self.hosts.get(host_name)
         record = self.registry.read().get(name, host_name)
         machine = await host.engine.find(name)
         if record is None and (machine is None or not machine.is_hbtui):
@@ -213,11 +106,27 @@ class BoxService:
             raise BoxNotFound(f"no box named {name!r}{where} (see: hbtui ls)")
         return view_of(record, machine, host)
 
+    async def require(self, name: str, host_name: str) -> tuple[Host, BoxView]:
+        """The box and its host, refusing a row whose machine is gone."""
+        view = await self.get(name, host_name)
+        if view.kind == MISSING:
+            raise BoxNotFound(
+                f"box {name!r} has no machine any more (it was deleted outside "
+                f"hbtui); remove the row with: hbtui rm --force {name}{host_flag(host_name)}"
+            )
+        return await self.hosts.get(host_name), view
+
     async def ports(self, host_name: str = LOCAL) -> list[PortSlot]:
-        host = await self.host(host_name)
+        host = await self.hosts.get(host_name)
         return await port_map(self.registry.read(), host_name, host.port_range, host.busy_ports)
 
     # -- new ---------------------------------------------------------------------
+
+    def recipe_dir(self, recipe: Path | None) -> Path:
+        """The recipe a box is made with: the one asked for, the configured one, ours."""
+        setting = self.config.recipe_setting()
+        chosen = recipe or (Path(setting) if setting else recipes.default_recipe_dir())
+        return recipes.check_recipe(chosen)
 
     async def new(
         self,
@@ -243,8 +152,8 @@ class BoxService:
         if memory_mib < 256:
             raise UsageError(f"--mem must be at least 256 MiB (got {memory_mib})")
         image = image or self.config.defaults.image
-        recipe_dir = recipes.check_recipe(recipe or recipes.default_recipe_dir())
-        host = await self.host(host_name)
+        recipe_dir = self.recipe_dir(recipe)
+        host = await self.hosts.get(host_name)
 
         report(Phase("reserving a port"))
         async with self.registry.transaction() as boxes:
@@ -255,20 +164,21 @@ class BoxService:
                     f"a smolvm machine named {name!r} already exists; pick another name"
                 )
             chosen = await allocate(boxes, host_name, host.port_range, host.busy_ports, wanted=port)
-            record = BoxRecord(
-                name=name,
-                host=host_name,
-                port=chosen,
-                image=image,
-                cpus=cpus,
-                memory_mib=memory_mib,
-                recipe=recipes.recipe_version(recipe_dir),
-                status=PROVISIONING,
-                owner_pid=os.getpid(),
+            boxes.put(
+                BoxRecord(
+                    name=name,
+                    host=host_name,
+                    port=chosen,
+                    image=image,
+                    cpus=cpus,
+                    memory_mib=memory_mib,
+                    recipe=recipes.recipe_version(recipe_dir),
+                    status=PROVISIONING,
+                    owner_pid=os.getpid(),
+                )
             )
-            boxes.put(record)
 
-        log_path = self._provision_log_path(name, host_name)
+        log_path = self.new_provision_log_path(name, host_name)
         created = False
         try:
             report(Phase(f"creating machine {name} (port {chosen})"))
@@ -294,11 +204,11 @@ class BoxService:
             except EngineError as exc:
                 exc.hint = "the machine could not boot; `hbtui doctor` explains why"
                 raise
-            await self._provision(host, name, chosen, recipe_dir, log_path, report)
-            await self._wait_ready(host, name, chosen, report)
+            await guest.provision(host, name, chosen, recipe_dir, log_path, report)
+            await guest.wait_ready(host, name, chosen, report)
             if not start:
                 report(Phase(f"stopping {name} (--no-start)"))
-                await self._quiesce(host, name, report)
+                await guest.quiesce(host, name, report)
                 await host.engine.stop(name)
             if keep_provisioning:
                 rec = self.registry.read().get(name, host_name)
@@ -307,7 +217,7 @@ class BoxService:
                 report(Phase(f"{name} is ready at {host.url(chosen)}"))
         except BaseException as exc:
             await asyncio.shield(self._rollback(host, name, created, report))
-            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                 raise Cancelled(
                     f"cancelled: box {name!r} was rolled back; provisioning log: {log_path}"
                 ) from None
@@ -316,75 +226,6 @@ class BoxService:
             raise
         machine = await host.engine.find(name)
         return view_of(rec, machine, host)
-
-    def _provision_log_path(self, name: str, host_name: str) -> Path:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        folder = self.paths.provision_logs_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        prefix = "" if host_name == LOCAL else f"{host_name}-"
-        return folder / f"{prefix}{name}-{stamp}.log"
-
-    def provision_logs(self, name: str, host_name: str = LOCAL) -> list[Path]:
-        prefix = "" if host_name == LOCAL else f"{host_name}-"
-        folder = self.paths.provision_logs_dir
-        return sorted(folder.glob(f"{prefix}{name}-[0-9]*T*Z.log")) if folder.is_dir() else []
-
-    async def _provision(
-        self, host: Host, name: str, port: int, recipe_dir: Path, log_path: Path, report: Report
-    ) -> None:
-        report(Phase("copying the recipe into the box"))
-        with tempfile.TemporaryDirectory(prefix="hbtui-recipe-") as tmp:
-            tar_path = Path(tmp) / "recipe.tar"
-            recipes.pack_recipe(recipe_dir, tar_path)
-            await host.engine.cp_in(name, tar_path, recipes.GUEST_TAR)
-        report(Phase("provisioning"))
-        last_step: Step | None = None
-        stream = host.engine.exec_stream(
-            name,
-            recipes.provision_command(),
-            env={"HB_BOX": name, "HB_PORT": str(port)},
-            timeout=PROVISION_TIMEOUT,
-        )
-        with open(log_path, "a", encoding="utf-8") as log:
-            async for line in stream:
-                log.write(line + "\n")
-                log.flush()
-                step = recipes.parse_marker(line)
-                if step is not None:
-                    last_step = step
-                    report(step)
-                report(LogLine(line))
-        if stream.returncode:
-            where = (
-                f" at step {last_step.index}/{last_step.total} {last_step.name}"
-                if last_step
-                else ""
-            )
-            raise ProvisionFailed(
-                f"provisioning {name} failed{where} (exit status {stream.returncode})",
-                hint=f"provisioning log: {log_path}",
-            )
-
-    async def _wait_ready(
-        self, host: Host, name: str, port: int, report: Report, timeout: float = READY_TIMEOUT
-    ) -> None:
-        report(Phase(f"waiting for executor on port {port}"))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            if await host.http_ok(port):
-                return
-            machine = await host.engine.find(name)
-            if machine is None or machine.state not in ("running", "starting"):
-                state = machine.state if machine else "gone"
-                raise ProvisionFailed(
-                    f"box {name} stopped while waiting for executor (state: {state})"
-                )
-            await asyncio.sleep(0.5)
-        raise ProvisionFailed(
-            f"executor in {name} did not answer on port {port} within {timeout:g}s",
-            hint=f"look at the box's logs: hbtui logs {name}",
-        )
 
     async def _rollback(self, host: Host, name: str, created: bool, report: Report) -> None:
         report(Notice(f"rolling back {name}"))
@@ -397,7 +238,7 @@ class BoxService:
                 report(
                     Notice(
                         f"could not delete machine {name}: {exc}; "
-                        f"remove it with: hbtui rm --force {name}{_host_flag(host.name)}"
+                        f"remove it with: hbtui rm --force {name}{host_flag(host.name)}"
                     )
                 )
                 await self.registry.update(
@@ -407,62 +248,56 @@ class BoxService:
         async with self.registry.transaction() as boxes:
             boxes.remove(name, host.name)
 
-    # -- start / stop / rm -------------------------------------------------------
+    # -- provisioning logs -------------------------------------------------------
 
-    async def _require(self, name: str, host_name: str) -> tuple[Host, BoxView]:
-        view = await self.get(name, host_name)
-        if view.kind == MISSING:
-            raise BoxNotFound(
-                f"box {name!r} has no machine any more (it was deleted outside "
-                f"hbtui); remove the row with: hbtui rm --force {name}"
-                f"{_host_flag(host_name)}"
-            )
-        return await self.host(host_name), view
+    def new_provision_log_path(self, name: str, host_name: str) -> Path:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        folder = self.paths.provision_logs_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        prefix = "" if host_name == LOCAL else f"{host_name}-"
+        return folder / f"{prefix}{name}-{stamp}.log"
+
+    def provision_logs(self, name: str, host_name: str = LOCAL) -> list[Path]:
+        """Every provisioning log of a box, oldest first."""
+        prefix = "" if host_name == LOCAL else f"{host_name}-"
+        folder = self.paths.provision_logs_dir
+        return sorted(folder.glob(f"{prefix}{name}-[0-9]*T*Z.log")) if folder.is_dir() else []
+
+    async def provision_log(
+        self, name: str, host_name: str = LOCAL, *, tail: int | None = None
+    ) -> ProvisionLog | None:
+        """The last provisioning log, its step markers read as the live run reported them."""
+        logs = self.provision_logs(name, host_name)
+        if not logs:
+            return None
+        return await asyncio.to_thread(_read_provision_log, logs[-1], tail)
+
+    # -- start / stop / rm / adopt ------------------------------------------------
 
     async def start(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
-        host, view = await self._require(name, host_name)
+        host, view = await self.require(name, host_name)
         report(Phase(f"starting {name}"))
         await host.engine.start(name)
-        await self._resume(host, name, report)
+        await guest.resume(host, name, report)
         if view.port and view.provisioning == READY:
-            await self._wait_ready(host, name, view.port, report, timeout=90)
+            await guest.wait_ready(host, name, view.port, report, timeout=90)
         return await self.get(name, host_name)
 
     async def stop(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
-        host, view = await self._require(name, host_name)
+        host, view = await self.require(name, host_name)
         if view.state == "running":
-            await self._quiesce(host, name, report)
+            await guest.quiesce(host, name, report)
             report(Phase(f"stopping {name}"))
             await host.engine.stop(name)
         else:
             report(Notice(f"{name} is not running ({view.state})"))
         return await self.get(name, host_name)
 
-    async def _quiesce(self, host: Host, name: str, report: Report) -> None:
-        """Stop executor and the bridge cleanly before the engine's short stop grace."""
-        report(Phase(f"quiescing services in {name}"))
-        result = await host.engine.exec(
-            name, [f"{recipes.GUEST_BIN}/hb", "quiesce"], timeout=QUIESCE_TIMEOUT
-        )
-        if result.returncode != 0:
-            err = result.stderr.decode(errors="replace").strip().splitlines()
-            raise HbtuiError(f"could not quiesce {name}: {err[-1] if err else 'hb quiesce failed'}")
-
-    async def _resume(self, host: Host, name: str, report: Report) -> None:
-        report(Phase(f"resuming services in {name}"))
-        result = await host.engine.exec(
-            name, [f"{recipes.GUEST_BIN}/hb", "resume"], timeout=QUIESCE_TIMEOUT
-        )
-        if result.returncode != 0:
-            report(
-                Notice(
-                    f"hb resume failed in {name}: "
-                    f"{result.stderr.decode(errors='replace').strip()[-200:]}"
-                )
-            )
-
-    async def remove(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> None:
-        host = await self.host(host_name)
+    async def remove(
+        self, name: str, host_name: str = LOCAL, *, report: Report = ignore
+    ) -> BoxView:
+        """Delete the machine and the row; returns the box as it was."""
+        host = await self.hosts.get(host_name)
         view = await self.get(name, host_name)
         if view.kind != MISSING:
             report(Phase(f"deleting machine {name}"))
@@ -471,6 +306,7 @@ class BoxService:
         async with self.registry.transaction() as boxes:
             boxes.remove(name, host_name)
         report(Phase(f"removed {name}" + (f" (port {view.port} freed)" if view.port else "")))
+        return view
 
     async def adopt(self, name: str, host_name: str = LOCAL) -> BoxView:
         """Take an orphan (hbtui-labelled machine without a row) back into the registry."""
@@ -497,56 +333,6 @@ class BoxService:
             )
         return await self.get(name, host_name)
 
-    # -- inside a box ------------------------------------------------------------
-
-    async def ensure_running(
-        self, name: str, host_name: str = LOCAL, *, report: Report = ignore
-    ) -> BoxView:
-        host, view = await self._require(name, host_name)
-        if view.state != "running":
-            view = await self.start(name, host_name, report=report)
-        if view.provisioning == PROVISIONING:
-            raise HbtuiError(f"box {name!r} is still being provisioned; wait until it is ready")
-        return view
-
-    async def enter_argv(
-        self, name: str, host_name: str = LOCAL, *, report: Report = ignore
-    ) -> list[str]:
-        """The argv for an interactive shell as agent in tmux `main`."""
-        await self.ensure_running(name, host_name, report=report)
-        host = await self.host(host_name)
-        return host.engine.interactive_argv(name, [f"{recipes.GUEST_BIN}/hb-as-agent", "--tmux"])
-
-    async def exec_argv(
-        self,
-        name: str,
-        command: list[str],
-        host_name: str = LOCAL,
-        *,
-        tty: bool = False,
-        report: Report = ignore,
-    ) -> list[str]:
-        """The argv running `command` as agent with the profile, stdin passed through."""
-        if not command:
-            raise UsageError("exec needs a command after --, like: hbtui exec NAME -- id")
-        await self.ensure_running(name, host_name, report=report)
-        host = await self.host(host_name)
-        return host.engine.interactive_argv(
-            name, [f"{recipes.GUEST_BIN}/hb-as-agent", "--", *command], tty=tty
-        )
-
-    async def url(self, name: str, host_name: str = LOCAL) -> str:
-        view = await self.get(name, host_name)
-        if view.url is None:
-            raise HbtuiError(f"box {name!r} has no forwarded port")
-        return view.url
-
-    async def workload_logs(
-        self, name: str, host_name: str = LOCAL, *, tail: int | None = None
-    ) -> str:
-        host, _ = await self._require(name, host_name)
-        return await host.engine.logs(name, tail=tail)
-
     async def repair(
         self,
         name: str,
@@ -556,19 +342,19 @@ class BoxService:
         report: Report = ignore,
     ) -> BoxView:
         """Run the (idempotent) recipe again in an existing box."""
-        host, view = await self._require(name, host_name)
+        host, view = await self.require(name, host_name)
         if view.port is None:
             raise UsageError(f"{name!r} has no port; adopt it first: hbtui adopt {name}")
-        recipe_dir = recipes.check_recipe(recipe or recipes.default_recipe_dir())
+        recipe_dir = self.recipe_dir(recipe)
         if view.state != "running":
             report(Phase(f"starting {name}"))
             await host.engine.start(name)
         await self.registry.update(name, host_name, status=PROVISIONING, owner_pid=os.getpid())
-        log_path = self._provision_log_path(name, host_name)
+        log_path = self.new_provision_log_path(name, host_name)
         try:
-            await self._provision(host, name, view.port, recipe_dir, log_path, report)
-            await self._resume(host, name, report)
-            await self._wait_ready(host, name, view.port, report)
+            await guest.provision(host, name, view.port, recipe_dir, log_path, report)
+            await guest.resume(host, name, report)
+            await guest.wait_ready(host, name, view.port, report)
         except BaseException:
             await self.registry.update(
                 name, host_name, status=FAILED, owner_pid=0, error=f"repair failed; log: {log_path}"
@@ -584,42 +370,75 @@ class BoxService:
         )
         return await self.get(name, host_name)
 
-    # -- archives (hbtui.core.archive_ops does the work) ---------------------------
+    # -- inside a box ------------------------------------------------------------
 
-    async def save(
-        self,
-        name: str,
-        host_name: str = LOCAL,
-        *,
-        output: Path | None = None,
-        passphrase: bytes,
-        verify: bool = True,
-        report: Report = ignore,
-    ) -> Path:
-        from hbtui.core import archive_ops
-
-        return await archive_ops.save(
-            self,
-            name,
-            host_name,
-            output=output,
-            passphrase=passphrase,
-            verify_after=verify,
-            report=report,
-        )
-
-    async def load(
-        self,
-        archive: Path,
-        name: str,
-        host_name: str = LOCAL,
-        *,
-        passphrase: bytes,
-        recipe: Path | None = None,
-        report: Report = ignore,
+    async def ensure_running(
+        self, name: str, host_name: str = LOCAL, *, report: Report = ignore
     ) -> BoxView:
-        from hbtui.core import archive_ops
+        _host, view = await self.require(name, host_name)
+        if view.state != "running":
+            view = await self.start(name, host_name, report=report)
+        if view.provisioning == PROVISIONING:
+            raise HbtuiError(f"box {name!r} is still being provisioned; wait until it is ready")
+        return view
 
-        return await archive_ops.load(
-            self, archive, name, host_name, passphrase=passphrase, recipe=recipe, report=report
+    async def enter_argv(
+        self, name: str, host_name: str = LOCAL, *, report: Report = ignore
+    ) -> list[str]:
+        """The argv for an interactive shell as agent in tmux `main`."""
+        await self.ensure_running(name, host_name, report=report)
+        host = await self.hosts.get(host_name)
+        return host.engine.interactive_argv(name, [f"{recipes.GUEST_BIN}/hb-as-agent", "--tmux"])
+
+    async def exec_argv(
+        self,
+        name: str,
+        command: list[str],
+        host_name: str = LOCAL,
+        *,
+        tty: bool = False,
+        report: Report = ignore,
+    ) -> list[str]:
+        """The argv running `command` as agent with the profile, stdin passed through."""
+        if not command:
+            raise UsageError("exec needs a command after --, like: hbtui exec NAME -- id")
+        await self.ensure_running(name, host_name, report=report)
+        host = await self.hosts.get(host_name)
+        return host.engine.interactive_argv(
+            name, [f"{recipes.GUEST_BIN}/hb-as-agent", "--", *command], tty=tty
         )
+
+    async def web(self, name: str, host_name: str = LOCAL) -> WebAccess:
+        """A URL here reaching the box's executor: its own for a local box, a port
+        forward over SSH for a remote one (held until `close()`)."""
+        view = await self.get(name, host_name)
+        if view.port is None:
+            raise HbtuiError(f"box {name!r} has no forwarded port")
+        host = await self.hosts.get(host_name)
+        return await host.web(view.port)
+
+    async def workload_logs(
+        self, name: str, host_name: str = LOCAL, *, tail: int | None = None
+    ) -> str:
+        host, _ = await self.require(name, host_name)
+        return await host.engine.logs(name, tail=tail)
+
+    async def follow_logs(
+        self, name: str, host_name: str = LOCAL, *, tail: int | None = None
+    ) -> AsyncIterator[str]:
+        """The workload's output line by line, then new lines as they come."""
+        host, _ = await self.require(name, host_name)
+        async for line in host.engine.logs_stream(name, tail=tail):
+            yield line
+
+
+def _read_provision_log(path: Path, tail: int | None) -> ProvisionLog:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().splitlines()
+    if tail is not None:
+        lines = lines[-tail:]
+    events: list[Event] = []
+    for line in lines:
+        step = recipes.parse_marker(line)
+        events.append(step if step is not None else LogLine(line))
+    return ProvisionLog(path, events)

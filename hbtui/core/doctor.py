@@ -7,7 +7,6 @@ without booting anything; `probe_boot` tries a real boot when asked.
 
 from __future__ import annotations
 
-import asyncio
 import grp
 import os
 import platform
@@ -15,9 +14,10 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from hbtui.checks import Check, all_needed_pass
 from hbtui.config import Config
 from hbtui.engine import Engine, EngineError, MachineSpec, locate_engine
 from hbtui.engine.locate import MIN_VERSION, format_version
@@ -28,16 +28,7 @@ MIN_FREE_GIB = 10
 
 
 @dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    needed: bool = True
-    fix: str = ""
-
-
-@dataclass
-class Report:
+class DoctorReport:
     checks: list[Check] = field(default_factory=list)
     engine_path: str | None = None
     engine_version: str | None = None
@@ -46,15 +37,15 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks if c.needed)
+        return all_needed_pass(self.checks)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "ok": self.ok,
             "engine": {"path": self.engine_path, "version": self.engine_version},
             "can_boot": self.can_boot,
             "boot_problem": self.boot_problem,
-            "checks": [asdict(c) for c in self.checks],
+            "checks": [c.to_json() for c in self.checks],
         }
 
 
@@ -154,8 +145,8 @@ async def probe_boot(engine: Engine, timeout: float = 60.0) -> str | None:
         shutil.rmtree(state, ignore_errors=True)
 
 
-async def run_doctor(paths: Paths, config: Config, *, probe: bool = False) -> Report:
-    report = Report()
+async def run_doctor(paths: Paths, config: Config, *, probe: bool = False) -> DoctorReport:
+    report = DoctorReport()
     engine: Engine | None = None
     try:
         located = locate_engine(config.engine_path_setting())
@@ -231,7 +222,3 @@ async def run_doctor(paths: Paths, config: Config, *, probe: bool = False) -> Re
             )
         )
     return report
-
-
-def run_doctor_sync(paths: Paths, config: Config, *, probe: bool = False) -> Report:
-    return asyncio.run(run_doctor(paths, config, probe=probe))

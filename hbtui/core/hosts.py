@@ -1,20 +1,67 @@
 """A host that runs boxes: this machine, or a remote one over SSH.
 
 Everything the core needs to know about where a box lives is here: its
-engine client, its port range, how to tell which ports are busy there, and
-how to check that a port on it answers HTTP. hbtui.remote builds the same
-object for SSH hosts.
+engine client, its port range, which ports are busy there, whether a port
+on it answers HTTP, and how to reach a port on it from this machine. The
+core builds the local Host itself; remote Hosts come from a `RemoteHosts`
+provider it is handed (hbtui.remote implements one over SSH), so the core
+never imports the remote layer.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
-from hbtui.core.ports import BusyProbe, local_busy_ports
-from hbtui.core.registry import LOCAL
-from hbtui.engine import Engine
+from hbtui.checks import Check, all_needed_pass
+from hbtui.config import Config
+from hbtui.core.target import SshTarget
+from hbtui.engine import Engine, locate_engine
+from hbtui.errors import UsageError
+from hbtui.paths import Paths
+
+LOCAL = "local"
+
+# Which of these ports accept connections on the host.
+BusyProbe = Callable[[Iterable[int]], Awaitable[set[int]]]
+HttpProbe = Callable[[int], Awaitable[bool]]
+Closer = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class WebAccess:
+    """A URL on this machine that reaches a box's executor, and how to let it go."""
+
+    url: str
+    close: Closer
+    forwarded: bool = False  # True: a port forward that lives until `close()`
+
+
+# (a URL on this machine reaching that port on the host, a closer)
+Forwarder = Callable[[int], Awaitable[WebAccess]]
+
+
+def _accepts(port: int) -> bool:
+    for family, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.settimeout(0.3)
+                if s.connect_ex((addr, port)) == 0:
+                    return True
+        except OSError:
+            continue  # no IPv6 on this host
+    return False
+
+
+async def local_busy_ports(ports: Iterable[int]) -> set[int]:
+    """The ports something on this machine accepts connections on (v4 or v6 loopback)."""
+    wanted = list(ports)
+    results = await asyncio.gather(*(asyncio.to_thread(_accepts, p) for p in wanted))
+    return {p for p, busy in zip(wanted, results, strict=True) if busy}
 
 
 def _http_answers(port: int) -> bool:
@@ -34,18 +81,140 @@ async def local_http_ok(port: int) -> bool:
     return await asyncio.to_thread(_http_answers, port)
 
 
+async def _nothing_to_close() -> None:
+    return None
+
+
+async def local_web(port: int) -> WebAccess:
+    """A local box's port is already on this machine."""
+    return WebAccess(f"http://127.0.0.1:{port}/", _nothing_to_close)
+
+
 @dataclass
 class Host:
     name: str
     engine: Engine
     port_range: tuple[int, int]
     busy_ports: BusyProbe = local_busy_ports
-    http_ok: Callable[[int], Awaitable[bool]] = local_http_ok
-
-    @property
-    def is_local(self) -> bool:
-        return self.name == LOCAL
+    http_ok: HttpProbe = local_http_ok
+    web: Forwarder = local_web
 
     def url(self, port: int) -> str:
-        """The executor URL as seen on that host (remote boxes need a forward)."""
+        """The executor URL as seen on that host (a remote box needs `web()` to reach it)."""
         return f"http://127.0.0.1:{port}/"
+
+
+@dataclass(frozen=True)
+class HostKeyOffer:
+    """The SSH host key a remote host presents, and whether it is trusted already."""
+
+    host: str
+    target: SshTarget
+    algorithm: str
+    fingerprint: str  # "SHA256:..."
+    trusted: bool
+    known_hosts: Path
+    key: object = field(repr=False, compare=False)  # the provider's own key object
+
+
+@dataclass
+class HostReport:
+    """`hbtui hosts check`: what works on a remote host and what is missing."""
+
+    host: str
+    checks: list[Check] = field(default_factory=list)
+    engine: str = ""
+    version: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return all_needed_pass(self.checks)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "host": self.host,
+            "ok": self.ok,
+            "engine": self.engine or None,
+            "version": self.version or None,
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+
+class RemoteHosts(Protocol):
+    """What the core needs from a remote-host layer (hbtui.remote.SshHosts)."""
+
+    async def host(self, name: str) -> Host:
+        """A connected Host whose engine runs there (raises RemoteError if it can't)."""
+        ...
+
+    async def check(self, name: str) -> HostReport: ...
+
+    async def offered_key(self, name: str) -> HostKeyOffer:
+        """The key the host presents; raises HostKeyChanged if it differs from a trusted one."""
+        ...
+
+    def trust(self, offer: HostKeyOffer) -> None:
+        """Add the offered key to known_hosts."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class HostPool:
+    """Hosts by name, each made once: this machine from the config, the others
+    from the remote provider, which is made (and its libraries imported) only
+    when a remote host is first asked for."""
+
+    def __init__(
+        self,
+        paths: Paths,
+        config: Config,
+        remote: Callable[[], RemoteHosts] | None = None,
+    ) -> None:
+        self.paths = paths
+        self.config = config
+        self._make_remote = remote
+        self._remote: RemoteHosts | None = None
+        self._hosts: dict[str, Host] = {}
+
+    def names(self) -> list[str]:
+        return [LOCAL, *sorted(self.config.hosts)]
+
+    def local_engine(self) -> Engine:
+        located = locate_engine(self.config.engine_path_setting())
+        return Engine(
+            located.path,
+            state_dir=self.config.engine_state_dir(),
+            timeout=self.config.engine.timeout,
+            locks_dir=self.paths.locks_dir,
+        )
+
+    def remote(self) -> RemoteHosts:
+        if self._remote is None:
+            if self._make_remote is None:
+                raise UsageError("remote hosts are not available in this hbtui")
+            self._remote = self._make_remote()
+        return self._remote
+
+    async def get(self, name: str = LOCAL) -> Host:
+        if name in self._hosts:
+            return self._hosts[name]
+        if name == LOCAL:
+            host = Host(LOCAL, self.local_engine(), (self.config.ports.low, self.config.ports.high))
+        elif name in self.config.hosts:
+            host = await self.remote().host(name)
+        else:
+            raise UsageError(
+                f"unknown host {name!r}; add it with: hbtui hosts add {name} --ssh USER@HOST"
+            )
+        await host.engine.check_version()
+        self._hosts[name] = host
+        return host
+
+    def forget(self, name: str) -> None:
+        """Drop a host made earlier (its settings changed or it was removed)."""
+        self._hosts.pop(name, None)
+
+    async def close(self) -> None:
+        if self._remote is not None:
+            await self._remote.close()

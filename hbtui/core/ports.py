@@ -8,12 +8,10 @@ processes can never be handed the same port.
 
 from __future__ import annotations
 
-import asyncio
 import random
-import socket
-from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from hbtui.core.hosts import BusyProbe
 from hbtui.core.registry import Boxes
 from hbtui.errors import HbtuiError, UsageError
 
@@ -21,30 +19,9 @@ USED = "used"
 BUSY = "busy"
 FREE = "free"
 
-# Which of these ports accept connections on the target host.
-BusyProbe = Callable[[Iterable[int]], Awaitable[set[int]]]
-
 
 class PortsExhausted(HbtuiError):
     pass
-
-
-def _accepts(port: int) -> bool:
-    for family, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-        try:
-            with socket.socket(family, socket.SOCK_STREAM) as s:
-                s.settimeout(0.3)
-                if s.connect_ex((addr, port)) == 0:
-                    return True
-        except OSError:
-            continue  # no IPv6 on this host
-    return False
-
-
-async def local_busy_ports(ports: Iterable[int]) -> set[int]:
-    ports = list(ports)
-    results = await asyncio.gather(*(asyncio.to_thread(_accepts, p) for p in ports))
-    return {p for p, busy in zip(ports, results, strict=False) if busy}
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ GUEST_TAR = "/root/.hbtui-recipe.tar"
 GUEST_DIR = "/root/.hbtui-recipe"
 PROVISIONED_MARKER = "/opt/hermes-box/provisioned"
 GUEST_BIN = "/opt/hermes-box/bin"
-EXECUTOR_GUEST_PORT = 4788
 
 _MARKER_RE = re.compile(r"^::hbtui::\s+step\s+(\d+)/(\d+)\s+(\S.*)$")
 
@@ -71,7 +70,7 @@ def pack_recipe(folder: Path, dest: Path) -> None:
             info.uid = info.gid = 0
             info.uname = info.gname = "root"
             with open(path, "rb") as fh:
-                tar.addfile(info, io.BufferedReader(fh))  # type: ignore[arg-type]
+                tar.addfile(info, io.BufferedReader(fh))
 
 
 def parse_marker(line: str) -> Step | None:

@@ -21,9 +21,8 @@ from pathlib import Path
 
 import tomli_w
 
+from hbtui.core.hosts import LOCAL
 from hbtui.errors import HbtuiError
-
-LOCAL = "local"
 
 PROVISIONING = "provisioning"
 READY = "ready"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import asyncssh
 
+from hbtui.core.target import SshTarget
 from hbtui.remote.errors import (
     HostAuthFailed,
     HostKeyChanged,
@@ -33,7 +34,6 @@ from hbtui.remote.knownhosts import (
     load_known_hosts,
     trusted_keys,
 )
-from hbtui.remote.target import SshTarget
 
 CONNECT_TIMEOUT = 10.0  # TCP connect + handshake + authentication
 KEEPALIVE_INTERVAL = 15.0  # a silent drop is noticed after 3 missed keepalives
@@ -47,7 +47,7 @@ CONNECTION_ERRORS = (OSError, asyncssh.Error, EOFError)
 LINK_ERRORS = (ConnectionError, asyncssh.Error, EOFError)
 
 
-def _reason(exc: BaseException) -> str:
+def reason(exc: BaseException) -> str:
     if isinstance(exc, asyncio.TimeoutError):
         return "timed out"
     if isinstance(exc, asyncssh.Error):
@@ -146,11 +146,11 @@ class HostConnection:
         except asyncssh.PermissionDenied as exc:
             key = f" with {self.identity}" if self.identity else ""
             raise HostAuthFailed(
-                f"host {self.name}: {self.target} refused our key{key} ({_reason(exc)})"
+                f"host {self.name}: {self.target} refused our key{key} ({reason(exc)})"
             ) from None
         except (TimeoutError, *CONNECTION_ERRORS) as exc:
             raise HostUnreachable(
-                f"cannot connect to host {self.name} ({self.target}): {_reason(exc)}"
+                f"cannot connect to host {self.name} ({self.target}): {reason(exc)}"
             ) from None
 
     async def host_key_error(self) -> HostKeyError:
@@ -162,7 +162,7 @@ class HostConnection:
         except (TimeoutError, *CONNECTION_ERRORS) as exc:
             return HostKeyUnknown(
                 f"host {self.name}: the host key of {t.host}:{t.port} could "
-                f"not be verified and could not be read again: {_reason(exc)}"
+                f"not be verified and could not be read again: {reason(exc)}"
             )
         if known:
             return changed_key_error(self.name, t, server.algorithm, server.fingerprint)
@@ -198,13 +198,13 @@ class HostConnection:
         except TimeoutError:
             raise  # the caller's own deadline, not a dead connection
         except asyncssh.ChannelOpenError as exc:
-            raise HostUnreachable(f"host {self.name}: {what} failed: {_reason(exc)}") from None
+            raise HostUnreachable(f"host {self.name}: {what} failed: {reason(exc)}") from None
         except asyncssh.SFTPError as exc:
-            raise RemoteError(f"host {self.name}: {what} failed: {_reason(exc)}") from None
+            raise RemoteError(f"host {self.name}: {what} failed: {reason(exc)}") from None
         except LINK_ERRORS as exc:
             self._abandon()
             raise HostUnreachable(
-                f"connection to host {self.name} lost during {what}: {_reason(exc)}"
+                f"connection to host {self.name} lost during {what}: {reason(exc)}"
             ) from None
 
     async def start_process(
@@ -223,13 +223,13 @@ class HostConnection:
                 )
             except asyncssh.ChannelOpenError as exc:
                 raise HostUnreachable(
-                    f"host {self.name}: cannot run {what}: {_reason(exc)}"
+                    f"host {self.name}: cannot run {what}: {reason(exc)}"
                 ) from None
             except (TimeoutError, *CONNECTION_ERRORS) as exc:
                 self._abandon()
                 if attempt == 2:
                     raise HostUnreachable(
-                        f"connection to host {self.name} lost starting {what}: {_reason(exc)}"
+                        f"connection to host {self.name} lost starting {what}: {reason(exc)}"
                     ) from None
         raise AssertionError("unreachable")
 

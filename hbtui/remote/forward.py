@@ -1,30 +1,38 @@
 """Local port forwards to a remote box's executor, over the host's connection.
 
-`open_forward(service, name, host_name)` listens on 127.0.0.1:<free port>
-here and carries every connection to 127.0.0.1:<box port> on the host
-through a direct-tcpip channel of the host's shared SSH connection. Each
-accepted connection asks for the connection anew, so a forward outlives a
-dropped-and-remade SSH connection. For a local box it returns the box's own
-URL and a closer that does nothing, so callers need not care.
+`web_forwarder(conn)` is a remote Host's `web`: given a port on the host, it
+listens on 127.0.0.1:<free port> here and carries every connection to
+127.0.0.1:<port> there through a direct-tcpip channel of the host's shared
+SSH connection. Each accepted connection asks for the connection anew, so a
+forward outlives a dropped-and-remade SSH connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
-from hbtui.core.boxes import BoxService
-from hbtui.core.registry import LOCAL
+from hbtui.core.hosts import Forwarder, WebAccess
 from hbtui.errors import HbtuiError
 from hbtui.remote.connection import HostConnection
-from hbtui.remote.hosts import connection_of
 
-Closer = Callable[[], Awaitable[None]]
 CHUNK = 64 * 1024
 
 
-async def _pipe(reader, writer) -> None:
+class _Reader(Protocol):
+    async def read(self, n: int) -> bytes: ...
+
+
+class _Writer(Protocol):
+    def write(self, data: bytes) -> None: ...
+    async def drain(self) -> None: ...
+    def can_write_eof(self) -> bool: ...
+    def write_eof(self) -> None: ...
+
+
+async def _pipe(reader: _Reader, writer: _Writer) -> None:
+    """Copy until EOF; asyncio streams here, SSH channel streams there."""
     try:
         while True:
             data = await reader.read(CHUNK)
@@ -46,8 +54,8 @@ class Forward:
         self.conn = conn
         self.remote_port = remote_port
         self.local_port = 0
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def url(self) -> str:
@@ -87,22 +95,9 @@ class Forward:
             await asyncio.wait_for(server.wait_closed(), 5)
 
 
-async def _nothing() -> None:
-    return None
+def web_forwarder(conn: HostConnection) -> Forwarder:
+    async def web(port: int) -> WebAccess:
+        forward = await Forward(conn, port).start()
+        return WebAccess(forward.url, forward.close, forwarded=True)
 
-
-async def open_forward(
-    service: BoxService, name: str, host_name: str = LOCAL
-) -> tuple[str, Closer]:
-    """(a URL on this machine reaching box `name`'s executor, an async closer).
-
-    The forward lives until the closer is awaited (or the event loop ends).
-    """
-    view = await service.get(name, host_name)
-    if view.port is None or view.url is None:
-        raise HbtuiError(f"box {name!r} has no forwarded port")
-    if host_name == LOCAL:
-        return view.url, _nothing
-    host = await service.host(host_name)
-    forward = await Forward(connection_of(host), view.port).start()
-    return forward.url, forward.close
+    return web

@@ -1,9 +1,10 @@
-"""Remote hosts as the core sees them: `hbtui.core.hosts.Host` over SSH.
+"""Remote hosts as the core sees them: `SshHosts`, the core's RemoteHosts over SSH.
 
-`remote_host_factory(paths, config)` gives BoxService an async
-`(name) -> Host` whose engine runs over an `SshRunner`, whose busy-port
-probe is one command on the host, and whose HTTP check goes through the
-SSH connection to 127.0.0.1:PORT there. `check_host` is `hbtui hosts check`.
+Each `Host` it makes has an engine that runs over an `SshRunner`, a
+busy-port probe that is one command on the host, an HTTP check and a web
+forward that go through the SSH connection to 127.0.0.1:PORT there.
+`check_host` is `hbtui hosts check`; `offered_key` and `trust` are
+`hbtui hosts trust`.
 """
 
 from __future__ import annotations
@@ -11,22 +12,30 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import asyncssh
 
-from hbtui.config import Config
-from hbtui.config import Host as HostConfig
-from hbtui.core.hosts import Host
+from hbtui.checks import Check
+from hbtui.config import Config, HostSettings
+from hbtui.core.hosts import Host, HostKeyOffer, HostReport
 from hbtui.core.ports import parse_range
+from hbtui.core.target import parse_target
 from hbtui.engine import Engine, EngineMissing
 from hbtui.engine.locate import MIN_VERSION, format_version
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.paths import Paths
-from hbtui.remote.connection import HostConnection
-from hbtui.remote.errors import RemoteError
+from hbtui.remote.connection import CONNECTION_ERRORS, HostConnection, changed_key_error, reason
+from hbtui.remote.errors import HostUnreachable, RemoteError
+from hbtui.remote.forward import web_forwarder
+from hbtui.remote.knownhosts import (
+    append_trusted,
+    fetch_server_key,
+    key_algorithms,
+    known_hosts_path,
+    trusted_keys,
+)
 from hbtui.remote.runner import SshRunner
-from hbtui.remote.target import parse_target
 
 HTTP_TIMEOUT = 3.0
 
@@ -150,45 +159,47 @@ def engine_missing_error(name: str, where: EngineLocation) -> EngineMissing:
     )
 
 
-def port_range_of(host: HostConfig, config: Config) -> tuple[int, int]:
+def port_range_of(host: HostSettings, config: Config) -> tuple[int, int]:
     if host.ports:
         return parse_range(host.ports)
     return config.ports.low, config.ports.high
 
 
-def host_connection(name: str, host: HostConfig) -> HostConnection:
+def host_connection(name: str, host: HostSettings) -> HostConnection:
     return HostConnection(name, parse_target(host.ssh), host.identity)
 
 
-@dataclass
-class RemoteHosts:
-    """The connections of one process, one per configured host."""
+class SshHosts:
+    """The core's RemoteHosts over SSH: one shared connection per configured host."""
 
-    paths: Paths
-    config: Config
-    connections: dict[str, HostConnection] = field(default_factory=dict)
+    def __init__(self, paths: Paths, config: Config) -> None:
+        self.paths = paths
+        self.config = config
+        self.connections: dict[str, HostConnection] = {}
 
-    def connection(self, name: str) -> HostConnection:
+    def _settings(self, name: str) -> HostSettings:
         host = self.config.hosts.get(name)
         if host is None:
             raise UsageError(
                 f"unknown host {name!r}; add it with: hbtui hosts add {name} --ssh USER@HOST"
             )
+        return host
+
+    def connection(self, name: str) -> HostConnection:
         conn = self.connections.get(name)
         if conn is None:
-            conn = self.connections[name] = host_connection(name, host)
+            conn = self.connections[name] = host_connection(name, self._settings(name))
         return conn
 
-    async def make_host(self, name: str) -> Host:
-        host = self.config.hosts.get(name)
+    async def host(self, name: str) -> Host:
+        settings = self._settings(name)
         conn = self.connection(name)
-        assert host is not None
-        where = await locate_remote_engine(conn, host.smolvm)
+        where = await locate_remote_engine(conn, settings.smolvm)
         if not where.path or where.source == "missing":
             raise engine_missing_error(name, where)
         engine = Engine(
             where.path,
-            state_dir=host.state_dir,
+            state_dir=settings.state_dir,
             runner=SshRunner(conn),
             timeout=self.config.engine.timeout,
             locks_dir=self.paths.locks_dir / "hosts" / name,
@@ -196,80 +207,56 @@ class RemoteHosts:
         return Host(
             name,
             engine,
-            port_range_of(host, self.config),
+            port_range_of(settings, self.config),
             busy_ports=busy_probe(conn),
             http_ok=http_probe(conn),
+            web=web_forwarder(conn),
         )
+
+    async def check(self, name: str) -> HostReport:
+        return await check_host(name, self._settings(name), self.config)
+
+    async def offered_key(self, name: str) -> HostKeyOffer:
+        target = parse_target(self._settings(name).ssh)
+        known = trusted_keys(target)
+        try:
+            if known:
+                server = await fetch_server_key(target, algorithms=key_algorithms(known))
+            else:
+                server = await fetch_server_key(target)
+        except (TimeoutError, *CONNECTION_ERRORS) as exc:
+            raise HostUnreachable(
+                f"cannot connect to host {name} ({target}): {reason(exc)}"
+            ) from None
+        trusted = any(k.public_data == server.key.public_data for k in known)
+        if known and not trusted:
+            raise changed_key_error(name, target, server.algorithm, server.fingerprint)
+        return HostKeyOffer(
+            host=name,
+            target=target,
+            algorithm=server.algorithm,
+            fingerprint=server.fingerprint,
+            trusted=trusted,
+            known_hosts=known_hosts_path(),
+            key=server.key,
+        )
+
+    def trust(self, offer: HostKeyOffer) -> None:
+        if not isinstance(offer.key, asyncssh.SSHKey):
+            raise TypeError("a HostKeyOffer made elsewhere cannot be trusted here")
+        append_trusted(offer.target, offer.key, offer.known_hosts)
 
     async def close(self) -> None:
         for conn in self.connections.values():
             await conn.close()
 
 
-def remote_host_factory(paths: Paths, config: Config) -> Callable[[str], Awaitable[Host]]:
-    """BoxService's hook: an async (name) -> Host for the hosts in `config`."""
-    pool = RemoteHosts(paths, config)
-
-    async def factory(name: str) -> Host:
-        return await pool.make_host(name)
-
-    factory.pool = pool  # type: ignore[attr-defined]
-    return factory
-
-
-def connection_of(host: Host) -> HostConnection:
-    """The SSH connection behind a remote Host made by `remote_host_factory`."""
-    runner = host.engine.runner
-    if not isinstance(runner, SshRunner):
-        raise UsageError(f"host {host.name} is not a remote host")
-    return runner.conn
-
-
 # -- hbtui hosts check ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    needed: bool = True
-
-    def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "ok": self.ok,
-            "detail": self.detail,
-            "fix": self.fix,
-            "needed": self.needed,
-        }
-
-
-@dataclass
-class CheckReport:
-    host: str
-    checks: list[Check] = field(default_factory=list)
-    engine: str = ""
-    version: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return all(c.ok or not c.needed for c in self.checks)
-
-    def to_json(self) -> dict:
-        return {
-            "host": self.host,
-            "ok": self.ok,
-            "engine": self.engine or None,
-            "version": self.version or None,
-            "checks": [c.to_json() for c in self.checks],
-        }
-
-
-async def check_host(name: str, host: HostConfig, config: Config) -> CheckReport:
+async def check_host(name: str, host: HostSettings, config: Config) -> HostReport:
     """Connect, find the engine and its version, and say what is missing."""
-    report = CheckReport(name)
+    report = HostReport(name)
     conn = host_connection(name, host)
     try:
         await _check(conn, host, config, report)
@@ -279,7 +266,7 @@ async def check_host(name: str, host: HostConfig, config: Config) -> CheckReport
 
 
 async def _check(
-    conn: HostConnection, host: HostConfig, config: Config, report: CheckReport
+    conn: HostConnection, host: HostSettings, config: Config, report: HostReport
 ) -> None:
     add = report.checks.append
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import asyncssh
 
-from hbtui.remote.target import DEFAULT_PORT, SshTarget
+from hbtui.core.target import DEFAULT_PORT, SshTarget
 
 ENV_KNOWN_HOSTS = "HBTUI_KNOWN_HOSTS"
 

@@ -64,12 +64,12 @@ class ConsoleReporter:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Phase):
-            self.console.print(f"[dim]•[/] {event.message}", highlight=False)
+            self.console.print(Text.assemble(("•", "dim"), " ", event.message))
         elif isinstance(event, Notice):
-            self.console.print(f"[yellow]![/] {event.message}", highlight=False)
+            self.console.print(Text.assemble(("!", "yellow"), " ", event.message))
         elif isinstance(event, LogLine):
-            if self.show_logs and not event.text.startswith("::hbtui::"):
-                self.console.print(Text.from_ansi(event.text), highlight=False, markup=False)
+            if self.show_logs:
+                self.console.print(Text.from_ansi(event.text))
         elif isinstance(event, Step):
             if self._steps is None:
                 self._steps = self.progress.add_task("provisioning", total=event.total)
@@ -81,7 +81,9 @@ class ConsoleReporter:
                 description=f"step {event.index}/{event.total} {event.name}",
             )
             if not self.console.is_terminal:
-                self.console.print(f"[dim]step {event.index}/{event.total}[/] {event.name}")
+                self.console.print(
+                    Text.assemble((f"step {event.index}/{event.total}", "dim"), " ", event.name)
+                )
         elif isinstance(event, Transfer):
             if self._transfer is None:
                 self._transfer = self.bytes.add_task(event.label or "transfer", total=event.total)

@@ -21,19 +21,24 @@ import contextlib
 import os
 import shlex
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from hbtui.archive.format import Decryptor, create_archive, is_hbx, read_header, verify_file
-from hbtui.core.boxes import BOX, ORPHAN
-from hbtui.core.registry import FAILED, LOCAL, READY, utc_now
-from hbtui.errors import HbtuiError, UsageError
+from hbtui.core import guest
+from hbtui.core.boxes import Lifecycle
+from hbtui.core.hosts import LOCAL, Host
+from hbtui.core.names import check_name
+from hbtui.core.registry import FAILED, READY, utc_now
+from hbtui.core.views import BOX, ORPHAN, BoxView
+from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
 
 if TYPE_CHECKING:
-    from hbtui.core.boxes import BoxService, BoxView
-    from hbtui.core.hosts import Host
+    from typing_extensions import Buffer
+
+    from hbtui.archive.format import Encryptor
 
 SAVE_DIR = "/root/.hbtui-save"
 LOAD_DIR = "/root/.hbtui-load"
@@ -44,6 +49,10 @@ CHECKPOINT_RECORDS = 1024  # tar records of 10 KiB between progress lines
 PART_TIMEOUT = 600.0
 ARCHIVE_SUFFIX = ".hbx"
 QUIESCE_MARKER = "home/agent/.config/hermes-box/quiesced"  # relative to /data
+
+
+HBX = "hbx"  # our format
+LEGACY = "legacy"  # the old tool's *.tar.gz.gpg
 
 
 class SaveFailed(HbtuiError):
@@ -82,7 +91,7 @@ def _save_script(part_bytes: int) -> str:
     )
 
 
-def _load_script() -> str:
+def _load_script(decompress: str) -> str:
     # Parts arrive as part-000000, part-000001, ...; `end` says no more will.
     # Each is consumed and deleted before the host sends the next one.
     feed = "\n".join(
@@ -103,7 +112,7 @@ def _load_script() -> str:
             "set -euo pipefail",
             "exec 3>&1",
             f"mkdir -p {LOAD_DIR}/data",
-            f"{{\n{feed}\n}} | zstd -d -q -c | tar -C {LOAD_DIR}/data --numeric-owner -xpf -",
+            f"{{\n{feed}\n}} | {decompress} | tar -C {LOAD_DIR}/data --numeric-owner -xpf -",
             # Swap the unpacked tree in: same file system, so these are renames.
             "find /data -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +",
             f"find {LOAD_DIR}/data -mindepth 1 -maxdepth 1 -exec mv -t /data -- {{}} +",
@@ -123,9 +132,9 @@ def _load_script() -> str:
     )
 
 
-def default_archive_path(service: BoxService, name: str) -> Path:
+def default_archive_path(boxes: Lifecycle, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return service.config.backups_dir(service.paths) / f"{name}-{stamp}{ARCHIVE_SUFFIX}"
+    return boxes.config.backups_dir(boxes.paths) / f"{name}-{stamp}{ARCHIVE_SUFFIX}"
 
 
 async def _guest_rm(host: Host, name: str, path: str) -> None:
@@ -134,7 +143,7 @@ async def _guest_rm(host: Host, name: str, path: str) -> None:
 
 
 async def save(
-    service: BoxService,
+    boxes: Lifecycle,
     name: str,
     host_name: str = LOCAL,
     *,
@@ -143,35 +152,35 @@ async def save(
     verify_after: bool = True,
     report: Report = ignore,
 ) -> Path:
-    view = await service.get(name, host_name)
-    host = await service.host(host_name)
+    view = await boxes.get(name, host_name)
+    host = await boxes.hosts.get(host_name)
     if view.kind not in (BOX, ORPHAN):
         raise UsageError(f"box {name!r} has no machine to save ({view.kind})")
-    target = (output or default_archive_path(service, name)).expanduser().absolute()
+    target = (output or default_archive_path(boxes, name)).expanduser().absolute()
     if target.exists():
         raise UsageError(f"{target} already exists; choose another path with -o")
     if not target.parent.is_dir():
         if output is not None:
             raise UsageError(f"folder {target.parent} does not exist")
         target.parent.mkdir(parents=True, mode=0o700)
-    part_bytes = service.config.archive.part_size_mib * 2**20
+    part_bytes = boxes.config.archive.part_size_mib * 2**20
     was_running = view.state == "running"
     if not was_running:
         report(Phase(f"starting {name} to read its /data"))
         await host.engine.start(name)
-    await service._quiesce(host, name, report)
+    await guest.quiesce(host, name, report)
     try:
         await _save_parts(host, name, target, passphrase, part_bytes, report)
     finally:
         await _guest_rm(host, name, SAVE_DIR)
         if was_running:
-            await service._resume(host, name, report)
+            await guest.resume(host, name, report)
         else:
             report(Phase(f"stopping {name} again"))
             await host.engine.stop(name)
     if verify_after:
         await verify(target, passphrase=passphrase, report=report)
-    await service.registry.update(name, host_name, last_save=utc_now())
+    await boxes.registry.update(name, host_name, last_save=utc_now())
     report(Phase(f"saved {name} to {target}"))
     return target
 
@@ -189,6 +198,8 @@ async def _save_parts(
     stream = host.engine.exec_stream(name, ["bash", "-c", _save_script(part_bytes)], timeout=None)
     with tempfile.TemporaryDirectory(prefix="hbtui-save-") as tmp:
         local_part = Path(tmp) / "part"
+        from hbtui.archive.format import create_archive
+
         with create_archive(target, passphrase) as enc:
             async for line in stream:
                 if READ_TAG in line:  # tar prefixes its checkpoint echo with "tar: "
@@ -216,18 +227,20 @@ async def _save_parts(
             await asyncio.to_thread(enc.finish)
 
 
-def _feed_file(enc, path: Path) -> None:
+def _feed_file(enc: Encryptor, path: Path) -> None:
     with open(path, "rb", buffering=0) as fh:
         enc.feed_from(fh)
 
 
 async def verify(archive: Path, *, passphrase: bytes, report: Report = ignore) -> int:
     """Authenticate every chunk of an .hbx archive without writing plaintext."""
-    archive = Path(archive)
-    if not archive.is_file():
-        raise UsageError(f"no such archive: {archive}")
-    if not is_hbx(archive):
-        raise UsageError(f"{archive} is not an hbtui archive (.hbx)")
+    from hbtui.archive.format import verify_file
+
+    archive = Path(archive).expanduser().absolute()
+    if archive_kind(archive) != HBX:
+        raise UsageError(
+            f"{archive}: verify checks .hbx archives; extract an old backup to check it"
+        )
     size = archive.stat().st_size
     report(Phase(f"verifying {archive.name}"))
     loop = asyncio.get_running_loop()
@@ -263,12 +276,12 @@ class _PartSink:
         self._loop = loop
         self._parts = parts
         self._index = 0
-        self._fh = None
+        self._fh: BinaryIO | None = None
         self._fill = 0
         self._consumed = threading.Semaphore(0)
         self.aborted = False
 
-    def _open(self):
+    def _open(self) -> BinaryIO:
         if self._fh is None:
             self._fh = open(self._folder / f"part-{self._index:06d}", "wb")
             self._fill = 0
@@ -289,7 +302,7 @@ class _PartSink:
         self._index += 1
         self._handoff(path)
 
-    def write(self, data) -> int:
+    def write(self, data: Buffer) -> int:
         if self.aborted:
             raise _Aborted()
         view = memoryview(data).cast("B")
@@ -318,24 +331,28 @@ class _PartSink:
 
 
 def archive_kind(archive: Path) -> str:
+    """HBX or LEGACY; anything else (or no file) is a one-line error."""
+    from hbtui.archive.format import is_hbx
     from hbtui.archive.legacy import is_legacy
 
     if not archive.is_file():
         raise UsageError(f"no such archive: {archive}")
     if is_hbx(archive):
-        return "hbx"
+        return HBX
     if is_legacy(archive):
-        return "legacy"
+        return LEGACY
     raise UsageError(f"{archive} is neither an hbtui archive (.hbx) nor an old *.tar.gz.gpg backup")
 
 
-def _check_contents(archive: Path, kind: str, passphrase: bytes, progress) -> None:
+def _check_contents(
+    archive: Path, kind: str, passphrase: bytes, progress: Callable[[int], None]
+) -> None:
     from hbtui.archive.legacy import validate_legacy
     from hbtui.archive.safetar import validate_hbx
 
     # Links to absolute paths (a venv's python -> /usr/bin/python3) are normal in a
     # box and resolve inside the guest; nothing is ever written through a link.
-    if kind == "hbx":
+    if kind == HBX:
         validate_hbx(archive, passphrase, progress=progress, allow_external_symlinks=True)
     else:
         validate_legacy(archive, passphrase, allow_external_symlinks=True)
@@ -343,10 +360,11 @@ def _check_contents(archive: Path, kind: str, passphrase: bytes, progress) -> No
 
 def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSink) -> None:
     """Decrypt into the sink (compressed tar: zstd for .hbx, gzip for legacy)."""
+    from hbtui.archive.format import Decryptor
     from hbtui.archive.legacy import decrypt_legacy
     from hbtui.archive.safetar import DecryptedReader
 
-    if kind == "hbx":
+    if kind == HBX:
         with open(archive, "rb", buffering=0) as fh:
             DecryptedReader(Decryptor(fh, passphrase)).pump_to(sink)  # type: ignore[arg-type]
     else:
@@ -355,7 +373,7 @@ def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSin
 
 
 async def load(
-    service: BoxService,
+    boxes: Lifecycle,
     archive: Path,
     name: str,
     host_name: str = LOCAL,
@@ -364,12 +382,10 @@ async def load(
     recipe: Path | None = None,
     report: Report = ignore,
 ) -> BoxView:
-    from hbtui.core.names import check_name
-
     check_name(name)
     archive = Path(archive).expanduser().absolute()
     kind = archive_kind(archive)
-    if service.registry.read().get(name, host_name) is not None:
+    if boxes.registry.read().get(name, host_name) is not None:
         raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
     size = archive.stat().st_size
     loop = asyncio.get_running_loop()
@@ -380,34 +396,32 @@ async def load(
     report(Phase(f"decrypting and checking {archive.name} before creating anything"))
     await asyncio.to_thread(_check_contents, archive, kind, passphrase, progress)
 
-    view = await service.new(
+    view = await boxes.new(
         name, host_name=host_name, recipe=recipe, report=report, keep_provisioning=True
     )
-    host = await service.host(host_name)
+    host = await boxes.hosts.get(host_name)
     try:
-        await service._quiesce(host, name, report)
-        await _restore_parts(service, host, name, archive, kind, passphrase, size, report)
-        await service._resume(host, name, report)
+        await guest.quiesce(host, name, report)
+        await _restore_parts(boxes, host, name, archive, kind, passphrase, size, report)
+        await guest.resume(host, name, report)
         if view.port:
-            await service._wait_ready(host, name, view.port, report)
-        await service.registry.update(name, host_name, status=READY, owner_pid=0)
+            await guest.wait_ready(host, name, view.port, report)
+        await boxes.registry.update(name, host_name, status=READY, owner_pid=0)
     except BaseException as exc:
         report(Notice(f"load failed; removing the new box {name}"))
-        await asyncio.shield(_remove_quietly(service, name, host_name))
+        await asyncio.shield(_remove_quietly(boxes, name, host_name))
         if isinstance(exc, asyncio.CancelledError):
-            from hbtui.errors import Cancelled
-
             raise Cancelled(f"cancelled: box {name!r} was removed") from None
         raise
     report(Phase(f"loaded {archive.name} into {name}"))
-    return await service.get(name, host_name)
+    return await boxes.get(name, host_name)
 
 
-async def _remove_quietly(service: BoxService, name: str, host_name: str) -> None:
+async def _remove_quietly(boxes: Lifecycle, name: str, host_name: str) -> None:
     try:
-        await service.remove(name, host_name)
+        await boxes.remove(name, host_name)
     except HbtuiError:
-        await service.registry.update(
+        await boxes.registry.update(
             name,
             host_name,
             status=FAILED,
@@ -417,7 +431,7 @@ async def _remove_quietly(service: BoxService, name: str, host_name: str) -> Non
 
 
 async def _restore_parts(
-    service: BoxService,
+    boxes: Lifecycle,
     host: Host,
     name: str,
     archive: Path,
@@ -430,11 +444,11 @@ async def _restore_parts(
     loop = asyncio.get_running_loop()
     parts: asyncio.Queue[Path | None] = asyncio.Queue(maxsize=1)
     taken: asyncio.Queue[int] = asyncio.Queue()
-    part_bytes = service.config.archive.part_size_mib * 2**20
-    decompress = "zstd -d -q -c" if kind == "hbx" else "gzip -d -c"
+    part_bytes = boxes.config.archive.part_size_mib * 2**20
+    decompress = "zstd -d -q -c" if kind == HBX else "gzip -d -c"
     # The payload size is in an .hbx header; an old gpg backup does not say.
-    total = read_header(archive).plaintext_size if kind == "hbx" else None
-    script = _load_script().replace("zstd -d -q -c", decompress)
+    total = _payload_size(archive) if kind == HBX else None
+    script = _load_script(decompress)
     await host.engine.exec(name, ["rm", "-rf", "--", LOAD_DIR], timeout=60)
     stream = host.engine.exec_stream(name, ["bash", "-c", script], timeout=None)
     unpacked = asyncio.Event()
@@ -498,7 +512,8 @@ async def _restore_parts(
 
 async def _next_taken(taken: asyncio.Queue[int], watcher: asyncio.Future[None]) -> int:
     getter = asyncio.ensure_future(taken.get())
-    done, _ = await asyncio.wait({getter, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    waiting: set[asyncio.Future[Any]] = {getter, watcher}
+    done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     if getter in done:
         return getter.result()
     getter.cancel()
@@ -535,8 +550,36 @@ async def extract(
         loop.call_soon_threadsafe(report, Transfer(done, size, "extracting"))
 
     report(Phase(f"extracting {archive.name} into {dest}"))
-    if kind == "hbx":
+    if kind == HBX:
         await asyncio.to_thread(extract_hbx, archive, dest, passphrase, progress=progress)
     else:
         await asyncio.to_thread(extract_legacy, archive, dest, passphrase)
     return dest
+
+
+# -- info ------------------------------------------------------------------------------
+
+
+def _payload_size(archive: Path) -> int | None:
+    from hbtui.archive.format import read_header
+
+    return read_header(archive).plaintext_size
+
+
+def archive_info(archive: Path) -> dict[str, object]:
+    """An .hbx archive's header, readable without the passphrase."""
+    from hbtui.archive.format import read_header
+
+    archive = Path(archive).expanduser().absolute()
+    if archive_kind(archive) != HBX:
+        raise UsageError(f"{archive} is an old gpg backup; it has no hbtui header")
+    info = read_header(archive)
+    return {
+        "format_version": info.version,
+        "aead": info.aead,
+        "kdf": info.kdf_name,
+        "kdf_params": info.kdf.describe(),
+        "chunk_size": info.chunk_size,
+        "archive_size": info.archive_size,
+        "payload_size": info.plaintext_size,
+    }

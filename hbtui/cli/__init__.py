@@ -1,0 +1,207 @@
+"""`hbtui VERB`: the scriptable front end. `hbtui` alone opens the dashboard.
+
+The verbs are one declarative table; each names the function that runs it
+as "module:function" inside this package, imported only when that verb
+runs, so `hbtui --version` loads neither rich nor the core. Every verb calls
+the core through `Invocation.service` only (one Service, from hbtui.wiring).
+User errors print one line and exit non-zero; `--debug` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from hbtui import __version__
+
+if TYPE_CHECKING:
+    from hbtui.cli.output import Invocation
+
+
+class Arg(NamedTuple):
+    """One argparse argument: its flags (or name) and add_argument's keywords."""
+
+    flags: tuple[str, ...]
+    options: dict[str, Any]
+
+
+def arg(*flags: str, **options: Any) -> Arg:
+    return Arg(flags, options)
+
+
+class Verb(NamedTuple):
+    # NamedTuple, not a dataclass: importing dataclasses would double `--version`'s own cost.
+    name: str
+    run: str  # "module:function" in hbtui.cli; "" for a group of sub-verbs
+    help: str
+    args: tuple[Arg, ...] = ()
+    host: bool = True  # takes --host NAME
+    json: bool = False  # takes --json
+    sub: tuple[Verb, ...] = ()
+
+
+NAME = arg("name")
+QUIET = arg("-q", "--quiet", action="store_true", help="hide the provisioning output")
+RECIPE = arg("--recipe", metavar="DIR", help="a recipe folder (provision/ + guest/)")
+FILE = arg("file")
+
+VERBS: tuple[Verb, ...] = (
+    Verb("doctor", "config:cmd_doctor", "check that this host can run boxes", host=False,
+         json=True, args=(arg("--probe", action="store_true", help="also try a real boot (up to 60 s)"),)),
+    Verb("ls", "boxes:cmd_ls", "list boxes", json=True,
+         args=(arg("--all", action="store_true", help="also machines hbtui did not make"),)),
+    Verb("new", "boxes:cmd_new", "create and provision a box", json=True, args=(
+        NAME,
+        arg("--image", help="OCI image (default from config: ubuntu:24.04)"),
+        arg("--cpus", type=int),
+        arg("--mem", type=int, metavar="MIB", help="memory in MiB"),
+        arg("--port", type=int, help="host port (default: a free one in the range)"),
+        RECIPE,
+        arg("--no-start", action="store_true", help="leave the box stopped when ready"),
+        QUIET)),
+    Verb("start", "boxes:cmd_start", "start a box", json=True, args=(NAME,)),
+    Verb("stop", "boxes:cmd_stop", "quiesce and stop a box", json=True, args=(NAME,)),
+    Verb("rm", "boxes:cmd_rm", "delete a box and free its port", args=(
+        NAME, arg("-f", "--force", action="store_true", help="do not ask to type the name"))),
+    Verb("enter", "boxes:cmd_enter", "a shell as agent in the box's tmux session main",
+         args=(NAME,)),
+    Verb("exec", "boxes:cmd_exec", "run a command in a box as agent: hbtui exec NAME -- CMD...",
+         args=(NAME, arg("command", nargs=argparse.REMAINDER))),
+    Verb("open", "boxes:cmd_open", "open the box's executor web UI", args=(
+        NAME, arg("--print", action="store_true", help="print the URL instead"))),
+    Verb("logs", "boxes:cmd_logs", "the box's workload output", args=(
+        NAME,
+        arg("-f", "--follow", action="store_true"),
+        arg("--tail", type=int, metavar="N"),
+        arg("--provision", action="store_true", help="the last provisioning log instead"))),
+    Verb("repair", "boxes:cmd_repair", "run the recipe again in a box",
+         args=(NAME, RECIPE, QUIET)),
+    Verb("adopt", "boxes:cmd_adopt", "take an orphaned hbtui machine back into the registry",
+         args=(NAME,)),
+    Verb("ports", "boxes:cmd_ports", "the port range: used, busy, free", json=True),
+    Verb("config", "config:cmd_config", "where the config is, and what it says", host=False,
+         args=(arg("action", choices=["path", "show"]),)),
+    Verb("save", "archives:cmd_save", "save a box's /data as an encrypted archive", json=True,
+         args=(
+             NAME,
+             arg("-o", "--output", metavar="FILE", help="default: <backups>/NAME-<UTC time>.hbx"),
+             arg("--no-verify", action="store_true", help="skip the authentication pass"))),
+    Verb("load", "archives:cmd_load", "a new box from an archive (.hbx or old .tar.gz.gpg)",
+         json=True, args=(FILE, NAME, RECIPE, QUIET)),
+    Verb("extract", "archives:cmd_extract", "unpack an archive's files into a folder (no VM)",
+         host=False, args=(
+             FILE, arg("dir", nargs="?", help="a new folder (default: beside the archive)"))),
+    Verb("verify", "archives:cmd_verify", "authenticate every chunk of an archive", host=False,
+         args=(FILE,)),
+    Verb("archive", "", "archive tools", host=False, sub=(
+        Verb("info", "archives:cmd_archive_info",
+             "show an archive's header (no passphrase needed)", host=False, json=True,
+             args=(FILE,)),)),
+    Verb("hosts", "", "remote hosts over SSH: add, ls, rm, check, trust", host=False, sub=(
+        Verb("add", "hosts:cmd_hosts_add", "remember a remote host", host=False, args=(
+            NAME,
+            arg("--ssh", required=True, metavar="USER@HOST[:PORT]"),
+            arg("--identity", metavar="FILE", help="the private key to log in with"),
+            arg("--smolvm", metavar="PATH",
+                help="the engine there (default: found on PATH or in its python's smolmachines)"),
+            arg("--state-dir", metavar="DIR", help="the engine's --state-dir there"),
+            arg("--ports", metavar="LO-HI", help="host ports for its boxes"))),
+        Verb("ls", "hosts:cmd_hosts_ls", "list remote hosts", host=False, json=True),
+        Verb("rm", "hosts:cmd_hosts_rm", "forget a remote host", host=False, args=(
+            NAME, arg("-f", "--force", action="store_true",
+                      help="also forget its boxes' rows (the machines stay on the host)"))),
+        Verb("check", "hosts:cmd_hosts_check",
+             "connect, find the engine and its version, say what is missing", host=False,
+             json=True, args=(NAME,)),
+        Verb("trust", "hosts:cmd_hosts_trust",
+             "show the host key's SHA256 fingerprint and add it to known_hosts once confirmed",
+             host=False, args=(
+                 NAME, arg("--fingerprint", metavar="SHA256:...",
+                           help="trust without asking, only if the key has this fingerprint"))),
+    )),
+    Verb("version", "config:cmd_version", "print the version", host=False),
+)  # fmt: skip
+
+
+def _add_verbs(sub: Any, verbs: tuple[Verb, ...], dest: str) -> None:
+    for verb in verbs:
+        sp = sub.add_parser(verb.name, help=verb.help, description=verb.help)
+        if verb.sub:
+            sp.set_defaults(run="", group=sp)
+            _add_verbs(
+                sp.add_subparsers(dest=f"{dest}_{verb.name}", metavar="ACTION"), verb.sub, verb.name
+            )
+            continue
+        sp.set_defaults(run=verb.run)
+        if verb.host:
+            sp.add_argument("--host", metavar="NAME", help="a remote host (see hbtui hosts)")
+        if verb.json:
+            sp.add_argument("--json", action="store_true", help="print JSON")
+        for a in verb.args:
+            sp.add_argument(*a.flags, **a.options)
+
+
+def _verbs_for(argv: list[str]) -> tuple[Verb, ...]:
+    """Only the verbs this command line can need: building all of argparse's
+    sub-parsers costs more than the rest of `hbtui --version`."""
+    words = [w for w in argv if not w.startswith("-")]
+    if not words:
+        return VERBS if any(w in ("-h", "--help") for w in argv) else ()
+    chosen = tuple(v for v in VERBS if v.name == words[0])
+    return chosen or VERBS  # an unknown verb: argparse names the choices
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given `argv`, with only the sub-parsers that command line needs."""
+    p = argparse.ArgumentParser(
+        prog="hbtui",
+        description="Boxes for AI coding agents (smolvm microVMs). "
+        "Run without a verb for the dashboard.",
+    )
+    p.add_argument("--version", action="version", version=f"hbtui {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    verbs = VERBS if argv is None else _verbs_for(argv)
+    _add_verbs(p.add_subparsers(dest="verb", metavar="VERB"), verbs, "verb")
+    return p
+
+
+def handler(run: str) -> Callable[[Invocation], int]:
+    module, function = run.split(":")
+    fn: Callable[[Invocation], int] = getattr(
+        importlib.import_module(f"hbtui.cli.{module}"), function
+    )
+    return fn
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
+
+    from hbtui.core.passphrase import scrub_environment
+    from hbtui.errors import HbtuiError
+
+    scrub_environment()  # before anything can start a child process
+    try:
+        if args.verb is None:
+            from hbtui.tui.app import run_dashboard
+
+            return run_dashboard()
+        if not args.run:  # a group without its action: `hbtui hosts`
+            args.group.print_help()
+            return 2
+        from hbtui.cli.output import Invocation
+
+        return handler(args.run)(Invocation(args))
+    except HbtuiError as exc:
+        if args.debug:
+            raise
+        from hbtui.cli.output import print_error
+
+        print_error(exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130

@@ -1,0 +1,93 @@
+"""Archive verbs: save load extract verify, and `archive info`.
+
+The passphrase comes from the environment or a no-echo prompt (never argv);
+every check that needs no passphrase runs before the prompt.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hbtui.cli.output import Invocation, print_json
+from hbtui.core.passphrase import get_passphrase
+
+
+def _archive(inv: Invocation) -> Path:
+    return Path(inv.args.file).expanduser()
+
+
+def cmd_save(inv: Invocation) -> int:
+    a = inv.args
+    service = inv.service  # a bad config fails before the passphrase is asked for
+    passphrase = get_passphrase(confirm=True)
+    output = Path(a.output) if a.output else None
+    with inv.reporter() as rep:
+        path = inv.call(
+            service.save(
+                a.name,
+                inv.host,
+                output=output,
+                passphrase=passphrase,
+                verify=not a.no_verify,
+                report=rep,
+            )
+        )
+    size = path.stat().st_size
+    if inv.json:
+        print_json({"box": a.name, "archive": str(path), "bytes": size})
+    else:
+        inv.out.print(f"✓ saved {a.name} to {path} ({size:,} bytes)", markup=False)
+    return 0
+
+
+def cmd_load(inv: Invocation) -> int:
+    a = inv.args
+    inv.service.archive_kind(_archive(inv))  # a missing or foreign file fails before the prompt
+    passphrase = get_passphrase(confirm=False)
+    recipe = Path(a.recipe) if a.recipe else None
+    with inv.reporter() as rep:
+        view = inv.call(
+            inv.service.load(
+                _archive(inv), a.name, inv.host, passphrase=passphrase, recipe=recipe, report=rep
+            )
+        )
+        rep.finish_steps()
+    if inv.json:
+        print_json(view.to_json())
+    else:
+        inv.out.print(f"✓ loaded {a.file} into box {view.name}; executor: {view.url}", markup=False)
+    return 0
+
+
+def cmd_extract(inv: Invocation) -> int:
+    a = inv.args
+    inv.service.archive_kind(_archive(inv))
+    passphrase = get_passphrase(confirm=False)
+    dest = Path(a.dir) if a.dir else None
+    with inv.reporter() as rep:
+        where = inv.call(
+            inv.service.extract(_archive(inv), dest, passphrase=passphrase, report=rep)
+        )
+    inv.out.print(f"✓ extracted into {where}", markup=False)
+    return 0
+
+
+def cmd_verify(inv: Invocation) -> int:
+    inv.service.archive_kind(_archive(inv), hbx_only=True)
+    passphrase = get_passphrase(confirm=False)
+    with inv.reporter() as rep:
+        size = inv.call(inv.service.verify(_archive(inv), passphrase=passphrase, report=rep))
+    inv.out.print(
+        f"✓ {inv.args.file}: every chunk authentic ({size:,} bytes of payload)", markup=False
+    )
+    return 0
+
+
+def cmd_archive_info(inv: Invocation) -> int:
+    data = inv.service.archive_info(_archive(inv))
+    if inv.json:
+        print_json(data)
+    else:
+        for key, value in data.items():
+            inv.out.print(f"{key:>15}: {value}", markup=False)
+    return 0

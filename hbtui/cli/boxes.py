@@ -1,0 +1,237 @@
+"""Box verbs: ls new start stop rm enter exec open logs repair adopt ports."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import webbrowser
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hbtui.cli.output import Invocation, box_table, print_json
+from hbtui.core.hosts import LOCAL
+from hbtui.environment import child_env
+from hbtui.errors import UsageError
+from hbtui.events import LogLine, Step
+
+if TYPE_CHECKING:
+    from hbtui.core.views import BoxView
+
+
+def _recipe(inv: Invocation) -> Path | None:
+    return Path(inv.args.recipe) if getattr(inv.args, "recipe", None) else None
+
+
+def cmd_ls(inv: Invocation) -> int:
+    hosts = [inv.args.host] if inv.args.host else None
+    listing = inv.call(inv.service.list_boxes(include_foreign=inv.args.all, hosts=hosts))
+    if inv.json:
+        print_json([b.to_json() for b in listing.boxes])
+    elif listing.boxes:
+        show_host = len(inv.service.host_names()) > 1
+        inv.out.print(box_table(listing.boxes, show_host=show_host, fit=sys.stdout.isatty()))
+    elif not listing.errors:
+        inv.out.print("No boxes yet. Create one: hbtui new NAME")
+    for host, why in listing.errors.items():
+        sys.stderr.write(f"host {host} unreachable: {' '.join(why.split())}\n")
+    return 1 if listing.errors and not listing.boxes else 0
+
+
+def cmd_new(inv: Invocation) -> int:
+    a = inv.args
+    with inv.reporter() as rep:
+        view = inv.call(
+            inv.service.new(
+                a.name,
+                host=inv.host,
+                image=a.image,
+                cpus=a.cpus,
+                memory_mib=a.mem,
+                port=a.port,
+                recipe=_recipe(inv),
+                start=not a.no_start,
+                report=rep,
+            )
+        )
+        rep.finish_steps()
+    if inv.json:
+        print_json(view.to_json())
+    else:
+        where = (
+            f"executor: {view.url}"
+            if view.host == LOCAL
+            else f"executor web UI: hbtui open {view.name} --host {view.host}"
+        )
+        inv.out.print(f"✓ box {view.name} is {view.state}; {where}", markup=False)
+    return 0
+
+
+def cmd_start(inv: Invocation) -> int:
+    with inv.reporter() as rep:
+        view = inv.call(inv.service.start(inv.args.name, inv.host, report=rep))
+    return _state_done(inv, view, "started")
+
+
+def cmd_stop(inv: Invocation) -> int:
+    with inv.reporter() as rep:
+        view = inv.call(inv.service.stop(inv.args.name, inv.host, report=rep))
+    return _state_done(inv, view, "stopped")
+
+
+def _state_done(inv: Invocation, view: BoxView, verb: str) -> int:
+    if inv.json:
+        print_json(view.to_json())
+    else:
+        inv.out.print(f"✓ {view.name} {verb}: {view.state}", markup=False)
+    return 0
+
+
+def confirm_typed(name: str, what: str) -> None:
+    if not sys.stdin.isatty():
+        raise UsageError(f"refusing to {what} {name!r} without a terminal to confirm; use --force")
+    typed = input(f"Type the box name ({name}) to {what} it: ").strip()
+    if typed != name:
+        raise UsageError(f"confirmation did not match; {name!r} was not touched")
+
+
+def cmd_rm(inv: Invocation) -> int:
+    a = inv.args
+    if not a.force:
+        view = inv.call(inv.service.get(a.name, inv.host))
+        if view.last_save:
+            inv.out.print(f"last save of {a.name}: {view.last_save}", markup=False)
+        else:
+            inv.out.print(f"{a.name} was never saved; its /data will be gone", style="yellow")
+        confirm_typed(a.name, "delete")
+    with inv.reporter() as rep:
+        inv.call(inv.service.remove(a.name, inv.host, report=rep))
+    return 0
+
+
+def _handoff(argv: list[str]) -> int:
+    """Give this terminal to a child and pass its exit status through."""
+    try:
+        return subprocess.call(argv, env=child_env())
+    except KeyboardInterrupt:
+        return 130
+
+
+def cmd_enter(inv: Invocation) -> int:
+    argv = inv.call(inv.service.enter_argv(inv.args.name, inv.host, report=inv.reporter()))
+    return _handoff(argv)
+
+
+def cmd_exec(inv: Invocation) -> int:
+    command = list(inv.args.command)
+    # `exec NAME --host H -- CMD`: the remainder swallows options given after NAME.
+    while command and command[0] != "--" and command[0].startswith("--host"):
+        if command[0] == "--host" and len(command) > 1:
+            inv.args.host, command = command[1], command[2:]
+        elif command[0].startswith("--host="):
+            inv.args.host, command = command[0].split("=", 1)[1], command[1:]
+        else:
+            break
+    if command and command[0] == "--":
+        command = command[1:]
+    tty = sys.stdin.isatty() and sys.stdout.isatty()
+    argv = inv.call(inv.service.exec_argv(inv.args.name, command, inv.host, tty=tty))
+    return _handoff(argv)
+
+
+def cmd_open(inv: Invocation) -> int:
+    """A local box's URL opens directly; a remote one's through a forward held until Ctrl-C."""
+
+    async def open_and_hold() -> None:
+        web = await inv.service.web(inv.args.name, inv.host)
+        try:
+            if inv.args.print or not webbrowser.open(web.url):
+                sys.stdout.write(web.url + "\n")
+            else:
+                sys.stdout.write(f"opened {web.url}\n")
+            sys.stdout.flush()
+            if web.forwarded:
+                sys.stderr.write(
+                    f"forwarding {web.url} to {inv.args.name} on {inv.host}; Ctrl-C to stop\n"
+                )
+                await asyncio.Event().wait()
+        finally:
+            await web.close()
+
+    try:
+        inv.call(open_and_hold())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_logs(inv: Invocation) -> int:
+    a = inv.args
+    if a.provision:
+        log = inv.call(inv.service.provision_log(a.name, inv.host, tail=a.tail))
+        if log is None:
+            raise UsageError(f"no provisioning log for {a.name!r}")
+        for event in log.events:
+            if isinstance(event, Step):
+                sys.stdout.write(f"── step {event.index}/{event.total} {event.name}\n")
+            elif isinstance(event, LogLine):
+                sys.stdout.write(event.text + "\n")
+        return 0
+    if a.follow:
+
+        async def follow() -> None:
+            async for line in inv.service.follow_logs(a.name, inv.host, tail=a.tail):
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
+
+        try:
+            inv.call(follow())
+        except KeyboardInterrupt:
+            pass
+        return 0
+    sys.stdout.write(inv.call(inv.service.workload_logs(a.name, inv.host, tail=a.tail)))
+    return 0
+
+
+def cmd_repair(inv: Invocation) -> int:
+    with inv.reporter() as rep:
+        view = inv.call(
+            inv.service.repair(inv.args.name, inv.host, recipe=_recipe(inv), report=rep)
+        )
+        rep.finish_steps()
+    inv.out.print(f"✓ {view.name} repaired; executor: {view.url}", markup=False)
+    return 0
+
+
+def cmd_adopt(inv: Invocation) -> int:
+    view = inv.call(inv.service.adopt(inv.args.name, inv.host))
+    inv.out.print(f"✓ adopted {view.name} (port {view.port})", markup=False)
+    return 0
+
+
+def cmd_ports(inv: Invocation) -> int:
+    slots = inv.call(inv.service.ports(inv.host))
+    if inv.json:
+        print_json([{"port": s.port, "state": s.state, "box": s.box or None} for s in slots])
+        return 0
+    from rich.text import Text
+
+    used = [s for s in slots if s.state == "used"]
+    busy = [s for s in slots if s.state == "busy"]
+    free = [s for s in slots if s.state == "free"]
+    lo, hi = slots[0].port, slots[-1].port
+    inv.out.print(
+        Text.assemble(
+            f"range {lo}-{hi}: ",
+            (f"{len(used)} used", "cyan"),
+            ", ",
+            (f"{len(busy)} busy", "yellow"),
+            ", ",
+            (f"{len(free)} free", "green"),
+        )
+    )
+    for s in used:
+        inv.out.print(Text.assemble(f"  {s.port}  used by ", (s.box, "bold")))
+    for s in busy:
+        inv.out.print(f"  {s.port}  busy (another process listens)", markup=False)
+    return 0

@@ -1,0 +1,168 @@
+"""What every verb shares: the invocation, its service, and how output looks.
+
+Terminal rules (as age states its own): data goes to stdout (`--json` is
+the whole of stdout); progress, notices and errors go to stderr when stdout
+carries data; an error is one line, `error: MESSAGE`, never interpreted as
+markup and never wrapped. rich is imported only by verbs that draw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from hbtui.core.hosts import LOCAL
+from hbtui.errors import HbtuiError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from hbtui.checks import Check
+    from hbtui.cli.progress import ConsoleReporter
+    from hbtui.core.service import Service
+    from hbtui.core.views import BoxView
+
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def print_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def _styled(text: str, sgr: str, stream: Any) -> str:
+    return f"\x1b[{sgr}m{text}\x1b[0m" if stream.isatty() else text
+
+
+def print_error(exc: HbtuiError) -> None:
+    """`error: MESSAGE` on one line (and the hint, dim, on the next)."""
+    message = " ".join(exc.message.split())
+    sys.stderr.write(f"{_styled('error:', '31', sys.stderr)} {message}\n")
+    if exc.hint:
+        sys.stderr.write(_styled(" ".join(exc.hint.split()), "2", sys.stderr) + "\n")
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A rich console; a file or pipe gets no wrapping (a line stays one line)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 10_000
+    return Console(file=stream, highlight=False, width=width, soft_wrap=not stream.isatty())
+
+
+class Invocation:
+    """One run of a verb: its arguments and, made on first use, the Service."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self._service: Service | None = None
+        self._out: Console | None = None
+
+    @property
+    def service(self) -> Service:
+        if self._service is None:
+            from hbtui.wiring import build_service
+
+            self._service = build_service()
+        return self._service
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one async service call, then let go of remote connections."""
+
+        async def once() -> T:
+            try:
+                return await coro
+            finally:
+                if self._service is not None:
+                    await self._service.close()
+
+        return run(once())
+
+    @property
+    def host(self) -> str:
+        return getattr(self.args, "host", None) or LOCAL
+
+    @property
+    def json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+    @property
+    def out(self) -> Console:
+        if self._out is None:
+            self._out = console()
+        return self._out
+
+    def reporter(self) -> ConsoleReporter:
+        """Progress on stdout, or on stderr when stdout carries JSON."""
+        from hbtui.cli.progress import ConsoleReporter
+
+        quiet = bool(getattr(self.args, "quiet", False))
+        target = console(stderr=True) if self.json else self.out
+        return ConsoleReporter(target, show_logs=not quiet)
+
+
+def print_checks(out: Console, checks: list[Check]) -> None:
+    """The one rendering of checks, for `doctor` and `hosts check`."""
+    from rich.text import Text
+
+    for c in checks:
+        word, style = (
+            ("ok", "green") if c.ok else (("FAIL", "red") if c.needed else ("warn", "yellow"))
+        )
+        out.print(Text.assemble((f"{word:>4}", style), "  ", (c.name, "bold"), f": {c.detail}"))
+        if not c.ok and c.fix:
+            out.print(Text(f"{'':>6}fix: {c.fix}"))
+
+
+def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:
+    """`hbtui ls`: with `fit` (a terminal) the image column gives way when
+    narrow; otherwise every column is whole."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from hbtui.core.views import BOX, MISSING
+    from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
+
+    headers = (
+        ["BOX"]
+        + (["HOST"] if show_host else [])
+        + ["STATE", "PORT", "URL", "IMAGE", "CPUS", "MEM", "AGE", "PROVISIONING"]
+    )
+    rows: list[list[Text]] = []
+    for b in boxes:
+        name = Text(b.name)
+        if b.kind not in (BOX, MISSING):
+            name.append(f" ({b.kind})", style="dim")
+        rows.append(
+            [name]
+            + ([Text(b.host)] if show_host else [])
+            + [
+                Text(b.state, style=STATE_STYLE.get(b.state, "")),
+                Text(str(b.port or "")),
+                Text(b.url or ""),
+                Text(b.image or ""),
+                Text(str(b.cpus or "")),
+                Text(f"{b.memory_mib} MiB" if b.memory_mib else ""),
+                Text(age(b.created)),
+                Text(b.provisioning, style=PROVISION_STYLE.get(b.provisioning, "")),
+            ]
+        )
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for i, header in enumerate(headers):
+        width = max([len(header)] + [r[i].cell_len for r in rows])
+        gives_way = fit and header == "IMAGE"
+        table.add_column(
+            header, no_wrap=True, overflow="ellipsis", min_width=None if gives_way else width
+        )
+    for row in rows:
+        table.add_row(*row)
+    return table

@@ -1,0 +1,107 @@
+"""Steps run inside a box, shared by every operation that needs them.
+
+`provision` runs the recipe and turns its step markers into progress;
+`quiesce` and `resume` stop and restart executor and the bridge around a
+stop or a save; `wait_ready` waits until executor answers on the box's
+port. Each takes the Host the box lives on, so local and remote boxes go
+through the same code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+from hbtui.core import recipe as recipes
+from hbtui.core.hosts import Host
+from hbtui.errors import HbtuiError
+from hbtui.events import LogLine, Notice, Phase, Report, Step
+
+READY_TIMEOUT = 180.0  # seconds for executor to answer after provisioning
+PROVISION_TIMEOUT = 3600.0
+QUIESCE_TIMEOUT = 150.0  # hb quiesce/resume wait up to 90 s themselves
+
+
+class ProvisionFailed(HbtuiError):
+    pass
+
+
+async def provision(
+    host: Host, name: str, port: int, recipe_dir: Path, log_path: Path, report: Report
+) -> None:
+    """Copy the recipe in and run it; every output line also goes to `log_path`."""
+    report(Phase("copying the recipe into the box"))
+    with tempfile.TemporaryDirectory(prefix="hbtui-recipe-") as tmp:
+        tar_path = Path(tmp) / "recipe.tar"
+        recipes.pack_recipe(recipe_dir, tar_path)
+        await host.engine.cp_in(name, tar_path, recipes.GUEST_TAR)
+    report(Phase("provisioning"))
+    last_step: Step | None = None
+    stream = host.engine.exec_stream(
+        name,
+        recipes.provision_command(),
+        env={"HB_BOX": name, "HB_PORT": str(port)},
+        timeout=PROVISION_TIMEOUT,
+    )
+    with open(log_path, "a", encoding="utf-8") as log:
+        async for line in stream:
+            log.write(line + "\n")
+            log.flush()
+            step = recipes.parse_marker(line)
+            if step is not None:
+                last_step = step
+                report(step)
+            else:
+                report(LogLine(line))
+    if stream.returncode:
+        where = (
+            f" at step {last_step.index}/{last_step.total} {last_step.name}" if last_step else ""
+        )
+        raise ProvisionFailed(
+            f"provisioning {name} failed{where} (exit status {stream.returncode})",
+            hint=f"provisioning log: {log_path}",
+        )
+
+
+async def wait_ready(
+    host: Host, name: str, port: int, report: Report, timeout: float = READY_TIMEOUT
+) -> None:
+    """Wait until executor answers on the box's port; fail early if the box stops."""
+    report(Phase(f"waiting for executor on port {port}"))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if await host.http_ok(port):
+            return
+        machine = await host.engine.find(name)
+        if machine is None or machine.state not in ("running", "starting"):
+            state = machine.state if machine else "gone"
+            raise ProvisionFailed(f"box {name} stopped while waiting for executor (state: {state})")
+        await asyncio.sleep(0.5)
+    raise ProvisionFailed(
+        f"executor in {name} did not answer on port {port} within {timeout:g}s",
+        hint=f"look at the box's logs: hbtui logs {name}",
+    )
+
+
+async def quiesce(host: Host, name: str, report: Report) -> None:
+    """Stop executor and the bridge cleanly, before the engine's short stop grace."""
+    report(Phase(f"quiescing services in {name}"))
+    result = await host.engine.exec(
+        name, [f"{recipes.GUEST_BIN}/hb", "quiesce"], timeout=QUIESCE_TIMEOUT
+    )
+    if result.returncode != 0:
+        err = result.stderr.decode(errors="replace").strip().splitlines()
+        raise HbtuiError(f"could not quiesce {name}: {err[-1] if err else 'hb quiesce failed'}")
+
+
+async def resume(host: Host, name: str, report: Report) -> None:
+    """Start the services again; a failure is a notice, the workload retries anyway."""
+    report(Phase(f"resuming services in {name}"))
+    result = await host.engine.exec(
+        name, [f"{recipes.GUEST_BIN}/hb", "resume"], timeout=QUIESCE_TIMEOUT
+    )
+    if result.returncode != 0:
+        tail = result.stderr.decode(errors="replace").strip()[-200:]
+        report(Notice(f"hb resume failed in {name}: {tail}"))

@@ -1,0 +1,138 @@
+"""`hbtui hosts`: the remote hosts the user keeps in the config.
+
+Adding and removing change the config (and, with --force, forget the rows
+of a removed host's boxes); checking and trusting go through the remote
+provider the HostPool makes, so the SSH library loads only for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hbtui.config import Config, HostSettings, save_config
+from hbtui.core.hosts import LOCAL, HostKeyOffer, HostPool, HostReport
+from hbtui.core.names import name_problem
+from hbtui.core.ports import parse_range
+from hbtui.core.registry import Registry
+from hbtui.core.target import parse_target
+from hbtui.errors import HbtuiError, UsageError
+from hbtui.paths import Paths
+
+
+class FingerprintMismatch(HbtuiError):
+    """The host presents another key than the fingerprint the user gave."""
+
+    exit_code = 3
+
+
+def check_host_name(name: str) -> str:
+    if name == LOCAL:
+        raise UsageError("'local' means this machine; pick another host name")
+    problem = name_problem(name)
+    if problem:
+        raise UsageError(f"invalid host name {name!r}: {problem.replace('box name', 'host name')}")
+    return name
+
+
+def normal_fingerprint(text: str) -> str:
+    """`SHA256:abc=`, `sha256:abc` and `abc` all name the same key."""
+    text = text.strip()
+    if text.upper().startswith("SHA256:"):
+        text = text[len("SHA256:") :]
+    return "SHA256:" + text.rstrip("=")
+
+
+class HostBook:
+    def __init__(self, paths: Paths, config: Config, hosts: HostPool, registry: Registry) -> None:
+        self.paths = paths
+        self.config = config
+        self.hosts = hosts
+        self.registry = registry
+
+    def settings(self, name: str) -> HostSettings:
+        found = self.config.hosts.get(name)
+        if found is None:
+            raise UsageError(f"unknown host {name!r}; see: hbtui hosts ls")
+        return found
+
+    def listing(self) -> dict[str, HostSettings]:
+        return dict(sorted(self.config.hosts.items()))
+
+    def port_range(self, name: str) -> str:
+        """The host's port range as LO-HI (its own, or the global one)."""
+        own = self.settings(name).ports
+        return own or f"{self.config.ports.low}-{self.config.ports.high}"
+
+    def add(
+        self,
+        name: str,
+        *,
+        ssh: str,
+        identity: str = "",
+        smolvm: str = "",
+        state_dir: str = "",
+        ports: str = "",
+    ) -> HostSettings:
+        check_host_name(name)
+        if name in self.config.hosts:
+            raise UsageError(
+                f"host {name!r} exists already; remove it first: hbtui hosts rm {name}"
+            )
+        target = parse_target(ssh)
+        key_file = ""
+        if identity:
+            path = Path(identity).expanduser().absolute()
+            if not path.is_file():
+                raise UsageError(f"--identity {identity}: no such file")
+            key_file = str(path)
+        if ports:
+            parse_range(ports)
+        settings = HostSettings(
+            ssh=str(target), identity=key_file, smolvm=smolvm, state_dir=state_dir, ports=ports
+        )
+        self.config.hosts[name] = settings
+        try:
+            save_config(self.paths, self.config)
+        except BaseException:
+            del self.config.hosts[name]
+            raise
+        return settings
+
+    async def remove(self, name: str, *, force: bool = False) -> list[str]:
+        """Forget the host; with `force` also its boxes' rows. Returns those boxes."""
+        self.settings(name)
+        boxes = [r.name for r in self.registry.read().on_host(name)]
+        if boxes and not force:
+            raise UsageError(
+                f"host {name!r} still has boxes ({', '.join(boxes)}); remove them "
+                f"first, or forget the host and its rows with --force"
+            )
+        if boxes:
+            async with self.registry.transaction() as rows:
+                for box in boxes:
+                    rows.remove(box, name)
+        removed = self.config.hosts.pop(name)
+        try:
+            save_config(self.paths, self.config)
+        except BaseException:
+            self.config.hosts[name] = removed
+            raise
+        self.hosts.forget(name)
+        return boxes
+
+    async def check(self, name: str) -> HostReport:
+        self.settings(name)
+        return await self.hosts.remote().check(name)
+
+    async def offered_key(self, name: str) -> HostKeyOffer:
+        self.settings(name)
+        return await self.hosts.remote().offered_key(name)
+
+    def trust(self, offer: HostKeyOffer, *, expected: str | None = None) -> None:
+        """Trust the offered key; with `expected`, only if it has that fingerprint."""
+        if expected is not None and normal_fingerprint(expected) != offer.fingerprint:
+            raise FingerprintMismatch(
+                f"REFUSED: host {offer.host} presents {offer.fingerprint}, not the "
+                f"{expected} you gave; nothing was trusted"
+            )
+        self.hosts.remote().trust(offer)

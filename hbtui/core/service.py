@@ -1,0 +1,265 @@
+"""The one door into the core: every user operation is one method of `Service`.
+
+Both front ends (the CLI and the dashboard) get a Service from
+`hbtui.wiring.build_service()` and call nothing else of the core to act on
+boxes, archives or hosts. Each method delegates to the module that does the
+work (boxes, archives, hostbook, doctor); long ones are async and take a
+`report` callable for progress events. A test fake of this one class is all
+a front end's tests need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hbtui.config import Config, HostSettings, config_to_dict
+from hbtui.core.boxes import Lifecycle, ProvisionLog
+from hbtui.core.hostbook import HostBook
+from hbtui.core.hosts import LOCAL, HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
+from hbtui.core.ports import PortSlot
+from hbtui.core.views import BoxView, HostListing
+from hbtui.errors import UsageError
+from hbtui.events import Report, ignore
+from hbtui.paths import Paths
+
+if TYPE_CHECKING:
+    from hbtui.core.doctor import DoctorReport
+
+# hbtui.core.archives and hbtui.core.doctor load on first use: a verb like
+# `ls` should not pay for tar, tempfile or platform probing at start-up.
+
+
+class Service:
+    def __init__(
+        self,
+        paths: Paths,
+        config: Config,
+        *,
+        remote: Callable[[], RemoteHosts] | None = None,
+    ) -> None:
+        self.paths = paths
+        self.config = config
+        self._hosts = HostPool(paths, config, remote)
+        self._boxes = Lifecycle(paths, config, self._hosts)
+        self._book = HostBook(paths, config, self._hosts, self._boxes.registry)
+
+    async def close(self) -> None:
+        """Let go of remote connections; call once, when the front end is done."""
+        await self._hosts.close()
+
+    # -- boxes -------------------------------------------------------------------
+
+    def host_names(self) -> list[str]:
+        return self._hosts.names()
+
+    async def list_boxes(
+        self, *, include_foreign: bool = False, hosts: list[str] | None = None
+    ) -> HostListing:
+        return await self._boxes.list_boxes(include_foreign=include_foreign, hosts=hosts)
+
+    async def get(self, name: str, host: str = LOCAL) -> BoxView:
+        return await self._boxes.get(name, host)
+
+    async def ports(self, host: str = LOCAL) -> list[PortSlot]:
+        return await self._boxes.ports(host)
+
+    async def new(
+        self,
+        name: str,
+        *,
+        host: str = LOCAL,
+        image: str | None = None,
+        cpus: int | None = None,
+        memory_mib: int | None = None,
+        port: int | None = None,
+        recipe: Path | None = None,
+        start: bool = True,
+        report: Report = ignore,
+    ) -> BoxView:
+        return await self._boxes.new(
+            name,
+            host_name=host,
+            image=image,
+            cpus=cpus,
+            memory_mib=memory_mib,
+            port=port,
+            recipe=recipe,
+            start=start,
+            report=report,
+        )
+
+    def recipe_dir(self, recipe: Path | None = None) -> Path:
+        """The recipe folder `new` would use (checked)."""
+        return self._boxes.recipe_dir(recipe)
+
+    async def start(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        return await self._boxes.start(name, host, report=report)
+
+    async def stop(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        return await self._boxes.stop(name, host, report=report)
+
+    async def remove(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        return await self._boxes.remove(name, host, report=report)
+
+    async def adopt(self, name: str, host: str = LOCAL) -> BoxView:
+        return await self._boxes.adopt(name, host)
+
+    async def repair(
+        self, name: str, host: str = LOCAL, *, recipe: Path | None = None, report: Report = ignore
+    ) -> BoxView:
+        return await self._boxes.repair(name, host, recipe=recipe, report=report)
+
+    async def enter_argv(
+        self, name: str, host: str = LOCAL, *, report: Report = ignore
+    ) -> list[str]:
+        return await self._boxes.enter_argv(name, host, report=report)
+
+    async def exec_argv(
+        self,
+        name: str,
+        command: list[str],
+        host: str = LOCAL,
+        *,
+        tty: bool = False,
+        report: Report = ignore,
+    ) -> list[str]:
+        return await self._boxes.exec_argv(name, command, host, tty=tty, report=report)
+
+    async def web(self, name: str, host: str = LOCAL) -> WebAccess:
+        return await self._boxes.web(name, host)
+
+    async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
+        return await self._boxes.workload_logs(name, host, tail=tail)
+
+    def follow_logs(
+        self, name: str, host: str = LOCAL, *, tail: int | None = None
+    ) -> AsyncIterator[str]:
+        return self._boxes.follow_logs(name, host, tail=tail)
+
+    async def provision_log(
+        self, name: str, host: str = LOCAL, *, tail: int | None = None
+    ) -> ProvisionLog | None:
+        return await self._boxes.provision_log(name, host, tail=tail)
+
+    # -- archives ------------------------------------------------------------------
+
+    def backups_dir(self) -> Path:
+        return self.config.backups_dir(self.paths)
+
+    def archive_kind(self, archive: Path, *, hbx_only: bool = False) -> str:
+        """Whether a file is an .hbx archive ("hbx") or an old *.tar.gz.gpg ("legacy");
+        a one-line error for anything else, and with `hbx_only` for an old backup too."""
+        from hbtui.core import archives
+
+        path = Path(archive).expanduser().absolute()
+        kind = archives.archive_kind(path)
+        if hbx_only and kind != archives.HBX:
+            raise UsageError(
+                f"{path} is an old gpg backup; verify checks .hbx archives (extract it to check it)"
+            )
+        return kind
+
+    def archive_info(self, archive: Path) -> dict[str, object]:
+        from hbtui.core import archives
+
+        return archives.archive_info(archive)
+
+    async def save(
+        self,
+        name: str,
+        host: str = LOCAL,
+        *,
+        output: Path | None = None,
+        passphrase: bytes,
+        verify: bool = True,
+        report: Report = ignore,
+    ) -> Path:
+        from hbtui.core import archives
+
+        return await archives.save(
+            self._boxes,
+            name,
+            host,
+            output=output,
+            passphrase=passphrase,
+            verify_after=verify,
+            report=report,
+        )
+
+    async def load(
+        self,
+        archive: Path,
+        name: str,
+        host: str = LOCAL,
+        *,
+        passphrase: bytes,
+        recipe: Path | None = None,
+        report: Report = ignore,
+    ) -> BoxView:
+        from hbtui.core import archives
+
+        return await archives.load(
+            self._boxes, archive, name, host, passphrase=passphrase, recipe=recipe, report=report
+        )
+
+    async def extract(
+        self, archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
+    ) -> Path:
+        from hbtui.core import archives
+
+        return await archives.extract(archive, dest, passphrase=passphrase, report=report)
+
+    async def verify(self, archive: Path, *, passphrase: bytes, report: Report = ignore) -> int:
+        from hbtui.core import archives
+
+        return await archives.verify(archive, passphrase=passphrase, report=report)
+
+    # -- remote hosts ----------------------------------------------------------------
+
+    def hosts(self) -> dict[str, HostSettings]:
+        return self._book.listing()
+
+    def host_port_range(self, name: str) -> str:
+        return self._book.port_range(name)
+
+    def add_host(
+        self,
+        name: str,
+        *,
+        ssh: str,
+        identity: str = "",
+        smolvm: str = "",
+        state_dir: str = "",
+        ports: str = "",
+    ) -> HostSettings:
+        return self._book.add(
+            name, ssh=ssh, identity=identity, smolvm=smolvm, state_dir=state_dir, ports=ports
+        )
+
+    async def remove_host(self, name: str, *, force: bool = False) -> list[str]:
+        return await self._book.remove(name, force=force)
+
+    async def check_host(self, name: str) -> HostReport:
+        return await self._book.check(name)
+
+    async def host_key(self, name: str) -> HostKeyOffer:
+        return await self._book.offered_key(name)
+
+    def trust_host(self, offer: HostKeyOffer, *, expected: str | None = None) -> None:
+        self._book.trust(offer, expected=expected)
+
+    # -- this machine ------------------------------------------------------------------
+
+    async def doctor(self, *, probe: bool = False) -> DoctorReport:
+        from hbtui.core.doctor import run_doctor
+
+        return await run_doctor(self.paths, self.config, probe=probe)
+
+    def config_path(self) -> Path:
+        return self.paths.config_file
+
+    def config_values(self) -> dict[str, Any]:
+        """The settings in force, as `config show` prints them."""
+        return config_to_dict(self.config)

@@ -1,0 +1,90 @@
+"""What both front ends show of a box: its kind and one `BoxView` row.
+
+A row joins hbtui's registry record (port, provisioning status, last save)
+with the engine's machine (state, size); either may be missing, and the
+kind says which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+from hbtui.core.hosts import Host
+from hbtui.core.registry import BoxRecord
+from hbtui.engine import Machine
+
+# The kinds of rows `ls` shows.
+BOX = "box"  # made by hbtui, machine present
+MISSING = "missing"  # in the registry, but the engine has no such machine
+ORPHAN = "orphan"  # labelled as hbtui's, but not in the registry
+FOREIGN = "foreign"  # not made by hbtui (shown with --all)
+
+
+@dataclass(frozen=True)
+class BoxView:
+    """One row of `hbtui ls`, as both front ends show it."""
+
+    name: str
+    host: str
+    kind: str
+    state: str
+    port: int | None = None
+    url: str | None = None
+    image: str | None = None
+    cpus: int | None = None
+    memory_mib: int | None = None
+    created: str | None = None
+    provisioning: str = ""
+    last_save: str = ""
+    error: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class HostListing:
+    boxes: list[BoxView]
+    errors: dict[str, str]  # host -> why it could not be listed
+
+
+def _iso(ts: int | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def view_of(record: BoxRecord | None, machine: Machine | None, host: Host) -> BoxView:
+    if record is not None:
+        return BoxView(
+            name=record.name,
+            host=record.host,
+            kind=BOX if machine is not None else MISSING,
+            state=machine.state if machine is not None else MISSING,
+            port=record.port,
+            url=host.url(record.port),
+            image=record.image,
+            cpus=machine.cpus if machine and machine.cpus else record.cpus,
+            memory_mib=machine.memory_mib if machine and machine.memory_mib else record.memory_mib,
+            created=record.created,
+            provisioning=record.effective_status(),
+            last_save=record.last_save,
+            error=record.error,
+        )
+    if machine is None:
+        raise ValueError("a view needs a registry record, a machine, or both")
+    port_label = machine.labels.get("hbtui.port", "")
+    port = int(port_label) if port_label.isdigit() else None
+    return BoxView(
+        name=machine.name,
+        host=host.name,
+        kind=ORPHAN if machine.is_hbtui else FOREIGN,
+        state=machine.state,
+        port=port,
+        url=host.url(port) if port else None,
+        image=machine.image,
+        cpus=machine.cpus,
+        memory_mib=machine.memory_mib,
+        created=_iso(machine.created_at),
+    )
