@@ -11,7 +11,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hbtui.archive import format as F
@@ -452,4 +452,51 @@ def test_read_header_without_passphrase():
     assert F.read_header(io.BytesIO(a[:-1])).plaintext_size is None
     assert (
         F.read_header(io.BytesIO(a[: F.HEADER_SIZE + CS + F.TAG_SIZE + 5])).plaintext_size is None
+    )
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except ArchiveError as exc:
+        return (type(exc).__name__, str(exc))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    # Whole chunks too: only then does appended data leave a valid final chunk mid-file.
+    size=st.one_of(st.integers(0, 6).map(lambda k: k * CS), st.integers(0, 6 * CS)),
+    cut=st.one_of(st.integers(0, 8).map(lambda k: k * (CS + F.TAG_SIZE)), st.integers(0, 8 * CS)),
+    flip=st.one_of(st.none(), st.integers(min_value=F.HEADER_SIZE, max_value=8 * CS)),
+    extra=st.binary(max_size=2 * CS),
+    swap=st.booleans(),
+)
+# Each way of refusing, for certain: cut at a chunk boundary, inside a chunk, right
+# after the header; data appended after whole chunks; chunks reordered; a flipped bit.
+@example(size=3 * CS, cut=CS + F.TAG_SIZE, flip=None, extra=b"", swap=False)
+@example(size=3 * CS, cut=CS // 2, flip=None, extra=b"", swap=False)
+@example(size=3 * CS, cut=0, flip=None, extra=b"", swap=False)
+@example(size=2 * CS, cut=8 * CS, flip=None, extra=b"x" * (CS + 40), swap=False)
+@example(size=3 * CS, cut=8 * CS, flip=None, extra=b"", swap=True)
+@example(size=3 * CS, cut=8 * CS, flip=F.HEADER_SIZE + CS + 40, extra=b"", swap=False)
+@example(size=3 * CS, cut=8 * CS, flip=None, extra=b"", swap=False)
+def test_parallel_file_verify_agrees_with_the_stream_reader(
+    tmp_path_factory, size, cut, flip, extra, swap
+):
+    """verify_file authenticates a file's chunks in threads; whatever was done to the
+    archive, it must accept, refuse and word the refusal exactly as verify_stream does."""
+    archive = bytearray(enc(os.urandom(size)))
+    parts = chunks_of(bytes(archive))
+    if swap and len(parts) > 2:
+        parts[0], parts[1] = parts[1], parts[0]
+        archive = bytearray(archive[: F.HEADER_SIZE] + b"".join(parts))
+    if flip is not None and flip < len(archive):
+        archive[flip] ^= 0x01
+    archive = archive[: F.HEADER_SIZE + cut] + extra if cut < len(archive) else archive + extra
+    path = tmp_path_factory.mktemp("pv") / "a.hbx"
+    path.write_bytes(bytes(archive))
+    if len(archive) < F.HEADER_SIZE:
+        return  # the header itself is cut: both read it the same way
+    assert _outcome(lambda: F.verify_file(path, PW)) == _outcome(
+        lambda: F.verify_stream(io.BytesIO(bytes(archive)), PW)
     )

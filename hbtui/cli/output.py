@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hbtui.core.hosts import LOCAL
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from hbtui.cli.progress import ConsoleReporter
     from hbtui.core.service import Service
     from hbtui.core.views import BoxView
+    from hbtui.events import Event
 
 T = TypeVar("T")
 
@@ -101,13 +102,42 @@ class Invocation:
             self._out = console()
         return self._out
 
-    def reporter(self) -> ConsoleReporter:
+    def reporter(self) -> DeferredReporter:
         """Progress on stdout, or on stderr when stdout carries JSON."""
-        from hbtui.cli.progress import ConsoleReporter
 
-        quiet = bool(getattr(self.args, "quiet", False))
-        target = console(stderr=True) if self.json else self.out
-        return ConsoleReporter(target, show_logs=not quiet)
+        def make() -> ConsoleReporter:
+            from hbtui.cli.progress import ConsoleReporter
+
+            quiet = bool(getattr(self.args, "quiet", False))
+            target = console(stderr=True) if self.json else self.out
+            return ConsoleReporter(target, show_logs=not quiet)
+
+        return DeferredReporter(make)
+
+
+class DeferredReporter:
+    """The progress renderer, made on the first event: loading rich costs ~50 ms,
+    which an operation's first work (a KDF in its thread) then overlaps."""
+
+    def __init__(self, make: Callable[[], ConsoleReporter]) -> None:
+        self._make = make
+        self._real: ConsoleReporter | None = None
+
+    def __call__(self, event: Event) -> None:
+        if self._real is None:
+            self._real = self._make()
+        self._real(event)
+
+    def __enter__(self) -> DeferredReporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._real is not None:
+            self._real.__exit__(*exc)
+
+    def finish_steps(self) -> None:
+        if self._real is not None:
+            self._real.finish_steps()
 
 
 def print_checks(out: Console, checks: list[Check]) -> None:

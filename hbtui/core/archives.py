@@ -242,13 +242,13 @@ async def verify(archive: Path, *, passphrase: bytes, report: Report = ignore) -
             f"{archive}: verify checks .hbx archives; extract an old backup to check it"
         )
     size = archive.stat().st_size
+    progress = _from_thread(report, size, "verifying")
+
+    # The work starts first: rendering the first event may take a while (a front
+    # end loading its progress display), and the KDF in the thread overlaps that.
+    work = asyncio.ensure_future(asyncio.to_thread(verify_file, archive, passphrase, progress))
     report(Phase(f"verifying {archive.name}"))
-    loop = asyncio.get_running_loop()
-
-    def progress(done: int) -> None:
-        loop.call_soon_threadsafe(report, Transfer(done, size, "verifying"))
-
-    return await asyncio.to_thread(verify_file, archive, passphrase, progress)
+    return await work
 
 
 # -- load ------------------------------------------------------------------------------
@@ -330,6 +330,24 @@ class _PartSink:
         self._consumed.release()
 
 
+PROGRESS_STEPS = 500  # Transfer events per pass at most: smooth to a reader, cheap to render
+
+
+def _from_thread(report: Report, total: int, label: str) -> Callable[[int], None]:
+    """A byte-progress callback for a worker thread: it reports on the event loop's
+    thread, and only every 1/PROGRESS_STEPS of `total` (and at the end)."""
+    loop = asyncio.get_running_loop()
+    step = max(total // PROGRESS_STEPS, 1)
+    last = [-step]
+
+    def progress(done: int) -> None:
+        if done - last[0] >= step or done >= total:
+            last[0] = done
+            loop.call_soon_threadsafe(report, Transfer(done, total, label))
+
+    return progress
+
+
 def archive_kind(archive: Path) -> str:
     """HBX or LEGACY; anything else (or no file) is a one-line error."""
     from hbtui.archive.format import is_hbx
@@ -388,10 +406,7 @@ async def load(
     if boxes.registry.read().get(name, host_name) is not None:
         raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
     size = archive.stat().st_size
-    loop = asyncio.get_running_loop()
-
-    def progress(done: int) -> None:
-        loop.call_soon_threadsafe(report, Transfer(done, size, "checking"))
+    progress = _from_thread(report, size, "checking")
 
     report(Phase(f"decrypting and checking {archive.name} before creating anything"))
     await asyncio.to_thread(_check_contents, archive, kind, passphrase, progress)
@@ -544,10 +559,7 @@ async def extract(
     if not dest.parent.is_dir():
         raise UsageError(f"folder {dest.parent} does not exist")
     size = archive.stat().st_size
-    loop = asyncio.get_running_loop()
-
-    def progress(done: int) -> None:
-        loop.call_soon_threadsafe(report, Transfer(done, size, "extracting"))
+    progress = _from_thread(report, size, "extracting")
 
     report(Phase(f"extracting {archive.name} into {dest}"))
     if kind == HBX:
