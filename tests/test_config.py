@@ -43,3 +43,21 @@ def test_broken_toml_names_the_file(hbtui_home):
     (hbtui_home / "config.toml").write_text("[defaults\n")
     with pytest.raises(UsageError, match="config.toml"):
         load_config(resolve_paths())
+
+
+def test_the_recipe_is_a_setting_both_front_ends_share(hbtui_home, monkeypatch, tmp_path):
+    """`[defaults] recipe` picks the recipe for new boxes, HBTUI_RECIPE overrides it, and
+    the Service (which the CLI and the dashboard both use) resolves it."""
+    from conftest import SIM_RECIPE
+
+    from hbtui.wiring import build_service
+
+    monkeypatch.delenv("HBTUI_RECIPE", raising=False)
+    (hbtui_home / "config.toml").write_text(f'[defaults]\nrecipe = "{SIM_RECIPE}"\n')
+    assert build_service().recipe_dir() == SIM_RECIPE.resolve()
+    monkeypatch.setenv("HBTUI_RECIPE", str(tmp_path))
+    with pytest.raises(UsageError, match=f"not a recipe: {tmp_path}"):
+        build_service().recipe_dir()
+    monkeypatch.delenv("HBTUI_RECIPE")
+    (hbtui_home / "config.toml").write_text("")
+    assert (build_service().recipe_dir() / "provision" / "provision.sh").is_file()
