@@ -652,6 +652,33 @@ class Decryptor:
         except InvalidTag:
             return False
 
+    def _check_chunk(
+        self, counter: int, data: memoryview, out: memoryview, *, last: bool
+    ) -> ArchiveError | None:
+        """Open one chunk into `out`; what is wrong with it, if anything. `last`: no
+        data follows it, so it must be the final chunk (and only then may it be)."""
+        full = self.chunk_size + TAG_SIZE
+        if last:
+            if not self._open_chunk(counter, data, out, True):
+                if len(data) == full and self._open_chunk(counter, data, out, False):
+                    return ArchiveTruncated(
+                        f"the archive ends after chunk {counter}, before its final chunk"
+                    )
+                return ArchiveCorrupt(
+                    f"chunk {counter} failed authentication (the archive is damaged or truncated)"
+                )
+            if len(data) == TAG_SIZE and counter > 0:
+                return ArchiveCorrupt(
+                    f"chunk {counter} is an empty final chunk, which is not allowed"
+                )
+        elif not self._open_chunk(counter, data, out, False):
+            if self._open_chunk(counter, data, out, True):
+                return ArchiveCorrupt(f"unexpected data after the final chunk {counter}")
+            return ArchiveCorrupt(
+                f"chunk {counter} failed authentication (the archive is damaged or reordered)"
+            )
+        return None
+
     def chunks(self) -> Iterator[memoryview]:
         if self._started:
             raise ArchiveError("an archive can only be read once")
@@ -675,26 +702,9 @@ class Decryptor:
                 m = 0
             data = memoryview(cur)[:n]
             out = pmv[: n - TAG_SIZE]
-            if m == 0:
-                if not self._open_chunk(counter, data, out, True):
-                    if n == full and self._open_chunk(counter, data, out, False):
-                        raise ArchiveTruncated(
-                            f"the archive ends after chunk {counter}, before its final chunk"
-                        )
-                    raise ArchiveCorrupt(
-                        f"chunk {counter} failed authentication (the archive is damaged or truncated)"
-                    )
-                if n == TAG_SIZE and counter > 0:
-                    raise ArchiveCorrupt(
-                        f"chunk {counter} is an empty final chunk, which is not allowed"
-                    )
-            else:
-                if not self._open_chunk(counter, data, out, False):
-                    if self._open_chunk(counter, data, out, True):
-                        raise ArchiveCorrupt(f"unexpected data after the final chunk {counter}")
-                    raise ArchiveCorrupt(
-                        f"chunk {counter} failed authentication (the archive is damaged or reordered)"
-                    )
+            error = self._check_chunk(counter, data, out, last=m == 0)
+            if error is not None:
+                raise error
             self.archive_bytes += n
             self.plaintext_bytes += n - TAG_SIZE
             if self._progress is not None:
@@ -909,27 +919,9 @@ def _verify_at_offsets(dec: Decryptor, fd: int, size: int, progress: Progress | 
         data = memoryview(os.pread(fd, n, HEADER_SIZE + index * full))
         if len(data) != n:
             return ArchiveTruncated(f"the archive is cut short inside chunk {index}")
-        out = memoryview(bytearray(n - TAG_SIZE))
-        if index == last:
-            if not dec._open_chunk(index, data, out, True):
-                if n == full and dec._open_chunk(index, data, out, False):
-                    return ArchiveTruncated(
-                        f"the archive ends after chunk {index}, before its final chunk"
-                    )
-                return ArchiveCorrupt(
-                    f"chunk {index} failed authentication (the archive is damaged or truncated)"
-                )
-            if n == TAG_SIZE and index > 0:
-                return ArchiveCorrupt(
-                    f"chunk {index} is an empty final chunk, which is not allowed"
-                )
-        elif not dec._open_chunk(index, data, out, False):
-            if dec._open_chunk(index, data, out, True):
-                return ArchiveCorrupt(f"unexpected data after the final chunk {index}")
-            return ArchiveCorrupt(
-                f"chunk {index} failed authentication (the archive is damaged or reordered)"
-            )
-        return None
+        return dec._check_chunk(
+            index, data, memoryview(bytearray(n - TAG_SIZE)), last=index == last
+        )
 
     def worker(first: int) -> None:
         for index in range(first, count, VERIFY_THREADS):
