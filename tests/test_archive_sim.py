@@ -7,6 +7,7 @@ import os
 import subprocess
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,14 @@ class ArgvWatch:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def executor_answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
+            return b"executor" in resp.read()
+    except OSError:
+        return False
 
 
 def ls(env) -> dict[str, dict]:
@@ -226,7 +235,10 @@ def test_an_old_gpg_backup_extracts_and_loads(sim_env, tmp_path):
     assert cat.stdout == "from the bash tool\n"
 
 
-def test_a_killed_save_leaves_no_file_at_the_final_path(sim_env, small_archive, tmp_path):
+def test_a_killed_save_leaves_no_file_and_the_box_heals_itself(sim_env, small_archive, tmp_path):
+    """SIGKILL mid-save: no archive at the final path, and since the save's quiesce is a
+    lease only the live process renews, the box's services come back within a minute
+    with nobody running `start`."""
     target = tmp_path / "killed.hbx"
     hbtui("exec", "src", "--", "sh", "-c", "head -c 200000000 /dev/urandom > ~/pad", env=sim_env)
     env = dict(sim_env, HBTUI_PASSPHRASE=PASS)
@@ -242,6 +254,12 @@ def test_a_killed_save_leaves_no_file_at_the_final_path(sim_env, small_archive, 
     proc.kill()
     proc.wait()
     assert not target.exists()
+    port = ls(sim_env)["src"]["port"]
+    assert not executor_answers(port), "the box should still be quiesced right after the kill"
+    killed = time.monotonic()
+    while not executor_answers(port):
+        assert time.monotonic() - killed < 60, "services did not come back within a minute"
+        time.sleep(1)
 
 
 def test_a_killed_load_leaves_a_failed_box_that_rm_removes(sim_env, small_archive):

@@ -168,9 +168,9 @@ async def save(
     if not was_running:
         report(Phase(f"starting {name} to read its /data"))
         await host.engine.start(name)
-    await guest.quiesce(host, name, report)
     try:
-        await _save_parts(host, name, target, passphrase, part_bytes, report)
+        async with guest.quiesced(host, name, report) as lease:
+            await _save_parts(host, name, target, passphrase, part_bytes, lease, report)
     finally:
         await _guest_rm(host, name, SAVE_DIR)
         if was_running:
@@ -186,7 +186,13 @@ async def save(
 
 
 async def _save_parts(
-    host: Host, name: str, target: Path, passphrase: bytes, part_bytes: int, report: Report
+    host: Host,
+    name: str,
+    target: Path,
+    passphrase: bytes,
+    part_bytes: int,
+    lease: guest.Lease,
+    report: Report,
 ) -> None:
     report(Phase("packing /data (tar | zstd) and encrypting it part by part"))
     total_box: list[int | None] = [None]
@@ -224,6 +230,7 @@ async def _save_parts(
                 raise SaveFailed(
                     f"packing /data in {name} failed (exit status {stream.returncode})"
                 )
+            lease.check()  # services that came back mid-save make an inconsistent archive
             await asyncio.to_thread(enc.finish)
 
 
@@ -416,8 +423,8 @@ async def load(
     )
     host = await boxes.hosts.get(host_name)
     try:
-        await guest.quiesce(host, name, report)
-        await _restore_parts(boxes, host, name, archive, kind, passphrase, size, report)
+        async with guest.quiesced(host, name, report):
+            await _restore_parts(boxes, host, name, archive, kind, passphrase, size, report)
         await guest.resume(host, name, report)
         if view.port:
             await guest.wait_ready(host, name, view.port, report)

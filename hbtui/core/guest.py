@@ -10,7 +10,9 @@ through the same code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from hbtui.core import recipe as recipes
@@ -21,6 +23,11 @@ from hbtui.events import LogLine, Notice, Phase, Report, Step
 READY_TIMEOUT = 180.0  # seconds for executor to answer after provisioning
 PROVISION_TIMEOUT = 3600.0
 QUIESCE_TIMEOUT = 150.0  # hb quiesce/resume wait up to 90 s themselves
+# A quiesce hbtui holds is a lease: it lapses LEASE_SECONDS after the last renewal, and
+# then the box's supervisor (a pass every 5 s) brings the services back by itself, so a
+# save whose process died, even by SIGKILL, leaves no box down for more than a minute.
+LEASE_SECONDS = 45
+RENEW_SECONDS = 15
 
 
 class ProvisionFailed(HbtuiError):
@@ -86,14 +93,60 @@ async def wait_ready(
 
 
 async def quiesce(host: Host, name: str, report: Report) -> None:
-    """Stop executor and the bridge cleanly, before the engine's short stop grace."""
+    """Stop executor and the bridge cleanly, under a lease (see LEASE_SECONDS) that
+    nothing renews: enough for a stop, which follows at once."""
     report(Phase(f"quiescing services in {name}"))
     result = await host.engine.exec(
-        name, [f"{recipes.GUEST_BIN}/hb", "quiesce"], timeout=QUIESCE_TIMEOUT
+        name,
+        [f"{recipes.GUEST_BIN}/hb", "quiesce", "--lease", str(LEASE_SECONDS)],
+        timeout=QUIESCE_TIMEOUT,
     )
     if result.returncode != 0:
         err = result.stderr.decode(errors="replace").strip().splitlines()
         raise HbtuiError(f"could not quiesce {name}: {err[-1] if err else 'hb quiesce failed'}")
+
+
+class Lease:
+    """A quiesce this process keeps renewing while it works on the box."""
+
+    def __init__(self, host: Host, name: str) -> None:
+        self.host = host
+        self.name = name
+        self.lapsed = ""  # why a renewal failed, if one did
+
+    async def keep(self) -> None:
+        while True:
+            await asyncio.sleep(RENEW_SECONDS)
+            result = await self.host.engine.exec(
+                self.name,
+                [f"{recipes.GUEST_BIN}/hb", "renew", str(LEASE_SECONDS)],
+                timeout=QUIESCE_TIMEOUT,
+            )
+            if result.returncode != 0:
+                self.lapsed = result.stderr.decode(errors="replace").strip()[-200:]
+                return
+
+    def check(self) -> None:
+        """Raise if the services may have come back while the box was meant to be still."""
+        if self.lapsed:
+            raise HbtuiError(
+                f"the quiesce of {self.name} lapsed while hbtui worked on it ({self.lapsed})"
+            )
+
+
+@contextlib.asynccontextmanager
+async def quiesced(host: Host, name: str, report: Report) -> AsyncIterator[Lease]:
+    """Services stopped while the block runs; the lease is renewed until it ends.
+    The caller resumes (or stops) the box afterwards."""
+    await quiesce(host, name, report)
+    lease = Lease(host, name)
+    keeper = asyncio.create_task(lease.keep())
+    try:
+        yield lease
+    finally:
+        keeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError, HbtuiError):
+            await keeper
 
 
 async def resume(host: Host, name: str, report: Report) -> None:
