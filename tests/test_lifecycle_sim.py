@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import time
 import urllib.request
@@ -229,9 +230,12 @@ async def test_foreign_machines_show_only_with_all(sim_service, sim_host):
         await sim_service.adopt("hermes-x")
 
 
-def test_ctrl_c_during_provisioning_rolls_back(sim_env):
-    import signal
-
+@pytest.mark.parametrize(
+    "signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
+def test_a_signal_during_provisioning_rolls_back(sim_env, signum, status):
+    """Ctrl-C, SIGTERM (a service manager, `kill`) and SIGHUP (a closed terminal) alike:
+    the box is rolled back, then hbtui exits with 128 + the signal."""
     proc = subprocess.Popen(
         [HBTUI_BIN, "new", "b1", "--recipe", str(SIM_RECIPE)],
         env=sim_env,
@@ -243,10 +247,10 @@ def test_ctrl_c_during_provisioning_rolls_back(sim_env):
     for line in proc.stdout:
         if "step 2/" in line:
             break
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     rest = proc.communicate(timeout=120)[0]
-    assert proc.returncode == 130, rest
-    assert "rolled back" in rest
+    assert proc.returncode == status, rest
+    assert "rolled back" in rest and "Traceback" not in rest
     assert ls_json(sim_env) == []
     assert Registry(resolve_paths().registry_file).read().get("b1") is None
 

@@ -176,6 +176,13 @@ def handler(run: str) -> Callable[[Invocation], int]:
     return fn
 
 
+def describe_os_error(exc: OSError) -> str:
+    """`PATH: No space left on device`, one line, whatever raised it."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    return f"{' -> '.join(paths)}: {what}" if paths else what
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
@@ -205,3 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+    except OSError as exc:  # a path the user named or hbtui keeps: full, read-only, missing
+        if args.debug:
+            raise
+        from hbtui.cli.output import print_error
+
+        print_error(HbtuiError(describe_os_error(exc)))
+        return 1

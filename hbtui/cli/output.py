@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,6 +30,16 @@ if TYPE_CHECKING:
     from hbtui.events import Event
 
 T = TypeVar("T")
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(HbtuiError):
+    """A signal ended the operation; what it made was rolled back as for Ctrl-C."""
+
+    def __init__(self, signum: int, cause: BaseException) -> None:
+        told = str(cause) if isinstance(cause, HbtuiError) else "cancelled"
+        super().__init__(f"{signal.Signals(signum).name}: {told}")
+        self.exit_code = 128 + signum
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -77,12 +88,33 @@ class Invocation:
         return self._service
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run one async service call, then let go of remote connections."""
+        """Run one async service call, then let go of remote connections.
+
+        SIGTERM and SIGHUP are Ctrl-C here: the call is cancelled, so the core rolls
+        back (or resumes) what it was doing, and the exit status is 128 + the signal.
+        """
 
         async def once() -> T:
+            loop = asyncio.get_running_loop()
+            task = asyncio.current_task()
+            caught: list[int] = []
+
+            def on_signal(signum: int) -> None:
+                if not caught and task is not None:
+                    caught.append(signum)
+                    task.cancel()
+
+            for signum in TERMINATING:
+                loop.add_signal_handler(signum, on_signal, signum)
             try:
                 return await coro
+            except (asyncio.CancelledError, HbtuiError) as exc:
+                if not caught:
+                    raise
+                raise Terminated(caught[0], exc) from None
             finally:
+                for signum in TERMINATING:
+                    loop.remove_signal_handler(signum)
                 if self._service is not None:
                     await self._service.close()
 
@@ -183,7 +215,8 @@ def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:
                 Text(str(b.cpus or "")),
                 Text(f"{b.memory_mib} MiB" if b.memory_mib else ""),
                 Text(age(b.created)),
-                Text(b.provisioning, style=PROVISION_STYLE.get(b.provisioning, "")),
+                Text(b.provisioning, style=PROVISION_STYLE.get(b.provisioning, ""))
+                + (Text(f" · {b.busy}", style="yellow") if b.busy else Text()),
             ]
         )
     table = Table(box=None, header_style="bold", pad_edge=False)

@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import os
 import shlex
-import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,9 +30,11 @@ from hbtui.core.boxes import Lifecycle
 from hbtui.core.hosts import LOCAL, Host
 from hbtui.core.names import check_name
 from hbtui.core.registry import FAILED, READY, utc_now
+from hbtui.core.scratch import scratch, staged_beside
 from hbtui.core.views import BOX, ORPHAN, BoxView
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
+from hbtui.paths import Paths
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -170,7 +171,9 @@ async def save(
         await host.engine.start(name)
     try:
         async with guest.quiesced(host, name, report) as lease:
-            await _save_parts(host, name, target, passphrase, part_bytes, lease, report)
+            await _save_parts(
+                host, name, target, passphrase, part_bytes, lease, boxes.paths, report
+            )
     finally:
         await _guest_rm(host, name, SAVE_DIR)
         if was_running:
@@ -178,6 +181,7 @@ async def save(
         else:
             report(Phase(f"stopping {name} again"))
             await host.engine.stop(name)
+            guest.note_quiesced(0)
     if verify_after:
         await verify(target, passphrase=passphrase, report=report)
     await boxes.registry.update(name, host_name, last_save=utc_now())
@@ -192,6 +196,7 @@ async def _save_parts(
     passphrase: bytes,
     part_bytes: int,
     lease: guest.Lease,
+    paths: Paths,
     report: Report,
 ) -> None:
     report(Phase("packing /data (tar | zstd) and encrypting it part by part"))
@@ -202,8 +207,8 @@ async def _save_parts(
         report(Transfer(max(done, read[0]), total_box[0], "saving"))
 
     stream = host.engine.exec_stream(name, ["bash", "-c", _save_script(part_bytes)], timeout=None)
-    with tempfile.TemporaryDirectory(prefix="hbtui-save-") as tmp:
-        local_part = Path(tmp) / "part"
+    with scratch(paths, "save") as tmp:
+        local_part = tmp / "part"
         from hbtui.archive.format import create_archive
 
         with create_archive(target, passphrase) as enc:
@@ -486,8 +491,8 @@ async def _restore_parts(
         if stream.returncode:
             raise LoadFailed(f"unpacking /data in {name} failed (exit status {stream.returncode})")
 
-    with tempfile.TemporaryDirectory(prefix="hbtui-load-") as tmp:
-        sink = _PartSink(Path(tmp), part_bytes, loop, parts)
+    with scratch(boxes.paths, "load") as tmp:
+        sink = _PartSink(tmp, part_bytes, loop, parts)
         producer = asyncio.ensure_future(
             asyncio.to_thread(_write_plaintext, archive, kind, passphrase, sink)
         )
@@ -547,7 +552,12 @@ async def _next_taken(taken: asyncio.Queue[int], watcher: asyncio.Future[None]) 
 
 
 async def extract(
-    archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
+    paths: Paths,
+    archive: Path,
+    dest: Path | None = None,
+    *,
+    passphrase: bytes,
+    report: Report = ignore,
 ) -> Path:
     """Files only, no VM: unpack into DEST, which appears only if all verified."""
     from hbtui.archive.legacy import extract_legacy
@@ -569,10 +579,11 @@ async def extract(
     progress = _from_thread(report, size, "extracting")
 
     report(Phase(f"extracting {archive.name} into {dest}"))
-    if kind == HBX:
-        await asyncio.to_thread(extract_hbx, archive, dest, passphrase, progress=progress)
-    else:
-        await asyncio.to_thread(extract_legacy, archive, dest, passphrase)
+    with staged_beside(paths, dest):  # a SIGKILL leaves staged plaintext: the next run sweeps it
+        if kind == HBX:
+            await asyncio.to_thread(extract_hbx, archive, dest, passphrase, progress=progress)
+        else:
+            await asyncio.to_thread(extract_legacy, archive, dest, passphrase)
     return dest
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
+import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,8 +24,10 @@ from hbtui.core import guest
 from hbtui.core import recipe as recipes
 from hbtui.core.hosts import LOCAL, Host, HostPool, WebAccess
 from hbtui.core.names import check_name
+from hbtui.core.oplock import BoxLocks
 from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, BoxRecord, Registry
+from hbtui.core.scratch import scratch
 from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, view_of
 from hbtui.engine import EngineError, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
@@ -54,6 +58,23 @@ class Lifecycle:
         self.config = config
         self.hosts = hosts
         self.registry = Registry(paths.registry_file)
+        self.locks = BoxLocks(paths.locks_dir / "boxes")
+
+    def busy(self, name: str, host_name: str) -> str:
+        """What holds the box now, or what an interrupted operation left it in."""
+        record = self.locks.record(host_name, name)
+        if record is None:
+            return ""
+        if record.alive:
+            return f"{record.operation} (pid {record.pid})"
+        if record.quiesced_until > time.time():
+            back = datetime.fromtimestamp(record.quiesced_until).strftime("%H:%M:%S")
+            return f"quiesced: {record.operation} was interrupted; services return by {back}"
+        return ""
+
+    def _with_busy(self, view: BoxView) -> BoxView:
+        busy = self.busy(view.name, view.host)
+        return replace(view, busy=busy) if busy else view
 
     # -- listing ------------------------------------------------------------------
 
@@ -63,7 +84,7 @@ class Lifecycle:
         host = await self.hosts.get(host_name)
         machines = {m.name: m for m in await host.engine.list()}
         rows = self.registry.read().on_host(host_name)
-        views = [view_of(r, machines.get(r.name), host) for r in rows]
+        views = [self._with_busy(view_of(r, machines.get(r.name), host)) for r in rows]
         known = {r.name for r in rows}
         for m in machines.values():
             if m.name not in known and (m.is_hbtui or include_foreign):
@@ -104,7 +125,7 @@ class Lifecycle:
                     f"{name!r}{where} is a smolvm machine hbtui did not make; manage it with smolvm"
                 )
             raise BoxNotFound(f"no box named {name!r}{where} (see: hbtui ls)")
-        return view_of(record, machine, host)
+        return self._with_busy(view_of(record, machine, host))
 
     async def require(self, name: str, host_name: str) -> tuple[Host, BoxView]:
         """The box and its host, refusing a row whose machine is gone."""
@@ -118,7 +139,10 @@ class Lifecycle:
 
     async def ports(self, host_name: str = LOCAL) -> list[PortSlot]:
         host = await self.hosts.get(host_name)
-        return await port_map(self.registry.read(), host_name, host.port_range, host.busy_ports)
+        labelled = await _labelled_ports(host)
+        return await port_map(
+            self.registry.read(), host_name, host.port_range, host.busy_ports, labelled
+        )
 
     # -- new ---------------------------------------------------------------------
 
@@ -163,7 +187,14 @@ class Lifecycle:
                 raise UsageError(
                     f"a smolvm machine named {name!r} already exists; pick another name"
                 )
-            chosen = await allocate(boxes, host_name, host.port_range, host.busy_ports, wanted=port)
+            chosen = await allocate(
+                boxes,
+                host_name,
+                host.port_range,
+                host.busy_ports,
+                wanted=port,
+                labelled=await _labelled_ports(host),
+            )
             boxes.put(
                 BoxRecord(
                     name=name,
@@ -204,7 +235,10 @@ class Lifecycle:
             except EngineError as exc:
                 exc.hint = "the machine could not boot; `hbtui doctor` explains why"
                 raise
-            await guest.provision(host, name, chosen, recipe_dir, log_path, report)
+            with scratch(self.paths, "recipe") as tmp:
+                await guest.provision(
+                    host, name, chosen, recipe_dir, log_path, report, scratch_dir=tmp
+                )
             await guest.wait_ready(host, name, chosen, report)
             if not start:
                 report(Phase(f"stopping {name} (--no-start)"))
@@ -218,9 +252,8 @@ class Lifecycle:
         except BaseException as exc:
             await asyncio.shield(self._rollback(host, name, created, report))
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
-                raise Cancelled(
-                    f"cancelled: box {name!r} was rolled back; provisioning log: {log_path}"
-                ) from None
+                kept = f"; provisioning log: {log_path}" if log_path.exists() else ""
+                raise Cancelled(f"cancelled: box {name!r} was rolled back{kept}") from None
             if isinstance(exc, HbtuiError) and log_path.exists():
                 exc.hint = exc.hint or f"provisioning log: {log_path}"
             raise
@@ -250,18 +283,25 @@ class Lifecycle:
 
     # -- provisioning logs -------------------------------------------------------
 
+    def _provision_logs_dir(self, host_name: str) -> Path:
+        """Local boxes' logs at the top, each remote host's in a folder of its own."""
+        top = self.paths.provision_logs_dir
+        return top if host_name == LOCAL else top / host_name
+
     def new_provision_log_path(self, name: str, host_name: str) -> Path:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        folder = self.paths.provision_logs_dir
+        folder = self._provision_logs_dir(host_name)
         folder.mkdir(parents=True, exist_ok=True)
-        prefix = "" if host_name == LOCAL else f"{host_name}-"
-        return folder / f"{prefix}{name}-{stamp}.log"
+        return folder / f"{name}-{stamp}.log"
 
     def provision_logs(self, name: str, host_name: str = LOCAL) -> list[Path]:
-        """Every provisioning log of a box, oldest first."""
-        prefix = "" if host_name == LOCAL else f"{host_name}-"
-        folder = self.paths.provision_logs_dir
-        return sorted(folder.glob(f"{prefix}{name}-[0-9]*T*Z.log")) if folder.is_dir() else []
+        """Every provisioning log of a box, oldest first (its own only: box `x`'s are
+        not `x-9`'s, so no glob on the name)."""
+        folder = self._provision_logs_dir(host_name)
+        if not folder.is_dir():
+            return []
+        pattern = re.compile(re.escape(name) + r"-\d{8}T\d{6}Z\.log")
+        return sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name))
 
     async def provision_log(
         self, name: str, host_name: str = LOCAL, *, tail: int | None = None
@@ -274,8 +314,23 @@ class Lifecycle:
 
     # -- start / stop / rm / adopt ------------------------------------------------
 
+    def _refuse_unprovisioned(self, view: BoxView) -> None:
+        """A box whose recipe did not finish is not started or entered as if it had."""
+        flag = host_flag(view.host)
+        if view.provisioning == FAILED:
+            why = f" ({view.error})" if view.error else ""
+            raise HbtuiError(
+                f"box {view.name!r} failed provisioning{why}; run the recipe again with: "
+                f"hbtui repair {view.name}{flag}, or remove it: hbtui rm {view.name}{flag}"
+            )
+        if view.provisioning == PROVISIONING:
+            raise HbtuiError(
+                f"box {view.name!r} is still being provisioned; wait until it is ready"
+            )
+
     async def start(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
         host, view = await self.require(name, host_name)
+        self._refuse_unprovisioned(view)
         report(Phase(f"starting {name}"))
         await host.engine.start(name)
         await guest.resume(host, name, report)
@@ -289,6 +344,7 @@ class Lifecycle:
             await guest.quiesce(host, name, report)
             report(Phase(f"stopping {name}"))
             await host.engine.stop(name)
+            guest.note_quiesced(0)
         else:
             report(Notice(f"{name} is not running ({view.state})"))
         return await self.get(name, host_name)
@@ -305,6 +361,7 @@ class Lifecycle:
                 await host.engine.delete(name)
         async with self.registry.transaction() as boxes:
             boxes.remove(name, host_name)
+        self.locks.forget(host_name, name)
         report(Phase(f"removed {name}" + (f" (port {view.port} freed)" if view.port else "")))
         return view
 
@@ -352,7 +409,10 @@ class Lifecycle:
         await self.registry.update(name, host_name, status=PROVISIONING, owner_pid=os.getpid())
         log_path = self.new_provision_log_path(name, host_name)
         try:
-            await guest.provision(host, name, view.port, recipe_dir, log_path, report)
+            with scratch(self.paths, "recipe") as tmp:
+                await guest.provision(
+                    host, name, view.port, recipe_dir, log_path, report, scratch_dir=tmp
+                )
             await guest.resume(host, name, report)
             await guest.wait_ready(host, name, view.port, report)
         except BaseException:
@@ -376,10 +436,9 @@ class Lifecycle:
         self, name: str, host_name: str = LOCAL, *, report: Report = ignore
     ) -> BoxView:
         _host, view = await self.require(name, host_name)
+        self._refuse_unprovisioned(view)
         if view.state != "running":
             view = await self.start(name, host_name, report=report)
-        if view.provisioning == PROVISIONING:
-            raise HbtuiError(f"box {name!r} is still being provisioned; wait until it is ready")
         return view
 
     async def enter_argv(
@@ -411,10 +470,9 @@ class Lifecycle:
     async def web(self, name: str, host_name: str = LOCAL) -> WebAccess:
         """A URL here reaching the box's executor: its own for a local box, a port
         forward over SSH for a remote one (held until `close()`)."""
-        view = await self.get(name, host_name)
+        host, view = await self.require(name, host_name)
         if view.port is None:
             raise HbtuiError(f"box {name!r} has no forwarded port")
-        host = await self.hosts.get(host_name)
         return await host.web(view.port)
 
     async def workload_logs(
@@ -430,6 +488,16 @@ class Lifecycle:
         host, _ = await self.require(name, host_name)
         async for line in host.engine.logs_stream(name, tail=tail):
             yield line
+
+
+async def _labelled_ports(host: Host) -> dict[int, str]:
+    """port -> machine, for every machine on the host labelled as hbtui's."""
+    found: dict[int, str] = {}
+    for machine in await host.engine.list():
+        label = machine.labels.get("hbtui.port", "")
+        if machine.is_hbtui and label.isdigit():
+            found[int(label)] = machine.name
+    return found
 
 
 def _read_provision_log(path: Path, tail: int | None) -> ProvisionLog:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from hbtui.core import oplock
 from hbtui.core import recipe as recipes
 from hbtui.core.hosts import Host
 from hbtui.errors import HbtuiError
@@ -35,14 +36,24 @@ class ProvisionFailed(HbtuiError):
 
 
 async def provision(
-    host: Host, name: str, port: int, recipe_dir: Path, log_path: Path, report: Report
+    host: Host,
+    name: str,
+    port: int,
+    recipe_dir: Path,
+    log_path: Path,
+    report: Report,
+    *,
+    scratch_dir: Path,
 ) -> None:
-    """Copy the recipe in and run it; every output line also goes to `log_path`."""
+    """Copy the recipe in (its tarball made in `scratch_dir`) and run it; every output
+    line also goes to `log_path`."""
     report(Phase("copying the recipe into the box"))
-    with tempfile.TemporaryDirectory(prefix="hbtui-recipe-") as tmp:
-        tar_path = Path(tmp) / "recipe.tar"
+    tar_path = scratch_dir / "recipe.tar"
+    try:
         recipes.pack_recipe(recipe_dir, tar_path)
         await host.engine.cp_in(name, tar_path, recipes.GUEST_TAR)
+    finally:
+        tar_path.unlink(missing_ok=True)
     report(Phase("provisioning"))
     last_step: Step | None = None
     stream = host.engine.exec_stream(
@@ -92,6 +103,14 @@ async def wait_ready(
     )
 
 
+def note_quiesced(seconds: float) -> None:
+    """Record, in the box's operation lock, how long its services stay down (0: not
+    down), so a reader can tell an interrupted box from a running one."""
+    held = oplock.current()
+    if held is not None:
+        held.quiesced_until(time.time() + seconds if seconds else 0.0)
+
+
 async def quiesce(host: Host, name: str, report: Report) -> None:
     """Stop executor and the bridge cleanly, under a lease (see LEASE_SECONDS) that
     nothing renews: enough for a stop, which follows at once."""
@@ -104,6 +123,7 @@ async def quiesce(host: Host, name: str, report: Report) -> None:
     if result.returncode != 0:
         err = result.stderr.decode(errors="replace").strip().splitlines()
         raise HbtuiError(f"could not quiesce {name}: {err[-1] if err else 'hb quiesce failed'}")
+    note_quiesced(LEASE_SECONDS)
 
 
 class Lease:
@@ -125,6 +145,7 @@ class Lease:
             if result.returncode != 0:
                 self.lapsed = result.stderr.decode(errors="replace").strip()[-200:]
                 return
+            note_quiesced(LEASE_SECONDS)
 
     def check(self) -> None:
         """Raise if the services may have come back while the box was meant to be still."""
@@ -158,3 +179,5 @@ async def resume(host: Host, name: str, report: Report) -> None:
     if result.returncode != 0:
         tail = result.stderr.decode(errors="replace").strip()[-200:]
         report(Notice(f"hb resume failed in {name}: {tail}"))
+    else:
+        note_quiesced(0)

@@ -49,11 +49,14 @@ async def allocate(
     probe: BusyProbe,
     *,
     wanted: int | None = None,
+    labelled: dict[int, str] | None = None,
     rng: random.Random | None = None,
 ) -> int:
-    """Pick a port for a new box on `host`. Call inside a registry transaction."""
+    """Pick a port for a new box on `host`. Call inside a registry transaction.
+    `labelled`: ports that machines on the host carry in their hbtui.port label (an
+    orphan's, stopped or not, is as taken as a registered box's)."""
     lo, hi = port_range
-    taken = {r.port: r.name for r in boxes.on_host(host)}
+    taken = {**(labelled or {}), **{r.port: r.name for r in boxes.on_host(host)}}
     if wanted is not None:
         if not lo <= wanted <= hi:
             raise UsageError(f"port {wanted} is outside the range {lo}-{hi}")
@@ -78,10 +81,14 @@ async def allocate(
 
 
 async def port_map(
-    boxes: Boxes, host: str, port_range: tuple[int, int], probe: BusyProbe
+    boxes: Boxes,
+    host: str,
+    port_range: tuple[int, int],
+    probe: BusyProbe,
+    labelled: dict[int, str] | None = None,
 ) -> list[PortSlot]:
     lo, hi = port_range
-    taken = {r.port: r.name for r in boxes.on_host(host)}
+    taken = {**(labelled or {}), **{r.port: r.name for r in boxes.on_host(host)}}
     busy = await probe([p for p in range(lo, hi + 1) if p not in taken])
     return [
         PortSlot(p, USED, taken[p]) if p in taken else PortSlot(p, BUSY if p in busy else FREE)

@@ -10,14 +10,17 @@ a front end's tests need.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hbtui.config import Config, HostSettings, config_to_dict
+from hbtui.core import scratch
 from hbtui.core.boxes import Lifecycle, ProvisionLog
 from hbtui.core.hostbook import HostBook
 from hbtui.core.hosts import LOCAL, HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
+from hbtui.core.names import check_name
 from hbtui.core.ports import PortSlot
 from hbtui.core.views import BoxView, HostListing
 from hbtui.errors import UsageError
@@ -41,6 +44,7 @@ class Service:
     ) -> None:
         self.paths = paths
         self.config = config
+        scratch.sweep(paths)  # plaintext a killed hbtui left behind
         self._hosts = HostPool(paths, config, remote)
         self._boxes = Lifecycle(paths, config, self._hosts)
         self._book = HostBook(paths, config, self._hosts, self._boxes.registry)
@@ -59,7 +63,21 @@ class Service:
     ) -> HostListing:
         return await self._boxes.list_boxes(include_foreign=include_foreign, hosts=hosts)
 
+    @contextlib.asynccontextmanager
+    async def _holding(self, name: str, host: str, operation: str) -> AsyncIterator[None]:
+        """A changing operation: a valid name on a known host, and the box to itself."""
+        self._box(name, host)
+        async with self._boxes.locks.hold(host, name, operation):
+            yield
+
+    def _box(self, name: str, host: str) -> None:
+        """Every verb checks the name (so `-rf` never reaches the engine) and the host."""
+        check_name(name)
+        if host not in self._hosts.names():
+            raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
+
     async def get(self, name: str, host: str = LOCAL) -> BoxView:
+        self._box(name, host)
         return await self._boxes.get(name, host)
 
     async def ports(self, host: str = LOCAL) -> list[PortSlot]:
@@ -78,42 +96,49 @@ class Service:
         start: bool = True,
         report: Report = ignore,
     ) -> BoxView:
-        return await self._boxes.new(
-            name,
-            host_name=host,
-            image=image,
-            cpus=cpus,
-            memory_mib=memory_mib,
-            port=port,
-            recipe=recipe,
-            start=start,
-            report=report,
-        )
+        async with self._holding(name, host, "new"):
+            return await self._boxes.new(
+                name,
+                host_name=host,
+                image=image,
+                cpus=cpus,
+                memory_mib=memory_mib,
+                port=port,
+                recipe=recipe,
+                start=start,
+                report=report,
+            )
 
     def recipe_dir(self, recipe: Path | None = None) -> Path:
         """The recipe folder `new` would use (checked)."""
         return self._boxes.recipe_dir(recipe)
 
     async def start(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
-        return await self._boxes.start(name, host, report=report)
+        async with self._holding(name, host, "start"):
+            return await self._boxes.start(name, host, report=report)
 
     async def stop(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
-        return await self._boxes.stop(name, host, report=report)
+        async with self._holding(name, host, "stop"):
+            return await self._boxes.stop(name, host, report=report)
 
     async def remove(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
-        return await self._boxes.remove(name, host, report=report)
+        async with self._holding(name, host, "remove"):
+            return await self._boxes.remove(name, host, report=report)
 
     async def adopt(self, name: str, host: str = LOCAL) -> BoxView:
-        return await self._boxes.adopt(name, host)
+        async with self._holding(name, host, "adopt"):
+            return await self._boxes.adopt(name, host)
 
     async def repair(
         self, name: str, host: str = LOCAL, *, recipe: Path | None = None, report: Report = ignore
     ) -> BoxView:
-        return await self._boxes.repair(name, host, recipe=recipe, report=report)
+        async with self._holding(name, host, "repair"):
+            return await self._boxes.repair(name, host, recipe=recipe, report=report)
 
     async def enter_argv(
         self, name: str, host: str = LOCAL, *, report: Report = ignore
     ) -> list[str]:
+        self._box(name, host)
         return await self._boxes.enter_argv(name, host, report=report)
 
     async def exec_argv(
@@ -125,22 +150,27 @@ class Service:
         tty: bool = False,
         report: Report = ignore,
     ) -> list[str]:
+        self._box(name, host)
         return await self._boxes.exec_argv(name, command, host, tty=tty, report=report)
 
     async def web(self, name: str, host: str = LOCAL) -> WebAccess:
+        self._box(name, host)
         return await self._boxes.web(name, host)
 
     async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
+        self._box(name, host)
         return await self._boxes.workload_logs(name, host, tail=tail)
 
     def follow_logs(
         self, name: str, host: str = LOCAL, *, tail: int | None = None
     ) -> AsyncIterator[str]:
+        self._box(name, host)
         return self._boxes.follow_logs(name, host, tail=tail)
 
     async def provision_log(
         self, name: str, host: str = LOCAL, *, tail: int | None = None
     ) -> ProvisionLog | None:
+        self._box(name, host)
         return await self._boxes.provision_log(name, host, tail=tail)
 
     # -- archives ------------------------------------------------------------------
@@ -178,15 +208,16 @@ class Service:
     ) -> Path:
         from hbtui.core import archives
 
-        return await archives.save(
-            self._boxes,
-            name,
-            host,
-            output=output,
-            passphrase=passphrase,
-            verify_after=verify,
-            report=report,
-        )
+        async with self._holding(name, host, "save"):
+            return await archives.save(
+                self._boxes,
+                name,
+                host,
+                output=output,
+                passphrase=passphrase,
+                verify_after=verify,
+                report=report,
+            )
 
     async def load(
         self,
@@ -200,16 +231,25 @@ class Service:
     ) -> BoxView:
         from hbtui.core import archives
 
-        return await archives.load(
-            self._boxes, archive, name, host, passphrase=passphrase, recipe=recipe, report=report
-        )
+        async with self._holding(name, host, "load"):
+            return await archives.load(
+                self._boxes,
+                archive,
+                name,
+                host,
+                passphrase=passphrase,
+                recipe=recipe,
+                report=report,
+            )
 
     async def extract(
         self, archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
     ) -> Path:
         from hbtui.core import archives
 
-        return await archives.extract(archive, dest, passphrase=passphrase, report=report)
+        return await archives.extract(
+            self.paths, archive, dest, passphrase=passphrase, report=report
+        )
 
     async def verify(self, archive: Path, *, passphrase: bytes, report: Report = ignore) -> int:
         from hbtui.core import archives

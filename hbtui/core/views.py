@@ -38,6 +38,7 @@ class BoxView:
     provisioning: str = ""
     last_save: str = ""
     error: str = ""
+    busy: str = ""  # what an operation is doing to it now ("save (pid 12)"), or "quiesced ..."
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)

@@ -1,0 +1,99 @@
+"""Where plaintext in flight lives, and how it is cleaned up after any exit.
+
+Parts of a box's /data copied out for encryption (save), decrypted for the
+guest (load), and recipe tarballs live in one private (0700) folder under
+hbtui's state home, one subfolder per operation named with its pid. Every
+exit path of the operation removes its subfolder; a SIGKILL or a power cut
+cannot, so each hbtui run first sweeps subfolders whose process is gone.
+`extract` stages its plaintext beside the destination (to rename it into
+place); it leaves a note here while it runs, and the sweep removes such a
+staging folder too if its process died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from hbtui.paths import Paths
+
+_OWNED = re.compile(r"^[a-z]+-(\d+)-")  # "<purpose>-<pid>-<random>"
+NOTE_SUFFIX = ".staging"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def root(paths: Paths) -> Path:
+    return paths.data_dir / "scratch"
+
+
+@contextlib.contextmanager
+def scratch(paths: Paths, purpose: str) -> Iterator[Path]:
+    """A private folder for one operation's plaintext, removed however the block ends."""
+    top = root(paths)
+    top.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(top, 0o700)
+    folder = Path(tempfile.mkdtemp(prefix=f"{purpose}-{os.getpid()}-", dir=top))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def staging_glob(dest: Path) -> str:
+    """The names `extract` stages `dest` under, beside it (see hbtui.archive.safetar)."""
+    return f".{dest.name}.extract-*"
+
+
+@contextlib.contextmanager
+def staged_beside(paths: Paths, dest: Path) -> Iterator[None]:
+    """Note, while the block runs, that plaintext for `dest` is staged beside it."""
+    top = root(paths)
+    top.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, note = tempfile.mkstemp(prefix=f"extract-{os.getpid()}-", suffix=NOTE_SUFFIX, dir=top)
+    try:
+        os.write(fd, os.fsencode(dest))
+        os.close(fd)
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(note)
+
+
+def sweep(paths: Paths) -> list[Path]:
+    """Remove what dead hbtui processes left; returns what was removed."""
+    top = root(paths)
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return []
+    removed: list[Path] = []
+    for entry in entries:
+        owner = _OWNED.match(entry.name)
+        if owner is None or _alive(int(owner.group(1))):
+            continue
+        if entry.name.endswith(NOTE_SUFFIX):
+            with contextlib.suppress(OSError):
+                dest = Path(os.fsdecode(Path(entry.path).read_bytes()))
+                for staged in dest.parent.glob(staging_glob(dest)):
+                    shutil.rmtree(staged, ignore_errors=True)
+                    removed.append(staged)
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+        else:
+            shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
