@@ -334,6 +334,11 @@ class _PartSink:
             self._cut()
         self._handoff(None)
 
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
     def consumed(self) -> None:
         self._consumed.release()
 
@@ -394,12 +399,15 @@ def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSin
     from hbtui.archive.legacy import decrypt_legacy
     from hbtui.archive.safetar import DecryptedReader
 
-    if kind == HBX:
-        with open(archive, "rb", buffering=0) as fh:
-            DecryptedReader(Decryptor(fh, passphrase)).pump_to(sink)  # type: ignore[arg-type]
-    else:
-        decrypt_legacy(archive, sink, passphrase)  # type: ignore[arg-type]
-    sink.finish()
+    try:
+        if kind == HBX:
+            with open(archive, "rb", buffering=0) as fh:
+                DecryptedReader(Decryptor(fh, passphrase)).pump_to(sink)  # type: ignore[arg-type]
+        else:
+            decrypt_legacy(archive, sink, passphrase)  # type: ignore[arg-type]
+        sink.finish()
+    finally:
+        sink.close()  # an open part would keep its disk space after the folder is removed
 
 
 async def load(
@@ -447,7 +455,7 @@ async def load(
 async def _remove_quietly(boxes: Lifecycle, name: str, host_name: str) -> None:
     try:
         await boxes.remove(name, host_name)
-    except HbtuiError:
+    except (HbtuiError, OSError):
         await boxes.registry.update(
             name,
             host_name,

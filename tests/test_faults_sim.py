@@ -1,0 +1,220 @@
+"""Fault injection against the simulator: full and read-only disks (small tmpfs mounts),
+signals at points of new/save/load, concurrent operations on one box. Each case asserts
+the one-line error (no traceback) and what is left: nothing half-made, no plaintext."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import HBTUI_BIN, SIM_RECIPE
+
+from hbtui.paths import resolve_paths
+
+pytestmark = pytest.mark.sim
+
+PASS = "faults-passphrase-31"
+
+
+def hbtui(*args: str, env: dict, passphrase: str | None = None, timeout: float = 300):
+    env = dict(env)
+    env.pop("HBTUI_PASSPHRASE", None)
+    if passphrase is not None:
+        env["HBTUI_PASSPHRASE"] = passphrase
+    return subprocess.run(
+        [HBTUI_BIN, *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def background(*args: str, env: dict, passphrase: str | None = None) -> subprocess.Popen:
+    env = dict(env)
+    if passphrase is not None:
+        env["HBTUI_PASSPHRASE"] = passphrase
+    return subprocess.Popen(
+        [HBTUI_BIN, *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess, *words: str) -> str:
+    """The failure is `error: ...` on one line (plus an optional hint), no traceback."""
+    assert done.returncode != 0, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, done.stderr
+    for word in words:
+        assert word in errors[0], errors[0]
+    return errors[0]
+
+
+def ls(env: dict) -> dict[str, dict]:
+    done = hbtui("ls", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    return {b["name"]: b for b in json.loads(done.stdout)}
+
+
+def answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
+            return b"executor" in resp.read()
+    except OSError:
+        return False
+
+
+def wait_for(what: str, check, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def scratch_left() -> list[Path]:
+    top = resolve_paths().data_dir / "scratch"
+    return sorted(top.iterdir()) if top.is_dir() else []
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str, *, read_only: bool = False) -> Iterator[Path]:
+    where.mkdir(parents=True, exist_ok=True)
+    options = f"size={size},mode=0755" + (",ro" if read_only else "")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)])
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)])
+
+
+@pytest.fixture
+def box(sim_env) -> str:
+    """A ready box with ~120 MB of incompressible data, so a save takes a moment."""
+    done = hbtui("new", "src", "-q", "--recipe", str(SIM_RECIPE), env=sim_env)
+    assert done.returncode == 0, done.stderr
+    pad = hbtui(
+        "exec", "src", "--", "sh", "-c", "head -c 120000000 /dev/urandom > ~/pad", env=sim_env
+    )
+    assert pad.returncode == 0, pad.stderr
+    return "src"
+
+
+# -- one operation per box --------------------------------------------------------------
+
+
+def test_a_second_operation_on_a_box_is_refused_while_a_save_runs(sim_env, box, tmp_path):
+    first = tmp_path / "first.hbx"
+    saving = background("save", box, "-o", str(first), env=sim_env, passphrase=PASS)
+    wait_for("the save to start packing", lambda: list(tmp_path.glob(".first.hbx.*")))
+
+    again = hbtui("save", box, "-o", str(tmp_path / "second.hbx"), env=sim_env, passphrase=PASS)
+    one_line_error(again, f"box '{box}' is busy with save (pid {saving.pid})")
+    for verb in (("stop", box), ("rm", box, "--force"), ("repair", box)):
+        one_line_error(hbtui(*verb, env=sim_env), "busy with save")
+    assert ls(sim_env)[box]["busy"] == f"save (pid {saving.pid})"
+
+    out = saving.communicate(timeout=300)[0]
+    assert saving.returncode == 0, out
+    assert first.is_file() and not (tmp_path / "second.hbx").exists()
+    assert ls(sim_env)[box]["busy"] == ""
+    assert hbtui("stop", box, env=sim_env).returncode == 0  # free again
+
+
+def test_rm_of_a_box_being_created_is_refused(sim_env):
+    making = background("new", "b2", "--recipe", str(SIM_RECIPE), env=sim_env)
+    assert making.stdout is not None
+    for line in making.stdout:
+        if "step 2/" in line:
+            break
+    one_line_error(hbtui("rm", "b2", "--force", env=sim_env), "busy with new")
+    making.communicate(timeout=240)
+    assert making.returncode == 0
+    assert hbtui("rm", "b2", "--force", env=sim_env).returncode == 0
+
+
+# -- full and read-only disks -------------------------------------------------------------
+
+
+def test_save_onto_a_full_disk_is_one_line_and_leaves_nothing(sim_env, box, tmp_path):
+    with tmpfs(tmp_path / "small", "2m") as small:
+        target = small / "box.hbx"
+        done = hbtui("save", box, "-o", str(target), env=sim_env, passphrase=PASS)
+        one_line_error(done, "No space left on device")
+        assert list(small.iterdir()) == []
+    assert scratch_left() == []
+    port = ls(sim_env)[box]["port"]
+    wait_for("the box to be resumed", lambda: answers(port), timeout=30)
+
+
+def test_extract_into_a_read_only_disk_is_one_line(sim_env, box, tmp_path):
+    archive = tmp_path / "box.hbx"
+    assert hbtui("save", box, "-o", str(archive), env=sim_env, passphrase=PASS).returncode == 0
+    with tmpfs(tmp_path / "ro", "1m", read_only=True) as ro:
+        done = hbtui("extract", str(archive), str(ro / "files"), env=sim_env, passphrase=PASS)
+        one_line_error(done, "Read-only file system")
+
+
+def test_a_load_whose_state_disk_fills_up_rolls_back(sim_env, box, tmp_path):
+    archive = tmp_path / "box.hbx"
+    assert hbtui("save", box, "-o", str(archive), env=sim_env, passphrase=PASS).returncode == 0
+    # The decrypted parts in flight live under hbtui's state home: put it on a small disk
+    # (the registry and config fit; a part of /data does not).
+    home = Path(sim_env["HBTUI_HOME"])
+    saved = {p.name: p.read_bytes() for p in home.iterdir() if p.is_file()}
+    with tmpfs(home, "3m"):
+        for name, data in saved.items():
+            (home / name).write_bytes(data)
+        done = hbtui("load", str(archive), "copy", "--recipe", str(SIM_RECIPE), env=sim_env,
+                     passphrase=PASS)  # fmt: skip
+        one_line_error(done, "No space left on device")
+        assert "copy" not in ls(sim_env)
+        assert scratch_left() == []
+
+
+# -- signals -----------------------------------------------------------------------------
+
+
+def test_sigterm_during_save_resumes_the_box_and_leaves_no_archive(sim_env, box, tmp_path):
+    target = tmp_path / "t.hbx"
+    saving = background("save", box, "-o", str(target), env=sim_env, passphrase=PASS)
+    wait_for("the save to start packing", lambda: list(tmp_path.glob(".t.hbx.*")))
+    saving.send_signal(signal.SIGTERM)
+    out = saving.communicate(timeout=120)[0]
+    assert saving.returncode == 143, out
+    assert "Traceback" not in out
+    assert not target.exists() and not list(tmp_path.glob(".t.hbx.*"))
+    port = ls(sim_env)[box]["port"]
+    wait_for("the box to be resumed", lambda: answers(port), timeout=30)
+    assert ls(sim_env)[box]["busy"] == ""
+
+
+def test_a_killed_load_leaves_no_plaintext_once_hbtui_runs_again(sim_env, box, tmp_path):
+    archive = tmp_path / "box.hbx"
+    assert hbtui("save", box, "-o", str(archive), env=sim_env, passphrase=PASS).returncode == 0
+    env = dict(sim_env, HBTUI_PASSPHRASE=PASS)
+    # Parts of 1 MiB, so the restore is under way (parts in the scratch folder) for a while.
+    home = Path(sim_env["HBTUI_HOME"])
+    (home / "config.toml").write_text("[archive]\npart_size_mib = 1\n")
+    loading = subprocess.Popen(
+        [HBTUI_BIN, "load", str(archive), "half", "--recipe", str(SIM_RECIPE)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for("parts in flight", lambda: any(p.name.startswith("load-") for p in scratch_left()))
+    os.kill(loading.pid, signal.SIGKILL)
+    loading.wait()
+    assert scratch_left(), "the killed load's parts are still there before any run"
+    assert ls(sim_env)["half"]["provisioning"] == "failed"  # shown honestly...
+    assert scratch_left() == []  # ...and that run swept the plaintext
+    assert hbtui("rm", "half", "--force", env=sim_env).returncode == 0
