@@ -33,8 +33,11 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "archive-format.md"
 
 
 def enc(data: bytes, cs: int = CS, kdf=KDF, pw: bytes = PW, rnd=None) -> bytes:
+    """An archive with the tests' tiny KDF (below the writer's minimum: allowed here)."""
     out = io.BytesIO()
-    F.encrypt_stream(io.BytesIO(data), out, pw, chunk_size=cs, kdf=kdf, _randomness=rnd)
+    F.encrypt_stream(
+        io.BytesIO(data), out, pw, chunk_size=cs, kdf=kdf, allow_weak_kdf=True, _randomness=rnd
+    )
     return out.getvalue()
 
 
@@ -110,7 +113,7 @@ def test_feed_in_any_pieces_equals_stream(data, cuts):
     rnd = F.Randomness.fresh()
     ref = enc(data, rnd=rnd)
     out = io.BytesIO()
-    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, _randomness=rnd)
+    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd)
     pos = 0
     for c in sorted(set(cuts)):
         e.feed(data[pos:c])
@@ -142,7 +145,9 @@ def test_short_reads_fill_whole_chunks(size):
     data = os.urandom(size)
     rnd = F.Randomness.fresh()
     out = io.BytesIO()
-    F.encrypt_stream(Trickle(data), out, PW, chunk_size=CS, kdf=KDF, _randomness=rnd)
+    F.encrypt_stream(
+        Trickle(data), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd
+    )
     assert out.getvalue() == enc(data, rnd=rnd)
     got = io.BytesIO()
     F.decrypt_stream(Trickle(out.getvalue(), 77), got, PW)
@@ -153,7 +158,7 @@ def test_feed_then_feed_from_mixed():
     data = os.urandom(5 * CS + 9)
     rnd = F.Randomness.fresh()
     out = io.BytesIO()
-    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, _randomness=rnd)
+    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd)
     e.feed(data[:100])
     e.feed_from(io.BytesIO(data[100 : 3 * CS]))
     e.feed(data[3 * CS : 3 * CS + 1])
@@ -182,7 +187,9 @@ def test_progress_reports():
     data = os.urandom(3 * CS + 5)
     seen: list[int] = []
     a = io.BytesIO()
-    F.encrypt_stream(io.BytesIO(data), a, PW, chunk_size=CS, kdf=KDF, progress=seen.append)
+    F.encrypt_stream(
+        io.BytesIO(data), a, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, progress=seen.append
+    )
     assert seen == sorted(seen) and seen[-1] == len(data)
     seen2: list[int] = []
     F.verify_stream(io.BytesIO(a.getvalue()), PW, progress=seen2.append)
@@ -213,7 +220,7 @@ def test_memory_is_bounded_by_chunk_size():
             return len(b)
 
     tracemalloc.start()
-    F.encrypt_stream(Gen(), Sink(), PW, chunk_size=cs, kdf=KDF)
+    F.encrypt_stream(Gen(), Sink(), PW, chunk_size=cs, kdf=KDF, allow_weak_kdf=True)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 8 * cs + 512 * 1024, peak
@@ -226,7 +233,7 @@ def test_files_are_private_and_atomic(tmp_path):
     src = tmp_path / "plain"
     src.write_bytes(os.urandom(3000))
     arc = tmp_path / "a.hbx"
-    F.encrypt_file(src, arc, PW, chunk_size=CS, kdf=KDF)
+    F.encrypt_file(src, arc, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
     assert stat.S_IMODE(arc.stat().st_mode) == 0o600
     assert F.is_hbx(arc) and not F.is_hbx(src)
     assert F.read_header(arc).plaintext_size == 3000
@@ -239,7 +246,9 @@ def test_files_are_private_and_atomic(tmp_path):
 
 def test_create_archive_failure_leaves_nothing(tmp_path):
     with pytest.raises(RuntimeError):
-        with F.create_archive(tmp_path / "x.hbx", PW, chunk_size=CS, kdf=KDF) as e:
+        with F.create_archive(
+            tmp_path / "x.hbx", PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True
+        ) as e:
             e.feed(b"abc")
             raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
@@ -500,3 +509,209 @@ def test_parallel_file_verify_agrees_with_the_stream_reader(
     assert _outcome(lambda: F.verify_file(path, PW)) == _outcome(
         lambda: F.verify_stream(io.BytesIO(bytes(archive)), PW)
     )
+
+
+# --- the spec's normative statements, one by one ------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_short_files_error_class(tmp_path, n):
+    """Rules 1 and 2: a proper prefix of the magic is truncated; anything else that
+    differs from the magic in its first min(4, size) bytes is not an archive."""
+    cases = {
+        F.MAGIC[:n]: ArchiveTruncated,
+        b"X" * n: NotAnArchive,
+        F.MAGIC[: n - 1] + b"x": NotAnArchive,  # differs in its last byte
+    }
+    for data, cls in cases.items():
+        assert type(rejects(data)) is cls, data
+        with pytest.raises(cls) as ei:
+            F.read_header(io.BytesIO(data))
+        assert type(ei.value) is cls
+        path = tmp_path / "f.hbx"
+        path.write_bytes(data)
+        assert not F.is_hbx(path)  # is_hbx needs the four bytes of the magic
+
+
+def test_empty_and_short_headers():
+    assert type(rejects(b"")) is ArchiveTruncated
+    for n in (4, 5, 100, F.HEADER_SIZE - 1):
+        assert type(rejects(_CACHED[:n])) is ArchiveTruncated
+        assert type(rejects(b"PK\x03\x04" + _CACHED[4:n])) is NotAnArchive
+    assert type(rejects(_CACHED[: F.HEADER_SIZE])) is ArchiveTruncated  # rule 11
+
+
+def test_hbx_and_legacy_detection_are_disjoint(tmp_path):
+    from hbtui.archive.legacy import is_legacy
+
+    hbx = tmp_path / "box.tar.gz.gpg"  # even under the legacy name
+    hbx.write_bytes(_CACHED)
+    assert F.is_hbx(hbx) and not is_legacy(hbx)
+    for first in (0x8C, 0x8D, 0x8E, 0x8F, 0xC3):
+        gpg = tmp_path / "old.tar.gz.gpg"
+        gpg.write_bytes(bytes([first]) + b"\x0d\x04\x03\x09")
+        assert is_legacy(gpg) and not F.is_hbx(gpg)
+        renamed = tmp_path / "old.hbx"
+        gpg.rename(renamed)
+        assert not is_legacy(renamed)  # the name counts too
+    assert F.MAGIC[0] not in (0x8C, 0x8D, 0x8E, 0x8F, 0xC3)
+
+
+def test_wrapped_key_aad_is_header_bytes_0_to_63():
+    """Every byte the unwrap uses: AAD = bytes 0..63 (4..7 included), then the
+    wrapped key and its tag (64..111). The KDF and the KEK stay the same here:
+    only the byte under test changes, so the AAD alone makes the unwrap fail."""
+    a = enc(b"x")
+    parsed = F._parse_header(a[: F.HEADER_SIZE])
+    F._open_header(parsed, PW)  # the unaltered header opens
+    for i in range(F.HEADER_SIZE):
+        raw = bytearray(parsed.raw)
+        raw[i] ^= 0x01
+        altered = F._Parsed(raw=bytes(raw), kdf=parsed.kdf, chunk_exp=parsed.chunk_exp)
+        with pytest.raises(ArchiveError) as ei:
+            F._open_header(altered, PW)
+        expected = WrongPassphrase if i < F._OFF_MAC else ArchiveCorrupt
+        assert type(ei.value) is expected, i
+
+
+def test_header_changes_that_pass_the_checks_fail_the_unwrap():
+    """Rule 9: bytes 4..7 are authenticated too, whenever a change passes rules 4-8."""
+    a = enc(b"x", kdf=F.ScryptParams(log_n=3, r=8, p=1))
+    # byte 7: another chunk size in range
+    assert type(rejects(a[:7] + bytes([a[7] + 1]) + a[8:])) is WrongPassphrase
+    # byte 6: the other KDF, whose caps these parameters also pass (t=3, m=8 KiB, p=1)
+    assert type(rejects(a[:6] + bytes([F.KDF_ARGON2ID]) + a[7:])) is WrongPassphrase
+    # bytes 8..19: other parameters within the caps
+    assert type(rejects(_with_params(a, F.KDF_SCRYPT, (4, 8, 1)))) is WrongPassphrase
+
+
+def test_chunk_counter_limit():
+    """Counters 0 .. 2^88 - 1: at most 2^88 chunks; counter 2^88 is refused."""
+    assert F._MAX_COUNTER == 2**88 - 1
+    assert F._nonce(2**88 - 1, True) == b"\xff" * 11 + b"\x01"
+    assert F._nonce(2**88 - 1, False) == b"\xff" * 11 + b"\x00"
+    for final in (True, False):
+        with pytest.raises(ArchiveError):
+            F._nonce(2**88, final)
+    # the writer: the chunk with counter 2^88 - 1 is the last one it can seal
+    out = io.BytesIO()
+    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    e._counter = 2**88 - 1
+    e.finish()
+    out = io.BytesIO()
+    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    e._counter = 2**88 - 1
+    e.feed(os.urandom(CS + 1))  # seals counter 2^88 - 1 (not final)
+    with pytest.raises(ArchiveError):
+        e.finish()  # the final chunk would need counter 2^88
+    # the reader: opens a chunk at counter 2^88 - 1, refuses counter 2^88
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    r = F.Randomness.fresh()
+    header, key = F._build_header(PW, KDF, CS.bit_length() - 1, r)
+    last = AESGCM(key).encrypt(F._nonce(2**88 - 1, True), b"end", None)
+    d = F.Decryptor(io.BytesIO(header), PW)
+    out_buf = memoryview(bytearray(3))
+    assert d._check_chunk(2**88 - 1, memoryview(last), out_buf, last=True) is None
+    assert bytes(out_buf) == b"end"
+    with pytest.raises(ArchiveError):
+        d._check_chunk(2**88, memoryview(last), out_buf, last=True)
+
+
+def _size_of(payload_len: int, cs: int = CS) -> int:
+    return F.HEADER_SIZE + payload_len + F.TAG_SIZE * max(1, -(-payload_len // cs))
+
+
+def test_payload_size_from_the_file_size_exactly():
+    """read_header()'s plaintext_size is L exactly when the size is that of a valid
+    archive of L bytes; every other size gives None (`archive info`: payload_size
+    None / null)."""
+    sizes = {_size_of(n): n for n in range(4 * CS + 3)}
+    for size in range(F.HEADER_SIZE, _size_of(4 * CS)):
+        assert F.plaintext_size_for(size, CS) == sizes.get(size), size
+    a = enc(os.urandom(2 * CS))
+    for cut in (F.HEADER_SIZE, F.HEADER_SIZE + 5, F.HEADER_SIZE + CS + F.TAG_SIZE + 16):
+        info = F.read_header(io.BytesIO(a[:cut]))
+        assert info.archive_size == cut and info.plaintext_size is None
+    with pytest.raises(ArchiveTruncated):
+        F.read_header(io.BytesIO(a[: F.HEADER_SIZE - 1]))
+
+
+def test_second_flag_attempt_decides_the_error_class():
+    """Rules 13-15 and 17 with their exact classes: the reader must retry a
+    full-size last chunk with flag 0x00 to tell truncation from damage."""
+    r = F.Randomness.fresh()
+    full = os.urandom(CS)
+    cases = {
+        "last chunk full, sealed non-final (cut at a boundary)": (
+            [(full, False), (full, False)],
+            ArchiveTruncated,
+        ),
+        "last chunk short, sealed non-final": ([(full, False), (b"abc", False)], ArchiveCorrupt),
+        "final chunk in the middle": ([(full, True), (b"x", True)], ArchiveCorrupt),
+        "final chunk in the middle, full chunk after": (
+            [(full, True), (full, False), (b"x", True)],
+            ArchiveCorrupt,
+        ),
+        "empty final chunk after data": ([(full, False), (b"", True)], ArchiveCorrupt),
+    }
+    for name, (chunks, cls) in cases.items():
+        assert type(rejects(_forge(r, chunks))) is cls, name
+    good = _forge(r, [(full, False), (full, False), (b"x", True)])
+    damaged = bytearray(good[: F.HEADER_SIZE + 2 * (CS + F.TAG_SIZE)])
+    damaged[-1] ^= 1  # the last piece is full-size but opens with neither flag
+    assert type(rejects(bytes(damaged))) is ArchiveCorrupt
+
+
+# --- minimum KDF strength ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kdf,weak",
+    [
+        (F.DEFAULT_KDF, False),
+        (F.ScryptParams(), False),  # the documented alternative, logN=18 r=8 p=1
+        (F.ScryptParams(log_n=17, r=8, p=1), False),
+        (F.ScryptParams(log_n=16, r=8, p=1), True),
+        (F.ScryptParams(log_n=17, r=7, p=1), True),
+        (F.Argon2idParams(iterations=2, memory_kib=19456, lanes=1), False),
+        (F.Argon2idParams(iterations=1, memory_kib=1 << 20, lanes=4), True),
+        (F.Argon2idParams(iterations=10, memory_kib=19455, lanes=1), True),
+        (KDF, True),
+    ],
+)
+def test_kdf_minimum(kdf, weak):
+    kdf.check()  # all within the reader's caps
+    assert (kdf.weakness() is not None) is weak
+    if weak:
+        with pytest.raises(ValueError, match="minimum"):
+            F.Encryptor(io.BytesIO(), PW, chunk_size=CS, kdf=kdf)
+
+
+def test_writer_refuses_weak_kdf_everywhere(tmp_path):
+    src = tmp_path / "plain"
+    src.write_bytes(b"x")
+    with pytest.raises(ValueError):
+        F.encrypt_stream(io.BytesIO(b"x"), io.BytesIO(), PW, chunk_size=CS, kdf=KDF)
+    with pytest.raises(ValueError):
+        F.encrypt_file(src, tmp_path / "a.hbx", PW, chunk_size=CS, kdf=KDF)
+    with pytest.raises(ValueError):
+        with F.create_archive(tmp_path / "b.hbx", PW, chunk_size=CS, kdf=KDF):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
+
+
+def test_reader_accepts_weak_kdf_and_warns():
+    a = enc(b"weak but valid")
+    assert dec(a) == b"weak but valid"
+    info = F.read_header(io.BytesIO(a))
+    assert info.kdf_warning is not None and "minimum" in info.kdf_warning
+    strong = F.read_header(io.BytesIO(enc(b"x", kdf=F.Argon2idParams(2, 19456, 1))))
+    assert strong.kdf_warning is None
+
+
+def test_kdf_minimum_is_documented():
+    doc = DOCS.read_text()
+    assert f"log2(N) >= {F.SCRYPT_MIN_LOG_N}" in doc and f"r >= {F.SCRYPT_MIN_R}" in doc
+    assert f"t >= {F.ARGON2_MIN_ITERATIONS}" in doc
+    assert f"m >= {F.ARGON2_MIN_MEMORY_KIB} KiB" in doc

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
 import shutil
+import stat
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -150,3 +154,65 @@ def test_not_a_gpg_file(tmp_path):
     with pytest.raises(ArchiveError):
         legacy.extract_legacy(f, tmp_path / "out", PW)
     assert not (tmp_path / "out").exists()
+
+
+def encrypt_bytes(data: bytes, out: Path, pw: bytes = PW) -> None:
+    """The old tool's gpg step over given bytes (a hand-made .tar.gz)."""
+    r, w = os.pipe()
+    os.write(w, pw + b"\n")
+    os.close(w)
+    subprocess.run(
+        [
+            "gpg",
+            "--batch",
+            "--yes",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase-fd",
+            str(r),
+            "--symmetric",
+            "--cipher-algo",
+            "AES256",
+            "-o",
+            str(out),
+        ],
+        input=data,
+        pass_fds=(r,),
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(r)
+
+
+def test_root_entry_never_loosens_the_destination(tmp_path, tree):
+    os.chmod(tree, 0o1777)  # the backup's `./` entry says 1777
+    backup = tmp_path / "box.tar.gz.gpg"
+    make_backup(tree, backup)
+    assert legacy.validate_legacy(backup, PW, allow_external_symlinks=True).files == 2
+    legacy.extract_legacy(backup, tmp_path / "out", PW)
+    st = os.lstat(tmp_path / "out")
+    assert stat.S_IMODE(st.st_mode) == 0o700
+    assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())
+
+
+def _tar(name: str, data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        ti = tarfile.TarInfo(name)
+        ti.size = len(data)
+        tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_data_after_the_tar_end_refused(tmp_path):
+    backup = tmp_path / "box.tar.gz.gpg"
+    encrypt_bytes(gzip.compress(_tar("f", b"x") + _tar("smuggled", b"hidden")), backup)
+    with pytest.raises(ArchiveCorrupt):
+        legacy.validate_legacy(backup, PW)
+    with pytest.raises(ArchiveCorrupt):
+        legacy.extract_legacy(backup, tmp_path / "out", PW)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["box.tar.gz.gpg"]
+    ok = tmp_path / "ok.tar.gz.gpg"
+    encrypt_bytes(gzip.compress(_tar("f", b"x") + bytes(4096)), ok)  # zeros are fine
+    legacy.extract_legacy(ok, tmp_path / "out", PW)
+    assert (tmp_path / "out/f").read_bytes() == b"x"

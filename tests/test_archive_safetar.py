@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import stat
 import subprocess
 import tarfile
 from pathlib import Path
@@ -19,7 +20,16 @@ from hbtui.archive.errors import (
     UnsafeArchive,
     WrongPassphrase,
 )
-from hbtui.archive.safetar import extract_hbx, extract_tar, pack_dir, validate_hbx, validate_tar
+from hbtui.archive.safetar import (
+    DIR_MODE_BITS,
+    FILE_MODE_BITS,
+    ROOT_MODE,
+    extract_hbx,
+    extract_tar,
+    pack_dir,
+    validate_hbx,
+    validate_tar,
+)
 
 KDF = F.ScryptParams(log_n=4, r=1, p=1)
 PW = b"pw"
@@ -29,7 +39,7 @@ needs_zstd = pytest.mark.skipif(shutil.which("zstd") is None, reason="zstd not i
 
 
 def make_tar(entries) -> bytes:
-    """entries: (name, type, data-or-linkname[, mode])"""
+    """entries: (name, type, data-or-linkname[, mode[, {TarInfo attribute: value}]])"""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
         for e in entries:
@@ -37,6 +47,8 @@ def make_tar(entries) -> bytes:
             ti = tarfile.TarInfo(name)
             ti.mode = e[3] if len(e) > 3 else (0o755 if kind == "dir" else 0o644)
             ti.mtime = 1_700_000_000
+            for attr, value in (e[4] if len(e) > 4 else {}).items():
+                setattr(ti, attr, value)
             if kind == "file":
                 ti.size = len(payload)
                 tf.addfile(ti, io.BytesIO(payload))
@@ -48,6 +60,7 @@ def make_tar(entries) -> bytes:
                 "chr": tarfile.CHRTYPE,
                 "blk": tarfile.BLKTYPE,
                 "fifo": tarfile.FIFOTYPE,
+                "unknown": b"Z",
             }[kind]
             if kind in ("sym", "hard"):
                 ti.linkname = payload
@@ -92,6 +105,14 @@ BAD = {
     "file under a file": [("f", "file", b"x"), ("f/g", "file", b"y")],
     "file replaces dir": [("d", "dir", None), ("d", "file", b"x")],
     "dir replaces symlink": [("d", "sym", "x"), ("d", "dir", None)],
+    "file named as the root": [(".", "file", b"x")],
+    "symlink named as the root": [("./", "sym", "a")],
+    "hardlink to itself": [("h", "file", b"x"), ("h", "hard", "h")],
+    "hardlink to a directory": [("d", "dir", None), ("h", "hard", "d")],
+    "hardlink to a later file": [("h", "hard", "f"), ("f", "file", b"x")],
+    "symlink loop": [("a", "sym", "b"), ("b", "sym", "a")],
+    "unknown entry type": [("z", "unknown", None)],
+    "refusal after good entries": [*GOOD, ("/etc/evil", "file", b"x")],
 }
 
 
@@ -172,7 +193,9 @@ def zstd(data: bytes) -> bytes:
 
 def hbx(tar_bytes: bytes, path: Path) -> bytes:
     out = io.BytesIO()
-    F.encrypt_stream(io.BytesIO(zstd(tar_bytes)), out, PW, chunk_size=CS, kdf=KDF)
+    F.encrypt_stream(
+        io.BytesIO(zstd(tar_bytes)), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True
+    )
     path.write_bytes(out.getvalue())
     return out.getvalue()
 
@@ -183,7 +206,7 @@ def test_hbx_round_trip_with_pack_dir(tmp_path):
     extract_tar(io.BytesIO(make_tar(GOOD)), src)
     (src / "big.bin").write_bytes(os.urandom(300_000))
     arc = tmp_path / "box.hbx"
-    pack_dir(src, arc, PW, chunk_size=CS, kdf=KDF)
+    pack_dir(src, arc, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
     assert (arc.stat().st_mode & 0o777) == 0o600
     s = validate_hbx(arc, PW)
     assert s.files == 3
@@ -244,8 +267,321 @@ def test_hbx_damage_leaves_no_destination(tmp_path, damage):
 def test_hbx_payload_not_zstd(tmp_path):
     arc = tmp_path / "a.hbx"
     out = io.BytesIO()
-    F.encrypt_stream(io.BytesIO(b"plain text, not zstd" * 100), out, PW, chunk_size=CS, kdf=KDF)
+    F.encrypt_stream(
+        io.BytesIO(b"plain text, not zstd" * 100),
+        out,
+        PW,
+        chunk_size=CS,
+        kdf=KDF,
+        allow_weak_kdf=True,
+    )
     arc.write_bytes(out.getvalue())
     with pytest.raises(ArchiveCorrupt):
         extract_hbx(arc, tmp_path / "out", PW)
     assert [p.name for p in tmp_path.iterdir()] == ["a.hbx"]
+
+
+# --- the destination itself (`./`) ------------------------------------------------
+
+ROOT_NAMES = ["./", ".", "./.", ".//"]
+LOOSE = {"mtime": 1, "uid": 4242, "gid": 4242}  # what a root entry must not apply
+
+
+def root_archive(root_name: str, mode: int) -> bytes:
+    """A tar naming the destination itself, first and again last, with a loose mode."""
+    return make_tar(
+        [
+            (root_name, "dir", None, mode, LOOSE),
+            ("a", "dir", None),
+            ("a/f", "file", b"x"),
+            (root_name, "dir", None, mode, LOOSE),
+        ]
+    )
+
+
+def assert_root_untouched(dest: Path) -> None:
+    st = os.lstat(dest)
+    assert stat.S_IMODE(st.st_mode) == ROOT_MODE == 0o700
+    assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())
+    assert st.st_mtime > 1_000_000_000  # now, not the archive's time 1
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o7777, 0o000], ids=oct)
+@pytest.mark.parametrize("root_name", ROOT_NAMES)
+def test_root_entry_never_loosens_the_destination(tmp_path, root_name, mode):
+    data = root_archive(root_name, mode)
+    dest = tmp_path / "out"
+    s = extract_tar(io.BytesIO(data), dest)
+    assert_root_untouched(dest)
+    assert (dest / "a/f").read_bytes() == b"x"
+    assert s.dirs == 1  # the root is not counted as an extracted directory
+    assert validate_tar(io.BytesIO(data)) == s
+
+
+def test_destination_mode_without_a_root_entry(tmp_path):
+    extract_tar(io.BytesIO(make_tar([("f", "file", b"x")])), tmp_path / "out")
+    assert_root_untouched(tmp_path / "out")
+
+
+def test_destination_mode_whatever_the_umask(tmp_path):
+    old = os.umask(0o777)
+    try:
+        extract_tar(io.BytesIO(root_archive("./", 0o777)), tmp_path / "out")
+    finally:
+        os.umask(old)
+    assert_root_untouched(tmp_path / "out")
+
+
+@needs_zstd
+@pytest.mark.parametrize("mode", [0o777, 0o1777], ids=oct)
+def test_root_entry_hbx_extract_and_load_validation(tmp_path, mode):
+    arc = tmp_path / "a.hbx"
+    hbx(root_archive("./", mode), arc)
+    # `hbtui load` checks with validate_hbx (writing nothing) before it creates a box
+    s = validate_hbx(arc, PW, allow_external_symlinks=True)
+    assert (s.dirs, s.files) == (1, 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.hbx"]
+    # `hbtui extract`
+    extract_hbx(arc, tmp_path / "out", PW)
+    assert_root_untouched(tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.hbx", "out"]
+
+
+@needs_zstd
+def test_pack_dir_round_trip_keeps_destination_private(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_text("x")
+    os.chmod(src, 0o1777)  # the archive's `./` says 1777
+    pack_dir(src, tmp_path / "a.hbx", PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    extract_hbx(tmp_path / "a.hbx", tmp_path / "out", PW)
+    assert_root_untouched(tmp_path / "out")
+
+
+# --- modes, owners, xattrs ----------------------------------------------------------
+
+
+def test_modes_owners_and_xattrs(tmp_path):
+    xattrs = {
+        "SCHILY.xattr.user.hbtui": "x",
+        "SCHILY.xattr.security.capability": "\x01\x00\x00\x02",
+        "SCHILY.acl.access": "user::rwx,group::rwx,other::rwx",
+    }
+    owner = {"uid": 4242, "gid": 4242, "uname": "evil", "gname": "evil"}
+    data = make_tar(
+        [
+            ("suid", "file", b"x", 0o4755, owner),
+            ("sgid", "file", b"x", 0o2750, owner),
+            ("sticky", "file", b"x", 0o1644),
+            ("tagged", "file", b"x", 0o644, {"pax_headers": xattrs}),
+            ("d-all", "dir", None, 0o7777, owner),
+            ("d-sgid", "dir", None, 0o2755),
+            ("d-sticky", "dir", None, 0o1777),
+            ("d-none", "dir", None, 0o000),
+        ]
+    )
+    dest = tmp_path / "out"
+    extract_tar(io.BytesIO(data), dest)
+    modes = {p.name: stat.S_IMODE(os.lstat(p).st_mode) for p in dest.iterdir()}
+    assert modes == {
+        "suid": 0o755,
+        "sgid": 0o750,
+        "sticky": 0o644,
+        "tagged": 0o644,
+        "d-all": 0o1777,  # setuid and setgid dropped; sticky kept
+        "d-sgid": 0o755,
+        "d-sticky": 0o1777,
+        "d-none": 0o000,
+    }
+    assert FILE_MODE_BITS == 0o777 and DIR_MODE_BITS == 0o1777
+    for p in dest.iterdir():
+        st = os.lstat(p)
+        assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())  # never chowned
+    try:
+        names = os.listxattr(dest / "tagged")
+    except OSError:  # no xattr support here: nothing could have been applied
+        names = []
+    assert not [n for n in names if n in ("user.hbtui", "security.capability")]
+    assert not [n for n in names if n.startswith("system.posix_acl")]
+    os.chmod(dest / "d-none", 0o700)
+
+
+# --- duplicates ------------------------------------------------------------------------
+
+
+def test_duplicate_entries_last_one_wins_without_writing_through(tmp_path):
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"untouched")
+    data = make_tar(
+        [
+            ("f", "file", b"first"),
+            ("h", "hard", "f"),
+            ("f", "file", b"second"),  # replaces f; h keeps the first inode
+            ("d", "dir", None, 0o755, {"mtime": 1_000_000_000}),
+            ("d", "dir", None, 0o750, {"mtime": 1_100_000_000}),
+            ("l", "sym", str(outside)),
+            ("l", "file", b"not through the link"),  # replaces the link itself
+            ("g", "file", b"a file first"),
+            ("g", "sym", "f"),
+        ]
+    )
+    dest = tmp_path / "out"
+    s = extract_tar(io.BytesIO(data), dest, allow_external_symlinks=True)
+    assert (dest / "f").read_bytes() == b"second"
+    assert (dest / "h").read_bytes() == b"first"
+    assert stat.S_IMODE(os.lstat(dest / "d").st_mode) == 0o750
+    assert os.lstat(dest / "d").st_mtime == 1_100_000_000
+    assert not (dest / "l").is_symlink() and (dest / "l").read_bytes() == b"not through the link"
+    assert outside.read_bytes() == b"untouched"
+    assert os.readlink(dest / "g") == "f"
+    assert validate_tar(io.BytesIO(data), allow_external_symlinks=True) == s
+
+
+# --- the end of the tar stream ------------------------------------------------------------
+
+
+def _cut_marker(data: bytes) -> bytes:
+    """The tar without its end-of-archive marker and padding (ends after the last entry)."""
+    end = len(data)
+    while end >= 512 and data[end - 512 : end] == bytes(512):
+        end -= 512
+    return data[:end]
+
+
+def _flip_second_header(data: bytes) -> bytes:
+    # PAX_FORMAT writes a PAX header only when needed: entries here are plain ustar.
+    b = bytearray(data)
+    second = 512 + 512  # header of "f" (512) and its one data block (512)
+    assert b[second : second + 1] == b"g"
+    b[second + 100] ^= 0x01  # inside the mode field: the checksum no longer matches
+    return bytes(b)
+
+
+TWO = make_tar([("f", "file", b"x" * 100), ("g", "file", b"y")])
+SMUGGLED = make_tar([("smuggled", "file", b"hidden")])
+
+TAR_ENDINGS = {
+    "no end-of-archive marker": _cut_marker(TWO),
+    "cut inside a header": _cut_marker(TWO) + b"\x00" * 100,
+    "cut inside a header (non-zero)": _cut_marker(TWO) + SMUGGLED[:100],
+    "damaged header after good entries": _flip_second_header(TWO),
+    "a second tar after the end": TWO + SMUGGLED,
+    "an entry after a lone zero block": _cut_marker(TWO) + bytes(512) + SMUGGLED,
+    "one non-zero byte in the padding": TWO[:-1] + b"\x01",
+}
+
+
+@pytest.mark.parametrize("name", list(TAR_ENDINGS))
+def test_tar_stream_must_end_cleanly(tmp_path, name):
+    data = TAR_ENDINGS[name]
+    with pytest.raises(ArchiveCorrupt):
+        extract_tar(io.BytesIO(data), tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ArchiveCorrupt):
+        validate_tar(io.BytesIO(data))
+
+
+@pytest.mark.parametrize("extra", [0, 1, 511, 512, 10240, 100_000])
+def test_zeros_after_the_end_marker_are_fine(tmp_path, extra):
+    data = TWO + bytes(extra)
+    extract_tar(io.BytesIO(data), tmp_path / "out")
+    assert (tmp_path / "out/g").read_bytes() == b"y"
+    assert validate_tar(io.BytesIO(data)).files == 2
+
+
+def test_empty_tar_is_an_empty_folder(tmp_path):
+    data = make_tar([])
+    assert data == bytes(len(data))  # just the marker and padding
+    extract_tar(io.BytesIO(data), tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
+    with pytest.raises(ArchiveCorrupt):
+        extract_tar(io.BytesIO(b""), tmp_path / "out2")  # not even a marker
+
+
+@pytest.mark.skipif(shutil.which("tar") is None, reason="GNU tar not installed")
+def test_sparse_member_refused(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    with open(src / "holes", "wb") as f:
+        f.truncate(1 << 20)
+        f.seek(1 << 19)
+        f.write(b"data")
+    data = subprocess.run(
+        ["tar", "-C", str(src), "--sparse", "--format=gnu", "-cf", "-", "."],
+        stdout=subprocess.PIPE,
+        check=True,
+    ).stdout
+    if not any(m.issparse() for m in tarfile.open(fileobj=io.BytesIO(data))):
+        pytest.skip("this file system or tar made no sparse member")
+    with pytest.raises(UnsafeArchive):
+        extract_tar(io.BytesIO(data), tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+# --- the payload of an HBX archive -------------------------------------------------------
+
+
+@needs_zstd
+@pytest.mark.parametrize("name", ["a second tar after the end", "no end-of-archive marker"])
+def test_hbx_tar_stream_must_end_cleanly(tmp_path, name):
+    arc = tmp_path / "a.hbx"
+    hbx(TAR_ENDINGS[name], arc)
+    with pytest.raises(ArchiveCorrupt):
+        validate_hbx(arc, PW, allow_external_symlinks=True)
+    with pytest.raises(ArchiveCorrupt):
+        extract_hbx(arc, tmp_path / "out", PW)
+    assert [p.name for p in tmp_path.iterdir()] == ["a.hbx"]
+
+
+def _encrypt(payload: bytes, path: Path) -> None:
+    out = io.BytesIO()
+    F.encrypt_stream(io.BytesIO(payload), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    path.write_bytes(out.getvalue())
+
+
+SKIPPABLE = b"\x50\x2a\x4d\x18" + (4).to_bytes(4, "little") + b"skip"
+
+
+@needs_zstd
+def test_hbx_payload_may_be_several_zstd_frames(tmp_path):
+    half = len(TWO) // 2
+    arc = tmp_path / "a.hbx"
+    _encrypt(zstd(TWO[:half]) + SKIPPABLE + zstd(TWO[half:]), arc)
+    extract_hbx(arc, tmp_path / "out", PW)
+    assert (tmp_path / "out/f").read_bytes() == b"x" * 100
+
+
+@needs_zstd
+@pytest.mark.parametrize("tail", [b"junk", bytes(4)])
+def test_hbx_payload_nothing_after_the_zstd_frames(tmp_path, tail):
+    arc = tmp_path / "a.hbx"
+    _encrypt(zstd(TWO) + tail, arc)
+    with pytest.raises(ArchiveCorrupt):
+        extract_hbx(arc, tmp_path / "out", PW)
+    with pytest.raises(ArchiveCorrupt):
+        validate_hbx(arc, PW)
+    assert [p.name for p in tmp_path.iterdir()] == ["a.hbx"]
+
+
+@needs_zstd
+def test_pack_dir_payload_shape(tmp_path):
+    """What hbtui writes (as the guest's `tar -C /data -cf - . | zstd -T0` does): one
+    zstd frame of a tar whose names are relative with `./`, first the root itself,
+    then the end-of-archive marker and zero padding to a 10 KiB record."""
+    src = tmp_path / "src"
+    (src / "a").mkdir(parents=True)
+    (src / "a/f").write_bytes(b"x" * 3000)
+    arc = tmp_path / "a.hbx"
+    pack_dir(src, arc, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    compressed = io.BytesIO()
+    with open(arc, "rb") as f:
+        F.decrypt_stream(f, compressed, PW)
+    frame = compressed.getvalue()
+    assert frame[:4] == b"\x28\xb5\x2f\xfd"  # a zstd frame
+    tar = subprocess.run(
+        ["zstd", "-d", "-q", "-c"], input=frame, stdout=subprocess.PIPE, check=True
+    ).stdout
+    assert len(tar) % 10240 == 0
+    raw_names = [tar[off : off + 100].rstrip(b"\0") for off in (0, 512, 1024)]
+    assert raw_names == [b"./", b"./a/", b"./a/f"]
+    assert tar[1536 + 3072 :] == bytes(len(tar) - 1536 - 3072)  # marker and padding

@@ -55,6 +55,7 @@ def test_vector_reencrypts_identically(v):
         pw,
         chunk_size=v["chunk_size"],
         kdf=kdf,
+        allow_weak_kdf=True,
         _randomness=rnd,
     )
     assert out.getvalue().hex() == v["archive_hex"]
@@ -65,9 +66,24 @@ def test_vector_reencrypts_identically(v):
 
 
 @pytest.mark.parametrize("v", VECTORS["invalid"], ids=lambda v: v["description"])
-def test_invalid_vector_rejected(v):
+def test_invalid_vector_rejected(v, tmp_path):
+    """The exact class, from the stream reader and from the threaded file verifier."""
     cls = getattr(E, v["error"])
-    with pytest.raises(cls):
-        F.verify_stream(
-            io.BytesIO(bytes.fromhex(v["archive_hex"])), bytes.fromhex(v["passphrase_hex"])
-        )
+    data = bytes.fromhex(v["archive_hex"])
+    pw = bytes.fromhex(v["passphrase_hex"])
+    with pytest.raises(cls) as ei:
+        F.verify_stream(io.BytesIO(data), pw)
+    assert type(ei.value) is cls
+    path = tmp_path / "v.hbx"
+    path.write_bytes(data)
+    with pytest.raises(cls) as ei:
+        F.verify_file(path, pw)
+    assert type(ei.value) is cls
+
+
+@pytest.mark.parametrize("v", VECTORS["vectors"], ids=lambda v: v["description"])
+def test_vector_kdf_is_weak_and_flagged(v):
+    """The vectors' tiny KDF parameters: accepted by the reader, flagged by read_header."""
+    info = F.read_header(io.BytesIO(bytes.fromhex(v["archive_hex"])))
+    assert info.kdf == _kdf(v) and info.kdf_warning is not None
+    assert info.plaintext_size == len(v["plaintext_hex"]) // 2

@@ -120,6 +120,14 @@ ARGON2_MAX_LANES = 16
 ARGON2_MAX_MEMORY_KIB = MAX_KDF_MEMORY // 1024
 ARGON2_MAX_WORK_KIB = 4 * ARGON2_MAX_MEMORY_KIB  # iterations * memory
 
+# The weakest parameters a writer may use (docs: "Minimum strength", the OWASP
+# minimums). A reader accepts weaker ones within the caps (the test vectors use
+# tiny ones) but read_header() reports them in HeaderInfo.kdf_warning.
+SCRYPT_MIN_LOG_N = 17  # N = 2^17
+SCRYPT_MIN_R = 8  # with log2(N) = 17: 128 MiB
+ARGON2_MIN_ITERATIONS = 2
+ARGON2_MIN_MEMORY_KIB = 19 * 1024  # 19 MiB
+
 # Offsets of the header fields.
 _OFF_PARAMS = 8
 _OFF_KDF_SALT = 20
@@ -128,6 +136,7 @@ _OFF_WRAP_NONCE = 52
 _OFF_WRAPPED_KEY = 64
 _OFF_MAC = 112
 
+# Chunk counters run 0 .. 2^88 - 1 (11 bytes): at most 2^88 chunks in one archive.
 _MAX_COUNTER = (1 << 88) - 1
 
 Progress = Callable[[int], None]
@@ -172,6 +181,15 @@ class ScryptParams:
         return _Scrypt(salt=salt, length=KEY_SIZE, n=1 << self.log_n, r=self.r, p=self.p).derive(
             passphrase
         )
+
+    def weakness(self) -> str | None:
+        """Why these parameters are below the minimum a writer must use, or None."""
+        if self.log_n < SCRYPT_MIN_LOG_N or self.r < SCRYPT_MIN_R:
+            return (
+                f"scrypt logN={self.log_n} r={self.r} is below the minimum a writer must "
+                f"use (logN >= {SCRYPT_MIN_LOG_N}, r >= {SCRYPT_MIN_R})"
+            )
+        return None
 
     def describe(self) -> str:
         return f"scrypt logN={self.log_n} r={self.r} p={self.p}"
@@ -220,6 +238,15 @@ class Argon2idParams:
             memory_cost=self.memory_kib,
         ).derive(passphrase)
 
+    def weakness(self) -> str | None:
+        """Why these parameters are below the minimum a writer must use, or None."""
+        if self.iterations < ARGON2_MIN_ITERATIONS or self.memory_kib < ARGON2_MIN_MEMORY_KIB:
+            return (
+                f"argon2id t={self.iterations} m={self.memory_kib}KiB is below the minimum a "
+                f"writer must use (t >= {ARGON2_MIN_ITERATIONS}, m >= {ARGON2_MIN_MEMORY_KIB} KiB)"
+            )
+        return None
+
     def describe(self) -> str:
         return f"argon2id t={self.iterations} m={self.memory_kib}KiB p={self.lanes}"
 
@@ -253,6 +280,9 @@ class HeaderInfo:
     header_size: int
     archive_size: int | None  # None when the source size cannot be known
     plaintext_size: int | None  # None when unknown or the size is impossible
+    # Set when the KDF parameters are within the caps (else the header is refused)
+    # but below the minimum a writer must use: the archive opens, weakly protected.
+    kdf_warning: str | None = None
 
     @property
     def kdf_name(self) -> str:
@@ -468,6 +498,8 @@ class Encryptor:
     chunk. A full chunk is held back until more data arrives, so the final
     chunk is never empty unless the whole payload is. `progress`, if given,
     is called with the cumulative number of plaintext bytes taken so far.
+    KDF parameters below the writer's minimum (`KdfParams.weakness()`) are
+    refused with ValueError unless `allow_weak_kdf` (tests, test vectors).
     """
 
     def __init__(
@@ -478,11 +510,15 @@ class Encryptor:
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         kdf: KdfParams = DEFAULT_KDF,
         progress: Progress | None = None,
+        allow_weak_kdf: bool = False,
         _randomness: Randomness | None = None,
     ) -> None:
         _check_passphrase(passphrase)
         exp = _check_chunk_size(chunk_size)
         kdf.check()
+        weak = kdf.weakness()
+        if weak is not None and not allow_weak_kdf:
+            raise ValueError(f"{weak}; pass allow_weak_kdf=True only for tests")
         rnd = _randomness if _randomness is not None else Randomness.fresh()
         rnd.check()
         header, payload_key = _build_header(passphrase, kdf, exp, rnd)
@@ -600,11 +636,18 @@ def encrypt_stream(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     kdf: KdfParams = DEFAULT_KDF,
     progress: Progress | None = None,
+    allow_weak_kdf: bool = False,
     _randomness: Randomness | None = None,
 ) -> int:
     """Encrypt all of `src` into `dst`; return the plaintext byte count."""
     enc = Encryptor(
-        dst, passphrase, chunk_size=chunk_size, kdf=kdf, progress=progress, _randomness=_randomness
+        dst,
+        passphrase,
+        chunk_size=chunk_size,
+        kdf=kdf,
+        progress=progress,
+        allow_weak_kdf=allow_weak_kdf,
+        _randomness=_randomness,
     )
     n = enc.feed_from(src)
     enc.finish()
@@ -786,6 +829,7 @@ def read_header(src: BinaryIO | str | os.PathLike[str]) -> HeaderInfo:
         header_size=HEADER_SIZE,
         archive_size=archive_size,
         plaintext_size=plain,
+        kdf_warning=parsed.kdf.weakness(),
     )
 
 
@@ -840,11 +884,19 @@ def create_archive(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     kdf: KdfParams = DEFAULT_KDF,
     progress: Progress | None = None,
+    allow_weak_kdf: bool = False,
 ) -> Iterator[Encryptor]:
     """Yield an Encryptor writing to a private temporary file; on normal exit
     finish it and move it to `path`. On error nothing is left behind."""
     with atomic_output(path) as f:
-        enc = Encryptor(f, passphrase, chunk_size=chunk_size, kdf=kdf, progress=progress)
+        enc = Encryptor(
+            f,
+            passphrase,
+            chunk_size=chunk_size,
+            kdf=kdf,
+            progress=progress,
+            allow_weak_kdf=allow_weak_kdf,
+        )
         yield enc
         if not enc.finished:
             enc.finish()
@@ -858,11 +910,17 @@ def encrypt_file(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     kdf: KdfParams = DEFAULT_KDF,
     progress: Progress | None = None,
+    allow_weak_kdf: bool = False,
 ) -> int:
     """Encrypt a file into a new archive at `dst_path` (0600, atomic)."""
     with open(src_path, "rb", buffering=0) as src:
         with create_archive(
-            dst_path, passphrase, chunk_size=chunk_size, kdf=kdf, progress=progress
+            dst_path,
+            passphrase,
+            chunk_size=chunk_size,
+            kdf=kdf,
+            progress=progress,
+            allow_weak_kdf=allow_weak_kdf,
         ) as enc:
             return enc.feed_from(src)
 

@@ -1,8 +1,10 @@
 """Safe extraction (and validation) of tar streams from archives.
 
+The policy is specified in docs/archive-format.md, "Extraction policy".
 Every entry is checked before anything is written for it:
 
-* names: no absolute path, no `..` component, no NUL, no empty name;
+* names: no absolute path, no `..` component, no NUL, no empty name (other
+  than a directory entry naming the root itself, like `./`);
 * types: regular files, directories, symlinks and hardlinks only (devices,
   fifos, sparse and unknown types are refused);
 * nothing is ever written through a symlink: an entry whose parent path is
@@ -11,7 +13,15 @@ Every entry is checked before anything is written for it:
   (resolved against every symlink of the archive, at entry time and again
   once the whole stream is known) are refused;
 * hardlinks: the target must be an earlier regular file inside the root;
-* setuid/setgid/sticky bits are dropped; ownership is not restored.
+* modes: files keep their permission bits only (setuid, setgid and sticky
+  dropped); directories keep permission bits and sticky (setuid, setgid
+  dropped); ownership, xattrs, ACLs and capabilities are never applied;
+* the root: a directory entry that names the destination itself (`./`)
+  changes nothing: the destination keeps the mode 0700, owner and times
+  it was created with;
+* the stream: it must end with tar's end-of-archive marker (a zero block),
+  and only zero bytes may follow it; a damaged header is an error, never a
+  silent end.
 
 Extraction goes to a private temporary folder beside the destination, which
 is renamed into place only after the whole tar stream was read, the
@@ -37,7 +47,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, BinaryIO, Protocol
+from typing import IO, TYPE_CHECKING, BinaryIO, Protocol, Self
 
 from hbtui.archive._proc import last_line, need
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, UnsafeArchive
@@ -67,6 +77,13 @@ __all__ = [
 
 _COPY = 1 << 20
 _MAX_LINK_HOPS = 40
+# The mode bits an extracted entry keeps. Files: permissions only (no setuid,
+# setgid or sticky). Directories: permissions and sticky, which only restricts
+# (dropping it from a 1777 folder would let anyone delete anyone's files there).
+FILE_MODE_BITS = 0o777
+DIR_MODE_BITS = 0o1777
+#: The destination folder's mode; the archive's `./` entry does not change it.
+ROOT_MODE = 0o700
 
 
 @dataclass
@@ -225,27 +242,61 @@ class _TarStream(Protocol):
     def read(self, size: int, /) -> bytes: ...
 
 
-def _members(reader: _TarStream) -> tuple[tarfile.TarFile, Iterator[tarfile.TarInfo]]:
+# tarfile's header errors (stable since Python 3.2, absent from typeshed).
+_EOFHeaderError: type[tarfile.HeaderError] = tarfile.EOFHeaderError  # type: ignore[attr-defined]
+_TruncatedHeaderError: type[tarfile.HeaderError] = tarfile.TruncatedHeaderError  # type: ignore[attr-defined]
+_InvalidHeaderError: type[tarfile.HeaderError] = tarfile.InvalidHeaderError  # type: ignore[attr-defined]
+
+
+class _TarInfo(tarfile.TarInfo):
+    @classmethod
+    def fromtarfile(cls, tarfile_: tarfile.TarFile) -> Self:
+        try:
+            return super().fromtarfile(tarfile_)
+        except _EOFHeaderError:  # an all-zero block: the end-of-archive marker
+            if isinstance(tarfile_, _TarReader):
+                tarfile_.ended_with_marker = True
+            raise
+        except _TruncatedHeaderError:
+            raise ArchiveCorrupt("the tar stream is cut short inside a header") from None
+        except _InvalidHeaderError as e:
+            raise ArchiveCorrupt(f"the tar stream holds a damaged header ({e})") from None
+
+
+class _TarReader(tarfile.TarFile):
+    """tarfile's stream reader, noting whether the stream ended with tar's
+    end-of-archive marker (tarfile alone stops silently at a zero block, at
+    the end of the data, at a cut header and at a damaged header alike)."""
+
+    tarinfo = _TarInfo
+    ended_with_marker = False
+
+
+def _members(reader: _TarStream) -> tuple[_TarReader, Iterator[tarfile.TarInfo]]:
     try:
         # typeshed types `fileobj` as a full seekable, writable file for every
         # mode; the read-only stream mode "r|" only ever calls read().
-        tf = tarfile.open(fileobj=reader, mode="r|", bufsize=_COPY)  # type: ignore[call-overload]
+        tf = _TarReader.open(fileobj=reader, mode="r|", bufsize=_COPY)  # type: ignore[call-overload]
     except tarfile.TarError as e:
         raise ArchiveCorrupt(f"the payload is not a valid tar stream ({e})") from None
+    assert isinstance(tf, _TarReader)
     return tf, iter(tf)
 
 
-def _drain(reader: _TarStream) -> None:
-    buf = bytearray(_COPY)
-    mv = memoryview(buf)
-    readinto = getattr(reader, "readinto", None)
+def _finish_stream(tf: _TarReader) -> None:
+    """After the last entry: the end-of-archive marker must have been there, and
+    the rest of the stream (tar pads its last record with zeros) must be zeros.
+    Reads to the end, so the producer (zstd, the final chunk, gpg) is checked."""
+    if not tf.ended_with_marker:
+        raise ArchiveCorrupt(
+            "the tar stream ends without its end-of-archive marker (it was cut short)"
+        )
     while True:
-        if readinto is not None:
-            n = readinto(mv)
-        else:
-            n = len(reader.read(_COPY))
-        if not n:
+        data = tf.fileobj.read(_COPY)
+        if not data:
             return
+        if data.count(0) != len(data):
+            raise ArchiveCorrupt("the tar stream has data after its end-of-archive marker")
 
 
 def _walk(
@@ -267,7 +318,7 @@ def _walk(
     except (EOFError, tarfile.TarError) as e:
         raise ArchiveCorrupt(f"the tar stream is invalid or cut short ({e})") from None
     policy.final_check()
-    _drain(reader)
+    _finish_stream(tf)
 
 
 def validate_tar(reader: BinaryIO, *, allow_external_symlinks: bool = False) -> TarSummary:
@@ -309,7 +360,8 @@ class _Extractor:
 
     def entry(self, tf: tarfile.TarFile, m: tarfile.TarInfo, path: str, kind: str) -> None:
         if not path:
-            self.dirs.append((self.root, m.mode, m.mtime))
+            # The destination itself (`./`): the user named it and hbtui made it
+            # (ROOT_MODE); the archive sets neither its mode nor its times.
             return
         parent = self._parent(path)
         target = parent / path.split("/")[-1]
@@ -345,7 +397,7 @@ class _Extractor:
                         w = os.write(fd, view)
                         view = view[w:]
                     left -= n
-                os.fchmod(fd, m.mode & 0o777)
+                os.fchmod(fd, m.mode & FILE_MODE_BITS)
                 os.utime(fd, (m.mtime, m.mtime))
             finally:
                 os.close(fd)
@@ -367,8 +419,10 @@ class _Extractor:
             os.link(src_path, target, follow_symlinks=False)
 
     def finish_dirs(self) -> None:
+        # Deepest first, so a read-only folder is closed after what is in it; for a
+        # directory named twice, the later entry's mode and time win (stable sort).
         for d, mode, mtime in sorted(self.dirs, key=lambda t: len(t[0].parts), reverse=True):
-            os.chmod(d, (mode & 0o1777) | 0o700 if d == self.root else mode & 0o1777)
+            os.chmod(d, mode & DIR_MODE_BITS)
             os.utime(d, (mtime, mtime))
 
 
@@ -417,6 +471,7 @@ def _run_extract(source: _Source, dest: Path, allow_external_symlinks: bool) -> 
         raise ArchiveError(f"the folder {str(dest.parent)!r} does not exist")
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.extract-"))
     try:
+        os.chmod(tmp, ROOT_MODE)  # mkdtemp's mode; stated, whatever the umask
         policy = _Policy(allow_external_symlinks)
         ex = _Extractor(tmp)
         _walk(source.stdout, policy, ex.entry)
@@ -627,6 +682,7 @@ def pack_dir(
     kdf: KdfParams = DEFAULT_KDF,
     progress: Progress | None = None,
     zstd_level: int = 3,
+    allow_weak_kdf: bool = False,
 ) -> int:
     """Make an HBX archive of a host folder: `tar -C DIR -cf - .` piped
     through `zstd -T0`, encrypted into `dest` (0600, atomic). Returns the
@@ -650,7 +706,14 @@ def pack_dir(
     tproc.stdout.close()
     try:
         with atomic_output(dest) as f:
-            enc = Encryptor(f, passphrase, chunk_size=chunk_size, kdf=kdf, progress=progress)
+            enc = Encryptor(
+                f,
+                passphrase,
+                chunk_size=chunk_size,
+                kdf=kdf,
+                progress=progress,
+                allow_weak_kdf=allow_weak_kdf,
+            )
             enc.feed_from(zproc.stdout)
             trc, zrc = tproc.wait(), zproc.wait()
             if trc != 0:
