@@ -1,63 +1,468 @@
 """The user's settings: `config.toml` in the state home.
 
 Read with tomllib, written with tomli-w. Every key has a default, so a
-missing file is a valid config; a bad value is a one-line error naming the
-key. Remote hosts (`[hosts.NAME]`) and key remaps (`[keymap]`) live here too.
+missing file is a valid config; anything else wrong with the file (bytes
+that are not UTF-8, TOML of the wrong shape, a value of the wrong type or
+out of range) is a one-line ConfigError naming the file and the key. Remote
+hosts (`[hosts.NAME]`) and key remaps (`[keymap]`) live here too.
+
+The dataclasses below are the schema: a field's type says what kind of TOML
+value it takes and its `rule(...)` metadata what range; `from_table` checks a
+parsed table against them, and `Config.validate` checks a Config built in
+code the same way before it is saved. Adding a setting is adding one field.
+The checking machinery (Rule, from_table, read_toml) serves the registry's
+rows too (hbtui.core.registry).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import math
 import os
+import re
 import tomllib
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
 
 import tomli_w
 
 from hbtui.errors import UsageError
 from hbtui.paths import Paths
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 DEFAULT_IMAGE = "ubuntu:24.04"
 PORT_RANGE = (4790, 4999)
+MAX_CPUS = 256
+MAX_MEMORY_MIB = 4 * 2**20  # 4 TiB
+LOCAL_HOST = "local"  # the name of this machine (hbtui.core.hosts.LOCAL)
+
+
+class ConfigError(UsageError):
+    """config.toml cannot be read, or says something hbtui cannot use."""
+
+
+# ---------------------------------------------------------------------------
+# The schema machinery: a rule per dataclass field, checked by from_table.
+
+
+class Invalid(Exception):
+    """One problem in a table, worded from the table's root (`defaults.cpus must be ...`).
+
+    Never leaves a reader: each turns it into its own HbtuiError naming the file.
+    """
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one field accepts beyond its type (the dataclass annotation).
+
+    Numbers: `low`..`high` inclusive (`above`: low itself excluded); strings:
+    `nonempty`, `choices`, `check` (returns why a value is wrong, or None);
+    tables (dict fields): `keys` checks each key like `check`. `desc` replaces
+    the generated wording of what is wanted, `note` is added to it, and
+    `missing` words the error for a required field that is absent.
+    """
+
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+    nonempty: bool = False
+    choices: tuple[str, ...] = ()
+    check: Callable[[str], str | None] | None = None
+    keys: Callable[[str], str | None] | None = None
+    desc: str = ""
+    note: str = ""
+    missing: str = ""
+
+
+NO_RULE = Rule()
+
+
+def rule(**kwargs: Any) -> dict[str, Rule]:
+    """Field metadata: `port: int = field(default=0, metadata=rule(low=1024, high=65535))`."""
+    return {"rule": Rule(**kwargs)}
+
+
+def show(value: object, limit: int = 60) -> str:
+    """A value as an error message shows it: TOML-like, one line, not too long."""
+    if isinstance(value, str):
+        text = value if len(value) <= limit else value[:limit] + "..."
+        return '"' + plain(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return (
+            str(value) if value.bit_length() <= 128 else f"an integer of {value.bit_length()} bits"
+        )
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, datetime):
+        return f"a date-time ({value.isoformat()})"
+    if isinstance(value, date):
+        return f"a date ({value.isoformat()})"
+    if isinstance(value, time):
+        return f"a time ({value.isoformat()})"
+    return f"a {type(value).__name__}"
+
+
+def plain(text: str) -> str:
+    """`text` with anything unprintable (line breaks above all) escaped, so it stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    kind: Any  # str, int, float, bool, a dataclass, or dict[str, one of those]
+    rule: Rule
+    required: bool
+
+
+@functools.cache
+def _schema(cls: type) -> tuple[_Field, ...]:
+    hints = get_type_hints(cls)
+    return tuple(
+        _Field(
+            f.name,
+            hints[f.name],
+            f.metadata.get("rule", NO_RULE),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for f in dataclasses.fields(cls)
+        if f.init
+    )
+
+
+def describe(kind: Any, r: Rule) -> str:
+    """What a field wants, in words: `an integer 1024-65535`."""
+    if r.desc:
+        text = r.desc
+    elif r.choices:
+        text = "one of " + ", ".join(show(c) for c in r.choices)
+    elif kind is bool:
+        text = "true or false"
+    elif kind is str:
+        text = "a non-empty string" if r.nonempty else "a string"
+    elif kind is int or kind is float:
+        text = "an integer" if kind is int else "a number"
+        if r.low is not None and r.high is not None and not r.above:
+            text += f" {_number(r.low)}-{_number(r.high)}"
+        elif r.low is not None:
+            text += f" above {_number(r.low)}" if r.above else f" of at least {_number(r.low)}"
+            if r.high is not None:
+                text += f" and at most {_number(r.high)}"
+        elif r.high is not None:
+            text += f" of at most {_number(r.high)}"
+    else:
+        text = "a table"
+    return f"{text} ({r.note})" if r.note else text
+
+
+def _scalar(kind: Any, r: Rule, value: object, where: str) -> object:
+    """`value` checked against a scalar kind and its rule (ints are taken for floats)."""
+
+    def wrong(problem: str | None = None) -> Invalid:
+        why = f" ({problem})" if problem else ""
+        return Invalid(f"{where} must be {describe(kind, r)}, got {show(value)}{why}")
+
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise wrong()
+        return value
+    if kind is int or kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise wrong()
+        if kind is int and not isinstance(value, int):
+            raise wrong()
+        if isinstance(value, float) and not math.isfinite(value):  # nan passes any comparison
+            raise wrong()
+        if r.low is not None and (value <= r.low if r.above else value < r.low):
+            raise wrong()
+        if r.high is not None and value > r.high:
+            raise wrong()
+        if kind is float:
+            try:
+                return float(value)
+            except OverflowError:  # an int past what a float holds
+                raise wrong() from None
+        return value
+    if kind is str:
+        if not isinstance(value, str) or (r.nonempty and not value):
+            raise wrong()
+        if r.choices and value not in r.choices:
+            raise wrong()
+        problem = r.check(value) if r.check is not None else None
+        if problem is not None:
+            raise wrong(problem)
+        return value
+    raise TypeError(f"no rule for fields of type {kind!r}")  # a schema bug, not bad data
+
+
+def _value(kind: Any, r: Rule, value: object, where: str) -> object:
+    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        return from_table(kind, value, where)
+    if get_origin(kind) is dict:
+        _, item_kind = get_args(kind)
+        if not isinstance(value, dict):
+            raise Invalid(f"{where} must be a table, got {show(value)}")
+        items = {}
+        for key, item in value.items():
+            problem = r.keys(key) if r.keys is not None else None
+            if problem is not None:
+                raise Invalid(f"{where}.{plain(key)}: {problem}")
+            item_rule = NO_RULE if dataclasses.is_dataclass(item_kind) else r
+            items[key] = _value(item_kind, item_rule, item, f"{where}.{plain(key)}")
+        return items
+    return _scalar(kind, r, value, where)
+
+
+T = TypeVar("T", bound="DataclassInstance")
+
+
+def from_table(
+    cls: type[T], raw: object, where: str = "", given: Mapping[str, object] | None = None
+) -> T:
+    """An instance of the dataclass `cls` from a parsed TOML table, every field checked.
+
+    `where` is the table's dotted name in messages; `given` fields do not come
+    from the table (a registry row's name and host are its keys) but are
+    checked by their rules all the same. A dataclass may add a check across
+    its fields as a method `problem(self) -> str | None`. Raises Invalid.
+    """
+    if not isinstance(raw, dict):
+        raise Invalid(f"{where or 'the file'} must be a table, got {show(raw)}")
+    given = given or {}
+    prefix = f"{where}." if where else ""
+    schema = _schema(cls)
+    known = {f.name for f in schema} - set(given)
+    unknown = sorted(k for k in raw if k not in known)
+    if unknown:
+        raise Invalid(f"unknown key {prefix}{plain(unknown[0])}")
+    values: dict[str, object] = {}
+    for f in schema:
+        if f.name in given:
+            values[f.name] = _value(f.kind, f.rule, given[f.name], f"{prefix}{f.name}")
+        elif f.name in raw:
+            values[f.name] = _value(f.kind, f.rule, raw[f.name], f"{prefix}{f.name}")
+        elif f.required:
+            missing = f.rule.missing or f"needs a {f.name} key"
+            raise Invalid(f"{where} {missing}" if where else missing)
+    obj = cls(**values)
+    check: Callable[[], str | None] | None = getattr(obj, "problem", None)
+    problem = check() if check is not None else None
+    if problem is not None:
+        raise Invalid(f"{where}: {problem}" if where else problem)
+    return obj
+
+
+def to_table(obj: DataclassInstance) -> dict[str, Any]:
+    """The dataclass as a plain table, as from_table reads it back."""
+    return asdict(obj)
+
+
+def read_toml(path: Path) -> dict[str, Any] | None:
+    """The parsed file, or None when there is none; Invalid when it cannot be read or parsed."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise Invalid(f"cannot read it: {exc.strerror or type(exc).__name__}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Invalid(
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise Invalid(f"not valid TOML: {plain(str(exc))}") from None
+    except ValueError:  # int() refusing thousands of digits
+        raise Invalid("not valid TOML: a number with too many digits") from None
+    except RecursionError:  # arrays or tables nested too deeply for the parser
+        raise Invalid("not valid TOML: nested too deeply") from None
+
+
+# ---------------------------------------------------------------------------
+# Checks for single values. The SSH target, port range and host name rules
+# mirror hbtui.core.target.parse_target, hbtui.core.ports.parse_range and
+# hbtui.core.names.name_problem, which this layer may not import;
+# tests/test_damaged_state.py holds them to the same verdicts.
+
+_SSH_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.\-_]*[A-Za-z0-9])?$")
+_SSH_USER_RE = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._\-]*$")
+_NAME_RE = re.compile(r"^[a-z](?:[a-z0-9]|-(?=[a-z0-9]))*$")
+NAME_MAX_LEN = 40
+
+
+def ssh_target_problem(text: str) -> str | None:
+    """Why `text` is not `[USER@]HOST[:PORT]` (HOST may be `[v6addr]`), or None."""
+    text = text.strip()
+    if not text:
+        return "it is empty"
+    if any(c.isspace() for c in text):
+        return "it has spaces"
+    user, sep, rest = text.rpartition("@")
+    if sep and (not user or not _SSH_USER_RE.match(user)):
+        return "bad user name"
+    if rest.startswith("["):
+        host, close, after = rest[1:].partition("]")
+        if not close or not host or ":" not in host:
+            return "bad [v6 address]"
+        if after and (not after.startswith(":") or _bad_port(after[1:])):
+            return "bad port"
+        return None
+    host, colon, port_text = rest.partition(":")
+    if colon and _bad_port(port_text):
+        return "bad port"
+    if not _SSH_HOST_RE.match(host):
+        return "bad host name"
+    return None
+
+
+def _bad_port(text: str) -> bool:
+    # ASCII digits only: parse_target's isdigit() also passes "²", which int() refuses
+    return not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535
+
+
+def port_range_problem(text: str) -> str | None:
+    """Why `text` is not a LOW-HIGH port range within 1024-65535 (empty is fine), or None."""
+    if not text:
+        return None
+    try:
+        lo_s, hi_s = text.split("-", 1)
+        lo, hi = int(lo_s), int(hi_s)
+    except ValueError:
+        return "not LOW-HIGH"
+    if not (1024 <= lo <= hi <= 65535):
+        return "need 1024 <= LOW <= HIGH <= 65535"
+    return None
+
+
+def host_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a remote host, or None (the box-name rule, minus 'local')."""
+    if name == LOCAL_HOST:
+        return "'local' means this machine; pick another host name"
+    if not name:
+        return "a host name cannot be empty"
+    if len(name) > NAME_MAX_LEN:
+        return f"a host name has at most {NAME_MAX_LEN} characters (this one has {len(name)})"
+    if not _NAME_RE.fullmatch(name):
+        return "a host name is a lower-case letter, then a-z, 0-9 and single inner hyphens"
+    return None
+
+
+def _image_problem(text: str) -> str | None:
+    if any(c.isspace() or not c.isprintable() for c in text):
+        return "it has spaces or control characters"
+    return None
+
+
+def _remote_path_problem(text: str) -> str | None:
+    return "it has a NUL character" if "\0" in text else None
+
+
+def _path_problem(text: str) -> str | None:
+    if "\0" in text:
+        return "it has a NUL character"
+    try:
+        Path(text).expanduser()
+    except RuntimeError:
+        return "its ~user has no home directory here"
+    return None
+
+
+def _key_problem(key: str) -> str | None:
+    return "an empty key" if not key else None
+
+
+def _keys_problem(text: str) -> str | None:
+    return "not printable" if not text.isprintable() else None
+
+
+PATH = rule(desc="a path", check=_path_problem)
+
+
+# ---------------------------------------------------------------------------
+# The schema of config.toml.
 
 
 @dataclass
 class Defaults:
-    image: str = DEFAULT_IMAGE
-    cpus: int = 2
-    memory_mib: int = 4096
-    recipe: str = ""  # a recipe folder; empty: the one shipped with hbtui
+    image: str = field(
+        default=DEFAULT_IMAGE,
+        metadata=rule(nonempty=True, desc="an image name like ubuntu:24.04", check=_image_problem),
+    )
+    cpus: int = field(default=2, metadata=rule(low=1, high=MAX_CPUS))
+    memory_mib: int = field(
+        default=4096, metadata=rule(low=256, high=MAX_MEMORY_MIB, note="MiB, at most 4 TiB")
+    )
+    recipe: str = field(default="", metadata=PATH)  # a recipe folder; empty: the one shipped
 
 
 @dataclass
 class Ports:
-    low: int = PORT_RANGE[0]
-    high: int = PORT_RANGE[1]
+    low: int = field(default=PORT_RANGE[0], metadata=rule(low=1024, high=65535))
+    high: int = field(default=PORT_RANGE[1], metadata=rule(low=1024, high=65535))
+
+    def problem(self) -> str | None:
+        if self.low > self.high:
+            return f"need 1024 <= low <= high <= 65535, got {self.low}-{self.high}"
+        return None
 
 
 @dataclass
 class EngineSettings:
-    path: str = ""  # empty: HBTUI_SMOLVM, then smolvm on PATH, then the bundled smol-vmm
-    state_dir: str = ""  # empty: the engine's own default
-    timeout: float = 120.0  # seconds for one ordinary engine call
+    # empty: HBTUI_SMOLVM, then smolvm on PATH, then the bundled smol-vmm
+    path: str = field(default="", metadata=PATH)
+    state_dir: str = field(default="", metadata=PATH)  # empty: the engine's own default
+    timeout: float = field(  # seconds for one ordinary engine call
+        default=120.0, metadata=rule(low=0, above=True, high=86400, note="seconds")
+    )
 
 
 @dataclass
 class ArchiveSettings:
-    part_size_mib: int = 512  # largest single machine-cp transfer during save/load
-    backups_dir: str = ""  # empty: <state home>/backups
+    # largest single machine-cp transfer during save/load
+    part_size_mib: int = field(default=512, metadata=rule(low=1, high=65536, note="MiB"))
+    backups_dir: str = field(default="", metadata=PATH)  # empty: <state home>/backups
 
 
 @dataclass
 class HostSettings:
     """A remote machine reached over SSH (see `hbtui hosts`)."""
 
-    ssh: str
-    identity: str = ""
-    smolvm: str = ""
-    state_dir: str = ""
-    ports: str = ""  # "LO-HI"; empty: the global range
+    ssh: str = field(
+        metadata=rule(
+            desc="USER@HOST[:PORT], like root@build.example.com:2222",
+            check=ssh_target_problem,
+            missing='needs an ssh = "USER@HOST" key',
+        )
+    )
+    identity: str = field(default="", metadata=PATH)
+    smolvm: str = field(default="", metadata=rule(desc="a path", check=_remote_path_problem))
+    state_dir: str = field(default="", metadata=rule(desc="a path", check=_remote_path_problem))
+    ports: str = field(  # "LO-HI"; empty: the global range
+        default="",
+        metadata=rule(desc="a port range LOW-HIGH like 4790-4999", check=port_range_problem),
+    )
 
 
 @dataclass
@@ -66,9 +471,16 @@ class Config:
     ports: Ports = field(default_factory=Ports)
     engine: EngineSettings = field(default_factory=EngineSettings)
     archive: ArchiveSettings = field(default_factory=ArchiveSettings)
-    refresh_seconds: float = 2.0
-    keymap: dict[str, str] = field(default_factory=dict)
-    hosts: dict[str, HostSettings] = field(default_factory=dict)
+    refresh_seconds: float = field(default=2.0, metadata=rule(low=0.5, high=3600, note="seconds"))
+    keymap: dict[str, str] = field(  # action name -> keys
+        default_factory=dict,
+        metadata=rule(
+            nonempty=True, desc="keys like ctrl+n", check=_keys_problem, keys=_key_problem
+        ),
+    )
+    hosts: dict[str, HostSettings] = field(
+        default_factory=dict, metadata=rule(keys=host_name_problem)
+    )
 
     def backups_dir(self, paths: Paths) -> Path:
         if self.archive.backups_dir:
@@ -85,100 +497,47 @@ class Config:
     def engine_state_dir(self) -> str:
         return os.environ.get("HBTUI_SMOLVM_STATE_DIR") or self.engine.state_dir
 
-    def validate(self) -> None:
-        lo, hi = self.ports.low, self.ports.high
-        if not (1024 <= lo <= hi <= 65535):
-            raise UsageError(f"config: ports: need 1024 <= low <= high <= 65535, got {lo}-{hi}")
-        if self.defaults.cpus < 1:
-            raise UsageError(f"config: defaults.cpus must be at least 1, got {self.defaults.cpus}")
-        if self.defaults.memory_mib < 256:
-            raise UsageError(
-                f"config: defaults.memory_mib must be at least 256, got {self.defaults.memory_mib}"
-            )
-        if self.archive.part_size_mib < 1:
-            raise UsageError("config: archive.part_size_mib must be at least 1")
-        if self.refresh_seconds < 0.5:
-            raise UsageError("config: refresh_seconds must be at least 0.5")
+    def validate(self, source: Path | None = None) -> None:
+        """The same checks as reading the file: what is saved can be read back."""
+        parse_config(to_table(self), source)
 
 
-_TYPES: dict[str, type] = {"str": str, "int": int, "float": float}
-T = TypeVar("T")
+def _where(source: Path | None) -> str:
+    return f"config {plain(str(source))}" if source is not None else "config"
 
 
-def _section(cls: type[T], raw: Any, where: str) -> T:
-    if not isinstance(raw, dict):
-        raise UsageError(f"config: [{where}] must be a table")
-    known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]  # cls is a dataclass
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise UsageError(f"config: unknown key {where}.{unknown[0]}")
-    values = {}
-    for key, value in raw.items():
-        expected = _TYPES[str(known[key].type)]
-        if expected is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, expected) or isinstance(value, bool):
-            raise UsageError(f"config: {where}.{key} must be {expected.__name__}, got {value!r}")
-        values[key] = value
-    return cls(**values)
-
-
-def parse_config(raw: dict[str, Any]) -> Config:
-    cfg = Config()
-    for key, value in raw.items():
-        if key == "defaults":
-            cfg.defaults = _section(Defaults, value, key)
-        elif key == "ports":
-            cfg.ports = _section(Ports, value, key)
-        elif key == "engine":
-            cfg.engine = _section(EngineSettings, value, key)
-        elif key == "archive":
-            cfg.archive = _section(ArchiveSettings, value, key)
-        elif key == "refresh_seconds":
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise UsageError(f"config: refresh_seconds must be a number, got {value!r}")
-            cfg.refresh_seconds = float(value)
-        elif key == "keymap":
-            if not isinstance(value, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-            ):
-                raise UsageError("config: [keymap] maps action names to keys, both strings")
-            cfg.keymap = dict(value)
-        elif key == "hosts":
-            if not isinstance(value, dict):
-                raise UsageError("config: [hosts] must be a table")
-            for name, host in value.items():
-                if not isinstance(host, dict) or "ssh" not in host:
-                    raise UsageError(f'config: hosts.{name} needs an ssh = "USER@HOST" key')
-                cfg.hosts[name] = _section(HostSettings, host, f"hosts.{name}")
-        else:
-            raise UsageError(f"config: unknown key {key}")
-    cfg.validate()
-    return cfg
+def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
+    """The Config a parsed config.toml describes; ConfigError naming `source` if it is bad."""
+    try:
+        return from_table(Config, raw)
+    except Invalid as exc:
+        raise ConfigError(f"{_where(source)}: {exc}") from None
 
 
 def load_config(paths: Paths) -> Config:
     path = paths.config_file
     try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        return Config()
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"config: {path}: {exc}") from None
-    return parse_config(raw)
+        raw = read_toml(path)
+    except Invalid as exc:
+        raise ConfigError(f"{_where(path)}: {exc}") from None
+    return Config() if raw is None else parse_config(raw, path)
 
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:
-    data = asdict(cfg)
+    data = to_table(cfg)
     data["hosts"] = {name: {k: v for k, v in h.items() if v} for name, h in data["hosts"].items()}
     return data
 
 
 def save_config(paths: Paths, cfg: Config) -> None:
     """Write atomically, so a crash never leaves half a config."""
-    cfg.validate()
-    paths.ensure()
     target = paths.config_file
+    cfg.validate(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(tomli_w.dumps(config_to_dict(cfg)))
-    os.replace(tmp, target)
+    try:
+        paths.ensure()
+        tmp.write_text(tomli_w.dumps(config_to_dict(cfg)))
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"{_where(target)}: cannot write it: {exc.strerror or exc}") from None

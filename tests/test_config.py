@@ -28,7 +28,7 @@ def test_round_trip(hbtui_home):
     "raw, message",
     [
         ({"ports": {"low": 5000, "high": 4000}}, "low <= high"),
-        ({"defaults": {"cpus": "two"}}, "defaults.cpus must be int"),
+        ({"defaults": {"cpus": "two"}}, "defaults.cpus must be an integer 1-256"),
         ({"defaults": {"colour": "red"}}, "unknown key defaults.colour"),
         ({"nonsense": 1}, "unknown key nonsense"),
         ({"hosts": {"mac": {"identity": "x"}}}, "needs an ssh"),

@@ -5,6 +5,13 @@ rename) and only under an exclusive lock on a side file, so concurrent
 `hbtui` processes never lose each other's rows. The engine stays the truth
 for whether a machine exists and runs; the registry holds what the engine
 does not (the port mapping, the provisioning status, the last save).
+
+The file is `version = 1` and a table per row, `[boxes.HOST.NAME]`, whose
+keys are BoxRecord's fields: the dataclass (its types and `rule(...)`
+metadata) is the schema rows are read and written by. A file that breaks it
+(not UTF-8, not TOML, a wrong shape, a bad value, two rows on one port) is a
+RegistryError naming the file, the row and the field; no transaction runs on
+such a file, so a hand-damaged registry is never "repaired" by dropping rows.
 """
 
 from __future__ import annotations
@@ -13,42 +20,89 @@ import asyncio
 import contextlib
 import fcntl
 import os
-import tomllib
+import re
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
+from hbtui.config import (
+    MAX_CPUS,
+    MAX_MEMORY_MIB,
+    Invalid,
+    from_table,
+    plain,
+    read_toml,
+    rule,
+    show,
+    to_table,
+)
 from hbtui.core.hosts import LOCAL
+from hbtui.core.names import name_problem
 from hbtui.errors import HbtuiError
 
 PROVISIONING = "provisioning"
 READY = "ready"
 FAILED = "failed"
+VERSION = 1
+PID_MAX = 2**22  # the largest pid Linux hands out (PID_MAX_LIMIT); macOS stays below
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime(_TIME_FORMAT)
+
+
+def _time_problem(text: str) -> str | None:
+    if not text:
+        return None
+    if not _TIME_RE.fullmatch(text):
+        return "not YYYY-MM-DDTHH:MM:SSZ"
+    try:
+        datetime.strptime(text, _TIME_FORMAT)
+    except ValueError:
+        return "no such date or time"
+    return None
+
+
+def _box_name_problem(name: str) -> str | None:
+    if "\n" in name:  # hbtui.core.names matches with `$`, which lets a final "\n" through
+        return "a box name has no line breaks"
+    return name_problem(name)
+
+
+def _host_problem(host: str) -> str | None:
+    problem = None if host == LOCAL else _box_name_problem(host)
+    return problem.replace("box name", "host name") if problem else None
+
+
+_TIME = rule(desc='a UTC time like "2026-01-31T12:00:00Z" (or "")', check=_time_problem)
 
 
 @dataclass(frozen=True)
 class BoxRecord:
-    name: str
-    port: int
-    host: str = LOCAL
+    name: str = field(metadata=rule(desc="a box name", check=_box_name_problem))
+    port: int = field(metadata=rule(low=1024, high=65535))
+    host: str = field(
+        default=LOCAL, metadata=rule(desc="'local' or a host name", check=_host_problem)
+    )
     image: str = ""
-    cpus: int = 0
-    memory_mib: int = 0
-    created: str = field(default_factory=utc_now)
+    cpus: int = field(default=0, metadata=rule(low=0, high=MAX_CPUS, note="0: unknown"))
+    memory_mib: int = field(
+        default=0, metadata=rule(low=0, high=MAX_MEMORY_MIB, note="MiB, at most 4 TiB; 0: unknown")
+    )
+    created: str = field(default_factory=utc_now, metadata=_TIME)
     recipe: str = ""
-    status: str = PROVISIONING
-    last_save: str = ""
+    status: str = field(default=PROVISIONING, metadata=rule(choices=(PROVISIONING, READY, FAILED)))
+    last_save: str = field(default="", metadata=_TIME)
     error: str = ""
     # The hbtui process provisioning this box on this machine, so a box whose
     # provisioning was killed can be told from one still being provisioned.
-    owner_pid: int = 0
+    owner_pid: int = field(default=0, metadata=rule(low=0, high=PID_MAX, note="0: none"))
 
     @property
     def key(self) -> tuple[str, str]:
@@ -75,6 +129,69 @@ def _pid_alive(pid: int) -> bool:
 
 class RegistryError(HbtuiError):
     pass
+
+
+_FROM_KEYS = ("name", "host")  # a row's table keys, not fields in its table
+
+
+def _row(host: str, name: str) -> str:
+    return f"row {plain(host)}/{plain(name)}"
+
+
+def parse_rows(raw: dict[str, Any]) -> dict[tuple[str, str], BoxRecord]:
+    """The rows of a parsed registry file, every one checked; Invalid if any is bad."""
+    unknown = sorted(k for k in raw if k not in ("version", "boxes"))
+    if unknown:
+        raise Invalid(f"unknown key {plain(unknown[0])}")
+    version = raw.get("version", VERSION)
+    if type(version) is not int or version != VERSION:
+        raise Invalid(
+            f"version must be {VERSION}, got {show(version)} (written by another hbtui version?)"
+        )
+    hosts = raw.get("boxes", {})
+    if not isinstance(hosts, dict):
+        raise Invalid(f"boxes must be a table of hosts, got {show(hosts)}")
+    rows: dict[tuple[str, str], BoxRecord] = {}
+    for host, boxes in hosts.items():
+        if not isinstance(boxes, dict):
+            raise Invalid(f"boxes.{plain(host)} must be a table of boxes, got {show(boxes)}")
+        for name, data in boxes.items():
+            if not isinstance(data, dict):
+                raise Invalid(f"{_row(host, name)} must be a table, got {show(data)}")
+            try:
+                rows[(host, name)] = from_table(BoxRecord, data, given={"name": name, "host": host})
+            except Invalid as exc:
+                raise Invalid(f"{_row(host, name)}: {exc}") from None
+    check_rows(rows)
+    return rows
+
+
+def check_rows(rows: dict[tuple[str, str], BoxRecord]) -> None:
+    """What holds across rows: one port, one box on each host. Invalid if not."""
+    owners: dict[tuple[str, int], str] = {}
+    for (host, name), rec in sorted(rows.items()):
+        other = owners.setdefault((host, rec.port), name)
+        if other != name:
+            raise Invalid(
+                f"{_row(host, name)}: port {rec.port} is also the port of {_row(host, other)}"
+            )
+
+
+def rows_to_doc(rows: dict[tuple[str, str], BoxRecord]) -> dict[str, Any]:
+    """The registry file's table for `rows`, each one checked as a reader will check it."""
+    doc: dict[str, dict[str, dict[str, object]]] = {}
+    for key, rec in sorted(rows.items()):
+        host, name = key
+        data = {k: v for k, v in to_table(rec).items() if k not in _FROM_KEYS}
+        try:
+            if key != rec.key:
+                raise Invalid(f"is filed under {plain(host)}/{plain(name)}")
+            from_table(BoxRecord, data, given={"name": name, "host": host})
+        except Invalid as exc:
+            raise Invalid(f"{_row(rec.host, rec.name)}: {exc}") from None
+        doc.setdefault(host, {})[name] = data
+    check_rows(rows)
+    return {"version": VERSION, "boxes": doc}
 
 
 class Boxes:
@@ -108,37 +225,33 @@ class Registry:
         self.path = path
         self.lock_path = path.with_name(path.name + ".lock")
 
+    def _error(self, problem: object) -> RegistryError:
+        return RegistryError(f"registry {plain(str(self.path))}: {problem}")
+
     def _read(self) -> dict[tuple[str, str], BoxRecord]:
         try:
-            raw = tomllib.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
-        except tomllib.TOMLDecodeError as exc:
-            raise RegistryError(f"registry {self.path} is damaged: {exc}") from None
-        rows: dict[tuple[str, str], BoxRecord] = {}
-        known = set(BoxRecord.__dataclass_fields__)
-        for host, boxes in (raw.get("boxes") or {}).items():
-            for name, data in boxes.items():
-                values = {k: v for k, v in data.items() if k in known}
-                values.update(name=name, host=host)
-                try:
-                    rows[(host, name)] = BoxRecord(**values)
-                except TypeError as exc:
-                    raise RegistryError(f"registry row {host}/{name} is damaged: {exc}") from None
-        return rows
+            raw = read_toml(self.path)
+            return {} if raw is None else parse_rows(raw)
+        except Invalid as exc:
+            raise self._error(exc) from None
 
     def _write(self, rows: dict[tuple[str, str], BoxRecord]) -> None:
-        doc: dict[str, dict[str, dict[str, object]]] = {}
-        for (host, name), rec in sorted(rows.items()):
-            data = {k: v for k, v in asdict(rec).items() if k not in ("name", "host")}
-            doc.setdefault(host, {})[name] = data
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            text = tomli_w.dumps(rows_to_doc(rows))
+        except Invalid as exc:
+            raise self._error(f"refusing to write {exc}") from None
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w") as fh:
-            fh.write(tomli_w.dumps({"version": 1, "boxes": doc}))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise self._error(f"cannot write it: {exc.strerror or exc}") from None
 
     def read(self) -> Boxes:
         """A consistent snapshot; changes to it are not saved.
@@ -153,8 +266,13 @@ class Registry:
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Boxes]:
         """Exclusive access across processes; rows are saved if the block succeeds."""
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise self._error(
+                f"cannot open its lock {plain(str(self.lock_path))}: {exc.strerror or exc}"
+            ) from None
         try:
             await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
             boxes = Boxes(self._read())
