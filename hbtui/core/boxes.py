@@ -26,7 +26,7 @@ from hbtui.core.hosts import LOCAL, Host, HostPool, WebAccess
 from hbtui.core.names import check_name
 from hbtui.core.oplock import BoxLocks
 from hbtui.core.ports import PortSlot, allocate, port_map
-from hbtui.core.registry import FAILED, PROVISIONING, READY, BoxRecord, Registry
+from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
 from hbtui.core.scratch import scratch
 from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, view_of
 from hbtui.engine import EngineError, MachineNotFound, MachineSpec
@@ -79,11 +79,11 @@ class Lifecycle:
     # -- listing ------------------------------------------------------------------
 
     async def list_host(
-        self, host_name: str = LOCAL, *, include_foreign: bool = False
+        self, host_name: str, registry: Boxes, *, include_foreign: bool = False
     ) -> list[BoxView]:
         host = await self.hosts.get(host_name)
         machines = {m.name: m for m in await host.engine.list()}
-        rows = self.registry.read().on_host(host_name)
+        rows = registry.on_host(host_name)
         views = [self._with_busy(view_of(r, machines.get(r.name), host)) for r in rows]
         known = {r.name for r in rows}
         for m in machines.values():
@@ -94,20 +94,24 @@ class Lifecycle:
     async def list_boxes(
         self, *, include_foreign: bool = False, hosts: list[str] | None = None
     ) -> HostListing:
-        """Every host at once; an unreachable host is reported, never fatal."""
+        """Every host at once; a remote host that cannot be reached is reported, never
+        fatal. This machine's own failures (a damaged registry, an engine that fails or a
+        wrong state dir) are errors, not "unreachable"."""
         names = hosts or self.hosts.names()
         for name in names:
             if name not in self.hosts.names():
                 raise UsageError(f"unknown host {name!r}; see: hbtui hosts ls")
+        registry = self.registry.read()
         results = await asyncio.gather(
-            *(self.list_host(h, include_foreign=include_foreign) for h in names),
+            *(self.list_host(h, registry, include_foreign=include_foreign) for h in names),
             return_exceptions=True,
         )
         boxes: list[BoxView] = []
         errors: dict[str, str] = {}
         for name, result in zip(names, results, strict=True):
             if isinstance(result, BaseException):
-                if not isinstance(result, HbtuiError | OSError | asyncio.TimeoutError):
+                remote_trouble = isinstance(result, HbtuiError | OSError | asyncio.TimeoutError)
+                if name == LOCAL or not remote_trouble:
                     raise result
                 errors[name] = str(result) or type(result).__name__
             else:
