@@ -715,3 +715,15 @@ def test_kdf_minimum_is_documented():
     assert f"log2(N) >= {F.SCRYPT_MIN_LOG_N}" in doc and f"r >= {F.SCRYPT_MIN_R}" in doc
     assert f"t >= {F.ARGON2_MIN_ITERATIONS}" in doc
     assert f"m >= {F.ARGON2_MIN_MEMORY_KIB} KiB" in doc
+
+
+def test_an_archive_never_replaces_a_file_that_appeared_meanwhile(tmp_path):
+    """Two saves racing for one path: the second to finish fails and the first's file
+    stays whole (the final rename is link-then-unlink, which cannot take a used name)."""
+    target = tmp_path / "box.hbx"
+    with pytest.raises(FileExistsError):
+        with F.create_archive(target, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as enc:
+            enc.feed(b"second writer")
+            target.write_bytes(b"the first writer's archive")
+    assert target.read_bytes() == b"the first writer's archive"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["box.hbx"]

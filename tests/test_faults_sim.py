@@ -218,3 +218,53 @@ def test_a_killed_load_leaves_no_plaintext_once_hbtui_runs_again(sim_env, box, t
     assert ls(sim_env)["half"]["provisioning"] == "failed"  # shown honestly...
     assert scratch_left() == []  # ...and that run swept the plaintext
     assert hbtui("rm", "half", "--force", env=sim_env).returncode == 0
+
+
+# -- damaged state ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b"\xff\xfe not utf-8", b"boxes = 5\n", b'[boxes.local.web]\nport = "abc"\n'],
+)
+def test_a_damaged_registry_is_an_error_not_an_unreachable_host(sim_env, damage):
+    registry = resolve_paths().registry_file
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    registry.write_bytes(damage)
+    listed = hbtui("ls", env=sim_env)
+    one_line_error(listed, str(registry))
+    assert "unreachable" not in listed.stderr
+    made = hbtui("new", "b3", "--recipe", str(SIM_RECIPE), env=sim_env)
+    one_line_error(made, str(registry))
+    assert registry.read_bytes() == damage  # never written back, never "repaired"
+
+
+def test_a_wrong_engine_state_dir_is_an_error_not_an_unreachable_host(sim_env, tmp_path):
+    not_a_folder = tmp_path / "state-file"
+    not_a_folder.write_text("x")
+    env = dict(sim_env, HBTUI_SMOLVM_STATE_DIR=str(not_a_folder))
+    listed = hbtui("ls", env=env)
+    one_line_error(listed)
+    assert "unreachable" not in listed.stderr
+
+
+def test_two_saves_racing_for_one_path_never_lose_an_archive(sim_env, box, tmp_path):
+    other = hbtui("new", "other", "-q", "--recipe", str(SIM_RECIPE), env=sim_env)
+    assert other.returncode == 0, other.stderr
+    target = tmp_path / "same.hbx"
+    saves = [
+        background("save", name, "-o", str(target), env=sim_env, passphrase=PASS)
+        for name in (box, "other")
+    ]
+    outs = [p.communicate(timeout=300)[0] for p in saves]
+    codes = sorted(p.returncode for p in saves)
+    assert codes[0] == 0 and codes[1] != 0, outs  # one wins, the other fails clearly
+    lost = outs[[p.returncode for p in saves].index(codes[1])]
+    assert "appeared while this save ran" in lost or "already exists" in lost, lost
+    assert "Traceback" not in lost
+    assert not list(tmp_path.glob(".same.hbx.*"))
+    assert hbtui("verify", str(target), env=sim_env, passphrase=PASS).returncode == 0
+
+
+def test_save_with_an_empty_output_is_an_error(sim_env):
+    one_line_error(hbtui("save", "src", "-o", "", env=sim_env, passphrase=PASS), "-o needs")

@@ -23,6 +23,7 @@ allocated once and filled with `readinto`.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import io
 import os
@@ -846,9 +847,11 @@ def is_hbx(path: str | os.PathLike[str]) -> bool:
 
 
 @contextmanager
-def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+def atomic_output(path: str | os.PathLike[str], *, replace: bool = True) -> Iterator[BinaryIO]:
     """Open a 0600 temporary file beside `path`; on normal exit flush, fsync
-    and rename it over `path` (then fsync the folder); on error remove it."""
+    and rename it over `path` (then fsync the folder); on error remove it.
+    With `replace=False` an existing `path` is never replaced, even one that
+    appeared while writing: FileExistsError, and the temporary file goes."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     try:
@@ -857,7 +860,10 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, target)
+        if replace:
+            os.replace(tmp, target)
+        else:
+            _publish_new(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -876,6 +882,23 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         os.close(dfd)
 
 
+def _publish_new(tmp: str, target: Path) -> None:
+    """Give `tmp` the name `target` only if no file has it: a hard link cannot take
+    a name that exists, so two writers racing for one name cannot both win."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+            raise
+        # No hard links on this file system: claim the name exclusively, then fill it.
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
+
+
 @contextmanager
 def create_archive(
     path: str | os.PathLike[str],
@@ -887,8 +910,9 @@ def create_archive(
     allow_weak_kdf: bool = False,
 ) -> Iterator[Encryptor]:
     """Yield an Encryptor writing to a private temporary file; on normal exit
-    finish it and move it to `path`. On error nothing is left behind."""
-    with atomic_output(path) as f:
+    finish it and move it to `path`, which it never replaces: if a file took
+    that name meanwhile, FileExistsError. On error nothing is left behind."""
+    with atomic_output(path, replace=False) as f:
         enc = Encryptor(
             f,
             passphrase,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hbtui.cli.output import Invocation, print_json
 from hbtui.core.passphrase import get_passphrase
+from hbtui.errors import UsageError
 
 
 def _archive(inv: Invocation) -> Path:
@@ -18,6 +19,8 @@ def _archive(inv: Invocation) -> Path:
 
 def cmd_save(inv: Invocation) -> int:
     a = inv.args
+    if a.output is not None and not a.output.strip():
+        raise UsageError("-o needs a file name (leave it out for the backups folder)")
     service = inv.service  # a bad config fails before the passphrase is asked for
     passphrase = get_passphrase(confirm=True)
     output = Path(a.output) if a.output else None

@@ -174,6 +174,11 @@ async def save(
             await _save_parts(
                 host, name, target, passphrase, part_bytes, lease, boxes.paths, report
             )
+    except FileExistsError:
+        raise SaveFailed(
+            f"{target} appeared while this save ran (another save to the same path?); "
+            "it was left as it was and this archive was not kept"
+        ) from None
     finally:
         await _guest_rm(host, name, SAVE_DIR)
         if was_running:
@@ -620,4 +625,5 @@ def archive_info(archive: Path) -> dict[str, object]:
         "chunk_size": info.chunk_size,
         "archive_size": info.archive_size,
         "payload_size": info.plaintext_size,
+        "kdf_warning": info.kdf_warning,
     }
