@@ -596,3 +596,27 @@ def test_trust_at_a_terminal_shows_the_fingerprint_and_asks(
     yes = at_terminal("y\n")
     assert "trusted r1" in yes.stdout, yes.stdout
     assert known.read_text().startswith(f"[127.0.0.1]:{asyncssh_server.port} ssh-ed25519 ")
+
+
+@pytest.mark.parametrize("kind", ["encrypted", "not-a-key", "folder"])
+def test_an_unusable_identity_is_one_line_at_add(remote_env, tmp_path, kind):
+    """An identity file hbtui cannot log in with is refused when the host is added,
+    with the reason (and, for an encrypted key, what to do), never a traceback."""
+    env, _state = remote_env
+    identity = tmp_path / "id"
+    if kind == "encrypted":
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret-pass", "-f", str(identity)],
+            check=True,
+        )
+    elif kind == "not-a-key":
+        identity.write_text("just some text\n")
+    else:
+        identity.mkdir()
+    done = hbtui(
+        "hosts", "add", "h1", "--ssh", "me@127.0.0.1", "--identity", str(identity), env=env
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    expected = {"encrypted": "ssh-agent", "not-a-key": "not a private key", "folder": "folder"}
+    assert expected[kind] in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "h1" not in ok(hbtui("hosts", "ls", "--json", env=env)).stdout

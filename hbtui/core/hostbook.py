@@ -82,8 +82,11 @@ class HostBook:
         key_file = ""
         if identity:
             path = Path(identity).expanduser().absolute()
-            if not path.is_file():
+            if not path.exists():
                 raise UsageError(f"--identity {identity}: no such file")
+            problem = self.hosts.remote().identity_problem(str(path))
+            if problem:
+                raise UsageError(f"--identity: {problem}")
             key_file = str(path)
         if ports:
             parse_range(ports)

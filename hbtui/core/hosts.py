@@ -157,6 +157,11 @@ class RemoteHosts(Protocol):
         """Add the offered key to known_hosts."""
         ...
 
+    def identity_problem(self, path: str) -> str | None:
+        """Why the private key file at `path` cannot log in (encrypted, not a key, a
+        folder), or None."""
+        ...
+
     async def close(self) -> None: ...
 
 

@@ -59,6 +59,28 @@ def reason(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def identity_problem(path: str) -> str | None:
+    """Why hbtui cannot log in with the private key file at `path`, or None."""
+    where = Path(path)
+    if where.is_dir():
+        return f"identity {path} is a folder, not a private key file"
+    try:
+        asyncssh.read_private_key(where)
+    except asyncssh.KeyImportError as exc:
+        if "passphrase" in str(exc).lower():
+            return (
+                f"identity {path} is encrypted with a passphrase, which hbtui cannot ask "
+                "for; load it into ssh-agent (ssh-add) and leave --identity out, or use a "
+                "key without a passphrase"
+            )
+        return f"identity {path} is not a private key this SSH client reads ({exc})"
+    except (asyncssh.KeyEncryptionError, ValueError) as exc:
+        return f"identity {path} cannot be read as a private key ({exc})"
+    except OSError as exc:
+        return f"identity {path}: {exc.strerror or exc}"
+    return None
+
+
 def unknown_key_error(name: str, t: SshTarget, algorithm: str, fp: str) -> HostKeyUnknown:
     return HostKeyUnknown(
         f"host {name} ({t.host}:{t.port}) is not trusted yet: its {algorithm} key is {fp}; "
@@ -135,8 +157,10 @@ class HostConnection:
             return self._conn
 
     async def _connect(self) -> asyncssh.SSHClientConnection:
-        if self.identity and not Path(self.identity).is_file():
-            raise HostAuthFailed(f"host {self.name}: identity file {self.identity} does not exist")
+        if self.identity:
+            problem = identity_problem(self.identity)
+            if problem:
+                raise HostAuthFailed(f"host {self.name}: {problem}")
         try:
             return await asyncio.wait_for(
                 asyncssh.connect(self.target.host, **self._options()), self.connect_timeout + 5

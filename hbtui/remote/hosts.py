@@ -25,7 +25,13 @@ from hbtui.engine import Engine, EngineMissing
 from hbtui.engine.locate import MIN_VERSION, format_version
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.paths import Paths
-from hbtui.remote.connection import CONNECTION_ERRORS, HostConnection, changed_key_error, reason
+from hbtui.remote.connection import (
+    CONNECTION_ERRORS,
+    HostConnection,
+    changed_key_error,
+    identity_problem,
+    reason,
+)
 from hbtui.remote.errors import HostUnreachable, RemoteError
 from hbtui.remote.forward import web_forwarder
 from hbtui.remote.knownhosts import (
@@ -240,6 +246,9 @@ class SshHosts:
             known_hosts=known_hosts_path(),
             key=server.key,
         )
+
+    def identity_problem(self, path: str) -> str | None:
+        return identity_problem(path)
 
     def trust(self, offer: HostKeyOffer) -> None:
         if not isinstance(offer.key, asyncssh.SSHKey):
