@@ -14,6 +14,8 @@ from pathlib import Path
 
 import platformdirs
 
+from hbtui.errors import HbtuiError, UsageError
+
 APP = "hbtui"
 
 
@@ -44,8 +46,17 @@ class Paths:
         return self.log_dir / "provision"
 
     def ensure(self) -> None:
+        """Make the state folders; a file in the way is a one-line error, not a crash."""
         for d in (self.config_dir, self.data_dir, self.log_dir, self.locks_dir):
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:
+                d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except (FileExistsError, NotADirectoryError):
+                raise UsageError(
+                    f"{d} (or a folder above it) is a file; hbtui keeps its state in folders "
+                    "there (HBTUI_HOME moves them)"
+                ) from None
+            except OSError as exc:
+                raise HbtuiError(f"cannot make {d}: {exc.strerror or exc}") from None
 
 
 def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:

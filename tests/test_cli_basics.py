@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -112,3 +113,21 @@ def test_a_real_box_end_to_end(hbtui_home, real_smolvm, real_state_dir):
     assert hbtui("stop", "real1", env=env).returncode == 0
     assert hbtui("start", "real1", env=env).returncode == 0
     assert hbtui("rm", "real1", "--force", env=env).returncode == 0
+
+
+def test_a_file_where_the_state_home_should_be_is_one_line(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    for home in (blocker, blocker / "below"):
+        env = dict(os.environ, HBTUI_HOME=str(home))
+        done = hbtui("ls", env=env)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith("error: ") and len(done.stderr.splitlines()) == 1
+        assert str(home) in done.stderr
+
+
+def test_errors_are_one_plain_line_whatever_the_name_holds(hbtui_home):
+    """A name is printed as text, never read as markup, and never wrapped."""
+    done = hbtui("rm", "x[/]y" + "-long" * 40, "--force")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "x[/]y" in done.stderr

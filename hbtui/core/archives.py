@@ -163,7 +163,13 @@ async def save(
     if not target.parent.is_dir():
         if output is not None:
             raise UsageError(f"folder {target.parent} does not exist")
-        target.parent.mkdir(parents=True, mode=0o700)
+        try:
+            target.parent.mkdir(parents=True, mode=0o700)
+        except (FileExistsError, NotADirectoryError):
+            raise UsageError(
+                f"the backups folder {target.parent} is (under) a file; "
+                "set [archive] backups_dir to a folder"
+            ) from None
     part_bytes = boxes.config.archive.part_size_mib * 2**20
     was_running = view.state == "running"
     if not was_running:
