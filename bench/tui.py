@@ -5,7 +5,9 @@
 First paint is measured in fresh processes (imports included) from spawn to
 the first frame Textual composes, for the dashboard and for a bare Textual
 app (header, one-row table, footer), alternating, same method. The other two
-run headless in this process with an in-memory listing (tests/tui_fakes.py).
+run headless in this process over tests/tui_fakes.py's FakeService; the log
+flood is an operation the App runs (`run_operation`) whose call reports
+250-line bursts through the same Report a Service call gets.
 Prints a table, then one JSON line with the three headline numbers.
 """
 
@@ -18,7 +20,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -47,11 +48,10 @@ if kind == "bare":
             table.add_row("alpha", "running")
     app_cls, args = Base, ()
 else:
-    from pathlib import Path
-    from tui_fakes import StaticService, frozen_clock
+    from tui_fakes import FakeService
     from hbtui.tui.app import HbtuiApp
     app_cls = HbtuiApp
-    args = (StaticService(Path(os.environ["BENCH_TMP"])),)
+    args = (FakeService(),)
 
 class Timed(app_cls):
     def _display(self, screen, renderable):
@@ -65,8 +65,8 @@ Timed(*args).run(headless=True, size=(160, 45))
 """
 
 
-def first_paint(kind: str, tmp: str) -> float:
-    env = dict(os.environ, BENCH_SPAWNED=repr(time.time()), BENCH_ROOT=str(ROOT), BENCH_TMP=tmp)
+def first_paint(kind: str) -> float:
+    env = dict(os.environ, BENCH_SPAWNED=repr(time.time()), BENCH_ROOT=str(ROOT))
     done = subprocess.run(
         [sys.executable, "-c", CHILD, kind], env=env, capture_output=True, text=True, timeout=60
     )
@@ -87,7 +87,7 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
     CPU time, not wall time: Textual paints on its own frame timer, and the
     wait for that timer is idle time, not cost.
     """
-    from tui_fakes import StaticService, frozen_clock, view
+    from tui_fakes import FakeService, frozen_clock, view
 
     from hbtui.tui.app import HbtuiApp
 
@@ -100,7 +100,7 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
         )
         for i in range(500)
     ]
-    service = StaticService(Path(tempfile.mkdtemp()), boxes)
+    service = FakeService(boxes)
     app = HbtuiApp(service, clock=frozen_clock, refresh_seconds=3600)
     apply_ms, total_ms = [], []
     async with app.run_test(size=(160, 45)) as pilot:
@@ -117,7 +117,7 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
                 )
             listing = await service.list_boxes()
             c0 = time.thread_time()
-            app.show_listing(listing)
+            app.main.show_listing(listing)
             c1 = time.thread_time()
             await pilot.pause()
             await pilot.pause(0.02)  # one frame period: the repaint has happened
@@ -130,7 +130,7 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
 async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
     """Key event in, first frame showing its effect out, while two boxes flood their logs."""
     from textual import events
-    from tui_fakes import StaticService, frozen_clock
+    from tui_fakes import FakeService, frozen_clock
 
     from hbtui.events import LogLine, Step
     from hbtui.tui.app import HbtuiApp
@@ -143,7 +143,7 @@ async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
                 frames.append(time.perf_counter())
             super()._display(screen, renderable)
 
-    service = StaticService(Path(tempfile.mkdtemp()))
+    service = FakeService()
     app = Timed(service, clock=frozen_clock, refresh_seconds=3600)
     latencies: list[float] = []
     async with app.run_test(size=(160, 45)) as pilot:
@@ -166,7 +166,10 @@ async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
                 await asyncio.sleep(0.01)
 
         # Alpha and beta both flood, so whichever row is selected shows a flood.
-        workers = [app.run_operation(("local", name), "flood", flood) for name in ("alpha", "beta")]
+        operations = [
+            app.run_operation(("local", name), "flood", flood) for name in ("alpha", "beta")
+        ]
+        workers = [op.worker for op in operations if op is not None and op.worker is not None]
         table = app.main.table
         for _ in range(presses):
             if not any(w.is_running for w in workers):
@@ -191,11 +194,10 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=100)
     parser.add_argument("--lines", type=int, default=50_000)
     args = parser.parse_args()
-    tmp = tempfile.mkdtemp()
     bare, dash = [], []
     for _ in range(args.runs):
-        bare.append(first_paint("bare", tmp))
-        dash.append(first_paint("dashboard", tmp))
+        bare.append(first_paint("bare"))
+        dash.append(first_paint("dashboard"))
     apply_ms, total_ms = asyncio.run(refresh_cost(args.ticks))
     latencies, shown = asyncio.run(key_latency(args.lines, 400))
     ratio = statistics.median(dash) / statistics.median(bare)

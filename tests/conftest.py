@@ -368,11 +368,11 @@ def remote_env(hbtui_home: Path, sim_smolvm: str, tmp_path: Path, monkeypatch: p
 
 
 @pytest.fixture
-def static_service(tmp_path: Path):
-    """A BoxService whose listing and ports are fixed data (snapshots, quick Pilot tests)."""
-    from tui_fakes import StaticService
+def static_service():
+    """A FakeService: fixed boxes, scripted progress (snapshots, quick Pilot tests)."""
+    from tui_fakes import FakeService
 
-    return StaticService(tmp_path / "hbtui-static")
+    return FakeService()
 
 
 # ---- end tui ------------------------------------------------------------------------------

@@ -1,12 +1,15 @@
 """Pilot tests of the dashboard's flows.
 
-The first half runs against `StaticService` (fixed data, instant); the
-`sim` half drives the real BoxService over the smolvm simulator.
+The first half runs against `FakeService` (tests/tui_fakes.py: fixed data,
+instant); the `sim` half drives the real Service over the smolvm simulator.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,8 +17,10 @@ from conftest import SIM_RECIPE
 from textual.css.query import NoMatches
 from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import Button, Input
-from tui_fakes import frozen_clock
+from tui_fakes import FakeService, frozen_clock
 
+from hbtui.core.service import Service
+from hbtui.events import LogLine, Phase
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.screens.dialogs import (
     DeleteDialog,
@@ -26,6 +31,7 @@ from hbtui.tui.screens.dialogs import (
 )
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.main import KEYS
+from hbtui.tui.screens.progress import ProgressScreen, TransferMeter
 from hbtui.tui.widgets.port_grid import PortGrid
 
 SIZE = (160, 45)
@@ -60,8 +66,24 @@ def notes(app) -> list[str]:
     return [f"{n.title} {n.message}" for n in app._notifications]
 
 
-def cell(app, key: str, column: str) -> str:
-    return app.main.table.get_cell(key, column).plain
+def rows(app) -> dict[str, str]:
+    """The box table as drawn: "host/name" -> that row's text, top to bottom."""
+    table = app.main.table
+    drawn = {}
+    for y in range(1, table.row_count + 1):
+        text = table.render_line(y).text
+        name, host = text.split()[:2]
+        drawn[f"{host}/{name}"] = text
+    return drawn
+
+
+def column(app, key: str, index: int) -> str:
+    """One word of a drawn row: 0 name, 1 host, 2 state, -1 age."""
+    return rows(app)[key].split()[index]
+
+
+def log_text(app) -> str:
+    return "\n".join(s.text for s in app.main.log_pane.log_view.lines)
 
 
 class SuspendableDriver(HeadlessDriver):
@@ -82,6 +104,19 @@ class SuspendableDriver(HeadlessDriver):
         pass
 
 
+# -- the fake -------------------------------------------------------------------------------
+
+
+def test_the_fake_has_the_services_signatures():
+    """The fake stands in for Service only as long as it takes the same arguments."""
+    public = [n for n, m in inspect.getmembers(FakeService) if callable(m) and n[0] != "_"]
+    assert {"list_boxes", "new", "save", "load", "extract", "web", "provision_log"} <= set(public)
+    for name in public:
+        real, fake = getattr(Service, name), getattr(FakeService, name)
+        assert inspect.signature(fake) == inspect.signature(real), name
+        assert inspect.iscoroutinefunction(fake) == inspect.iscoroutinefunction(real), name
+
+
 # -- with fixed data ------------------------------------------------------------------------
 
 
@@ -92,8 +127,6 @@ async def test_rows_update_in_place_and_keep_the_cursor(static_service):
         await pilot.press("down")  # beta
         assert app.main.table.selected_key() == ("local", "beta")
         before = app.main.table.cursor_row
-        from dataclasses import replace
-
         boxes = static_service.boxes
         boxes[1] = replace(boxes[1], state="running")
         boxes.append(replace(boxes[0], name="aardvark", port=4799))
@@ -106,9 +139,10 @@ async def test_rows_update_in_place_and_keep_the_cursor(static_service):
         )
         assert app.main.table.selected_key() == ("local", "beta")
         assert app.main.table.cursor_row == before + 1  # aardvark sorts above
-        assert cell(app, "local/beta", "state") == "running"
-        assert cell(app, "local/gamma", "prov").startswith("failed")
-        assert cell(app, "local/alpha", "age") == "2h"
+        await pilot.pause()
+        assert column(app, "local/beta", 2) == "running"
+        assert "failed: step 3/6 agent-tools" in rows(app)["local/gamma"]
+        assert column(app, "local/alpha", -1) == "2h"
 
 
 async def test_refresh_ticks_call_list_boxes_once_each(static_service):
@@ -122,7 +156,7 @@ async def test_host_errors_show_in_the_status_line(static_service):
     static_service.host_errors = {"lab": "ssh: connection refused"}
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.listing is not None)
+        await until(pilot, lambda: app.main.listing is not None)
         await pilot.pause()
         status = str(app.main.query_one("#host-status").render())
         assert "host lab unreachable" in status and "connection refused" in status
@@ -143,8 +177,8 @@ async def test_filter_and_sort(static_service):
         assert app.main.table.row_count == 4
         await pilot.press("S")  # sort by host: lab's delta goes last
         await pilot.pause()
-        assert "sort: host" in app.sub_title
-        assert app.main.table.ordered_keys[0] == "lab/delta"
+        assert "sort: host" in app.main.sub_title
+        assert list(rows(app))[0] == "lab/delta"
 
 
 async def test_new_box_streams_its_log_and_steps(static_service):
@@ -168,13 +202,11 @@ async def test_new_box_streams_its_log_and_steps(static_service):
         await until(pilot, lambda: not activity.running, what="new to finish")
         await until(pilot, lambda: app.main.table.selected_key() == ("local", "echo"))
         assert activity.step.index == 3 and not activity.error
-        text = "\n".join(activity.lines)
-        assert "base line" in text and "::hbtui::" not in text
+        assert "base line" in "\n".join(activity.lines)
         await pilot.pause(0.2)
-        shown = "\n".join(s.text for s in app.main.log_pane.log_view.lines)
-        assert "ok tools line" in shown
+        assert "ok tools line" in log_text(app)
         assert any("new echo: done" in n for n in notes(app))
-        await until(pilot, lambda: cell(app, "local/echo", "prov") == "ready")
+        await until(pilot, lambda: "ready" in rows(app)["local/echo"])
 
 
 async def test_a_failed_creation_shows_in_row_pane_and_notification(static_service):
@@ -185,8 +217,8 @@ async def test_a_failed_creation_shows_in_row_pane_and_notification(static_servi
         key = ("local", "fail-one")
         await until(pilot, lambda: key in app.activities and app.activities[key].error)
         await pilot.pause(0.2)
-        assert cell(app, "local/fail-one", "state") == "failed"
-        assert "failed at step 3/3" in cell(app, "local/fail-one", "prov")
+        assert column(app, "local/fail-one", 2) == "failed"
+        assert "failed at step 3/3" in rows(app)["local/fail-one"]
         assert "failed" in str(app.main.log_pane.query_one("#log-header").render())
         assert any("new fail-one failed" in n for n in notes(app))
         app.main.table.select(key)
@@ -207,12 +239,12 @@ async def test_picking_a_port_in_the_allocator(static_service):
         await pilot.press("right")  # 4791 is alpha's
         await pilot.press("enter")
         assert dialog.query_one("#port", Input).value == "auto"
-        await pilot.press("right", "right", "enter")  # 4793 busy, 4792 free? -> 4793
+        await pilot.press("right", "right", "enter")  # 4793 is busy
         await pilot.press("left", "enter")  # 4792
         assert dialog.query_one("#port", Input).value == "4792"
         dialog.query_one("#name", Input).focus()
         await pilot.press(*"ported", "enter")
-        await until(pilot, lambda: ("new", "ported", 4792) in static_service.calls)
+        await until(pilot, lambda: ("new", "ported", "local", 4792) in static_service.calls)
 
 
 async def test_port_allocator_panel_names_the_selected_box(static_service):
@@ -240,7 +272,8 @@ async def test_delete_needs_the_typed_name(static_service):
         assert isinstance(app.screen, DeleteDialog) and app.screen.query_one("#ok").disabled
         await pilot.press(*"ha", "enter")
         await until(pilot, lambda: app.main.table.row_count == 3)
-        assert all(b.name != "alpha" for b in static_service.boxes)
+        assert ("remove", "alpha", "local") in static_service.calls
+        assert ("local", "alpha") not in app.activities  # its log went with it
 
 
 async def test_start_and_stop(static_service):
@@ -248,10 +281,22 @@ async def test_start_and_stop(static_service):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("down", "s")
-        await until(pilot, lambda: cell(app, "local/beta", "state") == "running")
+        await until(pilot, lambda: column(app, "local/beta", 2) == "running")
         await pilot.press("x")
-        await until(pilot, lambda: cell(app, "local/beta", "state") == "stopped")
+        await until(pilot, lambda: column(app, "local/beta", 2) == "stopped")
         assert "stopping beta" in "\n".join(app.activities[("local", "beta")].lines)
+
+
+async def test_a_busy_box_refuses_a_second_operation(static_service):
+    static_service.step_delay = 0.3
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("n", *"slow", "enter")
+        await until(pilot, lambda: app.main.table.selected_key() == ("local", "slow"))
+        await pilot.press("s")
+        await until(pilot, lambda: any("slow is busy with new" in n for n in notes(app)))
+        assert not any(c[0] == "start" for c in static_service.calls)
 
 
 async def test_enter_hands_the_terminal_to_the_shell(static_service):
@@ -285,18 +330,19 @@ async def test_enter_without_a_suspendable_terminal_shows_the_command(static_ser
         assert any("hb-as-agent --tmux" in n for n in notes(app))
 
 
-async def test_open_web_ui(static_service, monkeypatch):
+async def test_open_web_ui(static_service):
     opened = []
-    app = make_app(static_service)
-    monkeypatch.setattr(app, "open_url", lambda url, **kw: opened.append(url))
+    app = make_app(static_service, opener=opened.append)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("o")
+        await until(pilot, lambda: opened)
         assert opened == ["http://127.0.0.1:4791/"]
-        assert any("http://127.0.0.1:4791/" in n for n in notes(app))
+        assert ("web", "alpha", "local") in static_service.calls
+        await until(pilot, lambda: any("http://127.0.0.1:4791/" in n for n in notes(app)))
 
 
-async def test_save_dialog_shows_bytes_and_can_finish(static_service, tmp_path):
+async def test_save_dialog_returns_a_request_and_progress_shows_bytes(static_service, tmp_path):
     static_service.step_delay = 0.2
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
@@ -306,21 +352,68 @@ async def test_save_dialog_shows_bytes_and_can_finish(static_service, tmp_path):
         assert isinstance(dialog, SaveDialog)
         await pilot.press("tab", *"pw1", "tab", *"pw2", "enter")
         assert "differ" in str(dialog.query_one("#error").render())
+        secrets = list(dialog.query(".secret").results(Input))
+        dialog.query_one("#output", Input).value = str(tmp_path / "a.hbx")
         dialog.query_one("#passphrase2", Input).value = "pw1"
         dialog.query_one("#passphrase2", Input).focus()
         await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ProgressScreen), what="progress")
+        progress = app.screen
+        assert all(w.value == "" for w in secrets)  # wiped once used
         await until(
-            pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()), what="byte counts"
+            pilot, lambda: "MiB" in str(progress.query_one("#rate").render()), what="byte counts"
         )
-        assert dialog.query_one("#passphrase", Input).value == ""  # wiped once used
-        await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
+        assert "writing archive" in str(progress.query_one("#rate").render())
+        await until(pilot, lambda: app.screen is not progress, what="progress to close")
+        assert ("save", "alpha", "local", tmp_path / "a.hbx", b"pw1", True) in static_service.calls
         assert "save done" in app.activities[("local", "alpha")].lines[-1]
+        await until(pilot, lambda: any(f"saved to {tmp_path / 'a.hbx'}" in n for n in notes(app)))
 
 
-async def test_load_dialog_makes_the_box_and_follows_it(static_service, tmp_path):
+async def test_cancelling_an_archive_operation_cancels_its_worker(static_service):
+    static_service.step_delay = 0.3
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("w")
+        app.screen.query_one("#passphrase", Input).value = "pw"
+        app.screen.query_one("#passphrase2", Input).value = "pw"
+        await pilot.click("#ok")
+        await until(pilot, lambda: isinstance(app.screen, ProgressScreen), what="progress")
+        progress = app.screen
+        await until(pilot, lambda: "MiB" in str(progress.query_one("#rate").render()))
+        await pilot.click("#cancel")
+        await until(pilot, lambda: app.screen is not progress, what="progress to close")
+        activity = app.activities[("local", "alpha")]
+        await until(pilot, lambda: not activity.running)
+        assert "cancelled" in activity.error
+        assert not app._running_operations()
+        assert not any("saved to" in n for n in notes(app))
+
+
+async def test_a_failed_archive_operation_stays_on_screen(static_service, tmp_path):
+    static_service.broken = {"save": "disk full"}
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("w")
+        app.screen.query_one("#passphrase", Input).value = "pw"
+        app.screen.query_one("#passphrase2", Input).value = "pw"
+        await pilot.click("#ok")
+        await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
+        progress = app.screen
+        await until(pilot, lambda: "disk full" in str(progress.query_one("#error").render()))
+        assert str(progress.query_one("#cancel", Button).label) == "Close"
+        await pilot.click("#cancel")
+        await until(pilot, lambda: app.screen is app.main)
+
+
+async def test_load_dialog_checks_the_archive_then_the_box_follows(static_service, tmp_path):
     static_service.step_delay = 0.1
     archive = tmp_path / "orig.hbx"
     archive.write_bytes(b"not really an archive")
+    other = tmp_path / "notes.txt"
+    other.write_text("hello")
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -328,25 +421,24 @@ async def test_load_dialog_makes_the_box_and_follows_it(static_service, tmp_path
         dialog = app.screen
         assert isinstance(dialog, LoadDialog)
         await pilot.press(*str(tmp_path / "missing.hbx"), "enter")
-        assert "no such file" in str(dialog.query_one("#error").render())
-        dialog.query_one("#archive", Input).value = str(archive)
-        dialog.query_one("#passphrase", Input).value = "correct horse"
-        dialog.query_one("#name", Input).value = "copy"
+        assert "no such archive" in str(dialog.query_one("#error").render())
+        dialog.query_one("#archive", Input).value = str(other)
         await pilot.click("#ok")
+        assert "neither an hbtui archive" in str(dialog.query_one("#error").render())
+        dialog.query_one("#archive", Input).value = str(archive)
+        secret = dialog.query_one("#passphrase", Input)
+        secret.value = "correct horse"
+        dialog.query_one("#name", Input).value = "copy"
+        await pilot.pause(0.3)  # a button ignores a click within 0.2 s of the last one
+        await pilot.click("#ok")
+        await until(pilot, lambda: isinstance(app.screen, ProgressScreen), what="progress")
+        progress = app.screen
+        assert secret.value == ""  # wiped once used
         await until(
-            pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()), what="byte counts"
+            pilot, lambda: "MiB" in str(progress.query_one("#rate").render()), what="byte counts"
         )
-        assert dialog.query_one("#progress").display
-        assert dialog.query_one("#passphrase", Input).value == ""  # wiped once used
-        await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
-        assert static_service.calls[-1] == (
-            "load",
-            archive,
-            "copy",
-            "local",
-            b"correct horse",
-            None,
-        )
+        await until(pilot, lambda: app.screen is not progress, what="progress to close")
+        assert ("load", archive, "copy", "local", b"correct horse", None) in static_service.calls
         await until(
             pilot,
             lambda: app.main.table.selected_key() == ("local", "copy"),
@@ -361,10 +453,7 @@ async def test_load_dialog_makes_the_box_and_follows_it(static_service, tmp_path
         )
 
 
-async def test_extract_dialog_unpacks_and_says_where(static_service, tmp_path, monkeypatch):
-    from hbtui.core import archive_ops
-
-    monkeypatch.setattr(archive_ops, "extract", static_service.extract)
+async def test_extract_dialog_unpacks_and_says_where(static_service, tmp_path):
     static_service.step_delay = 0.1
     archive = tmp_path / "orig.hbx"
     archive.write_bytes(b"not really an archive")
@@ -379,13 +468,15 @@ async def test_extract_dialog_unpacks_and_says_where(static_service, tmp_path, m
         dialog.query_one("#passphrase", Input).value = "pw"
         dialog.query_one("#passphrase", Input).focus()
         await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ProgressScreen), what="progress")
+        progress = app.screen
         await until(
-            pilot, lambda: "MiB" in str(dialog.query_one("#rate").render()), what="byte counts"
+            pilot, lambda: "MiB" in str(progress.query_one("#rate").render()), what="byte counts"
         )
-        assert "unpacking" in str(dialog.query_one("#rate").render())
-        await until(pilot, lambda: app.screen is not dialog, what="dialog to close")
+        assert "unpacking" in str(progress.query_one("#rate").render())
+        await until(pilot, lambda: app.screen is not progress, what="progress to close")
         dest = Path("~/unpacked").expanduser()
-        assert static_service.calls[-1] == ("extract", archive, dest, b"pw")
+        assert ("extract", archive, dest, b"pw") in static_service.calls
         await until(
             pilot,
             lambda: any(f"extracted into {dest}" in n for n in notes(app)),
@@ -394,15 +485,92 @@ async def test_extract_dialog_unpacks_and_says_where(static_service, tmp_path, m
         assert app.main.table.row_count == 4  # no box made
 
 
+def test_transfer_meter_says_bytes_rate_and_eta():
+    from hbtui.events import Transfer
+
+    now = [0.0]
+    meter = TransferMeter(clock=lambda: now[0])
+    mib = 1024 * 1024
+    assert meter.add(Transfer(0, 8 * mib)) == "0 B / 8.0 MiB"
+    now[0] = 2.0
+    assert meter.add(Transfer(2 * mib, 8 * mib)) == "2.0 MiB / 8.0 MiB · 1.0 MiB/s · ETA 0:06"
+
+
+async def test_quitting_cancels_operations_and_waits_for_their_rollback(static_service):
+    static_service.step_delay = 0.3
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("n", *"half", "enter")
+        await until(pilot, lambda: app.activities[("local", "half")].step is not None)
+        await pilot.press("q")
+        await until(pilot, lambda: any("quitting" in n for n in notes(app)))
+        assert app.is_running  # still rolling back
+        await until(pilot, lambda: not app.is_running, what="the app to quit after the rollback")
+    assert ("rolled back", "half", "local") in static_service.calls
+    assert all(b.name != "half" for b in static_service.boxes)
+
+
+async def test_quitting_without_operations_is_immediate(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("q")
+        await until(pilot, lambda: not app.is_running)
+
+
+async def test_a_box_first_seen_shows_its_last_provisioning_log(static_service):
+    static_service.provision_logs[("local", "beta")] = [
+        "::hbtui:: step 1/2 base",
+        "apt-get install tmux",
+        "::hbtui:: step 2/2 agent-user",
+        "user agent exists",
+    ]
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("down")
+        await until(pilot, lambda: "user agent exists" in log_text(app), what="the old log")
+        text = log_text(app)
+        assert "last provisioning log: /logs/beta-" in text
+        assert "▶ step 2/2 agent-user" in text and "::hbtui::" not in text
+        assert ("provision_log", "alpha", "local") in static_service.calls
+
+
+async def test_events_reported_from_a_thread_arrive_in_order(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+
+        async def threaded(report):
+            def work() -> str:
+                report(Phase("hashing"))
+                for i in range(500):
+                    report(LogLine(f"chunk {i}"))
+                return "hashed"
+
+            return await asyncio.to_thread(work)
+
+        operation = app.run_operation(("local", "alpha"), "hash", threaded)
+        await operation.worker.wait()
+        activity = app.activities[("local", "alpha")]
+        await until(pilot, lambda: not activity.running)
+        lines = list(activity.lines)
+        chunks = [line for line in lines if line.startswith("chunk ")]
+        assert chunks == [f"chunk {i}" for i in range(500)]
+        assert "hash done" in lines[-1]  # the end came after every event
+
+
 async def test_log_follow_pauses_when_scrolled_up(static_service):
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.pause(0.3)
-        activity = app.activities[("local", "alpha")]
+        key = ("local", "alpha")
+        activity = app.activities[key]
         for i in range(300):
             activity.append(f"\x1b[33mline {i}\x1b[0m")
-        app.mark_dirty(("local", "alpha"))
+        app.main.box_changed(key)
         await pilot.pause(0.3)
         log = app.main.log_pane.log_view
         assert log.auto_scroll and log.scroll_y == log.max_scroll_y > 0
@@ -411,7 +579,7 @@ async def test_log_follow_pauses_when_scrolled_up(static_service):
         assert not log.auto_scroll
         assert "paused" in str(app.main.log_pane.query_one("#log-header").render())
         activity.append("more")
-        app.mark_dirty(("local", "alpha"))
+        app.main.box_changed(key)
         await pilot.pause(0.2)
         assert log.scroll_y == 0  # did not jump while paused
         log.focus()
@@ -424,10 +592,11 @@ async def test_log_flood_is_bounded(static_service):
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        activity = app.activities[("local", "alpha")]
+        key = ("local", "alpha")
+        activity = app.activities[key]
         for i in range(20000):
             activity.append(f"line {i}")
-        app.mark_dirty(("local", "alpha"))
+        app.main.box_changed(key)
         await pilot.pause(0.3)
         log = app.main.log_pane.log_view
         assert len(activity.lines) <= 5000 and len(log.lines) <= 5000
@@ -454,21 +623,28 @@ async def test_keymap_remaps_and_palette_lists_every_action(static_service):
         assert isinstance(app.screen, NewBoxDialog)
         await pilot.press("escape")
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {title for _i, _k, action, _l, title, _h in KEYS if action != "quit"} <= titles
+        assert {title for _i, _k, action, _l, title, _h in KEYS if action != "app.quit"} <= titles
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         table = app.screen.query_one("#keys")
-        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert ["new", "^n"] == rows[2][:2] or rows[2][1] in ("ctrl+n", "^n")
-        assert {r[0] for r in rows} >= {ident for ident, *_ in KEYS}
+        rows_ = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert ["new", "^n"] == rows_[2][:2] or rows_[2][1] in ("ctrl+n", "^n")
+        assert {r[0] for r in rows_} >= {ident for ident, *_ in KEYS}
+
+
+async def test_palette_commands_run_app_and_screen_actions(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        commands = {c.title: c.callback for c in app.get_system_commands(app.main)}
+        app.call_later(commands["Port allocator"])  # the screen's
+        await until(pilot, lambda: app.main.ports_visible)
+        app.call_later(commands["New box"])  # the App's
+        await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
 
 
 async def test_errors_never_crash(static_service):
-    async def broken(*a, **kw):
-        raise RuntimeError("engine exploded")
-
-    static_service.start = broken
-    static_service.list_boxes = broken
+    static_service.broken = {"list_boxes": "engine exploded", "start": "engine exploded"}
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.3)
@@ -491,7 +667,8 @@ async def wait_ready(pilot, app, key: str, timeout: float = 180) -> None:
 
 
 @sim
-async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service):
+async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, monkeypatch):
+    monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))  # the core reads it, as for the CLI
     launched = []
 
     async def launcher(argv):
@@ -500,13 +677,12 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service):
 
     app = HbtuiApp(
         sim_service,
-        recipe=SIM_RECIPE,
         launcher=launcher,
         refresh_seconds=0.5,
         driver_class=SuspendableDriver,
     )
     async with app.run_test(size=SIZE, headless=False) as pilot:
-        await until(pilot, lambda: app.listing is not None, timeout=30)
+        await until(pilot, lambda: app.main.listing is not None, timeout=30)
         await pilot.press("n")
         grid = app.screen.query_one(PortGrid)
         await until(pilot, lambda: bool(grid.slots), timeout=30)
@@ -557,10 +733,11 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service):
 
 
 @sim
-async def test_sim_save_and_load_round_trip(sim_service, tmp_path):
-    await sim_service.new("orig", recipe=SIM_RECIPE)
+async def test_sim_save_and_load_round_trip(sim_service, tmp_path, monkeypatch):
+    monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
+    await sim_service.new("orig")
     archive = tmp_path / "orig.hbx"
-    app = HbtuiApp(sim_service, recipe=SIM_RECIPE, refresh_seconds=0.5)
+    app = HbtuiApp(sim_service, refresh_seconds=0.5)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot, app, "local/orig", timeout=30)
         await pilot.press("w")
@@ -569,14 +746,20 @@ async def test_sim_save_and_load_round_trip(sim_service, tmp_path):
         dialog.query_one("#passphrase", Input).value = "correct horse"
         dialog.query_one("#passphrase2", Input).value = "correct horse"
         await pilot.click("#ok")
-        await until(pilot, lambda: app.screen is not dialog, timeout=240, what="save")
-        assert archive.is_file(), "\n".join(app.activities[("local", "orig")].lines)
+        activity = app.activities[("local", "orig")]
+        await until(pilot, lambda: not activity.running, timeout=240, what="save")
+        assert archive.is_file(), "\n".join(activity.lines)
+        await until(pilot, lambda: app.screen is app.main, what="the progress screen to close")
         await pilot.press("l")
         dialog = app.screen
         dialog.query_one("#archive", Input).value = str(archive)
         dialog.query_one("#passphrase", Input).value = "correct horse"
         dialog.query_one("#name", Input).value = "copy"
         await pilot.click("#ok")
-        await until(pilot, lambda: app.screen is not dialog, timeout=300, what="load")
+        await until(pilot, lambda: ("local", "copy") in app.activities, what="load to start")
+        copy = app.activities[("local", "copy")]
+        await until(pilot, lambda: not copy.running, timeout=300, what="load")
+        assert not copy.error, "\n".join(copy.lines)
+        await until(pilot, lambda: app.screen is app.main, what="the progress screen to close")
         await wait_ready(pilot, app, "local/copy", timeout=60)
         assert app.main.table.selected_key() == ("local", "copy")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Input
-from tui_fakes import StaticService, frozen_clock
+from tui_fakes import FakeService, frozen_clock
 
 from hbtui.events import LogLine, Phase, Step
 from hbtui.tui.app import HbtuiApp
@@ -13,14 +13,14 @@ SIZE = (160, 45)
 
 
 @pytest.fixture
-def app(tmp_path) -> HbtuiApp:
-    return HbtuiApp(StaticService(tmp_path / "home"), clock=frozen_clock, refresh_seconds=60)
+def app() -> HbtuiApp:
+    return HbtuiApp(FakeService(), clock=frozen_clock, refresh_seconds=60)
 
 
 async def settle(pilot) -> None:
     """Wait for the first listing and stop cursors blinking, so screens are stable."""
     app = pilot.app
-    while app.listing is None or app.main.table.row_count == 0:
+    while app.main.listing is None or app.main.table.row_count == 0:
         await pilot.pause(0.05)
     activity = app.activities[("local", "alpha")]
     activity.begin("repair")
@@ -33,7 +33,7 @@ async def settle(pilot) -> None:
         LogLine("installing \x1b[1mtmux\x1b[0m 3.4"),
     ):
         activity.apply(event)
-    app.mark_dirty(("local", "alpha"))
+    app.main.box_changed(("local", "alpha"))
     await pilot.pause(0.3)
     await blink_off(pilot)
 

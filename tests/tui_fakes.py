@@ -1,9 +1,11 @@
-"""A BoxService with an in-memory listing, for dashboard tests that need fixed data.
+"""`FakeService`: the Service surface the dashboard uses, over in-memory boxes.
 
-Snapshots and the benchmark must not depend on an engine or on the clock, so
-this subclass replaces only what talks to the engine (listing, ports, the
-lifecycle calls) with a small scripted world; names, progress events and
-errors still have the shapes the real core produces.
+Snapshots, Pilot tests and the benchmark must not depend on an engine or on
+the clock, so this stands in for `hbtui.core.service.Service` (it is not a
+subclass: tests/test_tui.py checks that every method here has the real
+one's signature). Boxes live in a list, operations report scripted progress
+events with the shapes the real core produces, a cancelled operation rolls
+back as the core does, and every call is recorded in `calls`.
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hbtui.config import Config
-from hbtui.core.boxes import BoxService, BoxView, HostListing
+from hbtui.core.boxes import ProvisionLog
+from hbtui.core.hosts import LOCAL, WebAccess
 from hbtui.core.names import check_name
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
-from hbtui.errors import HbtuiError
-from hbtui.events import LogLine, Phase, Report, Step, Transfer, ignore
-from hbtui.paths import Paths
+from hbtui.core.recipe import parse_marker
+from hbtui.core.views import BOX, BoxView, HostListing
+from hbtui.errors import Cancelled, HbtuiError, UsageError
+from hbtui.events import Event, LogLine, Notice, Phase, Report, Step, Transfer, ignore
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 
@@ -33,7 +38,7 @@ def view(
     port: int,
     *,
     state: str = "running",
-    host: str = "local",
+    host: str = LOCAL,
     provisioning: str = "ready",
     created: str = "2026-11-29T09:30:00Z",
     error: str = "",
@@ -42,7 +47,7 @@ def view(
     return BoxView(
         name=name,
         host=host,
-        kind="box",
+        kind=BOX,
         state=state,
         port=port,
         url=f"http://127.0.0.1:{port}/",
@@ -71,33 +76,63 @@ def sample_boxes() -> list[BoxView]:
     ]
 
 
-class StaticService(BoxService):
-    """BoxService over a list of views instead of an engine."""
+async def _nothing() -> None:
+    return None
+
+
+class FakeService:
+    """In-memory boxes behind the Service methods the dashboard calls."""
 
     def __init__(
         self,
-        root: Path,
         boxes: list[BoxView] | None = None,
         *,
         host_errors: dict[str, str] | None = None,
         step_delay: float = 0.0,
     ) -> None:
-        paths = Paths(config_dir=root, data_dir=root, log_dir=root / "logs")
-        super().__init__(paths, Config())
+        self.config = Config()
         self.boxes = list(boxes if boxes is not None else sample_boxes())
         self.host_errors = dict(host_errors or {})
-        self.step_delay = step_delay
-        self.calls: list[tuple] = []
+        self.step_delay = step_delay  # seconds between scripted progress events
+        self.broken: dict[str, str] = {}  # method name -> the RuntimeError it raises
+        self.provision_logs: dict[tuple[str, str], list[str]] = {}  # (host, name) -> lines
+        self.calls: list[tuple[Any, ...]] = []
         self.list_calls = 0
+        self.closed_forwards: list[str] = []
+
+    def _called(self, *call: Any) -> None:
+        self.calls.append(call)
+        if call[0] in self.broken:
+            raise RuntimeError(self.broken[call[0]])
+
+    def _find(self, name: str, host: str) -> int:
+        for i, b in enumerate(self.boxes):
+            if (b.name, b.host) == (name, host):
+                return i
+        raise HbtuiError(f"no box named {name!r} (see: hbtui ls)")
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self.step_delay)
+
+    async def close(self) -> None:
+        self._called("close")
+
+    # -- boxes ---------------------------------------------------------------------------
+
+    def host_names(self) -> list[str]:
+        return [LOCAL, *sorted(self.config.hosts)]
 
     async def list_boxes(
         self, *, include_foreign: bool = False, hosts: list[str] | None = None
     ) -> HostListing:
         self.list_calls += 1
+        if "list_boxes" in self.broken:
+            raise RuntimeError(self.broken["list_boxes"])
         return HostListing(list(self.boxes), dict(self.host_errors))
 
-    async def ports(self, host_name: str = "local") -> list[PortSlot]:
-        used = {b.port: b.name for b in self.boxes if b.host == host_name}
+    async def ports(self, host: str = LOCAL) -> list[PortSlot]:
+        self._called("ports", host)
+        used = {b.port: b.name for b in self.boxes if b.host == host}
         lo, hi = self.config.ports.low, self.config.ports.high
         return [
             PortSlot(p, USED, used[p])
@@ -106,65 +141,74 @@ class StaticService(BoxService):
             for p in range(lo, hi + 1)
         ]
 
-    def _find(self, name: str, host: str) -> int:
-        for i, b in enumerate(self.boxes):
-            if (b.name, b.host) == (name, host):
-                return i
-        raise HbtuiError(f"no box named {name!r} (see: hbtui ls)")
-
     async def new(
         self,
         name: str,
         *,
-        host_name: str = "local",
-        image=None,
-        cpus=None,
-        memory_mib=None,
-        port=None,
-        recipe=None,
-        start=True,
+        host: str = LOCAL,
+        image: str | None = None,
+        cpus: int | None = None,
+        memory_mib: int | None = None,
+        port: int | None = None,
+        recipe: Path | None = None,
+        start: bool = True,
         report: Report = ignore,
     ) -> BoxView:
         check_name(name)
-        self.calls.append(("new", name, port))
-        port = port or next(s.port for s in await self.ports(host_name) if s.state == FREE)
+        self._called("new", name, host, port)
+        port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
         report(Phase(f"creating machine {name} (port {port})"))
         self.boxes.append(
-            view(name, port, provisioning="provisioning", created="2026-11-29T12:00:00Z")
+            view(name, port, host=host, provisioning="provisioning", created="2026-11-29T12:00:00Z")
         )
-        for i, step in enumerate(("base", "agent-user", "tools"), start=1):
-            report(Step(i, 3, step))
-            report(LogLine(f"::hbtui:: step {i}/3 {step}"))
-            report(LogLine(f"\x1b[32mok\x1b[0m {step} line"))
-            await asyncio.sleep(self.step_delay)
-        if name.startswith("fail"):
-            self.boxes.pop()
-            raise HbtuiError(f"provisioning {name} failed at step 3/3 tools (exit status 1)")
-        ready = replace(self.boxes[-1], provisioning="ready")
-        self.boxes[-1] = ready
-        report(Phase(f"{name} is ready at {ready.url}"))
-        return ready
+        try:
+            for i, step in enumerate(("base", "agent-user", "tools"), start=1):
+                report(Step(i, 3, step))
+                report(LogLine(f"\x1b[32mok\x1b[0m {step} line"))
+                await self._pause()
+            if name.startswith("fail"):
+                raise HbtuiError(f"provisioning {name} failed at step 3/3 tools (exit status 1)")
+        except BaseException as exc:
+            await asyncio.shield(self._rollback(name, host, report))
+            if isinstance(exc, asyncio.CancelledError):
+                raise Cancelled(f"cancelled: box {name!r} was rolled back") from None
+            raise
+        i = self._find(name, host)
+        self.boxes[i] = replace(self.boxes[i], provisioning="ready")
+        report(Phase(f"{name} is ready at {self.boxes[i].url}"))
+        return self.boxes[i]
 
-    async def start(self, name: str, host_name: str = "local", *, report: Report = ignore):
-        i = self._find(name, host_name)
+    async def _rollback(self, name: str, host: str, report: Report) -> None:
+        report(Notice(f"rolling back {name}"))
+        await self._pause()
+        self.boxes = [b for b in self.boxes if (b.name, b.host) != (name, host)]
+        self.calls.append(("rolled back", name, host))
+
+    async def start(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        self._called("start", name, host)
+        i = self._find(name, host)
         report(Phase(f"starting {name}"))
         self.boxes[i] = replace(self.boxes[i], state="running")
         return self.boxes[i]
 
-    async def stop(self, name: str, host_name: str = "local", *, report: Report = ignore):
-        i = self._find(name, host_name)
+    async def stop(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        self._called("stop", name, host)
+        i = self._find(name, host)
         report(Phase(f"stopping {name}"))
         self.boxes[i] = replace(self.boxes[i], state="stopped")
         return self.boxes[i]
 
-    async def remove(self, name: str, host_name: str = "local", *, report: Report = ignore):
-        self.boxes.pop(self._find(name, host_name))
+    async def remove(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        self._called("remove", name, host)
+        gone = self.boxes.pop(self._find(name, host))
         report(Phase(f"removed {name}"))
+        return gone
 
     async def enter_argv(
-        self, name: str, host_name: str = "local", *, report: Report = ignore
+        self, name: str, host: str = LOCAL, *, report: Report = ignore
     ) -> list[str]:
-        self._find(name, host_name)
+        self._called("enter_argv", name, host)
+        self._find(name, host)
         return [
             "smolvm",
             "machine",
@@ -177,51 +221,91 @@ class StaticService(BoxService):
             "--tmux",
         ]
 
-    async def workload_logs(self, name: str, host_name: str = "local", *, tail=None) -> str:
+    async def web(self, name: str, host: str = LOCAL) -> WebAccess:
+        """A local box's own URL; a forward on a fresh port for a remote one."""
+        self._called("web", name, host)
+        port = self.boxes[self._find(name, host)].port
+        if host == LOCAL:
+            return WebAccess(f"http://127.0.0.1:{port}/", _nothing)
+        forwards = sum(c[0] == "web" and c[2] != LOCAL for c in self.calls)
+
+        async def close() -> None:
+            self.closed_forwards.append(name)
+
+        return WebAccess(f"http://127.0.0.1:{40000 + forwards}/", close, forwarded=True)
+
+    async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
+        self._called("workload_logs", name, host)
         return f"\x1b[36mexecutor\x1b[0m listening on 0.0.0.0 for {name}\n"
 
-    async def save(
-        self,
-        name: str,
-        host_name: str = "local",
-        *,
-        output=None,
-        passphrase: bytes,
-        verify: bool = True,
-        report: Report = ignore,
-    ) -> Path:
-        self._find(name, host_name)
-        await self._transfer("writing archive", report)
-        return output or self.paths.default_backups_dir / f"{name}.hbx"
+    async def provision_log(
+        self, name: str, host: str = LOCAL, *, tail: int | None = None
+    ) -> ProvisionLog | None:
+        self._called("provision_log", name, host)
+        lines = self.provision_logs.get((host, name))
+        if lines is None:
+            return None
+        events: list[Event] = []
+        for line in lines[-tail:] if tail else lines:  # read as the core reads its log
+            step = parse_marker(line)
+            events.append(step if step is not None else LogLine(line))
+        return ProvisionLog(Path(f"/logs/{name}-20261129T093000Z.log"), events)
+
+    # -- archives --------------------------------------------------------------------------
+
+    def archive_kind(self, archive: Path, *, hbx_only: bool = False) -> str:
+        """Any existing *.hbx is an archive here; the real one reads the file's header."""
+        self._called("archive_kind", archive)
+        if not archive.is_file():
+            raise UsageError(f"no such archive: {archive}")
+        if archive.suffix != ".hbx":
+            raise UsageError(
+                f"{archive} is neither an hbtui archive (.hbx) nor an old *.tar.gz.gpg backup"
+            )
+        return "hbx"
 
     async def _transfer(self, label: str, report: Report) -> None:
         total = 8 * 1024 * 1024
         for done in range(0, total + 1, total // 8):
             report(Transfer(done, total, label))
-            await asyncio.sleep(self.step_delay)
+            await self._pause()
+
+    async def save(
+        self,
+        name: str,
+        host: str = LOCAL,
+        *,
+        output: Path | None = None,
+        passphrase: bytes,
+        verify: bool = True,
+        report: Report = ignore,
+    ) -> Path:
+        self._called("save", name, host, output, passphrase, verify)
+        self._find(name, host)
+        await self._transfer("writing archive", report)
+        return output or Path(f"/backups/{name}.hbx")
 
     async def load(
         self,
         archive: Path,
         name: str,
-        host_name: str = "local",
+        host: str = LOCAL,
         *,
         passphrase: bytes,
         recipe: Path | None = None,
         report: Report = ignore,
     ) -> BoxView:
         check_name(name)
-        self.calls.append(("load", archive, name, host_name, passphrase, recipe))
+        self._called("load", archive, name, host, passphrase, recipe)
         await self._transfer("checking", report)
         report(Phase(f"creating machine {name}"))
-        made = view(name, 4820, created="2026-11-29T12:00:00Z")
+        made = view(name, 4820, host=host, created="2026-11-29T12:00:00Z")
         self.boxes.append(made)
         return made
 
     async def extract(
         self, archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
     ) -> Path:
-        """Stands in for `archive_ops.extract`, which works on files without a service."""
-        self.calls.append(("extract", archive, dest, passphrase))
+        self._called("extract", archive, dest, passphrase)
         await self._transfer("unpacking", report)
         return dest or archive.with_suffix("")

@@ -1,8 +1,10 @@
 """What the dashboard remembers about operations it runs, one record per box.
 
-Progress events from a core operation land here first; the widgets read
-from it when they repaint. Buffers are bounded, so a box whose recipe
-prints millions of lines costs at most `MAX_LINES` strings.
+Progress events from a core operation land here first (the App applies each
+`OperationEvents` message it handles); the widgets read from it when they
+repaint. A box's last provisioning log is fed in through `apply` too.
+Buffers are bounded, so a box whose recipe prints millions of lines costs
+at most `MAX_LINES` strings.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from hbtui.events import Event, LogLine, Notice, Phase, Step, Transfer
+from hbtui.events import Event, LogLine, Notice, Phase, Step
 
 MAX_LINES = 5000
 
@@ -30,7 +32,6 @@ class Activity:
     running: bool = False
     phase: str = ""
     step: Step | None = None
-    transfer: Transfer | None = None
     error: str = ""
     lines: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LINES))
     written: int = 0  # lines appended ever, so a viewer can tell what it missed
@@ -40,7 +41,6 @@ class Activity:
         self.running = True
         self.phase = operation
         self.step = None
-        self.transfer = None
         self.error = ""
         self.append(f"\x1b[1m── {operation} ──\x1b[0m")
 
@@ -50,8 +50,7 @@ class Activity:
 
     def apply(self, event: Event) -> None:
         if isinstance(event, LogLine):
-            if not event.text.startswith("::hbtui::"):
-                self.append(event.text)
+            self.append(event.text)
         elif isinstance(event, Step):
             self.step = event
             self.append(f"\x1b[36m▶ step {event.index}/{event.total} {event.name}\x1b[0m")
@@ -60,24 +59,12 @@ class Activity:
             self.append(f"\x1b[2m• {event.message}\x1b[0m")
         elif isinstance(event, Notice):
             self.append(f"\x1b[33m! {event.message}\x1b[0m")
-        elif isinstance(event, Transfer):
-            self.transfer = event
+        # Transfer events are drawn by the progress screen of the archive operations.
 
     def finish(self, error: str = "") -> None:
         self.running = False
         self.error = error
-        self.transfer = None
         if error:
             self.append(f"\x1b[31m✗ {self.operation} failed: {error}\x1b[0m")
         else:
             self.append(f"\x1b[32m✓ {self.operation} done\x1b[0m")
-
-    def summary(self) -> str:
-        """A few words for the table's provisioning column."""
-        if self.error:
-            return f"failed: {self.error}"
-        if not self.running:
-            return ""
-        if self.step is not None:
-            return f"{self.step.index}/{self.step.total} {self.step.name}"
-        return self.phase

@@ -1,85 +1,91 @@
 """The modal dialogs: new box, delete, save, load, extract.
 
-Dialogs collect input and hand it to BoxService (through the App's
-`run_operation`, so the work shows in the box's log too). The archive
-dialogs stay open while their operation runs, to show bytes, rate and ETA;
-Cancel there cancels the worker and the core rolls back what it made.
+A dialog only collects input: submitting it dismisses it with a request
+(`NewBoxRequest`, `DeleteRequest`, `SaveRequest`, `LoadRequest`,
+`ExtractRequest`) holding the values as they were at that moment, and the
+App runs the request. A dialog may ask the Service read-only questions (the
+port map, whether a file is an archive) but never changes anything.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, ProgressBar, Select, Static
-from textual.worker import Worker
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from hbtui.core.boxes import BoxView
+from hbtui.core.hosts import LOCAL
 from hbtui.core.names import name_problem
-from hbtui.core.registry import LOCAL
-from hbtui.events import Event, LogLine, Notice, Phase, Step, Transfer
+from hbtui.core.views import BoxView
+from hbtui.errors import HbtuiError
 from hbtui.tui.widgets.port_grid import PortGrid
 
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def duration(seconds: float) -> str:
-    seconds = int(seconds)
-    return (
-        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-        if seconds >= 3600
-        else f"{seconds // 60}:{seconds % 60:02d}"
-    )
-
-
-class TransferMeter:
-    """Bytes, rate and ETA from a stream of Transfer events (rate over ~5 s)."""
-
-    WINDOW = 5.0
-
-    def __init__(self, clock=time.monotonic) -> None:
-        self.clock = clock
-        self.samples: list[tuple[float, int]] = []
-
-    def add(self, event: Transfer) -> str:
-        now = self.clock()
-        self.samples.append((now, event.done))
-        while len(self.samples) > 2 and now - self.samples[0][0] > self.WINDOW:
-            self.samples.pop(0)
-        (t0, d0), (t1, d1) = self.samples[0], self.samples[-1]
-        rate = (d1 - d0) / (t1 - t0) if t1 > t0 else 0.0
-        text = human_bytes(event.done)
-        if event.total:
-            text += f" / {human_bytes(event.total)}"
-        if rate > 0:
-            text += f" · {human_bytes(rate)}/s"
-            if event.total and event.total > event.done:
-                text += f" · ETA {duration((event.total - event.done) / rate)}"
-        return text
-
+if TYPE_CHECKING:
+    from hbtui.core.service import Service
 
 DIALOG_CSS = Path(__file__).with_name("dialogs.tcss")
 
+R = TypeVar("R")
 
-class Dialog(ModalScreen[Any]):
-    """A centred box with a title; escape cancels."""
+
+# -- what the dialogs return ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NewBoxRequest:
+    name: str
+    host: str
+    image: str  # "": the configured default
+    cpus: int | None
+    memory_mib: int | None
+    port: int | None  # None: any free port
+
+
+@dataclass(frozen=True)
+class DeleteRequest:
+    name: str
+    host: str
+
+
+@dataclass(frozen=True)
+class SaveRequest:
+    name: str
+    host: str
+    output: Path | None  # None: the backups folder
+    passphrase: bytes = field(repr=False)
+    verify: bool = True
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    archive: Path
+    name: str
+    host: str
+    passphrase: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ExtractRequest:
+    archive: Path
+    dest: Path | None  # None: next to the archive
+    passphrase: bytes = field(repr=False)
+
+
+# -- the dialogs ---------------------------------------------------------------------------
+
+
+class Dialog(ModalScreen[R | None]):
+    """A centred box with a title; escape cancels (dismisses with None)."""
 
     CSS_PATH = DIALOG_CSS  # read when the first dialog opens, not at startup
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
     TITLE_TEXT = ""
 
     def compose(self) -> ComposeResult:
@@ -93,15 +99,9 @@ class Dialog(ModalScreen[Any]):
     def action_cancel(self) -> None:
         self.dismiss(None)
 
-
-@dataclass(frozen=True)
-class NewBoxRequest:
-    name: str
-    host: str
-    image: str
-    cpus: int | None
-    memory_mib: int | None
-    port: int | None
+    @on(Button.Pressed, "#cancel")
+    def cancel_pressed(self) -> None:
+        self.dismiss(None)
 
 
 def _int_or_none(text: str) -> int | None:
@@ -109,21 +109,28 @@ def _int_or_none(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-class NewBoxDialog(Dialog):
+def _host_select(hosts: list[str]) -> ComposeResult:
+    """A host choice, shown only when there is more than this machine."""
+    if len(hosts) > 1:
+        yield Label("Host")
+        yield Select([(h, h) for h in hosts], value=LOCAL, allow_blank=False, id="host")
+
+
+class NewBoxDialog(Dialog[NewBoxRequest]):
     """Name (checked as you type), image, CPUs, memory, port (auto or picked)."""
 
     TITLE_TEXT = "New box"
 
+    def __init__(self, service: Service) -> None:
+        super().__init__()
+        self.service = service
+
     def compose_body(self) -> ComposeResult:
-        service = self.app.service
-        defaults = service.config.defaults
+        defaults = self.service.config.defaults
         yield Label("Name")
         yield Input(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem")
-        hosts = service.host_names()
-        if len(hosts) > 1:
-            yield Label("Host")
-            yield Select([(h, h) for h in hosts], value=LOCAL, allow_blank=False, id="host")
+        yield from _host_select(self.service.host_names())
         yield Label("Image")
         yield Input(value=defaults.image, id="image")
         with Horizontal(classes="row"):
@@ -153,9 +160,10 @@ class NewBoxDialog(Dialog):
 
     @work(exclusive=True, group="ports", exit_on_error=False)
     async def load_ports(self) -> None:
+        """Read-only: the chosen host's port map for the grid."""
         grid = self.query_one(PortGrid)
         try:
-            grid.set_slots(await self.app.service.ports(self.host))
+            grid.set_slots(await self.service.ports(self.host))
         except Exception as exc:
             self.query_one(".hint", Label).update(Text(f"port map unavailable: {exc}", "red"))
 
@@ -183,9 +191,6 @@ class NewBoxDialog(Dialog):
         self.query_one("#port", Input).value = str(event.port)
 
     @on(Input.Submitted)
-    def submitted(self) -> None:
-        self.create()
-
     @on(Button.Pressed, "#ok")
     def create(self) -> None:
         name = self.query_one("#name", Input).value.strip()
@@ -208,12 +213,8 @@ class NewBoxDialog(Dialog):
             )
         )
 
-    @on(Button.Pressed, "#cancel")
-    def cancel_pressed(self) -> None:
-        self.dismiss(None)
 
-
-class DeleteDialog(Dialog):
+class DeleteDialog(Dialog[DeleteRequest]):
     """Type the box's name to delete it."""
 
     TITLE_TEXT = "Delete box"
@@ -255,30 +256,16 @@ class DeleteDialog(Dialog):
     @on(Button.Pressed, "#ok")
     def confirm(self) -> None:
         if self.query_one("#confirm", Input).value.strip() == self.view.name:
-            self.dismiss(True)
-
-    @on(Button.Pressed, "#cancel")
-    def cancel_pressed(self) -> None:
-        self.dismiss(False)
+            self.dismiss(DeleteRequest(self.view.name, self.view.host))
 
 
-class OperationDialog(Dialog):
-    """A form, then the running operation's progress; Cancel rolls it back."""
+class FormDialog(Dialog[R]):
+    """A form for an archive operation: checked on submit, dismissed with its request."""
 
     START_LABEL = "Start"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.worker: Worker | None = None
-        self.cancelling = False
-        self.meter = TransferMeter()
-
     def compose_body(self) -> ComposeResult:
         yield from self.compose_form()
-        with Vertical(id="progress", classes="progress"):
-            yield Label("", id="phase")
-            yield ProgressBar(id="bytes", show_eta=False)
-            yield Label("", id="rate")
         yield Label("", id="error", classes="problem")
         with Horizontal(classes="buttons"):
             yield Button(self.START_LABEL, variant="primary", id="ok")
@@ -288,82 +275,37 @@ class OperationDialog(Dialog):
         yield from ()
 
     def on_mount(self) -> None:
-        self.query_one("#progress").display = False
-        first = self.query(Input).first()
-        first.focus()
+        self.query(Input).first().focus()
 
     def problem(self) -> str | None:
         """Why the form cannot be submitted yet (None: it can)."""
         return None
 
-    def start(self, observer, done) -> Worker | None:
-        """Hand the form to the App's `run_operation`."""
-        return None
+    def request(self) -> R:
+        """The form's values as a request (called once, when they pass `problem`)."""
+        raise NotImplementedError
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")
     def submit(self) -> None:
-        if self.worker is not None:
-            return
         problem = self.problem()
         self.query_one("#error", Label).update(problem or "")
-        if problem:
-            return
-        self.worker = self.start(self.observe, self.finished)
-        if self.worker is None:
-            return
-        for widget in self.query(Input):
-            widget.disabled = True
-        self.query_one("#ok", Button).disabled = True
-        self.query_one("#progress").display = True
-        self.query_one("#cancel", Button).focus()
+        if not problem:
+            self.dismiss(self.request())
 
-    def passphrase(self) -> bytes:
+    def text(self, selector: str) -> str:
+        return self.query_one(selector, Input).value.strip()
+
+    def path_or_none(self, selector: str) -> Path | None:
+        text = self.text(selector)
+        return Path(text).expanduser() if text else None
+
+    def take_passphrase(self) -> bytes:
         """The typed passphrase as bytes; the input boxes are wiped."""
         secret = self.query_one("#passphrase", Input).value.encode()
         for widget in self.query(".secret").results(Input):
             widget.value = ""
         return secret
-
-    def observe(self, event: Event) -> None:
-        if isinstance(event, Phase):
-            self.query_one("#phase", Label).update(event.message)
-        elif isinstance(event, Step):
-            self.query_one("#phase", Label).update(f"step {event.index}/{event.total} {event.name}")
-        elif isinstance(event, Notice):
-            self.query_one("#rate", Label).update(Text(event.message, style="yellow"))
-        elif isinstance(event, Transfer):
-            bar = self.query_one("#bytes", ProgressBar)
-            bar.update(total=event.total, progress=event.done)
-            label = self.meter.add(event)
-            self.query_one("#rate", Label).update(f"{event.label}  {label}".strip())
-        elif isinstance(event, LogLine) and event.stream == "stderr":
-            self.query_one("#rate", Label).update(Text.from_ansi(event.text))
-
-    def finished(self, result: Any, error: str) -> None:
-        self.worker = None
-        if self.cancelling:
-            self.dismiss(None)
-            return
-        if error:
-            self.query_one("#error", Label).update(error)
-            self.query_one("#ok", Button).disabled = False
-            for widget in self.query(Input):
-                widget.disabled = False
-            return
-        self.dismiss(result)
-
-    def action_cancel(self) -> None:
-        if self.worker is None:
-            self.dismiss(None)
-        elif not self.cancelling:
-            self.cancelling = True
-            self.query_one("#phase", Label).update("cancelling: rolling back…")
-            self.worker.cancel()
-
-    @on(Button.Pressed, "#cancel")
-    def cancel_pressed(self) -> None:
-        self.action_cancel()
 
 
 def _passphrase_inputs(twice: bool) -> ComposeResult:
@@ -374,8 +316,19 @@ def _passphrase_inputs(twice: bool) -> ComposeResult:
         yield Input(password=True, id="passphrase2", classes="secret")
 
 
-class SaveDialog(OperationDialog):
-    """Destination, passphrase twice, verify; then bytes, rate and ETA."""
+def _archive_problem(service: Service, text: str) -> str | None:
+    """The check `hbtui load` makes: an existing .hbx or old *.tar.gz.gpg, else one line why."""
+    if not text:
+        return "which archive?"
+    try:
+        service.archive_kind(Path(text).expanduser())
+    except (HbtuiError, OSError) as exc:
+        return str(exc)
+    return None
+
+
+class SaveDialog(FormDialog[SaveRequest]):
+    """Destination, passphrase twice, verify."""
 
     TITLE_TEXT = "Save box"
     START_LABEL = "Save"
@@ -405,38 +358,25 @@ class SaveDialog(OperationDialog):
             return "the two passphrases differ"
         return None
 
-    def start(self, observer, done) -> Worker | None:
-        view = self.view
-        output_text = self.query_one("#output", Input).value.strip()
-        output = Path(output_text).expanduser() if output_text else None
-        verify = self.query_one("#verify", Checkbox).value
-        secret = self.passphrase()
-        service = self.app.service
-        return self.app.run_operation(
-            (view.host, view.name),
-            "save",
-            lambda report: service.save(
-                view.name, view.host, output=output, passphrase=secret, verify=verify, report=report
-            ),
-            observer=observer,
-            done=done,
+    def request(self) -> SaveRequest:
+        return SaveRequest(
+            name=self.view.name,
+            host=self.view.host,
+            output=self.path_or_none("#output"),
+            verify=self.query_one("#verify", Checkbox).value,
+            passphrase=self.take_passphrase(),
         )
 
-    def finished(self, result: Any, error: str) -> None:
-        if not error and not self.cancelling:
-            self.app.notify(f"saved to {result}", title=f"save {self.view.name}", timeout=10)
-        super().finished(result, error)
 
-
-class LoadDialog(OperationDialog):
-    """Archive path, passphrase, new name; the new box follows in the log pane."""
+class LoadDialog(FormDialog[LoadRequest]):
+    """Archive path, passphrase, new name (and host); the new box follows in the log pane."""
 
     TITLE_TEXT = "Load archive into a new box"
     START_LABEL = "Load"
 
-    def __init__(self, hosts: list[str]) -> None:
+    def __init__(self, service: Service) -> None:
         super().__init__()
-        self.hosts = hosts
+        self.service = service
 
     def compose_form(self) -> ComposeResult:
         yield Label("Archive file")
@@ -445,9 +385,7 @@ class LoadDialog(OperationDialog):
         yield Label("Name of the new box")
         yield Input(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem")
-        if len(self.hosts) > 1:
-            yield Label("Host")
-            yield Select([(h, h) for h in self.hosts], value=LOCAL, allow_blank=False, id="host")
+        yield from _host_select(self.service.host_names())
 
     @on(Input.Changed, "#name")
     def name_changed(self, event: Input.Changed) -> None:
@@ -456,39 +394,32 @@ class LoadDialog(OperationDialog):
         )
 
     def problem(self) -> str | None:
-        archive = self.query_one("#archive", Input).value.strip()
-        if not archive:
-            return "which archive?"
-        if not Path(archive).expanduser().is_file():
-            return f"no such file: {archive}"
+        problem = _archive_problem(self.service, self.text("#archive"))
+        if problem:
+            return problem
         if not self.query_one("#passphrase", Input).value:
             return "type the archive's passphrase"
-        return name_problem(self.query_one("#name", Input).value.strip())
+        return name_problem(self.text("#name"))
 
-    def start(self, observer, done) -> Worker | None:
-        archive = Path(self.query_one("#archive", Input).value.strip()).expanduser()
-        name = self.query_one("#name", Input).value.strip()
+    def request(self) -> LoadRequest:
         select = self.query("#host")
-        host = str(select.first(Select).value) if select else LOCAL
-        secret = self.passphrase()
-        app, service = self.app, self.app.service
-        app.follow_key = (host, name)
-        return app.run_operation(
-            (host, name),
-            "load",
-            lambda report: service.load(
-                archive, name, host, passphrase=secret, recipe=app.recipe, report=report
-            ),
-            observer=observer,
-            done=done,
+        return LoadRequest(
+            archive=Path(self.text("#archive")).expanduser(),
+            name=self.text("#name"),
+            host=str(select.first(Select).value) if select else LOCAL,
+            passphrase=self.take_passphrase(),
         )
 
 
-class ExtractDialog(OperationDialog):
+class ExtractDialog(FormDialog[ExtractRequest]):
     """Unpack an archive's files into a folder, without making a box."""
 
     TITLE_TEXT = "Extract archive"
     START_LABEL = "Extract"
+
+    def __init__(self, service: Service) -> None:
+        super().__init__()
+        self.service = service
 
     def compose_form(self) -> ComposeResult:
         yield Label("Archive file")
@@ -498,27 +429,16 @@ class ExtractDialog(OperationDialog):
         yield from _passphrase_inputs(twice=False)
 
     def problem(self) -> str | None:
-        archive = self.query_one("#archive", Input).value.strip()
-        if not archive or not Path(archive).expanduser().is_file():
-            return f"no such file: {archive}" if archive else "which archive?"
+        problem = _archive_problem(self.service, self.text("#archive"))
+        if problem:
+            return problem
         if not self.query_one("#passphrase", Input).value:
             return "type the archive's passphrase"
         return None
 
-    def start(self, observer, done) -> Worker | None:
-        archive = Path(self.query_one("#archive", Input).value.strip()).expanduser()
-        dest_text = self.query_one("#dest", Input).value.strip()
-        dest = Path(dest_text).expanduser() if dest_text else None
-        secret = self.passphrase()
-
-        async def extract(report):
-            from hbtui.core import archive_ops
-
-            return await archive_ops.extract(archive, dest, passphrase=secret, report=report)
-
-        return self.app.run_operation(None, "extract", extract, observer=observer, done=done)
-
-    def finished(self, result: Any, error: str) -> None:
-        if not error and not self.cancelling:
-            self.app.notify(f"extracted into {result}", title="extract", timeout=10)
-        super().finished(result, error)
+    def request(self) -> ExtractRequest:
+        return ExtractRequest(
+            archive=Path(self.text("#archive")).expanduser(),
+            dest=self.path_or_none("#dest"),
+            passphrase=self.take_passphrase(),
+        )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
@@ -25,7 +27,11 @@ OTHER_KEYS = (
 
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = DIALOG_CSS
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def __init__(self, keymap: dict[str, str]) -> None:
+        super().__init__()
+        self.keymap = keymap
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog help"):
@@ -45,11 +51,10 @@ class HelpScreen(ModalScreen[None]):
             )
 
     def on_mount(self) -> None:
-        keymap = getattr(self.app.service.config, "keymap", {}) or {}
-        table = self.query_one(DataTable)
+        table: DataTable[str | Text] = self.query_one(DataTable)
         table.add_columns("Id", "Key", "Does")
         for ident, key, _action, _label, title, help_text in KEYS:
-            keys = keymap.get(ident, key)
+            keys = self.keymap.get(ident, key)
             shown = ", ".join(
                 self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(",")
             )

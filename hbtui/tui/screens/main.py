@@ -1,50 +1,85 @@
-"""The dashboard's main screen: box table, log pane, port allocator.
+"""The dashboard's main screen: box table, log pane, port allocator, status line.
 
-The screen only lays out and routes: key bindings name App actions (so the
-command palette and the keymap see one set of ids), selection changes are
-passed to the log pane and the port grid, and `/` filters the table.
+The screen owns its panels and what they show: the listing, the rows an
+operation adds while it makes a box, the selection, the filter and sort,
+which log tab is up. It never calls the Service: it asks the App with a
+`...Wanted` message and shows the `...Loaded` answer. The App tells it that
+an operation reported on a box (`box_changed`) or that it should follow a
+box an operation is making (`follow`).
+
+Key bindings name actions once, in KEYS: the App's (operations, help, quit)
+as `app.X`, the screen's own (filter, sort, log tab, ports, refresh) bare,
+so the footer, the command palette and the keymap see one set of ids.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import ClassVar
+
+from rich.markup import escape
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
+from hbtui.core.hosts import LOCAL
+from hbtui.core.views import BOX, MISSING, BoxView, HostListing
+from hbtui.tui.activity import Activity, BoxKey, row_key
+from hbtui.tui.messages import (
+    ListingLoaded,
+    ListingWanted,
+    PortsLoaded,
+    PortsWanted,
+    ProvisionLogLoaded,
+    ProvisionLogWanted,
+    WorkloadLogLoaded,
+    WorkloadLogWanted,
+)
 from hbtui.tui.widgets.box_table import BoxTable
 from hbtui.tui.widgets.log_pane import LogPane
 from hbtui.tui.widgets.port_grid import PortGrid
+
+Clock = Callable[[], datetime]
 
 # (id, key, action, footer label, palette title, palette help)
 KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
     (
         "enter",
         "enter",
-        "enter_box",
+        "app.enter_box",
         "Enter",
         "Enter box",
         "Open a shell as agent in the box's tmux session (the dashboard steps aside)",
     ),
-    ("open", "o", "open_web", "Web", "Open web UI", "Open the box's executor URL in a browser"),
-    ("new", "n", "new_box", "New", "New box", "Create and provision a new box"),
-    ("start", "s", "start_box", "Start", "Start box", "Start the selected box"),
-    ("stop", "x", "stop_box", "Stop", "Stop box", "Quiesce and stop the selected box"),
+    ("open", "o", "app.open_web", "Web", "Open web UI", "Open the box's executor URL in a browser"),
+    ("new", "n", "app.new_box", "New", "New box", "Create and provision a new box"),
+    ("start", "s", "app.start_box", "Start", "Start box", "Start the selected box"),
+    ("stop", "x", "app.stop_box", "Stop", "Stop box", "Quiesce and stop the selected box"),
     (
         "delete",
         "d",
-        "delete_box",
+        "app.delete_box",
         "Delete",
         "Delete box",
         "Delete the selected box after typing its name",
     ),
-    ("save", "w", "save_box", "Save", "Save box", "Save the selected box to an encrypted archive"),
-    ("load", "l", "load_box", "Load", "Load archive", "Make a new box from an archive"),
+    (
+        "save",
+        "w",
+        "app.save_box",
+        "Save",
+        "Save box",
+        "Save the selected box to an encrypted archive",
+    ),
+    ("load", "l", "app.load_box", "Load", "Load archive", "Make a new box from an archive"),
     (
         "extract",
         "e",
-        "extract_archive",
+        "app.extract_archive",
         "Extract",
         "Extract archive",
         "Unpack an archive's files into a folder",
@@ -68,23 +103,45 @@ KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
         "Port allocator",
         "Show or hide the map of the port range",
     ),
-    ("help", "question_mark", "help", "Help", "Help", "Every key and what it does"),
-    ("quit", "q", "quit", "Quit", "Quit", "Leave the dashboard (operations are cancelled)"),
+    ("help", "question_mark", "app.help", "Help", "Help", "Every key and what it does"),
+    ("quit", "q", "app.quit", "Quit", "Quit", "Leave the dashboard (operations are cancelled)"),
 )
 
+# Operations whose box is not listed (yet) still get a row while they run or
+# after they failed; a delete's box is meant to go away.
+NO_ROW_OPERATIONS = ("", "delete")
 
-class MainScreen(Screen):
-    BINDINGS = [
-        Binding(
-            key,
-            f"app.{action}",
-            label,
-            id=ident,
-            priority=(ident == "enter"),
-            show=ident not in ("sort", "logs", "extract"),
-        )
-        for ident, key, action, label, _title, _help in KEYS
-    ] + [Binding("escape", "clear_filter", "Clear filter", show=False)]
+
+class MainScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(
+            Binding(
+                key,
+                action,
+                label,
+                id=ident,
+                priority=(ident == "enter"),
+                show=ident not in ("sort", "logs", "extract"),
+            )
+            for ident, key, action, label, _title, _help in KEYS
+        ),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(
+        self, activities: dict[BoxKey, Activity], clock: Clock, refresh_seconds: float
+    ) -> None:
+        super().__init__()
+        self.activities = activities  # the App's, which operations feed; read here
+        self.clock = clock
+        self.refresh_seconds = refresh_seconds
+        self.listing: HostListing | None = None
+        self.follow_key: BoxKey | None = None  # select this box as soon as it has a row
+        self._listed: dict[BoxKey, BoxView] = {}  # the listing, with `_reported` applied
+        # What operations returned about boxes (None: gone), and when: newer than
+        # any listing asked for before that moment.
+        self._reported: dict[BoxKey, tuple[BoxView | None, float]] = {}
+        self._status = ""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -99,9 +156,13 @@ class MainScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(BoxTable).focus()
+        self.table.focus()
         # The first listing (and the log it selects) waits for the first frame.
-        self.call_after_refresh(self.app.start_refreshing)
+        self.call_after_refresh(self._start_refreshing)
+
+    def _start_refreshing(self) -> None:
+        self.post_message(ListingWanted())
+        self.set_interval(self.refresh_seconds, self.action_refresh_now, name="refresh")
 
     @property
     def table(self) -> BoxTable:
@@ -115,7 +176,202 @@ class MainScreen(Screen):
     def port_grid(self) -> PortGrid:
         return self.query_one(PortGrid)
 
-    def show_filter(self) -> None:
+    @property
+    def ports_visible(self) -> bool:
+        return self.query_one("#ports-panel").display
+
+    # -- the listing -----------------------------------------------------------------------
+
+    def on_listing_loaded(self, message: ListingLoaded) -> None:
+        listing = message.listing
+        if listing is None:  # the listing failed as a whole: keep the rows, say why
+            listing = HostListing(
+                self.listing.boxes if self.listing else [], {LOCAL: message.error}
+            )
+        self.show_listing(listing, message.asked_at)
+        if self.ports_visible:
+            self._want_ports()
+        if self.log_pane.workload_visible:
+            self._want_workload()
+
+    def show_listing(self, listing: HostListing, asked_at: float | None = None) -> None:
+        """Show a listing asked for at `asked_at` (time.monotonic(); None: just now)."""
+        self.listing = listing
+        since = time.monotonic() if asked_at is None else asked_at
+        self._reported = {k: r for k, r in self._reported.items() if r[1] > since}
+        self._listed = {(v.host, v.name): v for v in listing.boxes}
+        for key, (view, _at) in self._reported.items():
+            if view is None:
+                self._listed.pop(key, None)
+            else:
+                self._listed[key] = view
+        self.redraw()
+        self._show_status(listing)
+
+    def box_reported(self, key: BoxKey, view: BoxView | None) -> None:
+        """An operation returned the box as it is now (None: it is gone); listings
+        asked for before this moment cannot undo it."""
+        self._reported[key] = (view, time.monotonic())
+        if view is None:
+            self._listed.pop(key, None)
+        else:
+            self._listed[key] = view
+        self.box_changed(key)
+
+    def _show_status(self, listing: HostListing) -> None:
+        if listing.errors:
+            line = "  ".join(
+                f"[b red]host {h} unreachable:[/] {escape(why)}"
+                for h, why in listing.errors.items()
+            )
+        else:
+            hosts = sorted({v.host for v in listing.boxes} | {LOCAL})
+            line = (
+                f"[green]●[/] hosts: {', '.join(hosts)}   "
+                f"[dim]{len(listing.boxes)} boxes · refresh {self.refresh_seconds:g}s[/]"
+            )
+        if line != self._status:  # an unchanged update would still relayout
+            self._status = line
+            self.query_one("#host-status", Static).update(line)
+
+    def listed(self, key: BoxKey) -> bool:
+        """Whether the last listing has this box (a row may be an operation's only)."""
+        return key in self._listed
+
+    def _unlisted_row(self, key: BoxKey) -> BoxView | None:
+        """A row for a box an operation is making, or failed to make."""
+        activity = self.activities.get(key)
+        if activity is None or activity.operation in NO_ROW_OPERATIONS:
+            return None
+        if not (activity.running or activity.error):
+            return None
+        failed = bool(activity.error)
+        return BoxView(
+            name=key[1],
+            host=key[0],
+            kind=BOX,
+            state="failed" if failed else "creating",
+            provisioning="failed" if failed else "provisioning",
+        )
+
+    def _view_of(self, key: BoxKey) -> BoxView | None:
+        return self._listed.get(key) or self._unlisted_row(key)
+
+    def _views(self) -> list[BoxView]:
+        views = list(self._listed.values())
+        for key in self.activities:
+            if key not in self._listed and (row := self._unlisted_row(key)) is not None:
+                views.append(row)
+        return views
+
+    def redraw(self) -> None:
+        """Every row from the listing and the activities (the table touches only what changed)."""
+        table = self.table
+        table.show(self._views(), self.activities, self.clock())
+        sub_title = f"{table.row_count} of {len(table.views)} boxes · sort: {table.sort_label}" + (
+            f" · filter: {table.filter_text}" if table.filter_text else ""
+        )
+        if sub_title != self.sub_title:
+            self.sub_title = sub_title
+        if self.follow_key is not None and table.select(self.follow_key):
+            self.follow_key = None
+        self._selection_changed(table.selected_key())
+
+    def box_changed(self, key: BoxKey) -> None:
+        """An operation reported on this box: repaint its row and, if shown, its log."""
+        view = self._view_of(key)
+        shown = row_key(key) in self.table.views
+        if view is not None and shown:
+            self.table.update_rows([view], self.activities, self.clock())
+        elif view is not None or shown:
+            self.redraw()  # a row comes (a creation began) or goes
+        if key == self.log_pane.key:
+            self.log_pane.catch_up()
+
+    def follow(self, key: BoxKey) -> None:
+        """An operation is making this box: select it once it has a row, show its log now."""
+        self.follow_key = key
+        self.redraw()
+        self.log_pane.show(key, self._activity(key))
+
+    # -- selection and logs ------------------------------------------------------------------
+
+    def selected_view(self) -> BoxView | None:
+        key = self.table.selected_key()
+        return self.table.views.get(row_key(key)) if key else None
+
+    def on_box_table_row_highlighted(self, _message: BoxTable.RowHighlighted) -> None:
+        self._selection_changed(self.table.selected_key())
+
+    def _selection_changed(self, key: BoxKey | None) -> None:
+        pane = self.log_pane
+        if key == pane.key:
+            return
+        self.port_grid.highlight_box = key[1] if key else ""
+        pane.show(key, self._activity(key) if key else None)
+        if pane.workload_visible:
+            self._want_workload()
+
+    def _activity(self, key: BoxKey) -> Activity:
+        """The box's log buffer; a box first seen gets its last provisioning log."""
+        activity = self.activities.get(key)
+        if activity is None:
+            activity = self.activities[key] = Activity(key)
+            self.post_message(ProvisionLogWanted(key))
+        return activity
+
+    def on_provision_log_loaded(self, message: ProvisionLogLoaded) -> None:
+        activity = self.activities.get(message.key)
+        if activity is None or activity.written:
+            return  # an operation started meanwhile: its output wins
+        activity.append(f"\x1b[2m── last provisioning log: {message.path} ──\x1b[0m")
+        for event in message.events:
+            activity.apply(event)
+        self.box_changed(message.key)
+
+    def _want_workload(self) -> None:
+        key = self.log_pane.key
+        view = self.selected_view()
+        if key is None or view is None or view.kind == MISSING or view.state == "creating":
+            return
+        self.post_message(WorkloadLogWanted(key))
+
+    def on_workload_log_loaded(self, message: WorkloadLogLoaded) -> None:
+        if message.key == self.log_pane.key:
+            self.log_pane.show_workload(message.text)
+
+    def action_toggle_logs(self) -> None:
+        self.log_pane.toggle_tab()
+        if self.log_pane.workload_visible:
+            self._want_workload()
+
+    # -- ports -----------------------------------------------------------------------------
+
+    def action_toggle_ports(self) -> None:
+        panel = self.query_one("#ports-panel")
+        panel.display = not panel.display
+        if panel.display:
+            self._want_ports()
+            self.port_grid.focus()
+        else:
+            self.table.focus()
+
+    def _want_ports(self) -> None:
+        view = self.selected_view()
+        self.post_message(PortsWanted(view.host if view else LOCAL))
+
+    def on_ports_loaded(self, message: PortsLoaded) -> None:
+        if message.error:
+            self.notify(message.error, title="port map", severity="error")
+        else:
+            self.port_grid.set_slots(message.slots)
+
+    # -- refresh, filter, sort -------------------------------------------------------------
+
+    def action_refresh_now(self) -> None:
+        self.post_message(ListingWanted())
+
+    def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = True
         box.focus()
@@ -130,7 +386,7 @@ class MainScreen(Screen):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.table.filter_text = event.value
-            self.app.redraw_table()
+            self.redraw()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
@@ -138,5 +394,7 @@ class MainScreen(Screen):
                 event.input.display = False
             self.table.focus()
 
-    def on_box_table_row_highlighted(self, event: BoxTable.RowHighlighted) -> None:
-        self.app.selection_changed(self.table.selected_key())
+    def action_cycle_sort(self) -> None:
+        label = self.table.cycle_sort()
+        self.redraw()
+        self.notify(f"sorted by {label}", timeout=2)

@@ -10,21 +10,22 @@ tick costs in proportion to what changed, not to the number of boxes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
-from functools import lru_cache
+from datetime import datetime
+from typing import Any, ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from hbtui.core.boxes import BoxView
+from hbtui.core.views import BOX, MISSING, BoxView
+from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
 from hbtui.tui.activity import Activity, BoxKey, row_key
 
 COLUMNS = (
@@ -39,21 +40,9 @@ COLUMNS = (
     ("prov", "Provisioning"),
     ("age", "Age"),
 )
-COLUMN_INDEX = {key: i for i, (key, _label) in enumerate(COLUMNS)}
-
-STATE_STYLE = {
-    "running": "green",
-    "stopped": "yellow",
-    "created": "cyan",
-    "starting": "cyan",
-    "failed": "bold red",
-    "missing": "red",
-    "orphan": "magenta",
-}
-PROVISION_STYLE = {"ready": "green", "provisioning": "cyan", "failed": "bold red"}
 
 # Sort orders the `sort` key cycles through: (label, key on a BoxView).
-SORTS: tuple[tuple[str, Callable[[BoxView], tuple]], ...] = (
+SORTS: tuple[tuple[str, Callable[[BoxView], tuple[Any, ...]]], ...] = (
     ("name", lambda v: (v.name, v.host)),
     ("host", lambda v: (v.host, v.name)),
     ("state", lambda v: (v.state, v.name)),
@@ -64,24 +53,8 @@ SORTS: tuple[tuple[str, Callable[[BoxView], tuple]], ...] = (
 
 BAR_WIDTH = 8
 
-
-@lru_cache(maxsize=4096)
-def _parse_created(created: str) -> datetime | None:
-    try:
-        return datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-
-
-def age(created: str | None, now: datetime) -> str:
-    then = _parse_created(created) if created else None
-    if then is None:
-        return ""
-    secs = int((now - then).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if secs >= size:
-            return f"{secs // size}{unit}"
-    return f"{max(secs, 0)}s"
+# What a row is drawn from: the box, its age, and what of its activity shows.
+RowSource = tuple[BoxView, str, tuple[object, ...] | None]
 
 
 def progress_text(activity: Activity) -> Text:
@@ -97,7 +70,7 @@ def progress_text(activity: Activity) -> Text:
 
 
 def cells(view: BoxView, activity: Activity | None, now: datetime) -> tuple[Text, ...]:
-    state = view.state if view.kind in ("box", "missing") else f"{view.state} ({view.kind})"
+    state = view.state if view.kind in (BOX, MISSING) else f"{view.state} ({view.kind})"
     if activity is not None and activity.running:
         prov = progress_text(activity)
     elif activity is not None and activity.error:
@@ -177,7 +150,7 @@ class BoxTable(ScrollView, can_focus=True):
     }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "cursor(-1)", "Cursor up", show=False),
         Binding("down", "cursor(1)", "Cursor down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
@@ -189,17 +162,18 @@ class BoxTable(ScrollView, can_focus=True):
     class RowHighlighted(Message):
         """The cursor moved; the handler asks `selected_key()`, which is current then."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.views: dict[str, BoxView] = {}
         self._shown: dict[str, tuple[Text, ...]] = {}
-        self._sources: dict[str, tuple] = {}  # what each row was drawn from
+        self._sources: dict[str, RowSource] = {}  # what each row was drawn from
         self._order: list[str] = []  # row keys, top to bottom
         self._index: dict[str, int] = {}
         self._order_stale = False
         self._widths = [cell_len(label) for _, label in COLUMNS]
         self._header = tuple(Text(label) for _, label in COLUMNS)
-        self._strips: dict[str, tuple[tuple, Strip]] = {}  # row key -> (signature, strip)
+        # row key -> (what the strip was drawn from, the strip)
+        self._strips: dict[str, tuple[tuple[object, ...], Strip]] = {}
         self._look = 0  # bumped when styles or column widths change: every strip is stale
         self.cursor_row = 0
         self.sort_index = 0
@@ -212,15 +186,8 @@ class BoxTable(ScrollView, can_focus=True):
         return len(self._order)
 
     @property
-    def ordered_keys(self) -> list[str]:
-        return list(self._order)
-
-    @property
     def sort_label(self) -> str:
         return SORTS[self.sort_index][0]
-
-    def get_cell(self, key: str, column: str) -> Text:
-        return self._shown[key][COLUMN_INDEX[column]]
 
     def cycle_sort(self) -> str:
         self.sort_index = (self.sort_index + 1) % len(SORTS)
@@ -271,11 +238,12 @@ class BoxTable(ScrollView, can_focus=True):
         self, key: str, view: BoxView, activities: dict[BoxKey, Activity], now: datetime
     ) -> None:
         activity = activities.get((view.host, view.name))
-        source = (
+        source: RowSource = (
             view,
             age(view.created, now),
-            activity
-            and (
+            None
+            if activity is None
+            else (
                 activity.running,
                 activity.error,
                 activity.operation,

@@ -1,25 +1,32 @@
 """The log pane: the selected box's operation output and its workload logs.
 
 Output arrives in bursts (a recipe can print thousands of lines at once),
-so the pane never writes per event: the app calls `catch_up()` on a short
-timer and the pane writes what it has not shown yet in one batch, skipping
-to the newest lines when it is far behind. Follow mode is RichLog's
-auto-scroll, switched off when the user scrolls up and on again when they
-reach the end.
+so the pane never writes per event: `catch_up()` says there is more, and
+the pane writes what it has not shown yet at most once every FLUSH_SECONDS,
+in one batch, skipping to the newest lines when it is far behind. Follow
+mode is RichLog's auto-scroll, switched off when the user scrolls up and on
+again when they reach the end.
 """
 
 from __future__ import annotations
+
+import time
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import ContentSwitcher, ProgressBar, RichLog, Static
 
+from hbtui.core.hosts import LOCAL
 from hbtui.tui.activity import MAX_LINES, Activity, BoxKey
 
-# At most this many lines per repaint; a flood beyond it is summarised.
+# At most this many lines per write, and one write per FLUSH_SECONDS; a flood
+# beyond that is summarised.
 BATCH = 150
+FLUSH_SECONDS = 0.05
 
 
 class FollowLog(RichLog):
@@ -30,7 +37,7 @@ class FollowLog(RichLog):
             super().__init__()
             self.following = following
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(
             max_lines=MAX_LINES,
             wrap=False,
@@ -68,13 +75,15 @@ class LogPane(Vertical):
     LogPane ContentSwitcher { height: 1fr; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.activity: Activity | None = None
         self.key: BoxKey | None = None
         self._shown = 0
         self._following = True
         self._tab = "provision-log"
+        self._written_at = 0.0  # time.monotonic() of the last write
+        self._flush_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="log-header")
@@ -124,10 +133,25 @@ class LogPane(Vertical):
         self.query_one("#workload-log", RichLog).clear()
         self._shown = 0
         self.log_view.follow()
-        self.catch_up()
+        self._write_new()
 
     def catch_up(self) -> None:
-        """Write what arrived since the last call, and refresh header and bar."""
+        """The activity has more: write it now, or with the next write of this burst."""
+        if self._flush_timer is not None:
+            return  # a write is already due
+        wait = self._written_at + FLUSH_SECONDS - time.monotonic()
+        if wait <= 0:
+            self._write_new()
+        else:
+            self._flush_timer = self.set_timer(wait, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_timer = None
+        self._write_new()
+
+    def _write_new(self) -> None:
+        """Write what arrived since the last write, and refresh header and bar."""
+        self._written_at = time.monotonic()
         activity = self.activity
         if activity is not None:
             missed = activity.written - self._shown
@@ -162,7 +186,7 @@ class LogPane(Vertical):
             header.append("no box selected", style="dim")
         else:
             header.append(self.key[1], style="bold")
-            if self.key[0] != "local":
+            if self.key[0] != LOCAL:
                 header.append(f" @{self.key[0]}", style="dim")
         bar = self.query_one("#steps", ProgressBar)
         activity = self.activity

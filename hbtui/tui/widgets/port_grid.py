@@ -8,9 +8,12 @@ uses to choose the box's port.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -22,13 +25,13 @@ CELL = 2  # columns per port
 
 
 class PortGrid(Widget, can_focus=True):
-    """A compact map of `BoxService.ports()`."""
+    """A compact map of `Service.ports()`."""
 
     DEFAULT_CSS = """
     PortGrid { height: auto; padding: 0 1; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "move(-1)", "previous port", show=False),
         Binding("right", "move(1)", "next port", show=False),
         Binding("up", "move_row(-1)", "port above", show=False),
@@ -44,9 +47,9 @@ class PortGrid(Widget, can_focus=True):
             super().__init__()
             self.port = port
 
-    def __init__(self, slots: list[PortSlot] | None = None, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.slots: list[PortSlot] = slots or []
+        self.slots: list[PortSlot] = []
         self.picked: int | None = None
         self.hovered: int | None = None
 
@@ -63,7 +66,7 @@ class PortGrid(Widget, can_focus=True):
         width = self.content_region.width if width is None else width
         return max(width // CELL, 1)
 
-    def get_content_height(self, container, viewport, width: int) -> int:
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         rows = -(-len(self.slots) // self._per_row(width)) if self.slots else 1
         return rows + 2
 

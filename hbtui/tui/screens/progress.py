@@ -1,0 +1,139 @@
+"""The progress of an archive operation (save, load, extract): phase, bytes, rate, ETA.
+
+The App pushes it when it starts the operation and feeds it the operation's
+events; Cancel cancels the worker, and the core rolls back what it made
+(the screen says so until the operation has wound up). A failure stays on
+screen until closed; success closes it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, ProgressBar
+
+from hbtui.events import Event, LogLine, Notice, Phase, Step, Transfer
+from hbtui.present import duration, human_bytes
+from hbtui.tui.messages import Operation
+from hbtui.tui.screens.dialogs import DIALOG_CSS
+
+
+class TransferMeter:
+    """Bytes, rate and ETA from a stream of Transfer events (rate over ~5 s)."""
+
+    WINDOW = 5.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.samples: list[tuple[float, int]] = []
+
+    def add(self, event: Transfer) -> str:
+        now = self.clock()
+        self.samples.append((now, event.done))
+        while len(self.samples) > 2 and now - self.samples[0][0] > self.WINDOW:
+            self.samples.pop(0)
+        (t0, d0), (t1, d1) = self.samples[0], self.samples[-1]
+        rate = (d1 - d0) / (t1 - t0) if t1 > t0 else 0.0
+        text = human_bytes(event.done)
+        if event.total:
+            text += f" / {human_bytes(event.total)}"
+        if rate > 0:
+            text += f" · {human_bytes(rate)}/s"
+            if event.total and event.total > event.done:
+                text += f" · ETA {duration((event.total - event.done) / rate)}"
+        return text
+
+
+class ProgressScreen(ModalScreen[None]):
+    CSS_PATH = DIALOG_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, operation: Operation, title: str) -> None:
+        super().__init__()
+        self.operation = operation
+        self.title_text = title
+        self.meter = TransferMeter()
+        self.cancelling = False
+        self.error = ""  # why the operation failed, once it has
+        self._early: list[Event] = []  # events that came before the widgets
+        self._close_when_current = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            with Vertical(classes="progress"):
+                yield Label(self.operation.name, id="phase")
+                yield ProgressBar(id="bytes", show_eta=False)
+                yield Label("", id="rate")
+            yield Label("", id="error", classes="problem")
+            with Horizontal(classes="buttons"):
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+        early, self._early = self._early, []
+        for event in early:
+            self.show(event)
+        if self.error:
+            self._show_failure()
+
+    def show(self, event: Event) -> None:
+        if not self.is_mounted:
+            self._early.append(event)
+        elif isinstance(event, Phase):
+            self.query_one("#phase", Label).update(event.message)
+        elif isinstance(event, Step):
+            self.query_one("#phase", Label).update(f"step {event.index}/{event.total} {event.name}")
+        elif isinstance(event, Notice):
+            self.query_one("#rate", Label).update(Text(event.message, style="yellow"))
+        elif isinstance(event, Transfer):
+            self.query_one("#bytes", ProgressBar).update(total=event.total, progress=event.done)
+            label = self.meter.add(event)
+            self.query_one("#rate", Label).update(f"{event.label}  {label}".strip())
+        elif isinstance(event, LogLine) and event.stream == "stderr":
+            self.query_one("#rate", Label).update(Text.from_ansi(event.text))
+
+    def finished(self, error: str) -> None:
+        """The operation is over: close, or show why it failed."""
+        if not error or self.cancelling:
+            self._close()
+            return
+        self.error = error
+        if self.is_mounted:
+            self._show_failure()
+
+    def _show_failure(self) -> None:
+        self.query_one("#phase", Label).update(Text(f"{self.operation.label} failed", "bold red"))
+        self.query_one("#error", Label).update(self.error)
+        self.query_one("#cancel", Button).label = "Close"
+
+    @on(Button.Pressed, "#cancel")
+    def cancel_pressed(self) -> None:
+        self.action_cancel()
+
+    def action_cancel(self) -> None:
+        if self.error:
+            self._close()
+        elif not self.cancelling:
+            self.cancelling = True
+            self.query_one("#phase", Label).update("cancelling: rolling back…")
+            self.operation.cancel()
+
+    def _close(self) -> None:
+        # dismiss() pops the top screen: wait until that is this one.
+        if self.app.screen is self:
+            self.dismiss(None)
+        else:
+            self._close_when_current = True
+
+    def on_screen_resume(self) -> None:
+        if self._close_when_current:
+            self.dismiss(None)
