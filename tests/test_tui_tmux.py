@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -80,3 +82,41 @@ def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path)
             raise AssertionError("q did not quit the dashboard")
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_while_a_box_is_made_rolls_it_back_then_exits(sim_env, tmp_path, signum, status):
+    """SIGTERM (a service manager) or SIGHUP (the terminal went away) reaches the
+    dashboard while it provisions a box: like `q`, the operation is cancelled and its
+    rollback waited for; the exit status is 128 + the signal."""
+    session = f"hbtui-sig-{tmp_path.name}"[:40]
+    env = dict(sim_env, TERM="xterm-256color", HBTUI_RECIPE=str(SIM_RECIPE))
+    env_args = [
+        arg
+        for key, value in env.items()
+        if key.startswith(("HBTUI", "PATH", "TERM"))
+        for arg in ("-e", f"{key}={value}")
+    ]
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, HBTUI_BIN)
+    try:
+        tmux("set-option", "-t", session, "remain-on-exit", "on")
+        wait_screen(session, lambda s: "Provisioning" in s and "Help" in s, 30, "the dashboard")
+        tmux("send-keys", "-t", session, "n")
+        wait_screen(session, lambda s: "New box" in s, 10, "the new-box dialog")
+        tmux("send-keys", "-t", session, "-l", "sigbox")
+        tmux("send-keys", "-t", session, "Enter")
+        wait_screen(session, lambda s: "step " in s, 60, "provisioning under way")
+        pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        os.kill(pid, signum)
+        deadline = time.monotonic() + 60
+        while tmux("display-message", "-p", "-t", session, "#{pane_dead}").strip() != "1":
+            assert time.monotonic() < deadline, "the dashboard did not exit"
+            time.sleep(0.2)
+        dead = tmux("display-message", "-p", "-t", session, "#{pane_dead_status}").strip()
+        assert dead == str(status)
+    finally:
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+    listed = subprocess.run(
+        [HBTUI_BIN, "ls", "--json"], env=sim_env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(listed.stdout) == [], "the box was not rolled back"

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from hbtui.config import Config
-from hbtui.core.boxes import ProvisionLog
 from hbtui.core.hosts import LOCAL, WebAccess
 from hbtui.core.names import check_name
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import parse_marker
-from hbtui.core.views import BOX, BoxView, HostListing
+from hbtui.core.views import BOX, BoxView, HostListing, ProvisionLog
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Event, LogLine, Notice, Phase, Report, Step, Transfer, ignore
 

@@ -14,7 +14,7 @@ import os
 import re
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from hbtui.core.oplock import BoxLocks
 from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
 from hbtui.core.scratch import scratch
-from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, view_of
+from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, ProvisionLog, view_of
 from hbtui.engine import EngineError, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Event, LogLine, Notice, Phase, Report, ignore
@@ -37,14 +37,6 @@ from hbtui.paths import Paths
 
 class BoxNotFound(HbtuiError):
     pass
-
-
-@dataclass(frozen=True)
-class ProvisionLog:
-    """A box's last provisioning log: where it is, and its lines as progress events."""
-
-    path: Path
-    events: list[Event]
 
 
 def host_flag(host_name: str) -> str:

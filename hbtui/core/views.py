@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from hbtui.core.hosts import Host
 from hbtui.core.registry import BoxRecord
 from hbtui.engine import Machine
+from hbtui.events import Event
 
 # The kinds of rows `ls` shows.
 BOX = "box"  # made by hbtui, machine present
@@ -48,6 +50,14 @@ class BoxView:
 class HostListing:
     boxes: list[BoxView]
     errors: dict[str, str]  # host -> why it could not be listed
+
+
+@dataclass(frozen=True)
+class ProvisionLog:
+    """A box's last provisioning log: where it is, and its lines as progress events."""
+
+    path: Path
+    events: list[Event]
 
 
 def _iso(ts: int | None) -> str | None:

@@ -12,6 +12,7 @@ boxes (the Service does) or draws anything (the screens do).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 import signal
 import time
@@ -99,6 +100,9 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
 class HbtuiApp(App[None]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "hbtui"
@@ -128,6 +132,7 @@ class HbtuiApp(App[None]):
         self._progress: dict[Operation, ProgressScreen] = {}
         self._web: dict[BoxKey, WebAccess] = {}  # forwards kept until the dashboard ends
         self._quitting = False
+        self._exit_status = 0  # 128 + the signal that ended the dashboard, if one did
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -157,6 +162,10 @@ class HbtuiApp(App[None]):
     def on_mount(self) -> None:
         if self.service.config.keymap:
             self.set_keymap(self.service.config.keymap)
+        loop = asyncio.get_running_loop()
+        for signum in TERMINATING:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, self._terminate, signum)
         self.app_suspend_signal.subscribe(self, self._on_suspend, immediate=True)
         self.app_resume_signal.subscribe(self, self._on_resume, immediate=True)
 
@@ -167,8 +176,18 @@ class HbtuiApp(App[None]):
         self._paused = False
         self.refresh_listing()
 
+    def _terminate(self, signum: int) -> None:
+        """SIGTERM or SIGHUP: as `q` with operations running (cancel, wait for their
+        rollback), then exit with 128 + the signal."""
+        self._exit_status = 128 + signum
+        self.call_later(self.action_quit)
+
     async def on_unmount(self) -> None:
         """Let go of the web forwards kept while the dashboard ran."""
+        loop = asyncio.get_running_loop()
+        for signum in TERMINATING:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)
         kept, self._web = list(self._web.values()), {}
         for access in kept:
             await self._let_go(access)
@@ -190,7 +209,7 @@ class HbtuiApp(App[None]):
                 timeout=10,
             )
         if self._quitting and not self._running_operations():
-            self.exit()
+            self.exit(return_code=self._exit_status)
 
     def _running_operations(self) -> list[Worker[Any]]:
         return [w for w in self.workers if w.group == OPERATIONS and not w.is_finished]
@@ -199,7 +218,7 @@ class HbtuiApp(App[None]):
         """Quit; running operations are cancelled first, and their rollback waited for."""
         running = self._running_operations()
         if not running:
-            self.exit()
+            self.exit(return_code=self._exit_status)
             return
         if not self._quitting:
             self._quitting = True
@@ -603,11 +622,13 @@ def run_dashboard() -> int:
 
     service = build_service()
 
+    app = HbtuiApp(service)
+
     async def run() -> None:
         try:
-            await HbtuiApp(service).run_async()
+            await app.run_async()
         finally:
             await service.close()
 
     asyncio.run(run())
-    return 0
+    return app.return_code or 0
