@@ -20,7 +20,6 @@ import dataclasses
 import functools
 import math
 import os
-import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -31,7 +30,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_h
 import tomli_w
 
 from hbtui.errors import UsageError
+from hbtui.names import host_name_problem
 from hbtui.paths import Paths
+from hbtui.target import target_problem
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -40,7 +41,6 @@ DEFAULT_IMAGE = "ubuntu:24.04"
 PORT_RANGE = (4790, 4999)
 MAX_CPUS = 256
 MAX_MEMORY_MIB = 4 * 2**20  # 4 TiB
-LOCAL_HOST = "local"  # the name of this machine (hbtui.core.hosts.LOCAL)
 
 
 class ConfigError(UsageError):
@@ -301,71 +301,31 @@ def read_toml(path: Path) -> dict[str, Any] | None:
 
 
 # ---------------------------------------------------------------------------
-# Checks for single values. The SSH target, port range and host name rules
-# mirror hbtui.core.target.parse_target, hbtui.core.ports.parse_range and
-# hbtui.core.names.name_problem, which this layer may not import;
-# tests/test_damaged_state.py holds them to the same verdicts.
-
-_SSH_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.\-_]*[A-Za-z0-9])?$")
-_SSH_USER_RE = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._\-]*$")
-_NAME_RE = re.compile(r"^[a-z](?:[a-z0-9]|-(?=[a-z0-9]))*$")
-NAME_MAX_LEN = 40
+# Checks for single values. Names and SSH targets have their own homes
+# (hbtui.names, hbtui.target); a port range is a config value, so its
+# parser lives here and the core uses it too.
 
 
-def ssh_target_problem(text: str) -> str | None:
-    """Why `text` is not `[USER@]HOST[:PORT]` (HOST may be `[v6addr]`), or None."""
-    text = text.strip()
-    if not text:
-        return "it is empty"
-    if any(c.isspace() for c in text):
-        return "it has spaces"
-    user, sep, rest = text.rpartition("@")
-    if sep and (not user or not _SSH_USER_RE.match(user)):
-        return "bad user name"
-    if rest.startswith("["):
-        host, close, after = rest[1:].partition("]")
-        if not close or not host or ":" not in host:
-            return "bad [v6 address]"
-        if after and (not after.startswith(":") or _bad_port(after[1:])):
-            return "bad port"
-        return None
-    host, colon, port_text = rest.partition(":")
-    if colon and _bad_port(port_text):
-        return "bad port"
-    if not _SSH_HOST_RE.match(host):
-        return "bad host name"
-    return None
-
-
-def _bad_port(text: str) -> bool:
-    # ASCII digits only: parse_target's isdigit() also passes "²", which int() refuses
-    return not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535
-
-
-def port_range_problem(text: str) -> str | None:
-    """Why `text` is not a LOW-HIGH port range within 1024-65535 (empty is fine), or None."""
-    if not text:
-        return None
+def parse_port_range(text: str) -> tuple[int, int]:
+    """`LOW-HIGH` within 1024-65535, as [ports] or a host's `ports` say it."""
     try:
         lo_s, hi_s = text.split("-", 1)
         lo, hi = int(lo_s), int(hi_s)
     except ValueError:
-        return "not LOW-HIGH"
+        raise UsageError(f"a port range is LOW-HIGH, like 4790-4999 (got {text!r})") from None
     if not (1024 <= lo <= hi <= 65535):
-        return "need 1024 <= LOW <= HIGH <= 65535"
-    return None
+        raise UsageError(f"port range {text} must lie within 1024-65535, low <= high")
+    return lo, hi
 
 
-def host_name_problem(name: str) -> str | None:
-    """Why `name` cannot name a remote host, or None (the box-name rule, minus 'local')."""
-    if name == LOCAL_HOST:
-        return "'local' means this machine; pick another host name"
-    if not name:
-        return "a host name cannot be empty"
-    if len(name) > NAME_MAX_LEN:
-        return f"a host name has at most {NAME_MAX_LEN} characters (this one has {len(name)})"
-    if not _NAME_RE.fullmatch(name):
-        return "a host name is a lower-case letter, then a-z, 0-9 and single inner hyphens"
+def port_range_problem(text: str) -> str | None:
+    """Why `text` is not a port range (empty is fine: the global one), or None."""
+    if not text:
+        return None
+    try:
+        parse_port_range(text)
+    except UsageError as exc:
+        return exc.message
     return None
 
 
@@ -452,7 +412,7 @@ class HostSettings:
     ssh: str = field(
         metadata=rule(
             desc="USER@HOST[:PORT], like root@build.example.com:2222",
-            check=ssh_target_problem,
+            check=target_problem,
             missing='needs an ssh = "USER@HOST" key',
         )
     )

@@ -1,7 +1,7 @@
 import pytest
 
-from hbtui.core.names import MAX_LEN, check_name, name_problem
 from hbtui.errors import UsageError
+from hbtui.names import MAX_LEN, check_name, name_problem
 
 BAD = [
     "a;b",

@@ -21,7 +21,6 @@ import pytest
 from conftest import HBTUI_BIN, OPENSSH_PORTS, REMOTE_PORTS, SIM_RECIPE, SIM_SMOLVM
 
 from hbtui.core.registry import FAILED, Registry
-from hbtui.core.target import SshTarget, parse_target
 from hbtui.engine.runner import RunTimeout
 from hbtui.events import Step
 from hbtui.paths import resolve_paths
@@ -29,6 +28,7 @@ from hbtui.remote.connection import HostConnection
 from hbtui.remote.errors import HostKeyUnknown, HostUnreachable
 from hbtui.remote.hosts import parse_listening
 from hbtui.remote.runner import SshRunner
+from hbtui.target import SshTarget, parse_target
 
 PASSPHRASE = "correct horse battery staple"
 

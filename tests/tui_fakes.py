@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from hbtui.config import Config
-from hbtui.core.hosts import LOCAL, WebAccess
-from hbtui.core.names import check_name
+from hbtui.core.hosts import WebAccess
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import parse_marker
 from hbtui.core.views import BOX, BoxView, HostListing, ProvisionLog
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Event, LogLine, Notice, Phase, Report, Step, Transfer, ignore
+from hbtui.names import LOCAL, check_name
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hbtui.cli.output import Invocation, box_table, print_json
-from hbtui.core.hosts import LOCAL
 from hbtui.environment import child_env
 from hbtui.errors import UsageError
 from hbtui.events import LogLine, Step
+from hbtui.names import LOCAL
 
 if TYPE_CHECKING:
     from hbtui.core.views import BoxView

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hbtui.core.hosts import LOCAL
 from hbtui.errors import HbtuiError
+from hbtui.names import LOCAL
 
 if TYPE_CHECKING:
     from rich.console import Console

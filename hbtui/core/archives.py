@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from hbtui.core import guest
 from hbtui.core.boxes import Lifecycle
-from hbtui.core.hosts import LOCAL, Host
-from hbtui.core.names import check_name
+from hbtui.core.hosts import Host
 from hbtui.core.registry import FAILED, READY, utc_now
 from hbtui.core.scratch import scratch, staged_beside
 from hbtui.core.views import BOX, ORPHAN, BoxView
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
+from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths
 
 if TYPE_CHECKING:

@@ -22,8 +22,7 @@ from hbtui import __version__
 from hbtui.config import Config
 from hbtui.core import guest
 from hbtui.core import recipe as recipes
-from hbtui.core.hosts import LOCAL, Host, HostPool, WebAccess
-from hbtui.core.names import check_name
+from hbtui.core.hosts import Host, HostPool, WebAccess
 from hbtui.core.oplock import BoxLocks
 from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
@@ -32,6 +31,7 @@ from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, ProvisionLog
 from hbtui.engine import EngineError, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Event, LogLine, Notice, Phase, Report, ignore
+from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths
 
 

@@ -9,29 +9,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hbtui.config import Config, HostSettings, save_config
-from hbtui.core.hosts import LOCAL, HostKeyOffer, HostPool, HostReport
-from hbtui.core.names import name_problem
-from hbtui.core.ports import parse_range
+from hbtui.config import Config, HostSettings, parse_port_range, save_config
+from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport
 from hbtui.core.registry import Registry
-from hbtui.core.target import parse_target
 from hbtui.errors import HbtuiError, UsageError
+from hbtui.names import check_host_name
 from hbtui.paths import Paths
+from hbtui.target import parse_target
 
 
 class FingerprintMismatch(HbtuiError):
     """The host presents another key than the fingerprint the user gave."""
 
     exit_code = 3
-
-
-def check_host_name(name: str) -> str:
-    if name == LOCAL:
-        raise UsageError("'local' means this machine; pick another host name")
-    problem = name_problem(name)
-    if problem:
-        raise UsageError(f"invalid host name {name!r}: {problem.replace('box name', 'host name')}")
-    return name
 
 
 def normal_fingerprint(text: str) -> str:
@@ -89,7 +79,7 @@ class HostBook:
                 raise UsageError(f"--identity: {problem}")
             key_file = str(path)
         if ports:
-            parse_range(ports)
+            parse_port_range(ports)
         settings = HostSettings(
             ssh=str(target), identity=key_file, smolvm=smolvm, state_dir=state_dir, ports=ports
         )

@@ -19,12 +19,11 @@ from typing import Protocol
 
 from hbtui.checks import Check, all_needed_pass
 from hbtui.config import Config
-from hbtui.core.target import SshTarget
 from hbtui.engine import Engine, locate_engine
 from hbtui.errors import UsageError
+from hbtui.names import LOCAL
 from hbtui.paths import Paths
-
-LOCAL = "local"
+from hbtui.target import SshTarget
 
 # Which of these ports accept connections on the host.
 BusyProbe = Callable[[Iterable[int]], Awaitable[set[int]]]

@@ -31,17 +31,6 @@ class PortSlot:
     box: str = ""
 
 
-def parse_range(text: str) -> tuple[int, int]:
-    try:
-        lo_s, hi_s = text.split("-", 1)
-        lo, hi = int(lo_s), int(hi_s)
-    except ValueError:
-        raise UsageError(f"a port range is LOW-HIGH, like 4790-4999 (got {text!r})") from None
-    if not (1024 <= lo <= hi <= 65535):
-        raise UsageError(f"port range {text} must lie within 1024-65535, low <= high")
-    return lo, hi
-
-
 async def allocate(
     boxes: Boxes,
     host: str,

@@ -40,9 +40,8 @@ from hbtui.config import (
     show,
     to_table,
 )
-from hbtui.core.hosts import LOCAL
-from hbtui.core.names import name_problem
 from hbtui.errors import HbtuiError
+from hbtui.names import LOCAL, host_name_problem, name_problem
 
 PROVISIONING = "provisioning"
 READY = "ready"
@@ -69,15 +68,8 @@ def _time_problem(text: str) -> str | None:
     return None
 
 
-def _box_name_problem(name: str) -> str | None:
-    if "\n" in name:  # hbtui.core.names matches with `$`, which lets a final "\n" through
-        return "a box name has no line breaks"
-    return name_problem(name)
-
-
 def _host_problem(host: str) -> str | None:
-    problem = None if host == LOCAL else _box_name_problem(host)
-    return problem.replace("box name", "host name") if problem else None
+    return None if host == LOCAL else host_name_problem(host)
 
 
 _TIME = rule(desc='a UTC time like "2026-01-31T12:00:00Z" (or "")', check=_time_problem)
@@ -85,7 +77,7 @@ _TIME = rule(desc='a UTC time like "2026-01-31T12:00:00Z" (or "")', check=_time_
 
 @dataclass(frozen=True)
 class BoxRecord:
-    name: str = field(metadata=rule(desc="a box name", check=_box_name_problem))
+    name: str = field(metadata=rule(desc="a box name", check=name_problem))
     port: int = field(metadata=rule(low=1024, high=65535))
     host: str = field(
         default=LOCAL, metadata=rule(desc="'local' or a host name", check=_host_problem)

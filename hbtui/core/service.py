@@ -19,12 +19,12 @@ from hbtui.config import Config, HostSettings, config_to_dict
 from hbtui.core import scratch
 from hbtui.core.boxes import Lifecycle
 from hbtui.core.hostbook import HostBook
-from hbtui.core.hosts import LOCAL, HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
-from hbtui.core.names import check_name
+from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
 from hbtui.core.ports import PortSlot
 from hbtui.core.views import BoxView, HostListing, ProvisionLog
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
+from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths
 
 if TYPE_CHECKING:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import asyncssh
 
-from hbtui.core.target import SshTarget
 from hbtui.remote.errors import (
     HostAuthFailed,
     HostKeyChanged,
@@ -34,6 +33,7 @@ from hbtui.remote.knownhosts import (
     load_known_hosts,
     trusted_keys,
 )
+from hbtui.target import SshTarget
 
 CONNECT_TIMEOUT = 10.0  # TCP connect + handshake + authentication
 KEEPALIVE_INTERVAL = 15.0  # a silent drop is noticed after 3 missed keepalives

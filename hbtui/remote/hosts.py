@@ -17,10 +17,8 @@ from dataclasses import dataclass
 import asyncssh
 
 from hbtui.checks import Check
-from hbtui.config import Config, HostSettings
+from hbtui.config import Config, HostSettings, parse_port_range
 from hbtui.core.hosts import Host, HostKeyOffer, HostReport
-from hbtui.core.ports import parse_range
-from hbtui.core.target import parse_target
 from hbtui.engine import Engine, EngineMissing
 from hbtui.engine.locate import MIN_VERSION, format_version
 from hbtui.errors import HbtuiError, UsageError
@@ -42,6 +40,7 @@ from hbtui.remote.knownhosts import (
     trusted_keys,
 )
 from hbtui.remote.runner import SshRunner
+from hbtui.target import parse_target
 
 HTTP_TIMEOUT = 3.0
 
@@ -167,7 +166,7 @@ def engine_missing_error(name: str, where: EngineLocation) -> EngineMissing:
 
 def port_range_of(host: HostSettings, config: Config) -> tuple[int, int]:
     if host.ports:
-        return parse_range(host.ports)
+        return parse_port_range(host.ports)
     return config.ports.low, config.ports.high
 
 

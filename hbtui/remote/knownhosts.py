@@ -14,7 +14,7 @@ from pathlib import Path
 
 import asyncssh
 
-from hbtui.core.target import DEFAULT_PORT, SshTarget
+from hbtui.target import DEFAULT_PORT, SshTarget
 
 ENV_KNOWN_HOSTS = "HBTUI_KNOWN_HOSTS"
 

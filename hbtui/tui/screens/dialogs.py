@@ -21,10 +21,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from hbtui.core.hosts import LOCAL
-from hbtui.core.names import name_problem
 from hbtui.core.views import BoxView
 from hbtui.errors import HbtuiError
+from hbtui.names import LOCAL, name_problem
 from hbtui.tui.widgets.port_grid import PortGrid
 
 if TYPE_CHECKING:

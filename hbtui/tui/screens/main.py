@@ -26,8 +26,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from hbtui.core.hosts import LOCAL
 from hbtui.core.views import BOX, MISSING, BoxView, HostListing
+from hbtui.names import LOCAL
 from hbtui.tui.activity import Activity, BoxKey, row_key
 from hbtui.tui.messages import (
     ListingLoaded,

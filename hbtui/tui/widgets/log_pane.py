@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import ContentSwitcher, ProgressBar, RichLog, Static
 
-from hbtui.core.hosts import LOCAL
+from hbtui.names import LOCAL
 from hbtui.tui.activity import MAX_LINES, Activity, BoxKey
 
 # At most this many lines per write, and one write per FLUSH_SECONDS; a flood

@@ -1,4 +1,4 @@
-"""The one rule for box names.
+"""The one rule for box names (and for remote host names), and LOCAL.
 
 A name becomes a smolvm machine name, a file name (logs, default archive
 names) and a word on a command line, so it must be safe as all three: a
@@ -13,6 +13,7 @@ import re
 
 from hbtui.errors import UsageError
 
+LOCAL = "local"  # the host name of this machine
 MAX_LEN = 40
 _NAME_RE = re.compile(r"^[a-z](?:[a-z0-9]|-(?=[a-z0-9]))*$")
 
@@ -29,7 +30,7 @@ def name_problem(name: str) -> str | None:
         return "a box name cannot contain two hyphens in a row"
     if name.endswith("-"):
         return "a box name cannot end with a hyphen"
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         bad = next(
             c for c in name if not (c.isascii() and (c.islower() or c.isdigit() or c == "-"))
         )
@@ -41,4 +42,19 @@ def check_name(name: str) -> str:
     problem = name_problem(name)
     if problem:
         raise UsageError(f"invalid box name {name!r}: {problem}")
+    return name
+
+
+def host_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a remote host (the box-name rule, and not 'local'), or None."""
+    if name == LOCAL:
+        return "'local' means this machine; pick another host name"
+    problem = name_problem(name)
+    return problem.replace("box name", "host name") if problem else None
+
+
+def check_host_name(name: str) -> str:
+    problem = host_name_problem(name)
+    if problem:
+        raise UsageError(f"invalid host name {name!r}: {problem}")
     return name

@@ -62,6 +62,16 @@ def parse_target(text: str) -> SshTarget:
 
 
 def _port(text: str, bad: UsageError) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
+    # ASCII digits only: str.isdigit() also passes "²", which int() refuses.
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
         raise bad
     return int(text)
+
+
+def target_problem(text: str) -> str | None:
+    """Why `text` is not an SSH target, or None."""
+    try:
+        parse_target(text)
+    except UsageError:
+        return "not an SSH target"
+    return None
