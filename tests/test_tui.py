@@ -763,3 +763,14 @@ async def test_sim_save_and_load_round_trip(sim_service, tmp_path, monkeypatch):
         await until(pilot, lambda: app.screen is app.main, what="the progress screen to close")
         await wait_ready(pilot, app, "local/copy", timeout=60)
         assert app.main.table.selected_key() == ("local", "copy")
+
+
+async def test_a_box_another_process_holds_says_so_in_its_row(static_service):
+    """A save run by `hbtui save` in another terminal shows in the dashboard's row."""
+    from dataclasses import replace
+
+    static_service.boxes[0] = replace(static_service.boxes[0], busy="save (pid 4242)")
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await until(pilot, lambda: "save (pid 4242)" in rows(app)["local/alpha"])

@@ -78,6 +78,8 @@ def cells(view: BoxView, activity: Activity | None, now: datetime) -> tuple[Text
     else:
         label = view.provisioning + (f": {view.error}" if view.error else "")
         prov = Text(label, style=PROVISION_STYLE.get(view.provisioning, ""))
+        if view.busy:  # another process's operation, or what an interrupted one left
+            prov.append(f" · {view.busy}", style="yellow")
     return (
         Text(view.name, style="bold"),
         Text(view.host),
