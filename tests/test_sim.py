@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -371,3 +372,204 @@ def test_eight_concurrent_creates(sim: Sim) -> None:
     assert sorted(r.returncode for r in dup) == [0, 1, 1, 1]
     loser = next(r for r in dup if r.returncode)
     assert b"machine 'race' already exists or is being created" in loser.stderr
+
+
+# ---- packs and branches (issue 12) -------------------------------------------------------------
+
+
+def test_pack_then_create_from_has_the_packed_files(sim: Sim, tmp_path: Path) -> None:
+    out = tmp_path / "packs"
+    out.mkdir()
+    sim.create("src", "--cpus", "2", workload=("/bin/sh", "-c", "exec sleep 1000"))
+    err = sim.error("pack", "create", "--from-vm", "src", "-o", str(out / "pk"))
+    assert err["code"] == "SMOLVM_ERROR" and "may not have been started yet" in err["message"]
+    sim.ok("machine", "start", "--name", "src")
+    script = (
+        "echo packed > /data/marker && mkdir -p /opt/app && echo tool > /usr/local/bin/tool "
+        "&& chmod 4755 /usr/local/bin/tool && echo scratch > /tmp/scratch"
+    )
+    assert sim.sh("src", script).returncode == 0
+    err = sim.error("pack", "create", "--from-vm", "src", "-o", str(out / "pk"))
+    assert err["code"] == "SMOLVM_ERROR" and "is running" in err["message"]
+    sim.ok("machine", "stop", "--name", "src", "--timeout", "1")
+    printed = sim.ok("pack", "create", "--from-vm", "src", "-o", str(out / "pk"))
+    assert printed.startswith("Packing VM 'src' snapshot...\n")
+    assert sorted(p.name for p in out.iterdir()) == ["pk", "pk.smolmachine"]
+    assert os.access(out / "pk", os.X_OK)  # the stub
+    side = (out / "pk.smolmachine").read_bytes()
+    assert side[-64:].startswith(b"SMOLPACK") and side.startswith(b"\x28\xb5\x2f\xfd")
+
+    sim.create("copy", "--from", str(out / "pk.smolmachine"))
+    listed = sim.status("copy")
+    assert listed["cmd"] == ["/bin/sh", "-c", "exec sleep 1000"] and listed["cpus"] == 2
+    assert listed["state"] == "created" and listed["image"] == ""
+    sim.ok("machine", "start", "--name", "copy")
+    done = sim.sh("copy", "cat /data/marker /usr/local/bin/tool; stat -c %a /usr/local/bin/tool; "
+                  "hostname; cat /etc/hostname; ls -A /tmp | wc -l")  # fmt: skip
+    assert done.stdout.decode().split() == ["packed", "tool", "4755", "copy", "copy", "0"]
+    # The copy is its own disk: the source does not see the copy's writes.
+    sim.sh("copy", "echo changed > /data/marker")
+    sim.ok("machine", "start", "--name", "src")
+    assert sim.sh("src", "cat /data/marker").stdout == b"packed\n"
+    # A workload after `--` replaces the pack's.
+    sim.create("copy2", "--from", str(out / "pk.smolmachine"), workload=("sleep", "5"))
+    assert sim.status("copy2")["cmd"] == ["sleep", "5"]
+    err = sim.error("machine", "create", "--name", "x", "--from", str(out / "nope.smolmachine"))
+    assert err == {
+        "code": "CONFIG_ERROR",
+        "message": "config operation failed: create from .smolmachine: file not found: "
+        f"{out}/nope.smolmachine",
+    }
+
+
+def test_forkable_branch_child_gets_the_source_files(sim: Sim, free_port) -> None:
+    src_port, pinned = free_port(2)
+    sim.create(
+        "src",
+        "-p",
+        f"{src_port}:8000",
+        "--label",
+        "team=a",
+        workload=("/bin/sh", "-c", "echo boot >> /data/boots; exec sleep 1000"),
+    )
+    sim.ok("machine", "start", "--name", "src")
+    assert sim.status("src")["branchable"] is False
+    err = sim.error("machine", "branch", "--from", "src", "--name", "kid")
+    assert err["code"] == "SMOLVM_ERROR" and "is not running forkable" in err["message"]
+    sim.ok("machine", "stop", "--name", "src", "--timeout", "1")
+    sim.ok("machine", "start", "--name", "src", "--forkable")
+    st = sim.status("src")
+    assert st["branchable"] is True and st["forkable"] is True
+    assert sim.sh("src", "echo from-source > /root/f").returncode == 0
+
+    sim.made.update({"kid", "kid2"})
+    out = sim.ok("machine", "branch", "--from", "src", "-n", "kid", "--label", "role=kid")
+    assert out.strip() == "Branched 'src' -> 'kid'. Source continues running."
+    kid = sim.status("kid")
+    assert kid["state"] == "running" and kid["parent_machine"] == "src"
+    assert kid["labels"] == {"role": "kid", "team": "a"} and kid["branchable"] is False
+    done = sim.sh("kid", "cat /root/f; wc -l < /data/boots; hostname")
+    # The disk is copied, RAM is not: the child's workload started fresh (a third boot line).
+    assert done.stdout.decode().split() == ["from-source", "3", "kid"]
+    assert sim.status("src")["state"] == "running"  # the source keeps running
+
+    sim.ok("machine", "branch", "--from", "src", "-n", "kid2", "-p", f"{pinned}:8000",
+           "--branchable", "--no-wait-ready")  # fmt: skip
+    assert sim.status("kid2")["branchable"] is True
+    records = {
+        n: json.loads((sim.state_dir / "smolsim/machines" / n / "machine.json").read_text())
+        for n in ("src", "kid", "kid2")
+    }
+    assert records["kid2"]["ports"][0]["host"] == pinned
+    fresh = records["kid"]["ports"][0]["host"]
+    assert fresh not in (src_port, pinned) and records["kid"]["ports"][0]["guest"] == 8000
+    # A stopped child takes its own port like any machine.
+    sim.ok("machine", "stop", "--name", "kid", "--timeout", "1")
+    (own,) = free_port(1)
+    sim.ok("machine", "update", "--name", "kid", "--remove-port", f"{fresh}:8000",
+           "-p", f"{own}:8000")  # fmt: skip
+    sim.ok("machine", "start", "--name", "kid")
+    assert sim.status("kid")["parent_machine"] == "src" and sim.status("kid")["ports"] == 1
+    listing = sim.ok("machine", "ls").splitlines()
+    assert any(line.startswith("kid ") and line.rstrip().endswith("src") for line in listing)
+    err = sim.error("machine", "branch", "--from", "src", "-n", "kid")
+    assert err == {
+        "code": "SMOLVM_ERROR",
+        "message": "agent operation failed: fork: machine 'kid' already exists",
+    }
+
+
+# ---- credentials, secrets and egress policy (issue 13) ---------------------------------------
+
+
+def test_credentials_give_placeholders_and_secrets_stay_out_of_state(
+    sim: Sim, tmp_path: Path
+) -> None:
+    token, db_url, file_secret = (
+        "tok-" + os.urandom(8).hex(),
+        "postgres://user:" + os.urandom(8).hex() + "@db/x",
+        "file-" + os.urandom(8).hex(),
+    )
+    secret_file = tmp_path / "secret.txt"
+    secret_file.write_text(file_secret + "\n")
+    workload = (
+        "/bin/sh",
+        "-c",
+        'echo "token=$GH_TOKEN"; printf %s "$DB_URL" | sha256sum; '
+        'printf %s "$FILE_SECRET" | sha256sum; exec sleep 1000',
+    )
+    sim.create(
+        "cred",
+        "--credential",
+        "gh=GH_TOKEN@api.github.com",
+        "--secret-env",
+        "DB_URL=HOST_DB_URL",
+        "--secret-file",
+        f"FILE_SECRET={secret_file}",
+        workload=workload,
+    )
+    assert sim.status("cred")["network"] is True  # a credential implies --net
+    record = json.loads((sim.state_dir / "smolsim/machines/cred/machine.json").read_text())
+    placeholder = record["credential_placeholders"]["gh"]
+    assert placeholder.startswith("SMOL_PLACEHOLDER_GH_")
+    assert record["secret_refs"] == {
+        "DB_URL": {"from_env": "HOST_DB_URL"},
+        "FILE_SECRET": {"from_file": str(secret_file)},
+    }
+    # A ref resolves at every start: without its host variable the start fails.
+    err = sim.error("machine", "start", "--name", "cred")
+    assert err == {
+        "code": "CONFIG_ERROR",
+        "message": "config operation failed: resolve secret 'DB_URL': env_unset",
+    }
+    assert sim.status("cred")["state"] == "created"
+    host_env = {"GH_TOKEN": token, "HOST_DB_URL": db_url}
+    sim.ok("machine", "start", "--name", "cred", env=host_env)
+
+    def digest(value: str) -> str:
+        return hashlib.sha256(value.encode()).hexdigest()
+
+    log = wait_for(lambda: sim.ok("machine", "logs", "--name", "cred").count("-\n") == 2 and
+                   sim.ok("machine", "logs", "--name", "cred"))  # fmt: skip
+    assert log.splitlines()[0] == f"token={placeholder}"  # the guest holds the placeholder
+    assert [ln.split()[0] for ln in log.splitlines()[1:]] == [digest(db_url), digest(file_secret)]
+    # exec gets the placeholder too, and resolves refs from its own environment.
+    done = sim.sh("cred", 'echo "$GH_TOKEN"; printf %s "$DB_URL" | sha256sum', env=host_env)
+    assert done.stdout.decode().split()[:2] == [placeholder, digest(db_url)]
+    assert sim.sh("cred", "true").returncode == 1  # HOST_DB_URL unset for this exec
+    # No value in any file the simulator keeps (records, logs, runtime, locks).
+    for path in sim.state_dir.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            for value in (token, db_url, file_secret):
+                assert value.encode() not in data, (path, value)
+    assert sim.ok("machine", "egress-events", "--name", "cred").strip() == (
+        "No egress denials recorded for 'cred'."
+    )
+    assert json.loads(sim.ok("machine", "egress-events", "--name", "cred", "--json")) == []
+
+
+def test_egress_policy_is_recorded_and_listed(sim: Sim) -> None:
+    sim.create(
+        "pol",
+        "--allow-host",
+        "localhost",
+        "--allow-host-pattern",
+        "*.example.com",
+        "--block-private",
+        "--outbound-localhost-only",
+    )
+    st = sim.status("pol")
+    assert st["allowed_hosts"] == ["localhost", "*.example.com"]
+    assert st["allowed_cidrs"] == ["127.0.0.1/32", "127.0.0.0/8", "::1/128"]
+    assert list(st)[:3] == ["allowed_cidrs", "allowed_hosts", "block_io"]
+    record = json.loads((sim.state_dir / "smolsim/machines/pol/machine.json").read_text())
+    assert record["block_private"] == [] and record["network"] is True
+    err = sim.error("machine", "create", "--name", "off", "--allow-host", "nowhere.invalid")
+    assert err["code"] == "CONFIG_ERROR" and "failed to resolve 'nowhere.invalid'" in err["message"]
+    # Allow-list changes alone may reach a machine that runs with an allow list.
+    sim.ok("machine", "start", "--name", "pol")
+    out = sim.ok("machine", "update", "--name", "pol", "--allow-host", "pypi.org")
+    assert "allowed hosts: localhost, *.example.com, pypi.org" in out
+    err = sim.error("machine", "update", "--name", "pol", "--cpus", "2")
+    assert err["code"] == "CONFIG_ERROR" and "is running" in err["message"]
