@@ -203,8 +203,7 @@ async def test_new_box_streams_its_log_and_steps(static_service):
         await until(pilot, lambda: app.main.table.selected_key() == ("local", "echo"))
         assert activity.step.index == 3 and not activity.error
         assert "base line" in "\n".join(activity.lines)
-        await pilot.pause(0.2)
-        assert "ok tools line" in log_text(app)
+        await until(pilot, lambda: "ok tools line" in log_text(app))
         assert any("new echo: done" in n for n in notes(app))
         await until(pilot, lambda: "ready" in rows(app)["local/echo"])
 
@@ -216,8 +215,7 @@ async def test_a_failed_creation_shows_in_row_pane_and_notification(static_servi
         await pilot.press("n", *"fail-one", "enter")
         key = ("local", "fail-one")
         await until(pilot, lambda: key in app.activities and app.activities[key].error)
-        await pilot.pause(0.2)
-        assert column(app, "local/fail-one", 2) == "failed"
+        await until(pilot, lambda: column(app, "local/fail-one", 2) == "failed")
         assert "failed at step 3/3" in rows(app)["local/fail-one"]
         assert "failed" in str(app.main.log_pane.query_one("#log-header").render())
         assert any("new fail-one failed" in n for n in notes(app))
@@ -571,9 +569,8 @@ async def test_log_follow_pauses_when_scrolled_up(static_service):
         for i in range(300):
             activity.append(f"\x1b[33mline {i}\x1b[0m")
         app.main.box_changed(key)
-        await pilot.pause(0.3)
         log = app.main.log_pane.log_view
-        assert log.auto_scroll and log.scroll_y == log.max_scroll_y > 0
+        await until(pilot, lambda: log.auto_scroll and log.scroll_y == log.max_scroll_y > 0)
         log.scroll_to(y=0, animate=False)
         await pilot.pause()
         assert not log.auto_scroll
@@ -584,8 +581,7 @@ async def test_log_follow_pauses_when_scrolled_up(static_service):
         assert log.scroll_y == 0  # did not jump while paused
         log.focus()
         await pilot.press("end")
-        await pilot.pause(0.2)
-        assert log.auto_scroll
+        await until(pilot, lambda: log.auto_scroll)
 
 
 async def test_log_flood_is_bounded(static_service):
@@ -597,10 +593,9 @@ async def test_log_flood_is_bounded(static_service):
         for i in range(20000):
             activity.append(f"line {i}")
         app.main.box_changed(key)
-        await pilot.pause(0.3)
         log = app.main.log_pane.log_view
+        await until(pilot, lambda: bool(log.lines) and log.lines[-1].text == "line 19999")
         assert len(activity.lines) <= 5000 and len(log.lines) <= 5000
-        assert log.lines[-1].text == "line 19999"
 
 
 async def test_workload_log_tab(static_service):
@@ -647,8 +642,8 @@ async def test_errors_never_crash(static_service):
     static_service.broken = {"list_boxes": "engine exploded", "start": "engine exploded"}
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
-        assert "engine exploded" in str(app.main.query_one("#host-status").render())
+        status = app.main.query_one("#host-status")
+        await until(pilot, lambda: "engine exploded" in str(status.render()))
         assert app.is_running
 
 

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from conftest import HBTUI_BIN, SIM_RECIPE
@@ -84,39 +85,56 @@ def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path)
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
 
 
+def slow_recipe(tmp_path: Path) -> Path:
+    """The sim recipe with a step that takes a minute, so a signal surely lands mid-way."""
+    slow = tmp_path / "slow-recipe"
+    shutil.copytree(SIM_RECIPE, slow, symlinks=False)
+    script = slow / "provision" / "provision.sh"
+    lines = script.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("step_executor_standin() {"))
+    lines.insert(at + 1, "echo slow-step; sleep 60")
+    script.write_text("\n".join(lines) + "\n")
+    return slow
+
+
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_while_a_box_is_made_rolls_it_back_then_exits(sim_env, tmp_path, signum, status):
     """SIGTERM (a service manager) or SIGHUP (the terminal went away) reaches the
     dashboard while it provisions a box: like `q`, the operation is cancelled and its
     rollback waited for; the exit status is 128 + the signal."""
     session = f"hbtui-sig-{tmp_path.name}"[:40]
-    env = dict(sim_env, TERM="xterm-256color", HBTUI_RECIPE=str(SIM_RECIPE))
+    env = dict(sim_env, TERM="xterm-256color", HBTUI_RECIPE=str(slow_recipe(tmp_path)))
     env_args = [
         arg
         for key, value in env.items()
         if key.startswith(("HBTUI", "PATH", "TERM"))
         for arg in ("-e", f"{key}={value}")
     ]
-    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, HBTUI_BIN)
+    # A shell in the pane runs hbtui and writes down its exit status (tmux's own record
+    # of a pane's status is not reliable: it may not reap the process for a long while).
+    status_file = tmp_path / "status"
+    wrapper = f"{HBTUI_BIN}; echo $? > {status_file}; sleep 60"
+    tmux(
+        "new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, "sh", "-c", wrapper
+    )
     try:
-        tmux("set-option", "-t", session, "remain-on-exit", "on")
         wait_screen(session, lambda s: "Provisioning" in s and "Help" in s, 30, "the dashboard")
         tmux("send-keys", "-t", session, "n")
         wait_screen(session, lambda s: "New box" in s, 10, "the new-box dialog")
         tmux("send-keys", "-t", session, "-l", "sigbox")
         tmux("send-keys", "-t", session, "Enter")
-        wait_screen(session, lambda s: "step " in s, 60, "provisioning under way")
-        pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        wait_screen(session, lambda s: "slow-step" in s, 60, "provisioning under way")
+        shell = tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip()
+        pid = int(subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True).stdout)
         os.kill(pid, signum)
         deadline = time.monotonic() + 60
-        while tmux("display-message", "-p", "-t", session, "#{pane_dead}").strip() != "1":
+        while not status_file.exists() or not status_file.read_text().strip():
             assert time.monotonic() < deadline, "the dashboard did not exit"
             time.sleep(0.2)
-        dead = tmux("display-message", "-p", "-t", session, "#{pane_dead_status}").strip()
-        assert dead == str(status)
+        assert status_file.read_text().strip() == str(status)
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
     listed = subprocess.run(
         [HBTUI_BIN, "ls", "--json"], env=sim_env, capture_output=True, text=True, check=True
     )
-    assert json.loads(listed.stdout) == [], "the box was not rolled back"
+    assert json.loads(listed.stdout) == [], listed.stdout
