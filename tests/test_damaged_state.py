@@ -442,7 +442,7 @@ def test_names_and_targets_refuse_what_they_must():
 # ---------------------------------------------------------------------------
 # Examples: the message names the file, the row or key, and what is wanted.
 
-REGISTRY_CASES = [
+_REGISTRY_DAMAGE = [
     (b"\xff\xfeboxes", "not valid UTF-8 (byte 0xff at offset 0)"),
     (b"[boxes\n", "not valid TOML"),
     (b"boxes = 5", "boxes must be a table of hosts, got 5"),
@@ -501,6 +501,22 @@ REGISTRY_CASES = [
         "not valid TOML: a number with too many digits",
         id="5000-digits",
     ),
+]
+
+
+def _versioned(case):
+    """hbtui writes `version = 1` first; each damage above is to an otherwise real file."""
+    values = case.values if hasattr(case, "values") else case
+    text, message = values
+    if text.startswith((b"[boxes", b"boxes", b"colour")):
+        text = b"version = 1\n" + text
+    return pytest.param(text, message, id=getattr(case, "id", None))
+
+
+REGISTRY_CASES = [_versioned(c) for c in _REGISTRY_DAMAGE] + [
+    pytest.param(b"", "it has no version = 1", id="empty"),
+    pytest.param(b"# only a comment\n", "it has no version = 1", id="comment-only"),
+    pytest.param(b"[boxes.local.web]\nport = 4800\n", "it has no version = 1", id="no-version"),
 ]
 
 
@@ -626,7 +642,7 @@ def test_a_folder_where_the_file_should_be(tmp_path, what):
             load_config(paths_in(tmp_path))
         else:
             Registry(path).read()
-    assert "cannot read it: Is a directory" in one_clear_error(caught.value, path)
+    assert "it is a folder, not a file" in one_clear_error(caught.value, path)
 
 
 def test_a_file_where_the_folder_should_be(tmp_path):
@@ -659,10 +675,14 @@ def test_a_file_that_cannot_be_read(tmp_path, what, monkeypatch):
     path = tmp_path / what
     path.write_text("")
 
-    def refuse(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
+    real_open = os.open
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    def refuse(file, flags, *args, **kwargs):
+        if Path(file) == path:
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
     with pytest.raises(HbtuiError) as caught:
         if what == "config.toml":
             load_config(paths_in(tmp_path))
@@ -672,19 +692,22 @@ def test_a_file_that_cannot_be_read(tmp_path, what, monkeypatch):
 
 
 def test_an_empty_or_missing_file_is_the_defaults(tmp_path):
+    """No file is the defaults for both; an empty config too. An empty registry is not
+    "no boxes": hbtui always writes its version, so an empty one was cut short."""
     assert load_config(paths_in(tmp_path)) == Config()
     assert Registry(tmp_path / "registry.toml").read().rows == {}
     (tmp_path / "config.toml").write_text("")
     (tmp_path / "registry.toml").write_text("")
     assert load_config(paths_in(tmp_path)) == Config()
-    assert Registry(tmp_path / "registry.toml").read().rows == {}
+    with pytest.raises(RegistryError, match="no version = 1"):
+        Registry(tmp_path / "registry.toml").read()
 
 
 def test_integers_stand_for_floats_and_old_rows_get_defaults(tmp_path):
     (tmp_path / "config.toml").write_text("refresh_seconds = 3\n[engine]\ntimeout = 30\n")
     cfg = load_config(paths_in(tmp_path))
     assert cfg.refresh_seconds == 3.0 and isinstance(cfg.engine.timeout, float)
-    (tmp_path / "registry.toml").write_text("[boxes.local.web]\nport = 4800\n")
+    (tmp_path / "registry.toml").write_text("version = 1\n[boxes.local.web]\nport = 4800\n")
     rec = Registry(tmp_path / "registry.toml").read().get("web")
     assert rec is not None and (rec.status, rec.owner_pid, rec.last_save) == ("provisioning", 0, "")
 
@@ -758,7 +781,7 @@ def test_the_cli_says_what_is_wrong_with_the_config(hbtui_home):
 
 
 def test_the_cli_says_what_is_wrong_with_the_registry(hbtui_home):
-    (hbtui_home / "registry.toml").write_text('[boxes.local.web]\nport = "abc"\n')
+    (hbtui_home / "registry.toml").write_text('version = 1\n[boxes.local.web]\nport = "abc"\n')
     done = subprocess.run(
         [HBTUI_BIN, "ports", "--json"], capture_output=True, text=True, timeout=60
     )

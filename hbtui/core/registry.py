@@ -135,7 +135,11 @@ def parse_rows(raw: dict[str, Any]) -> dict[tuple[str, str], BoxRecord]:
     unknown = sorted(k for k in raw if k not in ("version", "boxes"))
     if unknown:
         raise Invalid(f"unknown key {plain(unknown[0])}")
-    version = raw.get("version", VERSION)
+    if "version" not in raw:
+        # hbtui always writes `version = 1`: a file without it (empty, comments only) was
+        # cut short or written by hand, and reading it as "no boxes" would lose them.
+        raise Invalid(f"it has no version = {VERSION} (cut short, or not written by hbtui?)")
+    version = raw["version"]
     if type(version) is not int or version != VERSION:
         raise Invalid(
             f"version must be {VERSION}, got {show(version)} (written by another hbtui version?)"
