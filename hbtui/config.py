@@ -351,7 +351,7 @@ def port_range_problem(text: str) -> str | None:
     return None
 
 
-def _image_problem(text: str) -> str | None:
+def image_problem(text: str) -> str | None:
     if any(c.isspace() or not c.isprintable() for c in text):
         return "it has spaces or control characters"
     return None
@@ -390,7 +390,7 @@ PATH = rule(desc="a path", check=_path_problem)
 class Defaults:
     image: str = field(
         default=DEFAULT_IMAGE,
-        metadata=rule(nonempty=True, desc="an image name like ubuntu:24.04", check=_image_problem),
+        metadata=rule(nonempty=True, desc="an image name like ubuntu:24.04", check=image_problem),
     )
     cpus: int = field(default=2, metadata=rule(low=1, high=MAX_CPUS))
     memory_mib: int = field(

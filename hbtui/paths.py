@@ -48,15 +48,22 @@ class Paths:
     def ensure(self) -> None:
         """Make the state folders; a file in the way is a one-line error, not a crash."""
         for d in (self.config_dir, self.data_dir, self.log_dir, self.locks_dir):
-            try:
-                d.mkdir(parents=True, exist_ok=True, mode=0o700)
-            except (FileExistsError, NotADirectoryError):
-                raise UsageError(
-                    f"{d} (or a folder above it) is a file; hbtui keeps its state in folders "
-                    "there (HBTUI_HOME moves them)"
-                ) from None
-            except OSError as exc:
-                raise HbtuiError(f"cannot make {d}: {exc.strerror or exc}") from None
+            make_folder(d)
+
+
+def make_folder(folder: Path, mode: int = 0o700) -> Path:
+    """`mkdir -p` for a folder hbtui keeps: a file in the way, or a disk that refuses, is
+    a one-line error naming the folder."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=mode)
+    except (FileExistsError, NotADirectoryError):
+        raise UsageError(
+            f"{folder} (or a folder above it) is a file; hbtui keeps its state in folders "
+            "there (HBTUI_HOME moves them)"
+        ) from None
+    except OSError as exc:
+        raise HbtuiError(f"cannot make {folder}: {exc.strerror or exc}") from None
+    return folder
 
 
 def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:

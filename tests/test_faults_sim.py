@@ -268,3 +268,83 @@ def test_two_saves_racing_for_one_path_never_lose_an_archive(sim_env, box, tmp_p
 
 def test_save_with_an_empty_output_is_an_error(sim_env):
     one_line_error(hbtui("save", "src", "-o", "", env=sim_env, passphrase=PASS), "-o needs")
+
+
+# -- found by an adversarial pass -----------------------------------------------------------
+
+
+def test_a_cancelled_extract_leaves_no_folder_and_no_staging(sim_env, box, tmp_path):
+    archive = tmp_path / "box.hbx"
+    done = hbtui("save", box, "-o", str(archive), "--no-verify", env=sim_env, passphrase=PASS)
+    assert done.returncode == 0, done.stderr
+    dest = tmp_path / "files"
+    extracting = background("extract", str(archive), str(dest), env=sim_env, passphrase=PASS)
+    wait_for("staging", lambda: list(tmp_path.glob(".files.extract-*")) or dest.exists())
+    extracting.send_signal(signal.SIGTERM)
+    out = extracting.communicate(timeout=120)[0]
+    assert extracting.returncode == 143, out
+    assert not dest.exists() and not list(tmp_path.glob(".files.extract-*"))
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.15])
+def test_a_signal_around_machine_creation_leaves_the_name_free(sim_env, delay):
+    """Whenever the signal lands, nothing is left that blocks the name."""
+    making = background("new", "n1", "--recipe", str(SIM_RECIPE), env=sim_env)
+    assert making.stdout is not None
+    for line in making.stdout:
+        if "creating machine" in line:
+            break
+    time.sleep(delay)
+    making.send_signal(signal.SIGTERM)
+    making.communicate(timeout=120)
+    assert making.returncode in (0, 143)
+    if making.returncode == 143:
+        assert "n1" not in ls(sim_env)
+        again = hbtui("new", "n1", "-q", "--recipe", str(SIM_RECIPE), env=sim_env)
+        assert again.returncode == 0, again.stderr
+    assert hbtui("rm", "n1", "--force", env=sim_env).returncode == 0
+
+
+def test_an_interrupted_repair_leaves_a_healthy_box_healthy(sim_env, box):
+    repairing = background("repair", box, "--recipe", str(SIM_RECIPE), env=sim_env)
+    assert repairing.stdout is not None
+    for line in repairing.stdout:
+        if "step 3/" in line:
+            break
+    repairing.send_signal(signal.SIGTERM)
+    out = repairing.stdout.read()  # the rest (communicate() would miss what the loop buffered)
+    repairing.wait(120)
+    assert repairing.returncode == 143, out
+    row = ls(sim_env)[box]
+    assert row["provisioning"] == "ready" and row["busy"] == ""
+    wait_for("the services", lambda: answers(row["port"]), timeout=30)
+
+
+def test_a_box_that_failed_provisioning_stops_but_is_not_saved(sim_env, tmp_path):
+    making = background("new", "k1", "--recipe", str(SIM_RECIPE), env=sim_env)
+    assert making.stdout is not None
+    for line in making.stdout:
+        if "step 2/" in line:
+            break
+    making.kill()
+    making.wait()
+    assert ls(sim_env)["k1"]["provisioning"] == "failed"
+    one_line_error(
+        hbtui("save", "k1", "-o", str(tmp_path / "k.hbx"), env=sim_env, passphrase=PASS),
+        "failed provisioning",
+    )
+    stopped = hbtui("stop", "k1", env=sim_env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert hbtui("rm", "k1", "--force", env=sim_env).returncode == 0
+
+
+def test_ls_with_stdout_closed_is_quiet(sim_env):
+    done = subprocess.run(
+        [HBTUI_BIN, "ls"], env=sim_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, pass_fds=(), close_fds=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    closed = subprocess.run(
+        ["sh", "-c", f"{HBTUI_BIN} ls >&-"], env=sim_env, capture_output=True, text=True
+    )
+    assert closed.returncode == 0 and "Traceback" not in closed.stderr, closed.stderr

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from hbtui import __version__
 
@@ -43,9 +45,26 @@ class Verb(NamedTuple):
     sub: tuple[Verb, ...] = ()
 
 
+def given(text: str) -> str:
+    """An option's value that may not be empty (an empty one is a slip, not "the default")."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number, not {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"0 or more, not {n}")
+    return n
+
+
 NAME = arg("name")
 QUIET = arg("-q", "--quiet", action="store_true", help="hide the provisioning output")
-RECIPE = arg("--recipe", metavar="DIR", help="a recipe folder (provision/ + guest/)")
+RECIPE = arg("--recipe", type=given, metavar="DIR", help="a recipe folder (provision/ + guest/)")
 FILE = arg("file")
 
 VERBS: tuple[Verb, ...] = (
@@ -55,7 +74,7 @@ VERBS: tuple[Verb, ...] = (
          args=(arg("--all", action="store_true", help="also machines hbtui did not make"),)),
     Verb("new", "boxes:cmd_new", "create and provision a box", json=True, args=(
         NAME,
-        arg("--image", help="OCI image (default from config: ubuntu:24.04)"),
+        arg("--image", type=given, help="OCI image (default from config: ubuntu:24.04)"),
         arg("--cpus", type=int),
         arg("--mem", type=int, metavar="MIB", help="memory in MiB"),
         arg("--port", type=int, help="host port (default: a free one in the range)"),
@@ -75,7 +94,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("logs", "boxes:cmd_logs", "the box's workload output", args=(
         NAME,
         arg("-f", "--follow", action="store_true"),
-        arg("--tail", type=int, metavar="N"),
+        arg("--tail", type=count, metavar="N"),
         arg("--provision", action="store_true", help="the last provisioning log instead"))),
     Verb("repair", "boxes:cmd_repair", "run the recipe again in a box",
          args=(NAME, RECIPE, QUIET)),
@@ -93,7 +112,8 @@ VERBS: tuple[Verb, ...] = (
          json=True, args=(FILE, NAME, RECIPE, QUIET)),
     Verb("extract", "archives:cmd_extract", "unpack an archive's files into a folder (no VM)",
          host=False, args=(
-             FILE, arg("dir", nargs="?", help="a new folder (default: beside the archive)"))),
+             FILE, arg("dir", nargs="?", type=given,
+                       help="a new folder (default: beside the archive)"))),
     Verb("verify", "archives:cmd_verify", "authenticate every chunk of an archive", host=False,
          args=(FILE,)),
     Verb("archive", "", "archive tools", host=False, sub=(
@@ -129,6 +149,7 @@ VERBS: tuple[Verb, ...] = (
 def _add_verbs(sub: Any, verbs: tuple[Verb, ...], dest: str) -> None:
     for verb in verbs:
         sp = sub.add_parser(verb.name, help=verb.help, description=verb.help)
+        sp.__class__ = Parser  # sub-parsers report their errors the same way
         if verb.sub:
             sp.set_defaults(run="", group=sp)
             _add_verbs(
@@ -154,9 +175,17 @@ def _verbs_for(argv: list[str]) -> tuple[Verb, ...]:
     return chosen or VERBS  # an unknown verb: argparse names the choices
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors in hbtui's own form: one `error:` line, status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"error: {' '.join(message.split())} (see: {self.prog} --help)\n")
+        raise SystemExit(2)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given `argv`, with only the sub-parsers that command line needs."""
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="hbtui",
         description="Boxes for AI coding agents (smolvm microVMs). "
         "Run without a verb for the dashboard.",
@@ -183,7 +212,17 @@ def describe_os_error(exc: OSError) -> str:
     return f"{' -> '.join(paths)}: {what}" if paths else what
 
 
+def _usable_streams() -> None:
+    """A closed stdout or stderr (`hbtui ls >&-`) is the null device, not a crash; and
+    Ctrl-C interrupts even when the shell that started hbtui ignored it (`cmd &`)."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - lives as long as hbtui
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _usable_streams()
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
 
@@ -210,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         print_error(exc)
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+        sys.stderr.write("error: interrupted\n")
         return 130
     except OSError as exc:  # a path the user named or hbtui keeps: full, read-only, missing
         if args.debug:

@@ -118,6 +118,8 @@ def _handoff(argv: list[str]) -> int:
 
 
 def cmd_enter(inv: Invocation) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("enter needs a terminal; to run one command: hbtui exec NAME -- CMD")
     argv = inv.call(inv.service.enter_argv(inv.args.name, inv.host, report=inv.reporter()))
     return _handoff(argv)
 

@@ -49,6 +49,7 @@ class ConsoleReporter:
         self._steps: TaskID | None = None
         self._transfer: TaskID | None = None
         self._started: list[Progress] = []
+        self.silenced = False
 
     def __enter__(self) -> ConsoleReporter:
         return self
@@ -63,6 +64,16 @@ class ConsoleReporter:
             p.start()
 
     def __call__(self, event: Event) -> None:
+        """Render one event. Output that cannot be written (a full disk behind stdout, a
+        closed pipe) is dropped: showing progress must never fail the operation."""
+        if self.silenced:
+            return
+        try:
+            self._render(event)
+        except OSError:
+            self.silenced = True
+
+    def _render(self, event: Event) -> None:
         if isinstance(event, Phase):
             self.console.print(Text.assemble(("•", "dim"), " ", event.message))
         elif isinstance(event, Notice):

@@ -20,6 +20,9 @@ import asyncio
 import contextlib
 import os
 import shlex
+import shutil
+import tempfile
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,6 +136,17 @@ def _load_script(decompress: str) -> str:
     )
 
 
+def _can_write_beside(target: Path) -> None:
+    """Make and drop a temporary file where the archive's will be: a read-only disk, a
+    name too long for its temporary form, a /proc path fail here, in a line."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
 def default_archive_path(boxes: Lifecycle, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return boxes.config.backups_dir(boxes.paths) / f"{name}-{stamp}{ARCHIVE_SUFFIX}"
@@ -157,9 +171,12 @@ async def save(
     host = await boxes.hosts.get(host_name)
     if view.kind not in (BOX, ORPHAN):
         raise UsageError(f"box {name!r} has no machine to save ({view.kind})")
+    boxes.refuse_unprovisioned(view)
     target = (output or default_archive_path(boxes, name)).expanduser().absolute()
-    if target.exists():
+    if os.path.lexists(target):  # a dangling link too: nothing is written through it
         raise UsageError(f"{target} already exists; choose another path with -o")
+    if os.path.lexists(target.parent) and not target.parent.is_dir():
+        raise UsageError(f"{target.parent} is not a folder")
     if not target.parent.is_dir():
         if output is not None:
             raise UsageError(f"folder {target.parent} does not exist")
@@ -170,6 +187,7 @@ async def save(
                 f"the backups folder {target.parent} is (under) a file; "
                 "set [archive] backups_dir to a folder"
             ) from None
+    _can_write_beside(target)  # before the box is paused, not after it was packed
     part_bytes = boxes.config.archive.part_size_mib * 2**20
     was_running = view.state == "running"
     if not was_running:
@@ -180,11 +198,17 @@ async def save(
             await _save_parts(
                 host, name, target, passphrase, part_bytes, lease, boxes.paths, report
             )
-    except FileExistsError:
+    except FileExistsError as exc:
+        if str(target) not in (exc.filename, exc.filename2):  # not the archive's own name
+            raise
         raise SaveFailed(
             f"{target} appeared while this save ran (another save to the same path?); "
             "it was left as it was and this archive was not kept"
         ) from None
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise SaveFailed(f"writing {target}: {exc.strerror or exc}") from None
     finally:
         await _guest_rm(host, name, SAVE_DIR)
         if was_running:
@@ -381,8 +405,10 @@ def archive_kind(archive: Path) -> str:
     from hbtui.archive.format import is_hbx
     from hbtui.archive.legacy import is_legacy
 
-    if not archive.is_file():
+    if not os.path.lexists(archive):
         raise UsageError(f"no such archive: {archive}")
+    if not archive.is_file():
+        raise UsageError(f"{archive} is not a file (a folder or a device?), so not an archive")
     if is_hbx(archive):
         return HBX
     if is_legacy(archive):
@@ -592,17 +618,39 @@ async def extract(
     dest = Path(dest).expanduser().absolute()
     if os.path.lexists(dest):
         raise UsageError(f"{dest} already exists; extract needs a new folder")
+    if os.path.lexists(dest.parent) and not dest.parent.is_dir():
+        raise UsageError(f"{dest.parent} is not a folder")
     if not dest.parent.is_dir():
         raise UsageError(f"folder {dest.parent} does not exist")
     size = archive.stat().st_size
-    progress = _from_thread(report, size, "extracting")
+    stop = threading.Event()
+    forward = _from_thread(report, size, "extracting")
+
+    def progress(done: int) -> None:
+        if stop.is_set():
+            raise Cancelled("extract cancelled")  # unwinds the extractor, which cleans up
+        forward(done)
+
+    def work() -> None:
+        if kind == HBX:
+            extract_hbx(archive, dest, passphrase, progress=progress)
+        else:
+            extract_legacy(archive, dest, passphrase)
 
     report(Phase(f"extracting {archive.name} into {dest}"))
     with staged_beside(paths, dest):  # a SIGKILL leaves staged plaintext: the next run sweeps it
-        if kind == HBX:
-            await asyncio.to_thread(extract_hbx, archive, dest, passphrase, progress=progress)
-        else:
-            await asyncio.to_thread(extract_legacy, archive, dest, passphrase)
+        running = asyncio.ensure_future(asyncio.to_thread(work))
+        try:
+            await asyncio.shield(running)
+        except asyncio.CancelledError:
+            # The thread cannot be killed: stop it at its next chunk, wait for it, and
+            # remove the folder if it got as far as renaming it into place.
+            stop.set()
+            with contextlib.suppress(Exception):
+                await running
+            if os.path.lexists(dest):
+                shutil.rmtree(dest, ignore_errors=True)
+            raise
     return dest
 
 

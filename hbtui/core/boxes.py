@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hbtui import __version__
-from hbtui.config import Config
+from hbtui.config import Config, image_problem
 from hbtui.core import guest
 from hbtui.core import recipe as recipes
 from hbtui.core.hosts import Host, HostPool, WebAccess
@@ -32,7 +32,7 @@ from hbtui.engine import EngineError, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Event, LogLine, Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name
-from hbtui.paths import Paths
+from hbtui.paths import Paths, make_folder
 
 
 class BoxNotFound(HbtuiError):
@@ -171,6 +171,8 @@ class Lifecycle:
             raise UsageError(f"--cpus must be at least 1 (got {cpus})")
         if memory_mib < 256:
             raise UsageError(f"--mem must be at least 256 MiB (got {memory_mib})")
+        if image is not None and image_problem(image):
+            raise UsageError(f"--image {image!r}: {image_problem(image)}")
         image = image or self.config.defaults.image
         recipe_dir = self.recipe_dir(recipe)
         host = await self.hosts.get(host_name)
@@ -223,7 +225,16 @@ class Lifecycle:
                 network=True,
                 workload=tuple(recipes.workload_command(chosen)),
             )
-            await host.engine.create(spec)
+            # A create cut off half-way can leave engine state no delete finds: let it
+            # finish even when cancelled, then roll back what it made.
+            creating = asyncio.ensure_future(host.engine.create(spec))
+            try:
+                await asyncio.shield(creating)
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    await creating
+                created = creating.done() and not creating.cancelled() and not creating.exception()
+                raise
             created = True
             report(Phase(f"starting {name}"))
             try:
@@ -286,14 +297,15 @@ class Lifecycle:
 
     def new_provision_log_path(self, name: str, host_name: str) -> Path:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        folder = self._provision_logs_dir(host_name)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = make_folder(self._provision_logs_dir(host_name), 0o755)
         return folder / f"{name}-{stamp}.log"
 
     def provision_logs(self, name: str, host_name: str = LOCAL) -> list[Path]:
         """Every provisioning log of a box, oldest first (its own only: box `x`'s are
         not `x-9`'s, so no glob on the name)."""
         folder = self._provision_logs_dir(host_name)
+        if os.path.lexists(folder) and not folder.is_dir():
+            raise UsageError(f"{folder} is a file; provisioning logs are kept in a folder there")
         if not folder.is_dir():
             return []
         pattern = re.compile(re.escape(name) + r"-\d{8}T\d{6}Z\.log")
@@ -310,7 +322,7 @@ class Lifecycle:
 
     # -- start / stop / rm / adopt ------------------------------------------------
 
-    def _refuse_unprovisioned(self, view: BoxView) -> None:
+    def refuse_unprovisioned(self, view: BoxView) -> None:
         """A box whose recipe did not finish is not started or entered as if it had."""
         flag = host_flag(view.host)
         if view.provisioning == FAILED:
@@ -326,7 +338,7 @@ class Lifecycle:
 
     async def start(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
         host, view = await self.require(name, host_name)
-        self._refuse_unprovisioned(view)
+        self.refuse_unprovisioned(view)
         report(Phase(f"starting {name}"))
         await host.engine.start(name)
         await guest.resume(host, name, report)
@@ -337,7 +349,11 @@ class Lifecycle:
     async def stop(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
         host, view = await self.require(name, host_name)
         if view.state == "running":
-            await guest.quiesce(host, name, report)
+            if view.provisioning == FAILED:
+                # Its recipe may not have installed the guest tools: no quiesce to ask for.
+                report(Notice(f"{name} failed provisioning: stopping it without quiescing"))
+            else:
+                await guest.quiesce(host, name, report)
             report(Phase(f"stopping {name}"))
             await host.engine.stop(name)
             guest.note_quiesced(0)
@@ -411,6 +427,14 @@ class Lifecycle:
                 )
             await guest.resume(host, name, report)
             await guest.wait_ready(host, name, view.port, report)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            # Interrupted, not failed: the box is as it was (the recipe is idempotent and
+            # did not finish), so it keeps its status, and its services come back.
+            await asyncio.shield(self._after_interrupted_repair(host, view, report))
+            raise Cancelled(
+                f"cancelled: the repair of {name!r} stopped part-way; run it again with: "
+                f"hbtui repair {name}{host_flag(host_name)}"
+            ) from None
         except BaseException:
             await self.registry.update(
                 name, host_name, status=FAILED, owner_pid=0, error=f"repair failed; log: {log_path}"
@@ -426,13 +450,20 @@ class Lifecycle:
         )
         return await self.get(name, host_name)
 
+    async def _after_interrupted_repair(self, host: Host, view: BoxView, report: Report) -> None:
+        await self.registry.update(
+            view.name, view.host, status=view.provisioning or READY, owner_pid=0
+        )
+        with contextlib.suppress(HbtuiError):
+            await guest.resume(host, view.name, report)
+
     # -- inside a box ------------------------------------------------------------
 
     async def ensure_running(
         self, name: str, host_name: str = LOCAL, *, report: Report = ignore
     ) -> BoxView:
         _host, view = await self.require(name, host_name)
-        self._refuse_unprovisioned(view)
+        self.refuse_unprovisioned(view)
         if view.state != "running":
             view = await self.start(name, host_name, report=report)
         return view

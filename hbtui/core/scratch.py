@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from hbtui.paths import Paths
+from hbtui.paths import Paths, make_folder
 
 _OWNED = re.compile(r"^[a-z]+-(\d+)-")  # "<purpose>-<pid>-<random>"
 NOTE_SUFFIX = ".staging"
@@ -43,8 +43,7 @@ def root(paths: Paths) -> Path:
 @contextlib.contextmanager
 def scratch(paths: Paths, purpose: str) -> Iterator[Path]:
     """A private folder for one operation's plaintext, removed however the block ends."""
-    top = root(paths)
-    top.mkdir(parents=True, exist_ok=True, mode=0o700)
+    top = make_folder(root(paths))
     os.chmod(top, 0o700)
     folder = Path(tempfile.mkdtemp(prefix=f"{purpose}-{os.getpid()}-", dir=top))
     try:
@@ -61,8 +60,7 @@ def staging_glob(dest: Path) -> str:
 @contextlib.contextmanager
 def staged_beside(paths: Paths, dest: Path) -> Iterator[None]:
     """Note, while the block runs, that plaintext for `dest` is staged beside it."""
-    top = root(paths)
-    top.mkdir(parents=True, exist_ok=True, mode=0o700)
+    top = make_folder(root(paths))
     fd, note = tempfile.mkstemp(prefix=f"extract-{os.getpid()}-", suffix=NOTE_SUFFIX, dir=top)
     try:
         os.write(fd, os.fsencode(dest))
