@@ -131,3 +131,13 @@ def test_errors_are_one_plain_line_whatever_the_name_holds(hbtui_home):
     done = hbtui("rm", "x[/]y" + "-long" * 40, "--force")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.splitlines()) == 1 and "x[/]y" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv", [["new"], ["logs", "x", "--tail", "abc"], ["bogus"], ["new", "x", "--image", ""]]
+)
+def test_argument_errors_are_one_error_line(hbtui_home, argv):
+    done = hbtui(*argv)
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: ") and "--help" in line

@@ -791,3 +791,20 @@ def test_the_cli_says_what_is_wrong_with_the_registry(hbtui_home):
         f"error: registry {hbtui_home / 'registry.toml'}: row local/web: "
         'port must be an integer 1024-65535, got "abc"'
     )
+
+
+@pytest.mark.parametrize("kind", ["zero-device", "fifo"])
+@pytest.mark.parametrize("what", ["config.toml", "registry.toml"])
+def test_a_state_file_that_never_ends_is_refused_at_once(tmp_path, what, kind):
+    """A link to /dev/zero would be read until memory runs out, a FIFO would hang."""
+    path = tmp_path / what
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(HbtuiError) as caught:
+        if what == "config.toml":
+            load_config(paths_in(tmp_path))
+        else:
+            Registry(path).read()
+    assert "not a regular file" in one_clear_error(caught.value, path)
