@@ -1,4 +1,5 @@
-"""The environment hbtui hands to child processes: its own, minus any secret.
+"""The environment hbtui hands to child processes (its own, minus any secret), and
+whether another process is still there.
 
 The archive passphrase may arrive in one of SECRET_ENV; hbtui.core.passphrase
 takes it out of os.environ at start, and every child is spawned with
@@ -14,3 +15,16 @@ SECRET_ENV = ("HBTUI_PASSPHRASE", "BOX_PASSPHRASE")  # checked in this order
 
 def child_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+
+
+def pid_alive(pid: int) -> bool:
+    """Is process `pid` still there (a record's owner, a lock's holder)?"""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # there, but someone else's
+    return True

@@ -78,6 +78,20 @@ def sim_env(
         )
 
 
+def recipe_with(tmp_path: Path, line: str, name: str = "recipe") -> Path:
+    """A copy of the sim recipe with `line` run at the start of its executor step."""
+    import shutil
+
+    copy = tmp_path / name
+    shutil.copytree(SIM_RECIPE, copy, symlinks=False)
+    script = copy / "provision" / "provision.sh"
+    lines = script.read_text().splitlines()
+    at = next(i for i, text in enumerate(lines) if text.startswith("step_executor_standin() {"))
+    lines.insert(at + 1, line)
+    script.write_text("\n".join(lines) + "\n")
+    return copy
+
+
 @pytest.fixture
 def sim_service(sim_env: dict[str, str]):
     """The Service over the simulator, as the CLI and the dashboard get it."""

@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
+from conftest import HBTUI_BIN, SIM_RECIPE, recipe_with
 
 from hbtui.core.guest import ProvisionFailed
 from hbtui.core.registry import Registry
@@ -141,16 +141,7 @@ async def test_provisioning_streams_steps_and_keeps_a_log(sim_service):
 
 def _broken_recipe(tmp_path: Path) -> Path:
     """The sim recipe with a failure injected in the middle (the executor step)."""
-    import shutil
-
-    broken = tmp_path / "broken"
-    shutil.copytree(SIM_RECIPE, broken, symlinks=False)
-    script = broken / "provision" / "provision.sh"
-    lines = script.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("step_executor_standin() {"))
-    lines.insert(at + 1, 'echo "injected failure" >&2; exit 42')
-    script.write_text("\n".join(lines) + "\n")
-    return broken
+    return recipe_with(tmp_path, 'echo "injected failure" >&2; exit 42', "broken")
 
 
 async def test_a_failure_mid_provisioning_leaves_nothing(

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
+from conftest import HBTUI_BIN, SIM_RECIPE, recipe_with
 
 pytestmark = [
     pytest.mark.sim,
@@ -87,14 +87,7 @@ def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path)
 
 def slow_recipe(tmp_path: Path) -> Path:
     """The sim recipe with a step that takes a minute, so a signal surely lands mid-way."""
-    slow = tmp_path / "slow-recipe"
-    shutil.copytree(SIM_RECIPE, slow, symlinks=False)
-    script = slow / "provision" / "provision.sh"
-    lines = script.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("step_executor_standin() {"))
-    lines.insert(at + 1, "echo slow-step; sleep 60")
-    script.write_text("\n".join(lines) + "\n")
-    return slow
+    return recipe_with(tmp_path, "echo slow-step; sleep 60", "slow-recipe")
 
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])

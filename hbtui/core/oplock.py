@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError
 
 
@@ -38,13 +39,7 @@ class Record:
 
     @property
     def alive(self) -> bool:
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return self.pid > 0
+        return pid_alive(self.pid)
 
 
 def _read(fd: int) -> Record | None:

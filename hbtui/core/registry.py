@@ -40,6 +40,7 @@ from hbtui.config import (
     show,
     to_table,
 )
+from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL, host_name_problem, name_problem
 
@@ -104,19 +105,9 @@ class BoxRecord:
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def effective_status(self) -> str:
-        if self.status == PROVISIONING and self.owner_pid and not _pid_alive(self.owner_pid):
+        if self.status == PROVISIONING and self.owner_pid and not pid_alive(self.owner_pid):
             return FAILED
         return self.status
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class RegistryError(HbtuiError):

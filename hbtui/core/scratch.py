@@ -20,20 +20,11 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from hbtui.environment import pid_alive
 from hbtui.paths import Paths, make_folder
 
 _OWNED = re.compile(r"^[a-z]+-(\d+)-")  # "<purpose>-<pid>-<random>"
 NOTE_SUFFIX = ".staging"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def root(paths: Paths) -> Path:
@@ -81,7 +72,7 @@ def sweep(paths: Paths) -> list[Path]:
     removed: list[Path] = []
     for entry in entries:
         owner = _OWNED.match(entry.name)
-        if owner is None or _alive(int(owner.group(1))):
+        if owner is None or pid_alive(int(owner.group(1))):
             continue
         if entry.name.endswith(NOTE_SUFFIX):
             with contextlib.suppress(OSError):
