@@ -31,6 +31,7 @@ from hbtui.engine.models import ExecResult, Machine, MachineSpec
 from hbtui.engine.runner import Completed, LocalRunner, Runner, RunTimeout, Stream
 
 START_TIMEOUT = 180.0  # a real guest boots in under a second; pulls can be slow
+PACK_TIMEOUT = 1800.0  # a pack copies the machine's whole disk
 
 
 class EngineStream:
@@ -147,13 +148,13 @@ class Engine:
     # -- machines ---------------------------------------------------------------
 
     async def create(self, spec: MachineSpec) -> None:
+        source = ["--from", str(spec.from_pack)] if spec.from_pack else ["--image", spec.image]
         args = [
             "machine",
             "create",
             "--name",
             spec.name,
-            "--image",
-            spec.image,
+            *source,
             "--cpus",
             str(spec.cpus),
             "--mem",
@@ -170,9 +171,41 @@ class Engine:
         async with self.machine_lock(spec.name):
             await self._call(*args)
 
-    async def start(self, name: str, *, timeout: float = START_TIMEOUT) -> None:
+    async def start(
+        self, name: str, *, branchable: bool = False, timeout: float = START_TIMEOUT
+    ) -> None:
+        """Start; `branchable` runs it so that `branch` can branch it."""
+        args = ["machine", "start", "--name", name] + (["--branchable"] if branchable else [])
         async with self.machine_lock(name):
-            await self._call("machine", "start", "--name", name, timeout=timeout)
+            await self._call(*args, timeout=timeout)
+
+    async def pack(self, name: str, output: Path, *, timeout: float = PACK_TIMEOUT) -> Path:
+        """Pack a stopped machine (started once) into `output`.smolmachine; returns that
+        file. `output` names the engine's stub, which it writes beside the pack."""
+        async with self.machine_lock(name):
+            await self._call(
+                "pack", "create", "--from-vm", name, "-o", str(output), timeout=timeout
+            )
+        return output.with_name(output.name + ".smolmachine")
+
+    async def branch(
+        self,
+        source: str,
+        name: str,
+        *,
+        ports: tuple[tuple[int, int], ...] = (),
+        labels: tuple[tuple[str, str], ...] = (),
+        timeout: float = START_TIMEOUT,
+    ) -> None:
+        """Branch a machine running branchable into `name` (copy-on-write disks and
+        memory); the child runs when this returns. Its labels can only be set here."""
+        args = ["machine", "branch", "--from", source, "--name", name, "--no-wait-ready"]
+        for host, guest in ports:
+            args += ["-p", f"{host}:{guest}"]
+        for key, value in labels:
+            args += ["--label", f"{key}={value}"]
+        async with self.machine_lock(name):
+            await self._call(*args, timeout=timeout)
 
     async def stop(self, name: str, *, grace: int | None = None) -> None:
         args = ["machine", "stop", "--name", name]

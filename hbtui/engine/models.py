@@ -7,6 +7,7 @@ ones hbtui uses and the raw dict for the rest, tolerating unknown keys.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 HBTUI_LABEL = "hbtui"  # every machine hbtui creates carries hbtui=1
@@ -25,6 +26,8 @@ class Machine:
     network: bool = False
     created_at: int | None = None
     cmd: list[str] = field(default_factory=list)
+    branchable: bool = False  # running so that `machine branch` can branch it
+    parent_machine: str | None = None  # the machine this one was branched from
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -55,6 +58,10 @@ class Machine:
             network=bool(d.get("network")),
             created_at=opt_int("created_at"),
             cmd=[str(c) for c in d.get("cmd") or []],
+            branchable=d.get("branchable") is True,
+            parent_machine=d.get("parent_machine")
+            if isinstance(d.get("parent_machine"), str)
+            else None,
             raw=dict(d),
         )
 
@@ -82,3 +89,5 @@ class MachineSpec:
     labels: tuple[tuple[str, str], ...] = ()
     network: bool = True
     workload: tuple[str, ...] = ()
+    # A packed machine (`pack create --from-vm`) to make this one from, instead of `image`.
+    from_pack: Path | None = None
