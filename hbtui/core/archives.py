@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from hbtui.core import guest
+from hbtui.core import scratch as scratches
 from hbtui.core.boxes import Lifecycle
 from hbtui.core.hosts import Host
 from hbtui.core.registry import FAILED, READY, utc_now
@@ -218,7 +219,13 @@ async def save(
             await host.engine.stop(name)
             guest.note_quiesced(0)
     if verify_after:
-        await verify(target, passphrase=passphrase, report=report)
+        try:
+            await verify(target, passphrase=passphrase, report=report)
+        except asyncio.CancelledError:
+            raise Cancelled(
+                f"cancelled while verifying: {target} is complete but not verified; "
+                f"check it with: hbtui verify {target}"
+            ) from None
     await boxes.registry.update(name, host_name, last_save=utc_now())
     report(Phase(f"saved {name} to {target}"))
     return target
@@ -484,6 +491,11 @@ async def load(
         await asyncio.shield(_remove_quietly(boxes, name, host_name))
         if isinstance(exc, asyncio.CancelledError):
             raise Cancelled(f"cancelled: box {name!r} was removed") from None
+        if isinstance(exc, OSError) and exc.filename is None:
+            where = scratches.root(boxes.paths)
+            raise LoadFailed(
+                f"decrypting parts into {where}: {exc.strerror or exc}; box {name!r} was removed"
+            ) from None
         raise
     report(Phase(f"loaded {archive.name} into {name}"))
     return await boxes.get(name, host_name)
@@ -651,6 +663,10 @@ async def extract(
             if os.path.lexists(dest):
                 shutil.rmtree(dest, ignore_errors=True)
             raise
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            raise HbtuiError(f"extracting into {dest}: {exc.strerror or exc}") from None
     return dest
 
 
