@@ -28,7 +28,7 @@ from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
 from hbtui.core.scratch import scratch
 from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, ProvisionLog, view_of
-from hbtui.engine import EngineError, MachineNotFound, MachineSpec
+from hbtui.engine import EngineError, Machine, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Event, LogLine, Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -135,7 +135,7 @@ class Lifecycle:
 
     async def ports(self, host_name: str = LOCAL) -> list[PortSlot]:
         host = await self.hosts.get(host_name)
-        labelled = await _labelled_ports(host)
+        labelled = _labelled_ports(await host.engine.list())
         return await port_map(
             self.registry.read(), host_name, host.port_range, host.busy_ports, labelled
         )
@@ -178,10 +178,12 @@ class Lifecycle:
         host = await self.hosts.get(host_name)
 
         report(Phase("reserving a port"))
+        recipe_version = recipes.recipe_version(recipe_dir)  # hashed before taking the lock
         async with self.registry.transaction() as boxes:
             if boxes.get(name, host_name) is not None:
                 raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
-            if await host.engine.find(name) is not None:
+            machines = await host.engine.list()  # one listing: the name check and the ports
+            if any(m.name == name for m in machines):
                 raise UsageError(
                     f"a smolvm machine named {name!r} already exists; pick another name"
                 )
@@ -191,7 +193,7 @@ class Lifecycle:
                 host.port_range,
                 host.busy_ports,
                 wanted=port,
-                labelled=await _labelled_ports(host),
+                labelled=_labelled_ports(machines),
             )
             boxes.put(
                 BoxRecord(
@@ -201,7 +203,7 @@ class Lifecycle:
                     image=image,
                     cpus=cpus,
                     memory_mib=memory_mib,
-                    recipe=recipes.recipe_version(recipe_dir),
+                    recipe=recipe_version,
                     status=PROVISIONING,
                     owner_pid=os.getpid(),
                 )
@@ -517,10 +519,10 @@ class Lifecycle:
             yield line
 
 
-async def _labelled_ports(host: Host) -> dict[int, str]:
-    """port -> machine, for every machine on the host labelled as hbtui's."""
+def _labelled_ports(machines: list[Machine]) -> dict[int, str]:
+    """port -> machine, for every machine labelled as hbtui's."""
     found: dict[int, str] = {}
-    for machine in await host.engine.list():
+    for machine in machines:
         label = machine.labels.get("hbtui.port", "")
         if machine.is_hbtui and label.isdigit():
             found[int(label)] = machine.name

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError
+from hbtui.paths import make_folder
 
 
 class BoxBusy(HbtuiError):
@@ -101,7 +102,7 @@ class BoxLocks:
     @contextlib.asynccontextmanager
     async def hold(self, host: str, name: str, operation: str) -> AsyncIterator[Held]:
         """Hold the box for `operation`, or raise BoxBusy naming who holds it."""
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_folder(self.folder)
         fd = self._lock(self.path(host, name), name)
         try:
             held = Held(fd, Record(operation, os.getpid(), time.time()))
