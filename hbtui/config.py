@@ -397,6 +397,10 @@ class Defaults:
         default=4096, metadata=rule(low=256, high=MAX_MEMORY_MIB, note="MiB, at most 4 TiB")
     )
     recipe: str = field(default="", metadata=PATH)  # a recipe folder; empty: the one shipped
+    # Start new boxes so that `hbtui branch` can branch them at once (memory included).
+    branchable: bool = False
+    # Make new boxes from a base of their recipe and image when there is one.
+    use_bases: bool = True
 
 
 @dataclass
@@ -482,6 +486,49 @@ class Config:
     def validate(self, source: Path | None = None) -> None:
         """The same checks as reading the file: what is saved can be read back."""
         parse_config(to_table(self), source)
+
+
+@dataclass(frozen=True)
+class KeymapCheck:
+    """What of `[keymap]` the dashboard can apply, and one line per entry it cannot."""
+
+    keymap: dict[str, str]  # the entries kept (their ids get these keys)
+    problems: list[str]  # the entries dropped (their ids keep their default keys)
+
+
+def _keys(text: str) -> list[str]:
+    return [k.strip() for k in text.split(",") if k.strip()]
+
+
+def check_keymap(keymap: Mapping[str, str], defaults: Mapping[str, str]) -> KeymapCheck:
+    """`[keymap]` against the dashboard's action ids and their default keys.
+
+    An unknown id is dropped, and so is every entry whose key would then be bound
+    to two actions (counting the defaults of the ids not remapped); dropping one
+    brings its default back, so the check repeats until nothing clashes.
+    """
+    problems = [
+        f"[keymap] {plain(ident)}: no such action (known: {', '.join(defaults)})"
+        for ident in keymap
+        if ident not in defaults
+    ]
+    kept = {ident: keys for ident, keys in keymap.items() if ident in defaults}
+    while True:
+        owners: dict[str, list[str]] = {}
+        for ident, default in defaults.items():
+            for key in dict.fromkeys(_keys(kept.get(ident, default))):
+                owners.setdefault(key, []).append(ident)
+        clashes = {key: ids for key, ids in owners.items() if len(ids) > 1}
+        dropped = sorted({i for ids in clashes.values() for i in ids if i in kept})
+        if not dropped:
+            return KeymapCheck(kept, problems)
+        for ident in dropped:
+            key = next(k for k, ids in clashes.items() if ident in ids)
+            others = " and ".join(i for i in clashes[key] if i != ident)
+            problems.append(
+                f"[keymap] {plain(ident)} = {show(kept.pop(ident))}: {plain(key)} is "
+                f"also bound to {others}; {ident} keeps its default ({defaults[ident]})"
+            )
 
 
 def _where(source: Path | None) -> str:

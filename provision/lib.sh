@@ -160,3 +160,76 @@ step_finish() {
     install -d -m 0755 "$HB_ROOT"
     touch "$HB_PROVISIONED"
 }
+
+# --- bases: generalize (provision/generalize.sh) and the per-box step (first-boot.sh) ---
+#
+# `hbtui base build` provisions a box, runs provision/generalize.sh in it (services
+# quiesced), stops and packs it. A box made from that base runs provision/first-boot.sh
+# instead of the whole recipe. What is per box, and so removed from a base: the paths
+# below (recipes may add to HB_PER_BOX_PATHS before calling hb_run_steps).
+HB_PER_BOX_PATHS=(
+    "$HB_AGENT_HOME/.executor"                                  # executor's state and keys
+    "$HB_AGENT_HOME/.config/hermes-box/executor-mcp.env"        # its MCP token
+    "$HB_AGENT_HOME/.config/hermes-box/mcp-wired"
+    "$HB_AGENT_HOME/.claude" "$HB_AGENT_HOME/.claude.json"      # agent logins
+    "$HB_AGENT_HOME/.codex/auth.json" "$HB_AGENT_HOME/.config/gh" "$HB_AGENT_HOME/.git-credentials"
+    "$HB_AGENT_HOME/.hermes/.env" "$HB_AGENT_HOME/.hermes/auth.json"
+    "$HB_AGENT_HOME/.bash_history" "$HB_AGENT_HOME/.python_history" "$HB_AGENT_HOME/.lesshst"
+    "$HB_AGENT_HOME/.viminfo" "$HB_AGENT_HOME/.local/state/nvim"  # shell and editor history
+    /root/.bash_history /root/.python_history /root/.lesshst /root/.hbtui-recipe
+    "$HB_ROOT/run"                                              # pid files and back-offs
+    /etc/ssh/ssh_host_rsa_key /etc/ssh/ssh_host_rsa_key.pub
+    /etc/ssh/ssh_host_ecdsa_key /etc/ssh/ssh_host_ecdsa_key.pub
+    /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub
+)
+
+# Sets a KEY=value line of the env file (added when absent).
+hb_env_set() {
+    local key=$1 value=$2 tmp
+    [[ -f $HB_ENV_FILE ]] || hb_die "$HB_ENV_FILE is missing: this box was not provisioned"
+    tmp=$(mktemp /etc/.hermes-box.env.XXXXXX)
+    grep -v "^$key=" "$HB_ENV_FILE" >"$tmp" || true
+    printf '%s=%q\n' "$key" "$value" >>"$tmp"
+    chmod 0644 "$tmp"
+    mv -f "$tmp" "$HB_ENV_FILE"
+}
+
+# A base holds no box's identity: no provisioned marker (so a box made from it waits for
+# its per-box step), no name or port, no logs, none of HB_PER_BOX_PATHS.
+step_forget_identity() {
+    rm -f "$HB_PROVISIONED"
+    hb_env_set HB_BOX ""
+    hb_env_set HB_PORT ""
+    local p f
+    for p in "${HB_PER_BOX_PATHS[@]}"; do
+        rm -rf -- "$p"
+    done
+    for f in "$HB_LOGS"/*.log; do
+        [[ -f $f ]] && : >"$f"
+    done
+    [[ ! -f /etc/machine-id ]] || : >/etc/machine-id
+    hb_log "per-box state removed"
+}
+
+# The box's own name and port, in /etc/hostname, /etc/hosts and the env file.
+step_box_identity() {
+    [[ -n ${HB_BOX:-} ]] || hb_die "HB_BOX must be set to the box's name"
+    printf '%s\n' "$HB_BOX" >/etc/hostname
+    if [[ -f /etc/hosts ]] && ! grep -q "[[:space:]]$HB_BOX\$" /etc/hosts; then
+        printf '127.0.1.1\t%s\n' "$HB_BOX" >>/etc/hosts
+    fi
+    hostname "$HB_BOX" 2>/dev/null || true
+    hb_env_set HB_BOX "$HB_BOX"
+    hb_env_set HB_PORT "$HB_PORT"
+    if [[ -f /etc/machine-id && ! -s /etc/machine-id ]] && hb_have systemd-machine-id-setup; then
+        systemd-machine-id-setup >/dev/null 2>&1 || true
+    fi
+    # Whatever quiesce the base (or a branch source) was in is not this box's.
+    rm -f "$HB_AGENT_HOME/.config/hermes-box/quiesced" "$HB_AGENT_HOME/.config/hermes-box/mcp-wired"
+    hb_log "box $HB_BOX, port $HB_PORT"
+}
+
+# The per-box step: what a box made from a base (or branched) needs of its own.
+hb_first_boot() {
+    hb_run_steps box-identity data-skeleton finish
+}

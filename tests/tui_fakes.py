@@ -151,6 +151,8 @@ class FakeService:
         port: int | None = None,
         recipe: Path | None = None,
         start: bool = True,
+        use_base: bool = True,
+        branchable: bool | None = None,
         report: Report = ignore,
     ) -> BoxView:
         check_name(name)

@@ -66,6 +66,12 @@ NAME = arg("name")
 QUIET = arg("-q", "--quiet", action="store_true", help="hide the provisioning output")
 RECIPE = arg("--recipe", type=given, metavar="DIR", help="a recipe folder (provision/ + guest/)")
 FILE = arg("file")
+BRANCHABLE = arg(
+    "--branchable",
+    action="store_true",
+    default=None,
+    help="start it so that it can be branched at once, memory included",
+)
 
 VERBS: tuple[Verb, ...] = (
     Verb("doctor", "config:cmd_doctor", "check that this host can run boxes", host=False,
@@ -80,7 +86,27 @@ VERBS: tuple[Verb, ...] = (
         arg("--port", type=int, help="host port (default: a free one in the range)"),
         RECIPE,
         arg("--no-start", action="store_true", help="leave the box stopped when ready"),
+        arg("--no-base", action="store_true",
+            help="run the whole recipe even if a base of it exists"),
+        BRANCHABLE,
         QUIET)),
+    Verb("branch", "bases:cmd_branch", "a new box with another box's /data and installed state",
+         json=True, args=(
+             arg("source", metavar="SRC"), NAME,
+             arg("--port", type=int, help="host port (default: a free one in the range)"),
+             BRANCHABLE, QUIET)),
+    Verb("base", "", "bases: prepared boxes that new boxes are made from in seconds", sub=(
+        Verb("build", "bases:cmd_base_build",
+             "provision a box with the recipe, generalize and pack it as a base", json=True,
+             args=(arg("--image", type=given, help="OCI image (default from config)"),
+                   RECIPE, QUIET)),
+        Verb("ls", "bases:cmd_base_ls", "list the bases", json=True),
+        Verb("rm", "bases:cmd_base_rm", "delete a base (boxes made from it stay)",
+             args=(arg("id"),)),
+        Verb("verify", "bases:cmd_base_verify",
+             "check that each base's pack is there and matches its manifest", json=True,
+             args=(arg("id", nargs="?"),)),
+    )),
     Verb("start", "boxes:cmd_start", "start a box", json=True, args=(NAME,)),
     Verb("stop", "boxes:cmd_stop", "quiesce and stop a box", json=True, args=(NAME,)),
     Verb("rm", "boxes:cmd_rm", "delete a box and free its port", args=(

@@ -51,6 +51,8 @@ def cmd_new(inv: Invocation) -> int:
                 port=a.port,
                 recipe=_recipe(inv),
                 start=not a.no_start,
+                use_base=not a.no_base,
+                branchable=a.branchable,
                 report=rep,
             )
         )

@@ -193,7 +193,7 @@ async def save(
     was_running = view.state == "running"
     if not was_running:
         report(Phase(f"starting {name} to read its /data"))
-        await host.engine.start(name)
+        await boxes.boot(host, name)
     try:
         async with guest.quiesced(host, name, report) as lease:
             await _save_parts(

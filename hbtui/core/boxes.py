@@ -22,6 +22,7 @@ from hbtui import __version__
 from hbtui.config import Config, image_problem
 from hbtui.core import guest
 from hbtui.core import recipe as recipes
+from hbtui.core.bases import BaseBook, NewPlan, StaleBase
 from hbtui.core.hosts import Host, HostPool, WebAccess
 from hbtui.core.oplock import BoxLocks
 from hbtui.core.ports import PortSlot, allocate, port_map
@@ -51,6 +52,7 @@ class Lifecycle:
         self.hosts = hosts
         self.registry = Registry(paths.registry_file)
         self.locks = BoxLocks(paths.locks_dir / "boxes")
+        self.bases = BaseBook(paths.data_dir / "bases")
 
     def busy(self, name: str, host_name: str) -> str:
         """What holds the box now, or what an interrupted operation left it in."""
@@ -142,6 +144,17 @@ class Lifecycle:
 
     # -- new ---------------------------------------------------------------------
 
+    def plan(
+        self, host_name: str, image: str, recipe_dir: Path, recipe: str, *, use_base: bool = True
+    ) -> NewPlan:
+        """How `new` makes a box of this recipe and image: from a base, or not and why."""
+        if use_base and not self.config.defaults.use_bases:
+            return NewPlan(None, "full provisioning: [defaults] use_bases is false")
+        problem = recipes.base_problem(recipe_dir)
+        if use_base and problem:
+            return NewPlan(None, f"full provisioning: {problem}, so it has no bases")
+        return self.bases.plan(host_name, image, recipe_dir, recipe, use_base=use_base)
+
     def recipe_dir(self, recipe: Path | None) -> Path:
         """The recipe a box is made with: the one asked for, the configured one, ours."""
         setting = self.config.recipe_setting()
@@ -159,11 +172,15 @@ class Lifecycle:
         port: int | None = None,
         recipe: Path | None = None,
         start: bool = True,
+        use_base: bool = True,
+        branchable: bool | None = None,
         keep_provisioning: bool = False,
         report: Report = ignore,
     ) -> BoxView:
-        """Create, provision and start a box. With `keep_provisioning` the row stays
-        `provisioning` (owned by this process) for a caller that has more to do."""
+        """Create, provision and start a box: from a base of its recipe and image when
+        there is one (only the recipe's per-box step runs), else with the whole recipe.
+        With `keep_provisioning` the row stays `provisioning` (owned by this process)
+        for a caller that has more to do."""
         check_name(name)
         cpus = cpus if cpus is not None else self.config.defaults.cpus
         memory_mib = memory_mib if memory_mib is not None else self.config.defaults.memory_mib
@@ -175,10 +192,49 @@ class Lifecycle:
             raise UsageError(f"--image {image!r}: {image_problem(image)}")
         image = image or self.config.defaults.image
         recipe_dir = self.recipe_dir(recipe)
-        host = await self.hosts.get(host_name)
-
-        report(Phase("reserving a port"))
         recipe_version = recipes.recipe_version(recipe_dir)  # hashed before taking the lock
+        plan = self.plan(host_name, image, recipe_dir, recipe_version, use_base=use_base)
+        if plan.stale:
+            raise StaleBase(f"{plan.why}: not using it", hint=plan.hint)
+        base = plan.base
+        report(Notice(f"{name}: {plan.why}"))
+        return await self.make(
+            BoxRecord(
+                name=name,
+                host=host_name,
+                port=port or 0,
+                image=image,
+                cpus=cpus,
+                memory_mib=memory_mib,
+                recipe=recipe_version,
+                base=base.id if base else "",
+                branchable=self.config.defaults.branchable if branchable is None else branchable,
+            ),
+            recipe_dir,
+            pack=Path(base.pack) if base else None,
+            start=start,
+            keep_provisioning=keep_provisioning,
+            report=report,
+        )
+
+    async def make(
+        self,
+        wanted: BoxRecord,
+        recipe_dir: Path,
+        *,
+        pack: Path | None,
+        branch_of: BoxRecord | None = None,
+        start: bool = True,
+        keep_provisioning: bool = False,
+        report: Report = ignore,
+    ) -> BoxView:
+        """Reserve the row and a port, make the machine, provision it, wait for executor;
+        undo it all on failure. The machine is created from `pack` or branched from the
+        running box `branch_of` (then only the per-box step runs), else created from the
+        image (the whole recipe runs). `wanted.port` 0: the next free port."""
+        name, host_name = wanted.name, wanted.host
+        host = await self.hosts.get(host_name)
+        report(Phase("reserving a port"))
         async with self.registry.transaction() as boxes:
             if boxes.get(name, host_name) is not None:
                 raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
@@ -192,18 +248,16 @@ class Lifecycle:
                 host_name,
                 host.port_range,
                 host.busy_ports,
-                wanted=port,
+                wanted=wanted.port or None,
                 labelled=_labelled_ports(machines),
             )
+            # An engine branch keeps its source's port inside, forwarded from its own.
+            inner = branch_of.inner_port if branch_of else chosen
             boxes.put(
-                BoxRecord(
-                    name=name,
-                    host=host_name,
+                replace(
+                    wanted,
                     port=chosen,
-                    image=image,
-                    cpus=cpus,
-                    memory_mib=memory_mib,
-                    recipe=recipe_version,
+                    guest_port=inner if inner != chosen else 0,
                     status=PROVISIONING,
                     owner_pid=os.getpid(),
                 )
@@ -212,24 +266,21 @@ class Lifecycle:
         log_path = self.new_provision_log_path(name, host_name)
         created = False
         try:
-            report(Phase(f"creating machine {name} (port {chosen})"))
-            spec = MachineSpec(
-                name=name,
-                image=image,
-                cpus=cpus,
-                memory_mib=memory_mib,
-                ports=((chosen, chosen),),
-                labels=(
-                    ("hbtui", "1"),
-                    ("hbtui.port", str(chosen)),
-                    ("hbtui.version", __version__),
-                ),
-                network=True,
-                workload=tuple(recipes.workload_command(chosen)),
-            )
-            # A create cut off half-way can leave engine state no delete finds: let it
-            # finish even when cancelled, then roll back what it made.
-            creating = asyncio.ensure_future(host.engine.create(spec))
+            if branch_of is not None:
+                report(Phase(f"branching {branch_of.name} into {name} (port {chosen})"))
+                making = host.engine.branch(
+                    branch_of.name,
+                    name,
+                    ports=((chosen, inner),),
+                    labels=_labels(chosen),
+                    branchable=wanted.branchable,
+                )
+            else:
+                report(Phase(f"creating machine {name} (port {chosen})"))
+                making = host.engine.create(self._spec(wanted, chosen, pack))
+            # A create or branch cut off half-way can leave engine state no delete finds:
+            # let it finish even when cancelled, then roll back what it made.
+            creating = asyncio.ensure_future(making)
             try:
                 await asyncio.shield(creating)
             except asyncio.CancelledError:
@@ -238,15 +289,24 @@ class Lifecycle:
                 created = creating.done() and not creating.cancelled() and not creating.exception()
                 raise
             created = True
-            report(Phase(f"starting {name}"))
-            try:
-                await host.engine.start(name)
-            except EngineError as exc:
-                exc.hint = "the machine could not boot; `hbtui doctor` explains why"
-                raise
+            if branch_of is None:
+                report(Phase(f"starting {name}"))
+                try:
+                    await host.engine.start(name, branchable=wanted.branchable)
+                except EngineError as exc:
+                    exc.hint = "the machine could not boot; `hbtui doctor` explains why"
+                    raise
+            whole = pack is None and branch_of is None
             with scratch(self.paths, "recipe") as tmp:
                 await guest.provision(
-                    host, name, chosen, recipe_dir, log_path, report, scratch_dir=tmp
+                    host,
+                    name,
+                    inner,
+                    recipe_dir,
+                    log_path,
+                    report,
+                    scratch_dir=tmp,
+                    script=recipes.PROVISION if whole else recipes.FIRST_BOOT,
                 )
             await guest.wait_ready(host, name, chosen, report)
             if not start:
@@ -265,9 +325,27 @@ class Lifecycle:
                 raise Cancelled(f"cancelled: box {name!r} was rolled back{kept}") from None
             if isinstance(exc, HbtuiError) and log_path.exists():
                 exc.hint = exc.hint or f"provisioning log: {log_path}"
+            if isinstance(exc, EngineError) and pack is not None and wanted.base:
+                exc.hint = exc.hint or (
+                    f"the base {wanted.base} may be damaged: hbtui base verify; "
+                    f"or make the box from scratch with --no-base"
+                )
             raise
         machine = await host.engine.find(name)
         return view_of(rec, machine, host)
+
+    def _spec(self, wanted: BoxRecord, port: int, pack: Path | None) -> MachineSpec:
+        return MachineSpec(
+            name=wanted.name,
+            image=wanted.image,
+            cpus=wanted.cpus,
+            memory_mib=wanted.memory_mib,
+            ports=((port, port),),
+            labels=_labels(port),
+            network=True,
+            workload=tuple(recipes.workload_command(port)),
+            from_pack=pack,
+        )
 
     async def _rollback(self, host: Host, name: str, created: bool, report: Report) -> None:
         report(Notice(f"rolling back {name}"))
@@ -338,11 +416,16 @@ class Lifecycle:
                 f"box {view.name!r} is still being provisioned; wait until it is ready"
             )
 
+    async def boot(self, host: Host, name: str) -> None:
+        """Start the machine, branchable if the box was made so."""
+        record = self.registry.read().get(name, host.name)
+        await host.engine.start(name, branchable=bool(record and record.branchable))
+
     async def start(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
         host, view = await self.require(name, host_name)
         self.refuse_unprovisioned(view)
         report(Phase(f"starting {name}"))
-        await host.engine.start(name)
+        await self.boot(host, name)
         await guest.resume(host, name, report)
         if view.port and view.provisioning == READY:
             await guest.wait_ready(host, name, view.port, report, timeout=90)
@@ -419,13 +502,16 @@ class Lifecycle:
         recipe_dir = self.recipe_dir(recipe)
         if view.state != "running":
             report(Phase(f"starting {name}"))
-            await host.engine.start(name)
-        await self.registry.update(name, host_name, status=PROVISIONING, owner_pid=os.getpid())
+            await self.boot(host, name)
+        record = await self.registry.update(
+            name, host_name, status=PROVISIONING, owner_pid=os.getpid()
+        )
+        inner_port = record.inner_port if record else view.port
         log_path = self.new_provision_log_path(name, host_name)
         try:
             with scratch(self.paths, "recipe") as tmp:
                 await guest.provision(
-                    host, name, view.port, recipe_dir, log_path, report, scratch_dir=tmp
+                    host, name, inner_port, recipe_dir, log_path, report, scratch_dir=tmp
                 )
             await guest.resume(host, name, report)
             await guest.wait_ready(host, name, view.port, report)
@@ -517,6 +603,11 @@ class Lifecycle:
         host, _ = await self.require(name, host_name)
         async for line in host.engine.logs_stream(name, tail=tail):
             yield line
+
+
+def _labels(port: int) -> tuple[tuple[str, str], ...]:
+    """What marks a machine as an hbtui box, and its port (so an orphan can be adopted)."""
+    return (("hbtui", "1"), ("hbtui.port", str(port)), ("hbtui.version", __version__))
 
 
 def _labelled_ports(machines: list[Machine]) -> dict[int, str]:

@@ -44,9 +44,10 @@ async def provision(
     report: Report,
     *,
     scratch_dir: Path,
+    script: str = recipes.PROVISION,
 ) -> None:
-    """Copy the recipe in (its tarball made in `scratch_dir`) and run it; every output
-    line also goes to `log_path`."""
+    """Copy the recipe in (its tarball made in `scratch_dir`) and run `script` of it
+    (the whole recipe, or its per-box step); every output line also goes to `log_path`."""
     report(Phase("copying the recipe into the box"))
     tar_path = scratch_dir / "recipe.tar"
     try:
@@ -54,11 +55,11 @@ async def provision(
         await host.engine.cp_in(name, tar_path, recipes.GUEST_TAR)
     finally:
         tar_path.unlink(missing_ok=True)
-    report(Phase("provisioning"))
+    report(Phase("provisioning" if script == recipes.PROVISION else f"running {script}"))
     last_step: Step | None = None
     stream = host.engine.exec_stream(
         name,
-        recipes.provision_command(),
+        recipes.provision_command(script),
         env={"HB_BOX": name, "HB_PORT": str(port)},
         timeout=PROVISION_TIMEOUT,
     )
@@ -76,8 +77,9 @@ async def provision(
         where = (
             f" at step {last_step.index}/{last_step.total} {last_step.name}" if last_step else ""
         )
+        doing = "provisioning" if script == recipes.PROVISION else script
         raise ProvisionFailed(
-            f"provisioning {name} failed{where} (exit status {stream.returncode})",
+            f"{doing} {name} failed{where} (exit status {stream.returncode})",
             hint=f"provisioning log: {log_path}",
         )
 

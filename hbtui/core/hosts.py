@@ -11,6 +11,8 @@ never imports the remote layer.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import shutil
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -89,11 +91,62 @@ async def local_web(port: int) -> WebAccess:
     return WebAccess(f"http://127.0.0.1:{port}/", _nothing_to_close)
 
 
+class HostFiles(Protocol):
+    """The few file operations the core does where a host's engine runs (its bases)."""
+
+    def bases_dir(self) -> str:
+        """Where packs of bases live on the host."""
+        ...
+
+    async def make_dir(self, path: str) -> None: ...
+
+    async def remove_tree(self, path: str) -> None:
+        """Remove a folder and what is in it; a missing one is fine."""
+        ...
+
+    async def digest(self, path: str) -> tuple[int, str] | None:
+        """(size, sha256 hex) of a file, or None if there is no such file."""
+        ...
+
+
+def _sha256(path: Path) -> tuple[int, str] | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            size = 0
+            while chunk := fh.read(1 << 20):
+                size += len(chunk)
+                digest.update(chunk)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    return size, digest.hexdigest()
+
+
+class LocalFiles:
+    """This machine's files, for the local engine."""
+
+    def __init__(self, bases: Path) -> None:
+        self._bases = bases
+
+    def bases_dir(self) -> str:
+        return str(self._bases)
+
+    async def make_dir(self, path: str) -> None:
+        Path(path).mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    async def remove_tree(self, path: str) -> None:
+        await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
+
+    async def digest(self, path: str) -> tuple[int, str] | None:
+        return await asyncio.to_thread(_sha256, Path(path))
+
+
 @dataclass
 class Host:
     name: str
     engine: Engine
     port_range: tuple[int, int]
+    files: HostFiles
     busy_ports: BusyProbe = local_busy_ports
     http_ok: HttpProbe = local_http_ok
     web: Forwarder = local_web
@@ -204,7 +257,12 @@ class HostPool:
         if name in self._hosts:
             return self._hosts[name]
         if name == LOCAL:
-            host = Host(LOCAL, self.local_engine(), (self.config.ports.low, self.config.ports.high))
+            host = Host(
+                LOCAL,
+                self.local_engine(),
+                (self.config.ports.low, self.config.ports.high),
+                LocalFiles(self.paths.data_dir / "bases" / LOCAL),
+            )
         elif name in self.config.hosts:
             host = await self.remote().host(name)
         else:

@@ -80,12 +80,34 @@ def parse_marker(line: str) -> Step | None:
     return Step(int(m[1]), int(m[2]), m[3].strip())
 
 
-def provision_command() -> list[str]:
-    script = (
+# The recipe's scripts: the whole recipe, the per-box step of a box made from a base or
+# branched, and what turns a provisioned box into a base.
+PROVISION = "provision.sh"
+FIRST_BOOT = "first-boot.sh"
+GENERALIZE = "generalize.sh"
+
+
+def provision_command(script: str = PROVISION) -> list[str]:
+    """Unpack the recipe copied in and run one of its scripts."""
+    command = (
         f"rm -rf {GUEST_DIR} && mkdir -p {GUEST_DIR} && tar -xf {GUEST_TAR} -C {GUEST_DIR} "
-        f"&& rm -f {GUEST_TAR} && exec bash {GUEST_DIR}/provision/provision.sh"
+        f"&& rm -f {GUEST_TAR} && exec bash {GUEST_DIR}/provision/{script}"
     )
-    return ["sh", "-c", script]
+    return ["sh", "-c", command]
+
+
+def base_problem(folder: Path) -> str | None:
+    """Why boxes of this recipe cannot be made from a base, or None."""
+    missing = [s for s in (FIRST_BOOT, GENERALIZE) if not (folder / "provision" / s).is_file()]
+    if missing:
+        return f"the recipe {folder} has no provision/{' or provision/'.join(missing)}"
+    return None
+
+
+def versions(folder: Path) -> str:
+    """provision/versions.env (what the recipe installs), or "" if it has none."""
+    path = folder / "provision" / "versions.env"
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
 
 def workload_command(port: int) -> list[str]:

@@ -96,6 +96,16 @@ class BoxRecord:
     # The hbtui process provisioning this box on this machine, so a box whose
     # provisioning was killed can be told from one still being provisioned.
     owner_pid: int = field(default=0, metadata=rule(low=0, high=PID_MAX, note="0: none"))
+    base: str = ""  # the base it was made from; empty: the whole recipe ran in it
+    parent: str = ""  # the box it was branched from
+    branchable: bool = False  # started so that it can be branched
+    # The port inside the box its executor bridge listens on, when not `port`: an engine
+    # branch keeps its source's guest port (forwarded from the child's own host port).
+    guest_port: int = field(default=0, metadata=rule(low=0, high=65535, note="0: same as port"))
+
+    @property
+    def inner_port(self) -> int:
+        return self.guest_port or self.port
 
     @property
     def key(self) -> tuple[str, str]:

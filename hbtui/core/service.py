@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hbtui.config import Config, HostSettings, config_to_dict
-from hbtui.core import scratch
+from hbtui.core import backups, scratch
+from hbtui.core.backups import ArchiveEntry
+from hbtui.core.bases import Base, BaseCheck, NewPlan
 from hbtui.core.boxes import Lifecycle
 from hbtui.core.hostbook import HostBook
 from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
 from hbtui.core.ports import PortSlot
+from hbtui.core.recipe import recipe_version
 from hbtui.core.views import BoxView, HostListing, ProvisionLog
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
@@ -73,6 +76,9 @@ class Service:
     def _box(self, name: str, host: str) -> None:
         """Every verb checks the name (so `-rf` never reaches the engine) and the host."""
         check_name(name)
+        self._known_host(host)
+
+    def _known_host(self, host: str) -> None:
         if host not in self._hosts.names():
             raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
 
@@ -94,6 +100,8 @@ class Service:
         port: int | None = None,
         recipe: Path | None = None,
         start: bool = True,
+        use_base: bool = True,
+        branchable: bool | None = None,
         report: Report = ignore,
     ) -> BoxView:
         async with self._holding(name, host, "new"):
@@ -106,8 +114,86 @@ class Service:
                 port=port,
                 recipe=recipe,
                 start=start,
+                use_base=use_base,
+                branchable=branchable,
                 report=report,
             )
+
+    def new_plan(
+        self,
+        *,
+        host: str = LOCAL,
+        image: str | None = None,
+        recipe: Path | None = None,
+        use_base: bool = True,
+    ) -> NewPlan:
+        """How `new` would make a box: from which base (fast), or why with the whole recipe."""
+        recipe_dir = self._boxes.recipe_dir(recipe)
+        return self._boxes.plan(
+            host,
+            image or self.config.defaults.image,
+            recipe_dir,
+            recipe_version(recipe_dir),
+            use_base=use_base,
+        )
+
+    async def branch(
+        self,
+        source: str,
+        name: str,
+        host: str = LOCAL,
+        *,
+        port: int | None = None,
+        branchable: bool | None = None,
+        report: Report = ignore,
+    ) -> BoxView:
+        """A new box with `source`'s /data and installed state, its own name and port."""
+        from hbtui.core import instant
+
+        async with self._holding(name, host, "branch"), self._holding(source, host, "branch"):
+            return await instant.branch(
+                self._boxes,
+                source,
+                name,
+                host_name=host,
+                port=port,
+                branchable=branchable,
+                report=report,
+            )
+
+    # -- bases -----------------------------------------------------------------------
+
+    def bases(self, host: str | None = None) -> list[Base]:
+        if host is not None:
+            self._known_host(host)
+        return self._boxes.bases.manifests(host)
+
+    async def build_base(
+        self,
+        *,
+        host: str = LOCAL,
+        image: str | None = None,
+        recipe: Path | None = None,
+        report: Report = ignore,
+    ) -> Base:
+        from hbtui.core import instant
+
+        self._known_host(host)
+        return await instant.build_base(
+            self._boxes, host_name=host, image=image, recipe=recipe, report=report
+        )
+
+    async def remove_base(self, ident: str, host: str = LOCAL) -> Base:
+        from hbtui.core import instant
+
+        self._known_host(host)
+        return await instant.remove_base(self._boxes, ident, host)
+
+    async def verify_bases(self, ident: str | None = None, host: str = LOCAL) -> list[BaseCheck]:
+        from hbtui.core import instant
+
+        self._known_host(host)
+        return await instant.verify_bases(self._boxes, ident, host)
 
     def recipe_dir(self, recipe: Path | None = None) -> Path:
         """The recipe folder `new` would use (checked)."""
@@ -196,6 +282,21 @@ class Service:
 
         return archives.archive_info(archive)
 
+    def list_archives(self) -> list[ArchiveEntry]:
+        """The backups folder's archives to pick from, newest first."""
+        return backups.list_archives(self.paths, self.backups_dir())
+
+    def resolve_archive(self, text: str) -> Path:
+        """A typed archive path; a relative one is looked for in the backups folder first."""
+        return backups.resolve_archive(text, self.backups_dir())
+
+    def last_archive(self) -> Path | None:
+        """The archive picked last (in any run), if it is still there."""
+        return backups.last_choice(self.paths)
+
+    def remember_archive(self, archive: Path) -> None:
+        backups.remember_choice(self.paths, archive)
+
     async def save(
         self,
         name: str,
@@ -209,7 +310,7 @@ class Service:
         from hbtui.core import archives
 
         async with self._holding(name, host, "save"):
-            return await archives.save(
+            saved = await archives.save(
                 self._boxes,
                 name,
                 host,
@@ -218,6 +319,9 @@ class Service:
                 verify_after=verify,
                 report=report,
             )
+        if verify:
+            backups.mark_verified(self.paths, saved)
+        return saved
 
     async def load(
         self,
@@ -254,7 +358,9 @@ class Service:
     async def verify(self, archive: Path, *, passphrase: bytes, report: Report = ignore) -> int:
         from hbtui.core import archives
 
-        return await archives.verify(archive, passphrase=passphrase, report=report)
+        checked = await archives.verify(archive, passphrase=passphrase, report=report)
+        backups.mark_verified(self.paths, archive)
+        return checked
 
     # -- remote hosts ----------------------------------------------------------------
 

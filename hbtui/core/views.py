@@ -41,6 +41,9 @@ class BoxView:
     last_save: str = ""
     error: str = ""
     busy: str = ""  # what an operation is doing to it now ("save (pid 12)"), or "quiesced ..."
+    base: str = ""  # the base it was made from ("" : the whole recipe ran in it)
+    parent: str = ""  # the box it was branched from
+    branchable: bool = False  # can be branched at once (started branchable)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -82,6 +85,9 @@ def view_of(record: BoxRecord | None, machine: Machine | None, host: Host) -> Bo
             provisioning=record.effective_status(),
             last_save=record.last_save,
             error=record.error,
+            base=record.base,
+            parent=record.parent,
+            branchable=bool(machine and machine.branchable),
         )
     if machine is None:
         raise ValueError("a view needs a registry record, a machine, or both")

@@ -195,11 +195,15 @@ class Engine:
         *,
         ports: tuple[tuple[int, int], ...] = (),
         labels: tuple[tuple[str, str], ...] = (),
+        branchable: bool = False,
         timeout: float = START_TIMEOUT,
     ) -> None:
         """Branch a machine running branchable into `name` (copy-on-write disks and
-        memory); the child runs when this returns. Its labels can only be set here."""
+        memory); the child runs when this returns, itself branchable if asked. Its labels
+        can only be set here."""
         args = ["machine", "branch", "--from", source, "--name", name, "--no-wait-ready"]
+        if branchable:
+            args.append("--branchable")
         for host, guest in ports:
             args += ["-p", f"{host}:{guest}"]
         for key, value in labels:

@@ -174,6 +174,43 @@ def host_connection(name: str, host: HostSettings) -> HostConnection:
     return HostConnection(name, parse_target(host.ssh), host.identity)
 
 
+# Relative to the remote user's home, where SSH commands start.
+REMOTE_BASES = ".local/share/hbtui/bases"
+
+
+class RemoteFiles:
+    """A remote host's files, through small sh scripts over its SSH connection."""
+
+    def __init__(self, conn: HostConnection) -> None:
+        self.conn = conn
+
+    def bases_dir(self) -> str:
+        return REMOTE_BASES
+
+    async def _run(self, script: str, path: str, what: str) -> str:
+        status, out, err = await self.conn.run_shell(script, path, what=what)
+        if status != 0:
+            raise RemoteError(f"host {self.conn.name}: {what} failed: {err.strip()[-200:]}")
+        return out
+
+    async def make_dir(self, path: str) -> None:
+        await self._run('mkdir -p -m 700 -- "$1"', path, f"making {path}")
+
+    async def remove_tree(self, path: str) -> None:
+        await self._run('rm -rf -- "$1"', path, f"removing {path}")
+
+    async def digest(self, path: str) -> tuple[int, str] | None:
+        out = await self._run(
+            '[ -f "$1" ] || exit 0; wc -c <"$1"; sha256sum <"$1"',
+            path,
+            f"hashing {path}",
+        )
+        fields = out.split()
+        if len(fields) < 2 or not fields[0].isdigit():
+            return None
+        return int(fields[0]), fields[1]
+
+
 class SshHosts:
     """The core's RemoteHosts over SSH: one shared connection per configured host."""
 
@@ -213,6 +250,7 @@ class SshHosts:
             name,
             engine,
             port_range_of(settings, self.config),
+            RemoteFiles(conn),
             busy_ports=busy_probe(conn),
             http_ok=http_probe(conn),
             web=web_forwarder(conn),

@@ -1,0 +1,92 @@
+"""Instant-box verbs: base build/ls/rm/verify, and branch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hbtui.cli.output import Invocation, print_json
+from hbtui.names import LOCAL
+from hbtui.present import age, human_bytes
+
+
+def _recipe(inv: Invocation) -> Path | None:
+    return Path(inv.args.recipe) if getattr(inv.args, "recipe", None) else None
+
+
+def cmd_branch(inv: Invocation) -> int:
+    a = inv.args
+    with inv.reporter() as rep:
+        view = inv.call(
+            inv.service.branch(
+                a.source, a.name, inv.host, port=a.port, branchable=a.branchable, report=rep
+            )
+        )
+        rep.finish_steps()
+    if inv.json:
+        print_json(view.to_json())
+    else:
+        inv.out.print(
+            f"✓ box {view.name} (branched from {a.source}) is {view.state} on port {view.port}",
+            markup=False,
+        )
+    return 0
+
+
+def cmd_base_build(inv: Invocation) -> int:
+    with inv.reporter() as rep:
+        base = inv.call(
+            inv.service.build_base(
+                host=inv.host, image=inv.args.image, recipe=_recipe(inv), report=rep
+            )
+        )
+        rep.finish_steps()
+    if inv.json:
+        print_json(base.to_json())
+    else:
+        where = "" if base.host == LOCAL else f" --host {base.host}"
+        inv.out.print(
+            f"✓ base {base.id} ({human_bytes(base.size)}); new boxes of {base.image} with this "
+            f"recipe are made from it: hbtui new NAME{where}",
+            markup=False,
+        )
+    return 0
+
+
+def cmd_base_ls(inv: Invocation) -> int:
+    bases = inv.service.bases(inv.args.host)
+    if inv.json:
+        print_json([b.to_json() for b in bases])
+        return 0
+    if not bases:
+        inv.out.print("No bases yet. Build one: hbtui base build", markup=False)
+        return 0
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for column in ("BASE", "HOST", "IMAGE", "RECIPE", "SIZE", "ENGINE", "BUILT"):
+        table.add_column(column)
+    for b in bases:
+        table.add_row(
+            b.id, b.host, b.image, b.recipe, human_bytes(b.size), b.engine, age(b.created)
+        )
+    inv.out.print(table)
+    return 0
+
+
+def cmd_base_rm(inv: Invocation) -> int:
+    base = inv.call(inv.service.remove_base(inv.args.id, inv.host))
+    inv.out.print(f"✓ removed the base {base.id} ({human_bytes(base.size)} freed)", markup=False)
+    return 0
+
+
+def cmd_base_verify(inv: Invocation) -> int:
+    checks = inv.call(inv.service.verify_bases(inv.args.id, inv.host))
+    if inv.json:
+        print_json([c.to_json() for c in checks])
+    elif not checks:
+        inv.out.print("No bases to verify. Build one: hbtui base build", markup=False)
+    for c in checks:
+        if not inv.json:
+            mark = "✓" if not c.problem else "✗"
+            inv.out.print(f"{mark} {c.base.id}: {c.problem or 'the pack matches'}", markup=False)
+    return 1 if any(c.problem for c in checks) else 0

@@ -1,0 +1,244 @@
+"""Instant boxes: building a base, and branching a box.
+
+`build_base` provisions a builder box with the whole recipe, generalizes it
+(the recipe's `generalize.sh` removes what is per box), stops it and packs it;
+`Lifecycle.new` then makes boxes from that pack and runs only the per-box
+step. `branch` makes a box with another box's `/data` and installed state:
+through the engine's `machine branch` when the source runs branchable (memory
+included), otherwise by packing the stopped source and creating from the pack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hbtui.config import image_problem
+from hbtui.core import guest
+from hbtui.core import recipe as recipes
+from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
+from hbtui.core.boxes import Lifecycle, host_flag
+from hbtui.core.hosts import Host
+from hbtui.core.registry import BoxRecord
+from hbtui.core.scratch import scratch
+from hbtui.core.views import BoxView
+from hbtui.engine.locate import format_version
+from hbtui.errors import HbtuiError, UsageError
+from hbtui.events import Notice, Phase, Report, ignore
+from hbtui.names import LOCAL, check_name
+from hbtui.present import human_bytes
+
+
+def _per_box_recipe(boxes: Lifecycle, recipe: Path | None, doing: str) -> Path:
+    recipe_dir = boxes.recipe_dir(recipe)
+    problem = recipes.base_problem(recipe_dir)
+    if problem:
+        raise UsageError(f"{problem}; {doing} needs the recipe's per-box step")
+    return recipe_dir
+
+
+async def build_base(
+    boxes: Lifecycle,
+    *,
+    host_name: str = LOCAL,
+    image: str | None = None,
+    recipe: Path | None = None,
+    report: Report = ignore,
+) -> Base:
+    """Provision a builder box, generalize, stop and pack it, keep the pack as the base
+    of this recipe and image (replacing an older one), and remove the builder."""
+    if image is not None and image_problem(image):
+        raise UsageError(f"--image {image!r}: {image_problem(image)}")
+    image = image or boxes.config.defaults.image
+    recipe_dir = _per_box_recipe(boxes, recipe, "a base")
+    recipe_hash = recipes.recipe_version(recipe_dir)
+    ident = base_id(image, recipe_hash)
+    host = await boxes.hosts.get(host_name)
+    builder = f"base-{recipe_hash[:8]}-{os.getpid()}"
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder = f"{host.files.bases_dir()}/{ident}-{stamp}"
+    report(Phase(f"building the base {ident} in a builder box {builder}"))
+    async with boxes.locks.hold(host_name, builder, "base build"):
+        started = time.monotonic()
+        view = await boxes.new(
+            builder,
+            host_name=host_name,
+            image=image,
+            recipe=recipe_dir,
+            use_base=False,
+            branchable=False,
+            keep_provisioning=True,
+            report=report,
+        )
+        built_in = time.monotonic() - started
+        try:
+            await _generalize(boxes, host, view, recipe_dir, report)
+            await host.files.make_dir(folder)
+            report(Phase("packing the builder box (the engine copies its disk)"))
+            pack = await host.engine.pack(builder, Path(folder) / "base")
+            report(Phase("hashing the pack"))
+            digest = await host.files.digest(str(pack))
+            if digest is None:
+                raise HbtuiError(f"the engine wrote no pack at {pack}")
+            base = new_base(
+                host=host_name,
+                image=image,
+                recipe=recipe_hash,
+                recipe_dir=recipe_dir,
+                versions=recipes.versions(recipe_dir),
+                engine=format_version(await host.engine.version()),
+                pack=str(pack),
+                digest=digest,
+                built_in=built_in,
+            )
+            older = boxes.bases.get(host_name, ident)
+            boxes.bases.put(base)
+        except BaseException:
+            await asyncio.shield(host.files.remove_tree(folder))
+            raise
+        finally:
+            await asyncio.shield(_remove_builder(boxes, builder, host_name, report))
+    if older is not None and older.folder != base.folder:
+        await host.files.remove_tree(older.folder)
+    report(Phase(f"base {ident} is ready ({human_bytes(base.size)})"))
+    return base
+
+
+async def _generalize(
+    boxes: Lifecycle, host: Host, view: BoxView, recipe_dir: Path, report: Report
+) -> None:
+    """Quiesce the builder, remove what is per box, stop it."""
+    await guest.quiesce(host, view.name, report)
+    log_path = boxes.new_provision_log_path(view.name, host.name)
+    with scratch(boxes.paths, "recipe") as tmp:
+        await guest.provision(
+            host,
+            view.name,
+            view.port or 0,
+            recipe_dir,
+            log_path,
+            report,
+            scratch_dir=tmp,
+            script=recipes.GENERALIZE,
+        )
+    report(Phase(f"stopping {view.name}"))
+    await host.engine.stop(view.name)
+
+
+async def _remove_builder(boxes: Lifecycle, name: str, host_name: str, report: Report) -> None:
+    try:
+        await boxes.remove(name, host_name, report=report)
+    except (HbtuiError, OSError) as exc:
+        report(
+            Notice(
+                f"could not remove the builder box {name}: {exc}; "
+                f"remove it with: hbtui rm --force {name}{host_flag(host_name)}"
+            )
+        )
+
+
+async def remove_base(boxes: Lifecycle, ident: str, host_name: str = LOCAL) -> Base:
+    base = boxes.bases.require(host_name, ident)
+    host = await boxes.hosts.get(host_name)
+    await host.files.remove_tree(base.folder)
+    boxes.bases.forget(base)
+    return base
+
+
+async def verify_bases(
+    boxes: Lifecycle, ident: str | None = None, host_name: str = LOCAL
+) -> list[BaseCheck]:
+    chosen = [boxes.bases.require(host_name, ident)] if ident else boxes.bases.manifests(host_name)
+    host = await boxes.hosts.get(host_name)
+    return [await check(host, base) for base in chosen]
+
+
+async def branch(
+    boxes: Lifecycle,
+    source: str,
+    name: str,
+    *,
+    host_name: str = LOCAL,
+    port: int | None = None,
+    branchable: bool | None = None,
+    report: Report = ignore,
+) -> BoxView:
+    """A new box with `source`'s /data and installed state, its own name and port."""
+    check_name(name)
+    host, view = await boxes.require(source, host_name)
+    boxes.refuse_unprovisioned(view)
+    src = boxes.registry.read().get(source, host_name)
+    if src is None:
+        raise UsageError(f"{source!r} is an orphan; adopt it first: hbtui adopt {source}")
+    recipe_dir = _per_box_recipe(boxes, None, "branching")
+    wanted = BoxRecord(
+        name=name,
+        host=host_name,
+        port=port or 0,
+        image=src.image,
+        cpus=src.cpus,
+        memory_mib=src.memory_mib,
+        recipe=src.recipe,
+        base=src.base,
+        parent=source,
+        branchable=boxes.config.defaults.branchable if branchable is None else branchable,
+    )
+    machine = await host.engine.find(source)
+    if machine is not None and machine.state == "running" and machine.branchable:
+        return await boxes.make(wanted, recipe_dir, pack=None, branch_of=src, report=report)
+    report(
+        Notice(
+            f"{source} is not running branchable: copying its disk (stop, pack, start again); "
+            "its running processes are not carried over"
+        )
+    )
+    was_running = view.state == "running"
+    try:
+        if was_running:
+            await guest.quiesce(host, source, report)
+            report(Phase(f"stopping {source}"))
+            await host.engine.stop(source)
+        async with _pack_folder(boxes, host) as folder:
+            report(Phase(f"packing {source}"))
+            pack = await host.engine.pack(source, Path(folder) / source)
+            return await boxes.make(wanted, recipe_dir, pack=pack, report=report)
+    finally:
+        if was_running:
+            await asyncio.shield(_start_again(boxes, host, src, report))
+
+
+@contextlib.asynccontextmanager
+async def _pack_folder(boxes: Lifecycle, host: Host) -> AsyncIterator[str]:
+    """A folder on the host for a pack of a box's disk (its /data in plaintext): here,
+    the private scratch folder; on a remote host, one beside its bases."""
+    if host.name == LOCAL:
+        with scratch(boxes.paths, "branch") as tmp:
+            yield str(tmp)
+        return
+    folder = f"{host.files.bases_dir()}/.branch-{os.getpid()}-{time.time_ns()}"
+    await host.files.make_dir(folder)
+    try:
+        yield folder
+    finally:
+        await asyncio.shield(host.files.remove_tree(folder))
+
+
+async def _start_again(boxes: Lifecycle, host: Host, src: BoxRecord, report: Report) -> None:
+    """The source was running before the branch: it runs again after, come what may."""
+    try:
+        report(Phase(f"starting {src.name} again"))
+        await boxes.boot(host, src.name)
+        await guest.resume(host, src.name, report)
+        await guest.wait_ready(host, src.name, src.port, report, timeout=90)
+    except HbtuiError as exc:
+        report(
+            Notice(
+                f"{src.name} did not come back by itself: {exc}; start it: hbtui start "
+                f"{src.name}{host_flag(host.name)}"
+            )
+        )

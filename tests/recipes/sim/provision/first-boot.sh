@@ -1,0 +1,1 @@
+../../../../provision/first-boot.sh

@@ -1,0 +1,1 @@
+../../../../provision/generalize.sh
