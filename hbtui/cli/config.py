@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from hbtui import __version__
 from hbtui.cli.output import Invocation, print_checks, print_json
+from hbtui.config import check_keymap
+from hbtui.errors import HbtuiError
+
+if TYPE_CHECKING:
+    from hbtui.core.service import Service
 
 
 def cmd_doctor(inv: Invocation) -> int:
@@ -28,7 +34,23 @@ def cmd_config(inv: Invocation) -> int:
         import tomli_w
 
         sys.stdout.write(tomli_w.dumps(inv.service.config_values()))
+        sys.stdout.write("".join(f"# {line}\n" for line in _notes(inv.service)))
     return 0
+
+
+def _notes(service: Service) -> list[str]:
+    """What the settings come to, as TOML comments: the recipe in use, and the `[keymap]`
+    entries the dashboard does not apply (it keeps those actions' default keys)."""
+    try:
+        notes = [f"recipe in use: {service.recipe_dir()}"]
+    except HbtuiError as exc:
+        notes = [f"recipe: {exc.message}"]
+    if service.config.keymap:  # the dashboard's keys are read only when there are remaps
+        from hbtui.tui.screens.main import KEYS
+
+        defaults = {ident: key for ident, key, *_ in KEYS}
+        notes += check_keymap(service.config.keymap, defaults).problems
+    return notes
 
 
 def cmd_version(inv: Invocation) -> int:

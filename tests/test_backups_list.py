@@ -1,0 +1,113 @@
+"""The backups folder as a list (hbtui.core.backups through the Service): newest first,
+verified marks that a changed file loses, the last choice kept across runs, relative
+paths found in the backups folder first."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hbtui.archive.format import MAGIC
+from hbtui.core.backups import box_of
+from hbtui.wiring import build_service
+
+
+@pytest.fixture
+def service(hbtui_home):
+    return build_service()
+
+
+def fake_archive(folder, name: str, mtime: int, size: int = 64):
+    """A file that starts like an .hbx (the listing reads only the magic)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(MAGIC + b"\0" * (size - len(MAGIC)))
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_the_listing_is_newest_first_with_box_size_and_format(service):
+    folder = service.backups_dir()
+    older = fake_archive(folder, "web-20261101T100000Z.hbx", 1_780_000_000, size=100)
+    newer = fake_archive(folder, "api-20261128T180000Z.hbx", 1_790_000_000, size=200)
+    (folder / "notes.txt").write_text("not an archive")
+    (folder / "broken.hbx").write_text("no magic here")
+    entries = service.list_archives()
+    assert [e.path for e in entries] == [newer, older]
+    first = entries[0]
+    assert (first.box, first.size, first.kind, first.verified) == ("api", 200, "hbx", False)
+    assert first.modified == "2026-09-21T14:13:20Z"
+
+
+def test_no_backups_folder_is_an_empty_list(service):
+    assert not service.backups_dir().exists()
+    assert service.list_archives() == []
+
+
+def test_a_verified_mark_holds_until_the_file_changes(service):
+    from hbtui.core import backups
+
+    path = fake_archive(service.backups_dir(), "web-20261101T100000Z.hbx", 1_780_000_000)
+    backups.mark_verified(service.paths, path)
+    assert [e.verified for e in service.list_archives()] == [True]
+    with path.open("ab") as fh:
+        fh.write(b"more")
+    assert [e.verified for e in service.list_archives()] == [False]
+
+
+def test_the_last_choice_is_remembered_across_services(hbtui_home, service):
+    path = fake_archive(service.backups_dir(), "web-20261101T100000Z.hbx", 1_780_000_000)
+    assert service.last_archive() is None
+    service.remember_archive(path)
+    assert build_service().last_archive() == path
+    path.unlink()
+    assert build_service().last_archive() is None  # a vanished choice is not offered
+
+
+def test_a_damaged_memory_file_is_forgotten_not_fatal(hbtui_home, service):
+    (hbtui_home / "archives.toml").write_text("last = [")
+    assert service.last_archive() is None
+    path = fake_archive(service.backups_dir(), "web-20261101T100000Z.hbx", 1_780_000_000)
+    service.remember_archive(path)
+    assert service.last_archive() == path
+
+
+def test_relative_paths_are_found_in_the_backups_folder_first(service, tmp_path, monkeypatch):
+    path = fake_archive(service.backups_dir(), "web.hbx", 1_780_000_000)
+    monkeypatch.chdir(tmp_path)
+    assert service.resolve_archive("web.hbx") == path
+    assert service.resolve_archive("elsewhere.hbx") == tmp_path / "elsewhere.hbx"
+    assert service.resolve_archive(str(tmp_path / "x.hbx")) == tmp_path / "x.hbx"
+
+
+@pytest.mark.parametrize(
+    "name, box",
+    [
+        ("web-20261101T100000Z.hbx", "web"),
+        ("my-box-2-20261101T100000Z.hbx", "my-box-2"),
+        ("web.hbx", ""),
+        ("Backup-20261101T100000Z.hbx", ""),
+    ],
+)
+def test_the_box_comes_from_the_default_file_name(name, box):
+    assert box_of(name) == box
+
+
+def test_save_and_verify_mark_the_archive_verified(sim_service):
+    """The real flow: save with verify marks the archive; the listing says so."""
+    import asyncio
+
+    from conftest import SIM_RECIPE
+
+    async def flow():
+        await sim_service.new("keep", recipe=SIM_RECIPE)
+        saved = await sim_service.save("keep", passphrase=b"correct horse", verify=True)
+        unverified = await sim_service.save("keep", passphrase=b"correct horse", verify=False)
+        listed = {e.path: e.verified for e in sim_service.list_archives()}
+        assert listed == {saved: True, unverified: False}
+        await sim_service.verify(unverified, passphrase=b"correct horse")
+        assert all(e.verified for e in sim_service.list_archives())
+        await sim_service.remove("keep")
+
+    asyncio.run(flow())

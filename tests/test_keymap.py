@@ -1,0 +1,99 @@
+"""The `[keymap]` check (a pure function of the config layer) and what `config show` says."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from conftest import HBTUI_BIN, SIM_RECIPE
+
+from hbtui.config import check_keymap
+from hbtui.tui.screens.main import KEYS
+
+DEFAULTS = {"new": "n", "start": "s", "stop": "x", "quit": "q"}
+
+
+def test_a_good_keymap_is_kept_whole():
+    keymap = {"new": "ctrl+n", "quit": "ctrl+q,q", "start": "n", "stop": "s"}
+    check = check_keymap(keymap, {**DEFAULTS, "save": "w"})
+    assert check.keymap == keymap and check.problems == []
+
+
+def test_an_unknown_action_is_reported_and_dropped():
+    check = check_keymap({"frobnicate": "z", "new": "N"}, DEFAULTS)
+    assert check.keymap == {"new": "N"}
+    [problem] = check.problems
+    assert problem.startswith("[keymap] frobnicate: no such action (known: new, start, stop")
+
+
+def test_a_key_bound_to_another_actions_default_keeps_the_default():
+    check = check_keymap({"new": "s"}, DEFAULTS)
+    assert check.keymap == {}
+    assert check.problems == [
+        '[keymap] new = "s": s is also bound to start; new keeps its default (n)'
+    ]
+
+
+def test_two_entries_on_one_key_both_drop_and_a_returning_default_clashes_too():
+    """new and start both on z: both dropped; new's default n then clashes with stop = "n"."""
+    check = check_keymap({"new": "z", "start": "z", "stop": "n", "quit": "ctrl+q"}, DEFAULTS)
+    assert check.keymap == {"quit": "ctrl+q"}
+    assert [p.split(":")[0] for p in check.problems] == [
+        '[keymap] new = "z"',
+        '[keymap] start = "z"',
+        '[keymap] stop = "n"',
+    ]
+
+
+def test_the_same_key_twice_in_one_entry_is_no_clash():
+    assert check_keymap({"quit": "q,q"}, DEFAULTS).problems == []
+
+
+def test_the_dashboards_own_defaults_never_clash():
+    defaults = {ident: key for ident, key, *_ in KEYS}
+    assert len(defaults) == len(KEYS)
+    assert check_keymap({}, defaults).problems == []
+
+
+def config_show(home, env_extra=None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HBTUI_HOME": str(home)}
+    env.pop("HBTUI_RECIPE", None)
+    env.update(env_extra or {})
+    return subprocess.run(
+        [HBTUI_BIN, "config", "show"], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_config_show_lists_keymap_problems_and_the_recipe_in_use(tmp_path):
+    (tmp_path / "config.toml").write_text(
+        f'[defaults]\nrecipe = "{SIM_RECIPE}"\n[keymap]\nnew = "s"\nfrob = "z"\nquit = "ctrl+q"\n'
+    )
+    done = config_show(tmp_path)
+    assert done.returncode == 0, done.stderr
+    comments = [line for line in done.stdout.splitlines() if line.startswith("#")]
+    assert comments[0] == f"# recipe in use: {SIM_RECIPE.resolve()}"
+    assert comments[1].startswith("# [keymap] frob: no such action")
+    assert (
+        comments[2] == '# [keymap] new = "s": s is also bound to start; new keeps its default (n)'
+    )
+    assert len(comments) == 3
+    assert 'quit = "ctrl+q"' in done.stdout  # the file's values are shown as they are
+
+
+def test_config_show_says_when_the_recipe_setting_is_no_recipe(tmp_path):
+    done = config_show(tmp_path, {"HBTUI_RECIPE": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert f"# recipe: not a recipe: {tmp_path.resolve()} has no provision/provision.sh" in (
+        done.stdout.splitlines()
+    )
+
+
+@pytest.mark.parametrize("keymap", ["", '[keymap]\nnew = "ctrl+n"\n'])
+def test_config_show_stays_valid_toml(tmp_path, keymap):
+    import tomllib
+
+    (tmp_path / "config.toml").write_text(keymap)
+    done = config_show(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "defaults" in tomllib.loads(done.stdout)
