@@ -65,11 +65,11 @@ def test_bash_syntax(path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def dry_run(recipe: Path) -> list[str]:
+def dry_run(recipe: Path, script: str = "provision.sh") -> list[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HB_")}
     env["HB_DRY_RUN"] = "1"
     proc = subprocess.run(
-        ["bash", str(recipe / "provision" / "provision.sh")],
+        ["bash", str(recipe / "provision" / script)],
         env=env,
         capture_output=True,
         text=True,
@@ -264,3 +264,24 @@ def test_hb_workload_rejects_bad_port(args: list[str]) -> None:
         timeout=10,
     )
     assert proc.returncode == 2 and "usage: hb-workload PORT" in proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_every_recipe_has_a_per_box_step_and_a_generalize_step(name: str) -> None:
+    """What bases need: first-boot.sh gives a box made from a base its identity and marks
+    it provisioned last; generalize.sh removes what is per box."""
+    first_boot = dry_run(RECIPES[name], "first-boot.sh")
+    assert [MARKER.match(line).group(3) for line in first_boot] == [
+        "box-identity",
+        "data-skeleton",
+        "finish",
+    ]
+    generalize = dry_run(RECIPES[name], "generalize.sh")
+    assert [MARKER.match(line).group(3) for line in generalize] == ["forget-identity"]
+
+
+def test_the_per_box_paths_cover_logins_history_and_executor_state() -> None:
+    text = (ROOT / "provision" / "lib.sh").read_text()
+    listed = text.split("HB_PER_BOX_PATHS=(", 1)[1].split("\n)", 1)[0]
+    for path in (".executor", ".claude", ".codex/auth.json", ".config/gh", ".bash_history"):
+        assert path in listed, path

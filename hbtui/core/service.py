@@ -150,6 +150,8 @@ class Service:
         """A new box with `source`'s /data and installed state, its own name and port."""
         from hbtui.core import instant
 
+        if name == source:
+            raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
         async with self._holding(name, host, "branch"), self._holding(source, host, "branch"):
             return await instant.branch(
                 self._boxes,
