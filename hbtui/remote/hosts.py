@@ -178,14 +178,22 @@ def host_connection(name: str, host: HostSettings) -> HostConnection:
 REMOTE_BASES = ".local/share/hbtui/bases"
 
 
+def remote_bases_dir(settings: HostSettings) -> str:
+    """Bases are as big as disks: beside the engine's state when the host has a state dir
+    of its own (often on a bigger disk), else in the remote user's data folder."""
+    state = settings.state_dir.rstrip("/")
+    return f"{state}/hbtui-bases" if state else REMOTE_BASES
+
+
 class RemoteFiles:
     """A remote host's files, through small sh scripts over its SSH connection."""
 
-    def __init__(self, conn: HostConnection) -> None:
+    def __init__(self, conn: HostConnection, bases: str) -> None:
         self.conn = conn
+        self._bases = bases
 
     def bases_dir(self) -> str:
-        return REMOTE_BASES
+        return self._bases
 
     async def _run(self, script: str, path: str, what: str) -> str:
         status, out, err = await self.conn.run_shell(script, path, what=what)
@@ -250,7 +258,7 @@ class SshHosts:
             name,
             engine,
             port_range_of(settings, self.config),
-            RemoteFiles(conn),
+            RemoteFiles(conn, remote_bases_dir(settings)),
             busy_ports=busy_probe(conn),
             http_ok=http_probe(conn),
             web=web_forwarder(conn),

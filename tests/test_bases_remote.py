@@ -1,0 +1,46 @@
+"""Bases and branches on a remote host (the simulator behind an SSH server): the pack is
+made, hashed and removed there, beside the host's engine state; the manifest is here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SIM_RECIPE
+from test_remote import hbtui, ok, remote_machines, trusted_host  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.sim
+
+
+def test_base_build_new_and_branch_on_a_remote_host(trusted_host, tmp_path):  # noqa: F811
+    env, state, _server = trusted_host
+    env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE))
+    base = json.loads(ok(hbtui("base", "build", "--host", "r1", "-q", "--json", env=env)).stdout)
+    pack = Path(base["pack"])
+    assert base["host"] == "r1" and pack.is_relative_to(state / "hbtui-bases")
+    assert pack.is_file() and pack.stat().st_size == base["size"]
+    assert remote_machines(state) == []
+    [listed] = json.loads(ok(hbtui("base", "ls", "--host", "r1", "--json", env=env)).stdout)
+    assert listed["id"] == base["id"]
+    assert json.loads(ok(hbtui("base", "ls", "--host", "local", "--json", env=env)).stdout) == []
+    [checked] = json.loads(ok(hbtui("base", "verify", "--host", "r1", "--json", env=env)).stdout)
+    assert checked["ok"] is True
+
+    made = ok(hbtui("new", "rb1", "--host", "r1", env=env))
+    assert f"from the base {base['id']}" in made.stdout
+    who = ok(hbtui("exec", "rb1", "--host", "r1", "--", "cat", "/etc/hostname", env=env))
+    assert who.stdout.strip() == "rb1"
+
+    ok(hbtui("branch", "rb1", "rb2", "--host", "r1", "-q", env=env))
+    boxes = {b["name"]: b for b in json.loads(ok(hbtui("ls", "--json", env=env)).stdout)}
+    assert boxes["rb2"]["parent"] == "rb1" and boxes["rb2"]["provisioning"] == "ready"
+    assert boxes["rb1"]["state"] == "running"
+    # The pack of rb1's disk made for the branch is gone from the remote host.
+    assert [p.name for p in (state / "hbtui-bases").iterdir()] == [pack.parent.name]
+
+    ok(hbtui("base", "rm", base["id"], "--host", "r1", env=env))
+    assert not pack.parent.exists()
+    for name in ("rb1", "rb2"):
+        ok(hbtui("rm", name, "--host", "r1", "--force", env=env))
+    assert remote_machines(state) == []
