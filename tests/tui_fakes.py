@@ -20,7 +20,15 @@ from hbtui.config import Config
 from hbtui.core.hosts import WebAccess
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import parse_marker
-from hbtui.core.views import BOX, BoxView, HostListing, ProvisionLog
+from hbtui.core.views import (
+    BOX,
+    BoxDetails,
+    BoxStats,
+    BoxView,
+    DetailSection,
+    HostListing,
+    ProvisionLog,
+)
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Event, LogLine, Notice, Phase, Report, Step, Transfer, ignore
 from hbtui.names import LOCAL, check_name
@@ -98,6 +106,8 @@ class FakeService:
         self.calls: list[tuple[Any, ...]] = []
         self.list_calls = 0
         self.closed_forwards: list[str] = []
+        self.load: dict[str, list[tuple[float, float]]] = {}  # name -> (CPU %, MiB) per call
+        self.stats_calls = 0
 
     def _called(self, *call: Any) -> None:
         self.calls.append(call)
@@ -128,6 +138,34 @@ class FakeService:
         if "list_boxes" in self.broken:
             raise RuntimeError(self.broken["list_boxes"])
         return HostListing(list(self.boxes), dict(self.host_errors))
+
+    async def details(self, name: str, host: str = LOCAL) -> BoxDetails:
+        self._called("details", name, host)
+        box = self.boxes[self._find(name, host)]
+        sections = [
+            DetailSection("Box", [("name", box.name), ("host", box.host), ("state", box.state)]),
+            DetailSection("Resources", [("image", box.image or ""), ("CPUs", str(box.cpus))]),
+            DetailSection("Network", [("port", str(box.port)), ("URL", box.url or "")]),
+            DetailSection("Labels", [("hbtui", "1"), ("hbtui.port", str(box.port))]),
+            DetailSection("Last save", [("when", box.last_save or "never")]),
+        ]
+        running = box.state == "running"
+        stats = (await self.stats([name], host)).get(name) if running else None
+        return BoxDetails(box, sections, {"name": name, "state": box.state}, stats)
+
+    async def stats(self, names: list[str], host: str = LOCAL) -> dict[str, BoxStats]:
+        """Each running box's next scripted figure (`load`), else a steady 12.5% / 300 MiB."""
+        self._called("stats", tuple(names), host)
+        found = {}
+        for name in names:
+            box = self.boxes[self._find(name, host)]
+            if box.state != "running":
+                continue
+            figures = self.load.get(name) or [(12.5, 300.0)]
+            cpu, memory = figures[self.stats_calls % len(figures)]
+            found[name] = BoxStats(cpu, memory, float(box.memory_mib or 0))
+        self.stats_calls += 1
+        return found
 
     async def ports(self, host: str = LOCAL) -> list[PortSlot]:
         self._called("ports", host)

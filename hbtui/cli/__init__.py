@@ -126,6 +126,8 @@ VERBS: tuple[Verb, ...] = (
          args=(NAME, RECIPE, QUIET)),
     Verb("adopt", "boxes:cmd_adopt", "take an orphaned hbtui machine back into the registry",
          args=(NAME,)),
+    Verb("inspect", "boxes:cmd_inspect", "everything known about a box, and its CPU and memory",
+         json=True, args=(NAME,)),
     Verb("ports", "boxes:cmd_ports", "the port range: used, busy, free", json=True),
     Verb("config", "config:cmd_config", "where the config is, and what it says", host=False,
          args=(arg("action", choices=["path", "show"]),)),

@@ -213,6 +213,28 @@ def cmd_adopt(inv: Invocation) -> int:
     return 0
 
 
+def cmd_inspect(inv: Invocation) -> int:
+    details = inv.call(inv.service.details(inv.args.name, inv.host))
+    if inv.json:
+        print_json(details.to_json())
+        return 0
+    for section in details.sections:
+        inv.out.print(f"[bold]{section.title}[/]")
+        width = max((len(label) for label, _ in section.fields), default=0)
+        for label, value in section.fields:
+            inv.out.print(f"  {label:<{width}}  {value}".rstrip(), markup=False, highlight=False)
+    stats = details.stats
+    inv.out.print("[bold]Live[/]")
+    if stats is None:
+        inv.out.print("  not running, or the engine reports no figures", markup=False)
+    else:
+        cpu = "?" if stats.cpu_percent is None else f"{stats.cpu_percent:.1f}%"
+        memory = "?" if stats.memory_mib is None else f"{stats.memory_mib:.0f} MiB"
+        inv.out.print(f"  CPU {cpu}  memory {memory}", markup=False)
+    inv.out.print("[dim]the engine's own record: hbtui inspect --json[/]")
+    return 0
+
+
 def cmd_ports(inv: Invocation) -> int:
     slots = inv.call(inv.service.ports(inv.host))
     if inv.json:

@@ -24,7 +24,7 @@ from hbtui.core.hostbook import HostBook
 from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
 from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
-from hbtui.core.views import BoxView, HostListing, ProvisionLog
+from hbtui.core.views import BoxDetails, BoxStats, BoxView, HostListing, ProvisionLog
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -88,6 +88,22 @@ class Service:
 
     async def ports(self, host: str = LOCAL) -> list[PortSlot]:
         return await self._boxes.ports(host)
+
+    async def details(self, name: str, host: str = LOCAL) -> BoxDetails:
+        """Everything known about one box (`hbtui inspect`, the dashboard's details view)."""
+        from hbtui.core import details
+
+        self._box(name, host)
+        return await details.details(self._boxes, self.backups_dir(), name, host)
+
+    async def stats(self, names: list[str], host: str = LOCAL) -> dict[str, BoxStats]:
+        """CPU and memory of these running boxes; a box the engine says nothing of is left out."""
+        from hbtui.core import details
+
+        self._known_host(host)
+        for name in names:
+            check_name(name)
+        return await details.stats(self._boxes, names, host)
 
     async def new(
         self,

@@ -105,3 +105,45 @@ def view_of(record: BoxRecord | None, machine: Machine | None, host: Host) -> Bo
         memory_mib=machine.memory_mib,
         created=_iso(machine.created_at),
     )
+
+
+@dataclass(frozen=True)
+class BoxStats:
+    """A running box's resource use, as the engine's `machine stats` reported it."""
+
+    cpu_percent: float | None = None  # of one CPU; a box with 4 CPUs can reach 400
+    memory_mib: float | None = None  # resident memory of the machine's processes
+    memory_limit_mib: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DetailSection:
+    """One titled block of the details view: (label, value) lines, in order."""
+
+    title: str
+    fields: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class BoxDetails:
+    """Everything known about one box, as `hbtui inspect` and the details view show it.
+
+    A list of sections, so what else a box carries (its base, say) is one more
+    section, not a change to every front end.
+    """
+
+    view: BoxView
+    sections: list[DetailSection]
+    engine_record: dict[str, object]  # the engine's raw JSON for the machine ({} if none)
+    stats: BoxStats | None = None  # None: not running, or the engine could not say
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "box": self.view.to_json(),
+            "sections": {s.title: dict(s.fields) for s in self.sections},
+            "engine": self.engine_record,
+            "stats": self.stats.to_json() if self.stats else None,
+        }
