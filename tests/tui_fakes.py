@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from hbtui.config import Config
+from hbtui.core.backups import ArchiveEntry
 from hbtui.core.hosts import WebAccess
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
-from hbtui.core.recipe import parse_marker
+from hbtui.core.recipe import check_recipe, parse_marker
 from hbtui.core.views import (
     BOX,
     BoxDetails,
@@ -108,6 +109,11 @@ class FakeService:
         self.closed_forwards: list[str] = []
         self.load: dict[str, list[tuple[float, float]]] = {}  # name -> (CPU %, MiB) per call
         self.stats_calls = 0
+        self.recipe = Path("/opt/hbtui/recipe")  # the configured recipe, as resolved
+        self.backups = Path("/backups")
+        self.archives: list[ArchiveEntry] = []  # the backups folder, newest first
+        self.last: Path | None = None  # the archive picked last
+        self.new_recipes: dict[str, Path | None] = {}  # box -> the recipe `new` was given
 
     def _called(self, *call: Any) -> None:
         self.calls.append(call)
@@ -195,6 +201,9 @@ class FakeService:
     ) -> BoxView:
         check_name(name)
         self._called("new", name, host, port)
+        self.new_recipes[name] = recipe
+        if any((b.name, b.host) == (name, host) for b in self.boxes):  # before anything is made
+            raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
         port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
         report(Phase(f"creating machine {name} (port {port})"))
         self.boxes.append(
@@ -290,11 +299,38 @@ class FakeService:
             events.append(step if step is not None else LogLine(line))
         return ProvisionLog(Path(f"/logs/{name}-20261129T093000Z.log"), events)
 
+    def recipe_dir(self, recipe: Path | None = None) -> Path:
+        """The configured recipe, or a folder checked as the core checks it."""
+        return self.recipe if recipe in (None, self.recipe) else check_recipe(recipe)
+
     # -- archives --------------------------------------------------------------------------
 
+    def backups_dir(self) -> Path:
+        return self.backups
+
+    def list_archives(self) -> list[ArchiveEntry]:
+        self._called("list_archives")
+        return list(self.archives)
+
+    def resolve_archive(self, text: str) -> Path:
+        in_backups = self.backups / text
+        if any(e.path == in_backups for e in self.archives):
+            return in_backups
+        return Path(text).expanduser().absolute()
+
+    def last_archive(self) -> Path | None:
+        return self.last
+
+    def remember_archive(self, archive: Path) -> None:
+        self._called("remember_archive", archive)
+        self.last = archive
+
     def archive_kind(self, archive: Path, *, hbx_only: bool = False) -> str:
-        """Any existing *.hbx is an archive here; the real one reads the file's header."""
+        """The listed archives, and any existing *.hbx; the real one reads the file's header."""
         self._called("archive_kind", archive)
+        listed = next((e for e in self.archives if e.path == archive), None)
+        if listed is not None:
+            return listed.kind
         if not archive.is_file():
             raise UsageError(f"no such archive: {archive}")
         if archive.suffix != ".hbx":

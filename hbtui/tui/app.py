@@ -13,21 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
 import signal
+import sys
 import time
+import webbrowser
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
+from hbtui.config import check_keymap
 from hbtui.core.views import BoxView
 from hbtui.environment import child_env
 from hbtui.errors import HbtuiError
@@ -63,10 +68,11 @@ if TYPE_CHECKING:
 
 Clock = Callable[[], datetime]
 Launcher = Callable[[list[str]], Awaitable[int]]  # runs argv on this terminal, returns its status
-Opener = Callable[[str], None]  # shows a URL to the user (a browser)
+Opener = Callable[[str], object]  # shows a URL in a browser; False (or raising): no browser
 Call = Callable[[Report], Awaitable[object]]  # one Service call, given its Report
 
 OPERATIONS = "operations"  # the worker group of calls that change something
+STARTABLE = ("stopped", "created")  # states `o` offers to start a box from
 
 
 async def launch_interactive(argv: list[str]) -> int:
@@ -92,6 +98,32 @@ async def launch_interactive(argv: list[str]) -> int:
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
             signal.signal(signal.SIGINT, previous)
+
+
+def open_in_browser(url: str) -> bool:
+    """Hand `url` to a browser; False when there is none to hand it to.
+
+    Without a display (an SSH session, a console) Python's webbrowser falls
+    back to a text browser, which would take over the dashboard's terminal,
+    so nothing is tried there.
+    """
+    graphical = sys.platform in ("darwin", "win32") or any(
+        os.environ.get(var) for var in ("DISPLAY", "WAYLAND_DISPLAY")
+    )
+    if not graphical:
+        return False
+    try:
+        return webbrowser.open(url)
+    except Exception:  # webbrowser.Error, or a browser that cannot be started
+        return False
+
+
+def no_browser_reason() -> str:
+    if sys.platform not in ("darwin", "win32") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        return "no display: DISPLAY and WAYLAND_DISPLAY are unset"
+    return "no browser answered"
 
 
 def describe_error(exc: BaseException) -> str:
@@ -122,7 +154,8 @@ class HbtuiApp(App[None]):
         self.service = service
         self.clock: Clock = clock or (lambda: datetime.now(UTC))
         self.launcher: Launcher = launcher or launch_interactive
-        self.opener: Opener = opener or self.open_url
+        self.opener: Opener = opener or self._open_in_browser
+        self.keymap: dict[str, str] = {}  # the [keymap] entries applied (checked at mount)
         self.refresh_seconds = refresh_seconds or service.config.refresh_seconds
         self.activities: dict[BoxKey, Activity] = {}
         self._paused = False  # the terminal is handed to a shell: no listing meanwhile
@@ -131,6 +164,7 @@ class HbtuiApp(App[None]):
         self._ports_worker: Worker[None] | None = None
         self._progress: dict[Operation, ProgressScreen] = {}
         self._web: dict[BoxKey, WebAccess] = {}  # forwards kept until the dashboard ends
+        self._open_when_done: dict[Operation, BoxView] = {}  # starts `o` asked for
         self._quitting = False
         self._exit_status = 0  # 128 + the signal that ended the dashboard, if one did
 
@@ -160,14 +194,35 @@ class HbtuiApp(App[None]):
             self.screen_stack[0].post_message(message)
 
     def on_mount(self) -> None:
-        if self.service.config.keymap:
-            self.set_keymap(self.service.config.keymap)
+        self._apply_keymap()
         loop = asyncio.get_running_loop()
         for signum in TERMINATING:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, self._terminate, signum)
         self.app_suspend_signal.subscribe(self, self._on_suspend, immediate=True)
         self.app_resume_signal.subscribe(self, self._on_resume, immediate=True)
+
+    def _open_in_browser(self, url: str) -> object:
+        """The browser on this machine, or, under `textual serve`, the user's."""
+        if self.is_web:
+            self.open_url(url)
+            return True
+        return open_in_browser(url)
+
+    def _apply_keymap(self) -> None:
+        """`[keymap]` as checked by the config layer: what is wrong is said, and those
+        actions keep their default keys."""
+        check = check_keymap(self.service.config.keymap, {ident: key for ident, key, *_ in KEYS})
+        self.keymap = check.keymap
+        if check.keymap:
+            self.set_keymap(check.keymap)
+        if check.problems:
+            self.notify(
+                "\n".join(check.problems),
+                title="config.toml: keymap entries not applied",
+                severity="warning",
+                timeout=20,
+            )
 
     def _on_suspend(self, _app: App[Any]) -> None:
         self._paused = True
@@ -363,6 +418,9 @@ class HbtuiApp(App[None]):
         progress = self._progress.pop(operation, None)
         if progress is not None:
             progress.finished(error)
+        opening = self._open_when_done.pop(operation, None)
+        if opening is not None and not error:
+            self._open_web(opening)
         if key is not None:
             if operation.name == "delete" and not error:
                 self.activities.pop(key, None)  # the box is gone, and its log with it
@@ -379,13 +437,34 @@ class HbtuiApp(App[None]):
             self.notify("select a box first", severity="warning")
         return view
 
+    def _refuse_busy(self, view: BoxView) -> bool:
+        """Say so (before any dialog is filled) when the box is busy with an operation,
+        here or in another hbtui process (the core's per-box lock)."""
+        activity = self.activities.get((view.host, view.name))
+        if activity is not None and activity.running:
+            busy = activity.operation
+        elif view.busy and not view.busy.startswith("quiesced"):
+            busy = view.busy
+        else:
+            return False
+        self.notify(
+            f"{view.name} is busy with {busy}; try again when it is done", severity="warning"
+        )
+        return True
+
+    def _taken(self) -> set[BoxKey]:
+        """(host, name) of every box listed or being made: names a new box cannot have."""
+        listing = self.main.listing
+        taken = {(b.host, b.name) for b in listing.boxes} if listing is not None else set()
+        return taken | {key for key, a in self.activities.items() if a.running}
+
     # Dialogs and the progress screen are imported when first used: the first
     # frame does not need them.
 
     def action_new_box(self) -> None:
         from hbtui.tui.screens.dialogs import NewBoxDialog
 
-        self.push_screen(NewBoxDialog(self.service), self._new_box)
+        self.push_screen(NewBoxDialog(self.service, self._taken()), self._new_box)
 
     def _new_box(self, request: NewBoxRequest | None) -> None:
         if request is None:
@@ -404,6 +483,7 @@ class HbtuiApp(App[None]):
                 cpus=request.cpus,
                 memory_mib=request.memory_mib,
                 port=request.port,
+                recipe=request.recipe,
                 report=report,
             ),
         )
@@ -442,7 +522,8 @@ class HbtuiApp(App[None]):
                 self.activities.pop(key, None)
                 self.main.redraw()
             return
-        self.push_screen(DeleteDialog(view), self._delete)
+        if not self._refuse_busy(view):
+            self.push_screen(DeleteDialog(view), self._delete)
 
     def _delete(self, request: DeleteRequest | None) -> None:
         if request is not None:
@@ -455,7 +536,8 @@ class HbtuiApp(App[None]):
     def action_save_box(self) -> None:
         from hbtui.tui.screens.dialogs import SaveDialog
 
-        if view := self._need_box():
+        view = self._need_box()
+        if view is not None and not self._refuse_busy(view):
             self.push_screen(SaveDialog(view), self._save)
 
     def _save(self, request: SaveRequest | None) -> None:
@@ -478,11 +560,19 @@ class HbtuiApp(App[None]):
     def action_load_box(self) -> None:
         from hbtui.tui.screens.dialogs import LoadDialog
 
-        self.push_screen(LoadDialog(self.service), self._load)
+        self.push_screen(LoadDialog(self.service, self._taken()), self._load)
+
+    def _remember(self, archive: Path) -> None:
+        """The archive picked, offered first by the next Load or Extract (in any run)."""
+        try:
+            self.service.remember_archive(archive)
+        except HbtuiError as exc:
+            self.notify(exc.message, title="cannot remember the archive", severity="warning")
 
     def _load(self, request: LoadRequest | None) -> None:
         if request is None:
             return
+        self._remember(request.archive)
         key = (request.host, request.name)
         operation = self.run_operation(
             key,
@@ -507,6 +597,7 @@ class HbtuiApp(App[None]):
     def _extract(self, request: ExtractRequest | None) -> None:
         if request is None:
             return
+        self._remember(request.archive)
         operation = self.run_operation(
             None,
             "extract",
@@ -526,7 +617,7 @@ class HbtuiApp(App[None]):
     def action_help(self) -> None:
         from hbtui.tui.screens.help import HelpScreen
 
-        self.push_screen(HelpScreen(self.service.config.keymap))
+        self.push_screen(HelpScreen(self.keymap))
 
     # -- the web UI and the shell --------------------------------------------------------------
 
@@ -537,11 +628,41 @@ class HbtuiApp(App[None]):
         if view.port is None:
             self.notify(f"{view.name} has no forwarded port", severity="warning")
             return
+        if view.state in STARTABLE:
+            self._offer_start(view)
+        elif view.state != "running":
+            self.notify(f"{view.name} is {view.state}: its web UI is not up", severity="warning")
+        else:
+            self._open_web(view)
+
+    def _open_web(self, view: BoxView) -> None:
         key = (view.host, view.name)
         if key in self._web:
             self._open(view.name, self._web[key].url)
         else:
             self._start(partial(self._web_access, key), "web")
+
+    def _offer_start(self, view: BoxView) -> None:
+        from hbtui.tui.screens.confirm import ConfirmDialog
+
+        question = Text.assemble(
+            (view.name, "bold"), f" is {view.state}. Start it, then open its web UI?"
+        )
+        self.push_screen(
+            ConfirmDialog("Open web UI", question, yes="Start and open", no="Not now"),
+            partial(self._start_then_open, view),
+        )
+
+    def _start_then_open(self, view: BoxView, yes: bool | None) -> None:
+        if not yes:
+            return
+        operation = self.run_operation(
+            (view.host, view.name),
+            "start",
+            lambda report: self.service.start(view.name, view.host, report=report),
+        )
+        if operation is not None:
+            self._open_when_done[operation] = view
 
     async def _web_access(self, key: BoxKey) -> None:
         try:
@@ -561,8 +682,20 @@ class HbtuiApp(App[None]):
         self._open(message.key[1], access.url)
 
     def _open(self, name: str, url: str) -> None:
-        self.opener(url)
-        self.notify(url, title=f"opening {name}")
+        self._start(partial(self._browse, name, url), "web")
+
+    async def _browse(self, name: str, url: str) -> None:
+        """The browser is started off the event loop; with none, the URL is offered."""
+        from hbtui.tui.screens.dialogs import UrlDialog
+
+        try:
+            opened = await asyncio.to_thread(self.opener, url)
+        except Exception:
+            opened = False
+        if opened is False:
+            self.push_screen(UrlDialog(name, url, no_browser_reason()))
+        else:
+            self.notify(url, title=f"opening {name}")
 
     def action_enter_box(self) -> None:
         if view := self._need_box():

@@ -1,14 +1,19 @@
-"""The modal dialogs: new box, delete, save, load, extract.
+"""The modal dialogs: new box, delete, save, load, extract, and a URL with no browser.
 
 A dialog only collects input: submitting it dismisses it with a request
 (`NewBoxRequest`, `DeleteRequest`, `SaveRequest`, `LoadRequest`,
 `ExtractRequest`) holding the values as they were at that moment, and the
 App runs the request. A dialog may ask the Service read-only questions (the
-port map, whether a file is an archive) but never changes anything.
+port map, whether a file is an archive or a folder a recipe, the backups
+folder's archives) but never changes anything. Fields are checked as they
+are typed, so a request that leaves a dialog has no problem the dialog
+could have seen.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
@@ -19,14 +24,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static
 
+from hbtui.core.ports import BUSY, USED, PortSlot
 from hbtui.core.views import BoxView
 from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL, name_problem
+from hbtui.present import human_bytes
 from hbtui.tui.widgets.port_grid import PortGrid
 
 if TYPE_CHECKING:
+    from hbtui.core.backups import ArchiveEntry
     from hbtui.core.service import Service
 
 DIALOG_CSS = Path(__file__).with_name("dialogs.tcss")
@@ -45,6 +53,7 @@ class NewBoxRequest:
     cpus: int | None
     memory_mib: int | None
     port: int | None  # None: any free port
+    recipe: Path | None = None  # None: the configured one
 
 
 @dataclass(frozen=True)
@@ -115,14 +124,37 @@ def _host_select(hosts: list[str]) -> ComposeResult:
         yield Select([(h, h) for h in hosts], value=LOCAL, allow_blank=False, id="host")
 
 
+def _port_problem(text: str, slots: list[PortSlot], host: str) -> str | None:
+    """Why a typed port cannot be the new box's (the host's port map, once loaded)."""
+    if text in ("", "auto"):
+        return None
+    if not text.isdigit():
+        return "the port is 'auto' or a number"
+    port = int(text)
+    if slots and not slots[0].port <= port <= slots[-1].port:
+        return f"port {port} is outside {host}'s range {slots[0].port}-{slots[-1].port}"
+    slot = next((s for s in slots if s.port == port), None)
+    if slot is not None and slot.state == USED:
+        return f"port {port} is used by box {slot.box}"
+    if slot is not None and slot.state == BUSY:
+        return f"port {port} is busy: another program on {host} listens there"
+    return None
+
+
+def _name_taken(name: str, host: str, taken: Collection[tuple[str, str]]) -> str | None:
+    return f"a box named {name} exists on {host}" if (host, name) in taken else None
+
+
 class NewBoxDialog(Dialog[NewBoxRequest]):
-    """Name (checked as you type), image, CPUs, memory, port (auto or picked)."""
+    """Name, image, recipe, CPUs, memory, port: each checked as you type (the name's
+    rule and that no box on the host has it; a recipe folder; a free port in range)."""
 
     TITLE_TEXT = "New box"
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, taken: Collection[tuple[str, str]] = ()) -> None:
         super().__init__()
         self.service = service
+        self.taken = taken  # (host, name) of the boxes there are
 
     def compose_body(self) -> ComposeResult:
         defaults = self.service.config.defaults
@@ -130,8 +162,14 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         yield Input(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem")
         yield from _host_select(self.service.host_names())
-        yield Label("Image")
-        yield Input(value=defaults.image, id="image")
+        with Horizontal(classes="row"):
+            with Vertical():
+                yield Label("Image")
+                yield Input(value=defaults.image, id="image")
+            with Vertical(classes="wide"):
+                yield Label("Recipe (a folder with provision/provision.sh)")
+                yield Input(value=self._configured_recipe(), id="recipe")
+        yield Label("", id="recipe-problem", classes="problem")
         with Horizontal(classes="row"):
             with Vertical():
                 yield Label("CPUs")
@@ -142,15 +180,59 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             with Vertical():
                 yield Label("Port")
                 yield Input(value="auto", id="port")
+        yield Label("", id="port-problem", classes="problem")
         yield Label("Pick a free port below (enter or click), or leave auto", classes="hint")
         yield PortGrid(id="new-port-grid")
         with Horizontal(classes="buttons"):
             yield Button("Create", variant="primary", id="ok", disabled=True)
             yield Button("Cancel", id="cancel")
 
+    def _configured_recipe(self) -> str:
+        """The recipe `new` would use: the setting resolved, or as set when it is wrong."""
+        try:
+            return str(self.service.recipe_dir())
+        except HbtuiError:
+            return self.service.config.recipe_setting()
+
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()
         self.load_ports()
+        self.check()
+
+    def problems(self) -> dict[str, str | None]:
+        """What is wrong with each field now, by the id of its problem line."""
+        name = self.query_one("#name", Input).value.strip()
+        recipe = self.query_one("#recipe", Input).value.strip()
+        return {
+            "#name-problem": (name_problem(name) if name else None)
+            or _name_taken(name, self.host, self.taken),
+            "#recipe-problem": self._recipe_problem(recipe),
+            "#port-problem": _port_problem(
+                self.query_one("#port", Input).value.strip(),
+                self.query_one(PortGrid).slots,
+                self.host,
+            ),
+        }
+
+    def _recipe_problem(self, text: str) -> str | None:
+        if not text:
+            return "which recipe? (a folder with provision/provision.sh)"
+        try:
+            self.service.recipe_dir(Path(text))
+        except (HbtuiError, OSError, RuntimeError) as exc:  # RuntimeError: ~user unknown
+            return str(exc)
+        return None
+
+    def check(self) -> bool:
+        """Show each field's problem; Create only when there is none and a name."""
+        problems = self.problems()
+        for selector, problem in problems.items():
+            label = self.query_one(selector, Label)
+            label.update(problem or "")
+            label.display = bool(problem)  # a line only when there is something to say
+        ok = not any(problems.values()) and bool(self.query_one("#name", Input).value.strip())
+        self.query_one("#ok", Button).disabled = not ok
+        return ok
 
     @property
     def host(self) -> str:
@@ -165,16 +247,17 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             grid.set_slots(await self.service.ports(self.host))
         except Exception as exc:
             self.query_one(".hint", Label).update(Text(f"port map unavailable: {exc}", "red"))
+        self.check()  # the typed port against this host's map
 
     @on(Select.Changed, "#host")
     def host_changed(self) -> None:
         self.load_ports()
+        self.check()
 
     @on(Input.Changed, "#name")
-    def name_changed(self, event: Input.Changed) -> None:
-        problem = name_problem(event.value)
-        self.query_one("#name-problem", Label).update(problem or "")
-        self.query_one("#ok", Button).disabled = problem is not None
+    @on(Input.Changed, "#recipe")
+    def field_changed(self) -> None:
+        self.check()
 
     @on(Input.Changed, "#port")
     def port_typed(self, event: Input.Changed) -> None:
@@ -184,6 +267,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         if port is not None:
             grid.move_to(port)
         grid.refresh()
+        self.check()
 
     @on(PortGrid.Picked)
     def port_picked(self, event: PortGrid.Picked) -> None:
@@ -193,14 +277,10 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     @on(Button.Pressed, "#ok")
     def create(self) -> None:
         name = self.query_one("#name", Input).value.strip()
-        if name_problem(name):
+        if not self.check():
             self.query_one("#name", Input).focus()
             return
-        port_text = self.query_one("#port", Input).value.strip()
-        port = _int_or_none(port_text)
-        if port is None and port_text not in ("", "auto"):
-            self.notify("the port is 'auto' or a number", severity="warning")
-            return
+        port = _int_or_none(self.query_one("#port", Input).value)
         self.dismiss(
             NewBoxRequest(
                 name=name,
@@ -209,6 +289,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
                 cpus=_int_or_none(self.query_one("#cpus", Input).value),
                 memory_mib=_int_or_none(self.query_one("#memory", Input).value),
                 port=port,
+                recipe=self.service.recipe_dir(Path(self.query_one("#recipe", Input).value)),
             )
         )
 
@@ -256,6 +337,40 @@ class DeleteDialog(Dialog[DeleteRequest]):
     def confirm(self) -> None:
         if self.query_one("#confirm", Input).value.strip() == self.view.name:
             self.dismiss(DeleteRequest(self.view.name, self.view.host))
+
+
+class UrlDialog(Dialog[None]):
+    """No browser could be opened: say so, and offer the URL to copy (OSC 52, through the
+    terminal, so it works over SSH too) or to open elsewhere."""
+
+    TITLE_TEXT = "No browser here"
+
+    def __init__(self, name: str, url: str, why: str) -> None:
+        super().__init__()
+        self.box = name
+        self.url = url
+        self.why = why
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(f"Could not open a browser ({self.why}). The web UI of {self.box} is at:")
+        yield Input(value=self.url, id="url")
+        yield Static(
+            "Copy puts it on your clipboard through the terminal (OSC 52; some terminals "
+            "ask you to allow that).",
+            classes="hint",
+        )
+        with Horizontal(classes="buttons"):
+            yield Button("Copy URL", variant="primary", id="copy")
+            yield Button("Close", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#copy", Button).focus()
+
+    @on(Button.Pressed, "#copy")
+    def copy(self) -> None:
+        self.app.copy_to_clipboard(self.url)
+        self.app.notify(self.url, title="URL copied to the clipboard")
+        self.dismiss(None)
 
 
 class FormDialog(Dialog[R]):
@@ -318,10 +433,10 @@ def _passphrase_inputs(twice: bool) -> ComposeResult:
 def _archive_problem(service: Service, text: str) -> str | None:
     """The check `hbtui load` makes: an existing .hbx or old *.tar.gz.gpg, else one line why."""
     if not text:
-        return "which archive?"
+        return "which archive? (pick one above, or type a path)"
     try:
-        service.archive_kind(Path(text).expanduser())
-    except (HbtuiError, OSError) as exc:
+        service.archive_kind(service.resolve_archive(text))
+    except (HbtuiError, OSError, RuntimeError) as exc:  # RuntimeError: ~user unknown
         return str(exc)
     return None
 
@@ -367,30 +482,131 @@ class SaveDialog(FormDialog[SaveRequest]):
         )
 
 
-class LoadDialog(FormDialog[LoadRequest]):
-    """Archive path, passphrase, new name (and host); the new box follows in the log pane."""
+def _archive_cells(entry: ArchiveEntry) -> tuple[Text, ...]:
+    if entry.kind != "hbx":
+        verified = Text("old gpg backup", style="dim")
+    elif entry.verified:
+        verified = Text("✓ verified", style="green")
+    else:
+        verified = Text("not verified", style="yellow")
+    return (
+        Text(entry.box or "?", style="bold" if entry.box else "dim"),
+        Text(entry.modified.replace("T", " ")[:16]),
+        Text(human_bytes(entry.size), justify="right"),
+        Text(".hbx" if entry.kind == "hbx" else ".tar.gz.gpg"),
+        verified,
+    )
+
+
+class ArchiveForm(FormDialog[R]):
+    """A form that starts by picking an archive: the backups folder listed newest first
+    (box, date, size, format, verified), and a path field for an archive elsewhere.
+    The archive picked last (in any run) is offered first."""
+
+    def __init__(self, service: Service, taken: Collection[tuple[str, str]] = ()) -> None:
+        super().__init__()
+        self.service = service
+        self.taken = taken  # (host, name) of the boxes there are
+        self.folder = service.backups_dir()
+
+    def compose_form(self) -> ComposeResult:
+        yield Label(f"Archives in {self.folder}", id="archives-title")
+        table: DataTable[Text] = DataTable(id="archives", cursor_type="row", zebra_stripes=True)
+        table.add_columns("Box", "Saved (UTC)", "Size", "Format", "Verified")
+        yield table
+        yield Label("Archive file (picked above; or a path, relative to that folder first)")
+        yield Input(placeholder="box-20261129T120000Z.hbx or /path/to/box.hbx", id="archive")
+        yield Label("", id="archive-problem", classes="problem")
+        yield from self.compose_rest()
+
+    def compose_rest(self) -> ComposeResult:
+        yield from ()
+
+    def on_mount(self) -> None:
+        self.query_one("#archive", Input).focus()
+        self.list_archives()
+
+    @work(exclusive=True, group="archives", exit_on_error=False)
+    async def list_archives(self) -> None:
+        """Read-only: the backups folder (a header read per file, so off the event loop)."""
+        table = self.query_one("#archives", DataTable)
+        try:
+            entries, last = await asyncio.to_thread(
+                lambda: (self.service.list_archives(), self.service.last_archive())
+            )
+        except Exception as exc:
+            self.query_one("#archives-title", Label).update(Text(str(exc), "red"))
+            table.display = False
+            return
+        if not entries:
+            self.query_one("#archives-title", Label).update(
+                f"No archives in {self.folder} yet: type a path"
+            )
+            table.display = False
+        for entry in entries:
+            table.add_row(*_archive_cells(entry), key=str(entry.path))
+        paths = [e.path for e in entries]
+        chosen = last if last is not None else (paths[0] if paths else None)
+        if chosen is not None and not self.text("#archive"):
+            self._show_choice(chosen)
+        if chosen in paths:
+            table.move_cursor(row=paths.index(chosen), animate=False)
+            table.focus()
+
+    def _show_choice(self, path: Path) -> None:
+        """Fill the path field: a name alone for an archive in the backups folder."""
+        shown = path.name if path.parent == self.folder.absolute() else str(path)
+        self.query_one("#archive", Input).value = shown
+
+    @on(DataTable.RowHighlighted, "#archives")
+    def archive_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.has_focus and event.row_key.value is not None:
+            self._show_choice(Path(event.row_key.value))
+
+    @on(DataTable.RowSelected, "#archives")
+    def archive_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self._show_choice(Path(event.row_key.value))
+        self.query_one("#passphrase", Input).focus()
+
+    @on(Input.Changed, "#archive")
+    def archive_typed(self, event: Input.Changed) -> None:
+        problem = _archive_problem(self.service, event.value.strip()) if event.value else None
+        self.query_one("#archive-problem", Label).update(problem or "")
+
+    def archive(self) -> Path:
+        """The chosen archive, as the request carries it."""
+        return self.service.resolve_archive(self.text("#archive"))
+
+
+class LoadDialog(ArchiveForm[LoadRequest]):
+    """Archive (picked), passphrase, new name (checked as you type) and host; the new box
+    follows in the log pane."""
 
     TITLE_TEXT = "Load archive into a new box"
     START_LABEL = "Load"
 
-    def __init__(self, service: Service) -> None:
-        super().__init__()
-        self.service = service
-
-    def compose_form(self) -> ComposeResult:
-        yield Label("Archive file")
-        yield Input(placeholder="path/to/box.hbx", id="archive")
+    def compose_rest(self) -> ComposeResult:
         yield from _passphrase_inputs(twice=False)
         yield Label("Name of the new box")
         yield Input(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem")
         yield from _host_select(self.service.host_names())
 
+    @property
+    def host(self) -> str:
+        select = self.query("#host")
+        return str(select.first(Select).value) if select else LOCAL
+
+    def _name_problem(self) -> str | None:
+        name = self.text("#name")
+        return name_problem(name) or _name_taken(name, self.host, self.taken)
+
     @on(Input.Changed, "#name")
-    def name_changed(self, event: Input.Changed) -> None:
-        self.query_one("#name-problem", Label).update(
-            (name_problem(event.value) or "") if event.value else ""
-        )
+    @on(Select.Changed, "#host")
+    def name_changed(self) -> None:
+        shown = self._name_problem() if self.text("#name") else None
+        self.query_one("#name-problem", Label).update(shown or "")
 
     def problem(self) -> str | None:
         problem = _archive_problem(self.service, self.text("#archive"))
@@ -398,31 +614,24 @@ class LoadDialog(FormDialog[LoadRequest]):
             return problem
         if not self.query_one("#passphrase", Input).value:
             return "type the archive's passphrase"
-        return name_problem(self.text("#name"))
+        return self._name_problem()
 
     def request(self) -> LoadRequest:
-        select = self.query("#host")
         return LoadRequest(
-            archive=Path(self.text("#archive")).expanduser(),
+            archive=self.archive(),
             name=self.text("#name"),
-            host=str(select.first(Select).value) if select else LOCAL,
+            host=self.host,
             passphrase=self.take_passphrase(),
         )
 
 
-class ExtractDialog(FormDialog[ExtractRequest]):
-    """Unpack an archive's files into a folder, without making a box."""
+class ExtractDialog(ArchiveForm[ExtractRequest]):
+    """Unpack an archive's files (picked) into a folder, without making a box."""
 
     TITLE_TEXT = "Extract archive"
     START_LABEL = "Extract"
 
-    def __init__(self, service: Service) -> None:
-        super().__init__()
-        self.service = service
-
-    def compose_form(self) -> ComposeResult:
-        yield Label("Archive file")
-        yield Input(placeholder="path/to/box.hbx", id="archive")
+    def compose_rest(self) -> ComposeResult:
         yield Label("Into folder (empty: next to the archive)")
         yield Input(placeholder="folder", id="dest")
         yield from _passphrase_inputs(twice=False)
@@ -437,7 +646,7 @@ class ExtractDialog(FormDialog[ExtractRequest]):
 
     def request(self) -> ExtractRequest:
         return ExtractRequest(
-            archive=Path(self.text("#archive")).expanduser(),
+            archive=self.archive(),
             dest=self.path_or_none("#dest"),
             passphrase=self.take_passphrase(),
         )

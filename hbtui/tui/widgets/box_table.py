@@ -69,6 +69,13 @@ def progress_text(activity: Activity) -> Text:
     return text
 
 
+def url_style(view: BoxView) -> str:
+    """A URL that answers is underlined; one of a box that is not running is dimmed."""
+    if not view.url:
+        return ""
+    return "underline" if view.state == "running" else "dim"
+
+
 def cells(view: BoxView, activity: Activity | None, now: datetime) -> tuple[Text, ...]:
     state = view.state if view.kind in (BOX, MISSING) else f"{view.state} ({view.kind})"
     if activity is not None and activity.running:
@@ -85,7 +92,7 @@ def cells(view: BoxView, activity: Activity | None, now: datetime) -> tuple[Text
         Text(view.host),
         Text(state, style=STATE_STYLE.get(view.state, STATE_STYLE.get(view.kind, ""))),
         Text(str(view.port or ""), justify="right"),
-        Text(view.url or "", style="underline" if view.url else ""),
+        Text(view.url or "", style=url_style(view)),
         Text(view.image or ""),
         Text(str(view.cpus or ""), justify="right"),
         Text(f"{view.memory_mib} MiB" if view.memory_mib else "", justify="right"),
