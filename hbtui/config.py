@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import math
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Callable, Mapping
@@ -386,6 +387,46 @@ PATH = rule(desc="a path", check=_path_problem)
 # The schema of config.toml.
 
 
+_ENV_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HOST_PATTERN = re.compile(
+    r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$"
+)
+_HEADER = re.compile(r"^[a-z0-9!#$%&'*+.^_`|~-]+$")
+EGRESS_MODES = ("open", "private-blocked", "allow-list")
+
+
+def env_var_problem(text: str) -> str | None:
+    return None if _ENV_VAR.fullmatch(text) else "letters, digits and _, not starting with a digit"
+
+
+def host_pattern_problem(text: str) -> str | None:
+    """A lower-case DNS name with a dot, or `*.` and one: what the engine's egress and
+    credential rules take (no scheme, port or IP)."""
+    return None if _HOST_PATTERN.fullmatch(text) else "a lower-case host name like api.example.com"
+
+
+def split_list(text: str) -> list[str]:
+    """A comma-separated setting as its items (TOML arrays are not in the schema)."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _hosts_problem(text: str) -> str | None:
+    hosts = split_list(text)
+    if not hosts:
+        return "at least one host"
+    return next(
+        (f"{h!r}: {host_pattern_problem(h)}" for h in hosts if host_pattern_problem(h)), None
+    )
+
+
+def _allow_problem(text: str) -> str | None:
+    return _hosts_problem(text) if text else None
+
+
+def _header_problem(text: str) -> str | None:
+    return None if not text or _HEADER.fullmatch(text) else "a lower-case HTTP header name"
+
+
 @dataclass
 class Defaults:
     image: str = field(
@@ -401,6 +442,16 @@ class Defaults:
     branchable: bool = False
     # Make new boxes from a base of their recipe and image when there is one.
     use_bases: bool = True
+    # Credential presets every new box gets, separated by commas (anthropic,github).
+    credentials: str = field(
+        default="", metadata=rule(desc="preset names separated by commas, like anthropic,github")
+    )
+    # What a new box may reach: everything, the internet but not private networks, or
+    # only the hosts in `allow` (and its credentials' hosts).
+    egress: str = field(default="private-blocked", metadata=rule(choices=EGRESS_MODES))
+    allow: str = field(
+        default="", metadata=rule(desc="host names separated by commas", check=_allow_problem)
+    )
 
 
 @dataclass
@@ -452,6 +503,41 @@ class HostSettings:
 
 
 @dataclass
+class CredentialSettings:
+    """A credential preset of your own (`[credentials.NAME]`), like the built-in ones."""
+
+    env_var: str = field(
+        metadata=rule(
+            desc="an environment variable name like MY_TOKEN",
+            check=env_var_problem,
+            missing='needs an env_var = "VARIABLE" key',
+        )
+    )
+    hosts: str = field(
+        metadata=rule(
+            desc="host names separated by commas, like api.example.com,*.example.org",
+            check=_hosts_problem,
+            missing='needs a hosts = "api.example.com" key',
+        )
+    )
+    header: str = field(  # set this header to the whole value; empty: replace the placeholder
+        default="", metadata=rule(desc="an HTTP header name like x-api-key", check=_header_problem)
+    )
+    body: bool = False  # also replace the placeholder in form bodies (OAuth token requests)
+
+
+@dataclass
+class SecretsSettings:
+    # auto: the OS keyring when it has a usable backend, else an encrypted file
+    store: str = field(default="auto", metadata=rule(choices=("auto", "keyring", "file")))
+
+
+def _credential_name_problem(name: str) -> str | None:
+    ok = 0 < len(name) <= 64 and re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name)
+    return None if ok else "a credential name uses a-z, 0-9, '_', '-', '.'"
+
+
+@dataclass
 class Config:
     defaults: Defaults = field(default_factory=Defaults)
     ports: Ports = field(default_factory=Ports)
@@ -467,6 +553,10 @@ class Config:
     hosts: dict[str, HostSettings] = field(
         default_factory=dict, metadata=rule(keys=host_name_problem)
     )
+    credentials: dict[str, CredentialSettings] = field(
+        default_factory=dict, metadata=rule(keys=_credential_name_problem)
+    )
+    secrets: SecretsSettings = field(default_factory=SecretsSettings)
 
     def backups_dir(self, paths: Paths) -> Path:
         if self.archive.backups_dir:

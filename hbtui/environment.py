@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 
 SECRET_ENV = ("HBTUI_PASSPHRASE", "BOX_PASSPHRASE")  # checked in this order
+# Unlocks the encrypted file of credential values when there is no OS keyring.
+SECRETS_PASSPHRASE_ENV = "HBTUI_SECRETS_PASSPHRASE"
+SCRUBBED_ENV = (*SECRET_ENV, SECRETS_PASSPHRASE_ENV)
 
 
 def child_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+    return {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
 
 
 def pid_alive(pid: int) -> bool:

@@ -197,6 +197,9 @@ class FakeService:
         start: bool = True,
         use_base: bool = True,
         branchable: bool | None = None,
+        credentials: list[str] | None = None,
+        egress: str | None = None,
+        allow: list[str] | None = None,
         report: Report = ignore,
     ) -> BoxView:
         check_name(name)

@@ -53,6 +53,9 @@ def cmd_new(inv: Invocation) -> int:
                 start=not a.no_start,
                 use_base=not a.no_base,
                 branchable=a.branchable,
+                credentials=a.credentials,
+                egress=a.egress,
+                allow=a.allow,
                 report=rep,
             )
         )

@@ -19,15 +19,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hbtui import __version__
-from hbtui.config import Config, image_problem
+from hbtui.config import Config, image_problem, split_list
+from hbtui.core import credentials as creds
 from hbtui.core import guest
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import BaseBook, NewPlan, StaleBase
 from hbtui.core.hosts import Host, HostPool, WebAccess
 from hbtui.core.oplock import BoxLocks
+from hbtui.core.passphrase import get_secrets_passphrase
 from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
 from hbtui.core.scratch import scratch
+from hbtui.core.secrets import Secrets
 from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, ProvisionLog, view_of
 from hbtui.engine import EngineError, Machine, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
@@ -53,6 +56,19 @@ class Lifecycle:
         self.registry = Registry(paths.registry_file)
         self.locks = BoxLocks(paths.locks_dir / "boxes")
         self.bases = BaseBook(paths.data_dir / "bases")
+        self.secrets = Secrets(
+            paths, config, lambda confirm: get_secrets_passphrase(confirm=confirm)
+        )
+
+    def secret_env(self, record: BoxRecord | None) -> dict[str, str]:
+        """The values of a box's credentials, by the variable each is bound to: what its
+        engine `start` (and nothing else) gets in its environment."""
+        if record is None:
+            return {}
+        env = {}
+        for name in split_list(record.credentials):
+            env[creds.preset(self.config, name).env_var] = self.secrets.get(name)
+        return env
 
     def busy(self, name: str, host_name: str) -> str:
         """What holds the box now, or what an interrupted operation left it in."""
@@ -174,6 +190,9 @@ class Lifecycle:
         start: bool = True,
         use_base: bool = True,
         branchable: bool | None = None,
+        credentials: list[str] | None = None,
+        egress: str | None = None,
+        allow: list[str] | None = None,
         keep_provisioning: bool = False,
         report: Report = ignore,
     ) -> BoxView:
@@ -191,6 +210,8 @@ class Lifecycle:
         if image is not None and image_problem(image):
             raise UsageError(f"--image {image!r}: {image_problem(image)}")
         image = image or self.config.defaults.image
+        presets = creds.chosen(self.config, credentials)
+        policy = creds.egress_for(self.config, egress, allow, presets)
         recipe_dir = self.recipe_dir(recipe)
         recipe_version = recipes.recipe_version(recipe_dir)  # hashed before taking the lock
         plan = self.plan(host_name, image, recipe_dir, recipe_version, use_base=use_base)
@@ -209,6 +230,9 @@ class Lifecycle:
                 recipe=recipe_version,
                 base=base.id if base else "",
                 branchable=self.config.defaults.branchable if branchable is None else branchable,
+                credentials=",".join(p.name for p in presets),
+                egress=policy.mode,
+                allow=",".join(policy.allow),
             ),
             recipe_dir,
             pack=Path(base.pack) if base else None,
@@ -234,6 +258,7 @@ class Lifecycle:
         image (the whole recipe runs). `wanted.port` 0: the next free port."""
         name, host_name = wanted.name, wanted.host
         host = await self.hosts.get(host_name)
+        secrets = self.secret_env(wanted)  # a missing secret stops it before anything is made
         report(Phase("reserving a port"))
         async with self.registry.transaction() as boxes:
             if boxes.get(name, host_name) is not None:
@@ -274,10 +299,11 @@ class Lifecycle:
                     ports=((chosen, inner),),
                     labels=_labels(chosen),
                     branchable=wanted.branchable,
+                    secrets=secrets,
                 )
             else:
                 report(Phase(f"creating machine {name} (port {chosen})"))
-                making = host.engine.create(self._spec(wanted, chosen, pack))
+                making = host.engine.create(self.spec(wanted, chosen, pack))
             # A create or branch cut off half-way can leave engine state no delete finds:
             # let it finish even when cancelled, then roll back what it made.
             creating = asyncio.ensure_future(making)
@@ -292,7 +318,7 @@ class Lifecycle:
             if branch_of is None:
                 report(Phase(f"starting {name}"))
                 try:
-                    await host.engine.start(name, branchable=wanted.branchable)
+                    await host.engine.start(name, branchable=wanted.branchable, secrets=secrets)
                 except EngineError as exc:
                     exc.hint = "the machine could not boot; `hbtui doctor` explains why"
                     raise
@@ -334,17 +360,27 @@ class Lifecycle:
         machine = await host.engine.find(name)
         return view_of(rec, machine, host)
 
-    def _spec(self, wanted: BoxRecord, port: int, pack: Path | None) -> MachineSpec:
+    def spec(self, wanted: BoxRecord, port: int, pack: Path | None) -> MachineSpec:
+        """The machine of a box: its port forwarded to the one inside, its workload, labels,
+        credential bindings and egress policy."""
+        inner = wanted.guest_port or port
         return MachineSpec(
             name=wanted.name,
             image=wanted.image,
             cpus=wanted.cpus,
             memory_mib=wanted.memory_mib,
-            ports=((port, port),),
+            ports=((port, inner),),
             labels=_labels(port),
             network=True,
-            workload=tuple(recipes.workload_command(port)),
+            workload=tuple(recipes.workload_command(inner)),
             from_pack=pack,
+            credentials=tuple(
+                creds.preset(self.config, n).engine_spec() for n in split_list(wanted.credentials)
+            ),
+            block_private=wanted.egress == creds.PRIVATE_BLOCKED,
+            allow_hosts=tuple(split_list(wanted.allow))
+            if wanted.egress == creds.ALLOW_LIST
+            else (),
         )
 
     async def _rollback(self, host: Host, name: str, created: bool, report: Report) -> None:
@@ -419,7 +455,9 @@ class Lifecycle:
     async def boot(self, host: Host, name: str) -> None:
         """Start the machine, branchable if the box was made so."""
         record = self.registry.read().get(name, host.name)
-        await host.engine.start(name, branchable=bool(record and record.branchable))
+        await host.engine.start(
+            name, branchable=bool(record and record.branchable), secrets=self.secret_env(record)
+        )
 
     async def start(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
         host, view = await self.require(name, host_name)
@@ -589,6 +627,26 @@ class Lifecycle:
         if view.port is None:
             raise HbtuiError(f"box {name!r} has no forwarded port")
         return await host.web(view.port)
+
+    async def egress(self, name: str, host_name: str = LOCAL) -> creds.EgressReport:
+        host, view = await self.require(name, host_name)
+        record = self.registry.read().get(name, host_name)
+        mode = record.egress if record and record.egress else creds.OPEN
+        policy = creds.Egress(mode, tuple(split_list(record.allow)) if record else ())
+        denials = await host.engine.egress_events(name)
+        return creds.EgressReport(name, host_name, policy, denials)
+
+    async def credentials(self, name: str, host_name: str = LOCAL) -> creds.CredentialReport:
+        host, view = await self.require(name, host_name)
+        record = self.registry.read().get(name, host_name)
+        names = split_list(record.credentials) if record else []
+        presets = [creds.preset(self.config, n) for n in names]
+        missing = [n for n in names if n not in self.secrets.names()]
+        plaintext = None
+        if view.state == "running" and view.provisioning == READY:
+            managed = [p.env_var for p in creds.presets(self.config).values()]
+            plaintext = await guest.plaintext_keys(host, name, managed)
+        return creds.CredentialReport(name, host_name, presets, missing, plaintext)
 
     async def workload_logs(
         self, name: str, host_name: str = LOCAL, *, tail: int | None = None

@@ -183,3 +183,49 @@ async def resume(host: Host, name: str, report: Report) -> None:
         report(Notice(f"hb resume failed in {name}: {tail}"))
     else:
         note_quiesced(0)
+
+
+# Where a key typed into a box usually ends up: shell start-up files and env files, and
+# the tools' own login files. Searched by name and shape only: no value leaves the host.
+_KEY_FILES = (
+    "/etc/environment /etc/profile /etc/profile.d/*.sh /etc/bash.bashrc "
+    "/data/home/agent/.bashrc /data/home/agent/.profile /data/home/agent/.bash_profile "
+    "/data/home/agent/.zshrc /data/home/agent/.env /data/home/agent/workspace/.env "
+    "/data/home/agent/.config/hermes-box/*.env /data/home/agent/.hermes/.env "
+    "/root/.bashrc /root/.profile"
+)
+_LOGIN_FILES = (
+    "/data/home/agent/.claude/.credentials.json /data/home/agent/.codex/auth.json "
+    "/data/home/agent/.config/gh/hosts.yml /data/home/agent/.git-credentials"
+)
+_SCAN = r"""
+for f in FILES; do
+    [ -f "$f" ] || continue
+    for v in "$@"; do
+        if grep -Eq "^[[:space:]]*(export[[:space:]]+)?$v=['\"]?[^'\"[:space:]]" "$f" &&
+            ! grep -Eq "^[[:space:]]*(export[[:space:]]+)?$v=['\"]?SMOL_PLACEHOLDER_" "$f"; then
+            printf 'key %s %s\n' "$v" "$f"
+        fi
+    done
+done
+for f in LOGINS; do
+    [ -s "$f" ] && printf 'login - %s\n' "$f"
+done
+exit 0
+"""
+
+
+async def plaintext_keys(host: Host, name: str, env_vars: list[str]) -> list[str]:
+    """Where the box still holds a key in plaintext: a managed variable set to a real
+    value in a start-up or env file, or a tool's own login file. One line each."""
+    script = _SCAN.replace("FILES", _KEY_FILES).replace("LOGINS", _LOGIN_FILES)
+    result = await host.engine.exec(name, ["sh", "-c", script, "scan", *env_vars], timeout=60)
+    found = []
+    for line in result.stdout.decode(errors="replace").splitlines():
+        kind, _, rest = line.partition(" ")
+        var, _, path = rest.partition(" ")
+        if kind == "key":
+            found.append(f"{path} sets {var} to a real value, not the placeholder")
+        elif kind == "login":
+            found.append(f"{path} holds a login of its own")
+    return found

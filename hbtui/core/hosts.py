@@ -108,6 +108,10 @@ class HostFiles(Protocol):
         """(size, sha256 hex) of a file, or None if there is no such file."""
         ...
 
+    async def move(self, path: str, folder: str) -> str:
+        """Move a file into `folder` (made if missing); returns its new path."""
+        ...
+
 
 def _sha256(path: Path) -> tuple[int, str] | None:
     digest = hashlib.sha256()
@@ -139,6 +143,10 @@ class LocalFiles:
 
     async def digest(self, path: str) -> tuple[int, str] | None:
         return await asyncio.to_thread(_sha256, Path(path))
+
+    async def move(self, path: str, folder: str) -> str:
+        Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)
+        return str(await asyncio.to_thread(shutil.move, path, folder))
 
 
 @dataclass

@@ -14,11 +14,12 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hbtui.config import image_problem
+from hbtui.config import image_problem, split_list
+from hbtui.core import credentials as creds
 from hbtui.core import guest
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
@@ -72,6 +73,7 @@ async def build_base(
             recipe=recipe_dir,
             use_base=False,
             branchable=False,
+            credentials=[],  # a base holds no keys, not even bindings
             keep_provisioning=True,
             report=report,
         )
@@ -187,6 +189,9 @@ async def branch(
         base=src.base,
         parent=source,
         branchable=boxes.config.defaults.branchable if branchable is None else branchable,
+        credentials=src.credentials,  # an engine branch keeps them; a pack carries none
+        egress=src.egress,
+        allow=src.allow,
     )
     machine = await host.engine.find(source)
     if machine is not None and machine.state == "running" and machine.branchable:
@@ -242,3 +247,85 @@ async def _start_again(boxes: Lifecycle, host: Host, src: BoxRecord, report: Rep
                 f"{src.name}{host_flag(host.name)}"
             )
         )
+
+
+async def change_credentials(
+    boxes: Lifecycle,
+    name: str,
+    host_name: str = LOCAL,
+    *,
+    add: Sequence[str] = (),
+    remove: Sequence[str] = (),
+    report: Report = ignore,
+) -> BoxView:
+    """Bind or unbind credential presets. The engine binds credentials when it creates
+    a machine (`update` cannot), so the box is packed and made again from its own disk,
+    with everything else as it was; it runs again afterwards if it was running."""
+    host, view = await boxes.require(name, host_name)
+    boxes.refuse_unprovisioned(view)
+    record = boxes.registry.read().get(name, host_name)
+    if record is None:
+        raise UsageError(f"{name!r} is an orphan; adopt it first: hbtui adopt {name}")
+    current = split_list(record.credentials)
+    for gone in remove:
+        if gone not in current:
+            raise UsageError(
+                f"box {name!r} has no credential {gone!r} (it has: {', '.join(current) or 'none'})"
+            )
+    wanted = [c for c in current if c not in remove] + [a for a in add if a not in current]
+    presets = creds.chosen(boxes.config, wanted)
+    if wanted == current:
+        report(Notice(f"{name} already has {', '.join(current) or 'no credentials'}"))
+        return view
+    allow = split_list(record.allow)
+    if record.egress == creds.ALLOW_LIST:  # a credential's hosts must be reachable
+        allow = list(dict.fromkeys([*allow, *(h for p in presets for h in p.hosts)]))
+    changed = record.with_(credentials=",".join(wanted), allow=",".join(allow))
+    boxes.secret_env(changed)  # a missing secret stops it before anything changes
+    report(
+        Notice(
+            f"credentials are bound when a machine is made: {name} is packed and made again "
+            "from its own disk (its /data and installed state are kept; running processes "
+            "are not)"
+        )
+    )
+    was_running = view.state == "running"
+    if was_running:
+        await guest.quiesce(host, name, report)
+        report(Phase(f"stopping {name}"))
+        await host.engine.stop(name)
+    async with _pack_folder(boxes, host) as folder:
+        report(Phase(f"packing {name}"))
+        pack = await host.engine.pack(name, Path(folder) / name)
+        await _remake(boxes, host, record, changed, pack, report)
+    await boxes.registry.update(
+        name, host_name, credentials=changed.credentials, allow=changed.allow
+    )
+    if was_running:
+        report(Phase(f"starting {name}"))
+        await boxes.boot(host, name)
+        await guest.wait_ready(host, name, record.port, report, timeout=90)
+    return await boxes.get(name, host_name)
+
+
+async def _remake(
+    boxes: Lifecycle, host: Host, old: BoxRecord, new: BoxRecord, pack: Path, report: Report
+) -> None:
+    """Replace the machine with one made from `pack` as `new` says; if that fails, make
+    it again as `old` was; if even that fails, keep the pack (the box's disk) safe."""
+    report(Phase(f"making {old.name} again with {new.credentials or 'no credentials'}"))
+    await host.engine.delete(old.name)
+    try:
+        await asyncio.shield(host.engine.create(boxes.spec(new, new.port, pack)))
+        return
+    except BaseException as failure:
+        report(Notice(f"could not make {old.name} again ({failure}); restoring it as it was"))
+        try:
+            await asyncio.shield(host.engine.create(boxes.spec(old, old.port, pack)))
+        except BaseException:
+            kept = await host.files.move(str(pack), f"{host.files.bases_dir()}/rescued")
+            raise HbtuiError(
+                f"{old.name} could not be made again; its disk is kept in {kept}: make it "
+                f"with `smolvm machine create --name {old.name} --from {kept}`"
+            ) from None
+        raise

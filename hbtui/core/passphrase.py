@@ -14,7 +14,7 @@ import ctypes
 import os
 import termios
 
-from hbtui.environment import SECRET_ENV
+from hbtui.environment import SECRET_ENV, SECRETS_PASSPHRASE_ENV
 from hbtui.errors import UsageError
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
 ENV_VARS = SECRET_ENV
 
 _stash: bytes | None = None
+_secrets_stash: bytes | None = None
 _scrubbed = False
 
 
@@ -76,9 +77,14 @@ def _wipe_initial_environ(names: tuple[str, ...]) -> None:
 def scrub_environment() -> None:
     """Take the passphrase out of the environment (all ENV_VARS are removed,
     and wiped from this process's initial environment block)."""
-    global _stash, _scrubbed
+    global _stash, _secrets_stash, _scrubbed
     found: bytes | None = None
     present = False
+    secrets_value = os.environb.get(SECRETS_PASSPHRASE_ENV.encode())
+    if secrets_value is not None:
+        _secrets_stash = bytes(secrets_value)
+        os.environ.pop(SECRETS_PASSPHRASE_ENV, None)
+        _wipe_initial_environ((SECRETS_PASSPHRASE_ENV,))
     for name in ENV_VARS:
         value = os.environb.get(name.encode())
         if value is not None:
@@ -94,9 +100,10 @@ def scrub_environment() -> None:
 
 
 def _forget() -> None:
-    """Drop the stashed passphrase (tests)."""
-    global _stash, _scrubbed
+    """Drop the stashed passphrases (tests)."""
+    global _stash, _secrets_stash, _scrubbed
     _stash = None
+    _secrets_stash = None
     _scrubbed = False
 
 
@@ -122,20 +129,17 @@ def _read_tty_line(fd: int, prompt: bytes) -> bytes:
         os.write(fd, b"\n")
 
 
-def _prompt(tty_path: str, prompt: str, confirm: bool) -> bytes:
+def _prompt(tty_path: str, prompt: str, confirm: bool, env: str = SECRET_ENV[0]) -> bytes:
+    unavailable = f"no passphrase: set {env} or run hbtui from a terminal"
     try:
         fd = os.open(tty_path, os.O_RDWR | os.O_NOCTTY)
     except OSError:
-        raise PassphraseUnavailable(
-            "no passphrase: set HBTUI_PASSPHRASE or run hbtui from a terminal",
-        ) from None
+        raise PassphraseUnavailable(unavailable) from None
     try:
         try:
             first = _read_tty_line(fd, prompt.encode())
         except termios.error:
-            raise PassphraseUnavailable(
-                "no passphrase: set HBTUI_PASSPHRASE or run hbtui from a terminal"
-            ) from None
+            raise PassphraseUnavailable(unavailable) from None
         if not first:
             raise PassphraseError("the passphrase is empty")
         if confirm:
@@ -163,3 +167,21 @@ def get_passphrase(
             raise PassphraseError("the passphrase in HBTUI_PASSPHRASE is empty")
         return _stash
     return _prompt(tty_path, prompt, confirm)
+
+
+def get_secrets_passphrase(*, confirm: bool, tty_path: str = "/dev/tty") -> bytes:
+    """The passphrase of the encrypted secrets file: HBTUI_SECRETS_PASSPHRASE (scrubbed
+    like the archive's), else a no-echo prompt, twice when the file is new."""
+    if not _scrubbed or SECRETS_PASSPHRASE_ENV in os.environ:
+        scrub_environment()
+    if _secrets_stash is not None:
+        if not _secrets_stash:
+            raise PassphraseError(f"the passphrase in {SECRETS_PASSPHRASE_ENV} is empty")
+        return _secrets_stash
+    return _prompt(tty_path, "Secrets passphrase: ", confirm, SECRETS_PASSPHRASE_ENV)
+
+
+def read_secret_value(prompt: str, *, tty_path: str = "/dev/tty") -> str:
+    """A secret value typed without echo at the terminal (never taken from argv)."""
+    value = _prompt(tty_path, prompt, False).decode("utf-8", errors="strict").strip()
+    return value

@@ -102,6 +102,11 @@ class BoxRecord:
     # The port inside the box its executor bridge listens on, when not `port`: an engine
     # branch keeps its source's guest port (forwarded from the child's own host port).
     guest_port: int = field(default=0, metadata=rule(low=0, high=65535, note="0: same as port"))
+    # Credential presets bound to the machine (comma-separated; values are never here),
+    # and the egress policy it was created with (`allow`: its allow list, comma-separated).
+    credentials: str = ""
+    egress: str = ""  # "": made before hbtui set egress policies (open)
+    allow: str = ""
 
     @property
     def inner_port(self) -> int:

@@ -15,15 +15,18 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hbtui.config import Config, HostSettings, config_to_dict
+from hbtui.config import Config, HostSettings, config_to_dict, split_list
 from hbtui.core import backups, scratch
+from hbtui.core import credentials as creds
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, BaseCheck, NewPlan
 from hbtui.core.boxes import Lifecycle
+from hbtui.core.credentials import CredentialReport, EgressReport, Preset
 from hbtui.core.hostbook import HostBook
 from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
 from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
+from hbtui.core.secrets import SecretInfo
 from hbtui.core.views import BoxDetails, BoxStats, BoxView, HostListing, ProvisionLog
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
@@ -118,6 +121,9 @@ class Service:
         start: bool = True,
         use_base: bool = True,
         branchable: bool | None = None,
+        credentials: list[str] | None = None,
+        egress: str | None = None,
+        allow: list[str] | None = None,
         report: Report = ignore,
     ) -> BoxView:
         async with self._holding(name, host, "new"):
@@ -132,6 +138,9 @@ class Service:
                 start=start,
                 use_base=use_base,
                 branchable=branchable,
+                credentials=credentials,
+                egress=egress,
+                allow=allow,
                 report=report,
             )
 
@@ -178,6 +187,54 @@ class Service:
                 branchable=branchable,
                 report=report,
             )
+
+    # -- keys and network --------------------------------------------------------------
+
+    def credential_presets(self) -> list[Preset]:
+        return sorted(creds.presets(self.config).values(), key=lambda p: p.name)
+
+    def secrets(self) -> list[SecretInfo]:
+        """Every stored secret: its name, where it is kept, the boxes using it (no value)."""
+        used: dict[str, list[str]] = {}
+        for record in self._boxes.registry.read():
+            for name in split_list(record.credentials):
+                where = "" if record.host == LOCAL else f"@{record.host}"
+                used.setdefault(name, []).append(record.name + where)
+        return self._boxes.secrets.listing(used)
+
+    def set_secret(self, name: str, value: str) -> SecretInfo:
+        creds.preset(self.config, name)  # only what a box can use
+        return self._boxes.secrets.put(name, value)
+
+    def remove_secret(self, name: str) -> list[str]:
+        """Forget a secret; returns the boxes that used it (they will not start without it)."""
+        users = next((s.boxes for s in self.secrets() if s.name == name), ())
+        self._boxes.secrets.remove(name)
+        return list(users)
+
+    async def credentials(self, name: str, host: str = LOCAL) -> CredentialReport:
+        self._box(name, host)
+        return await self._boxes.credentials(name, host)
+
+    async def change_credentials(
+        self,
+        name: str,
+        host: str = LOCAL,
+        *,
+        add: list[str] | None = None,
+        remove: list[str] | None = None,
+        report: Report = ignore,
+    ) -> BoxView:
+        from hbtui.core import instant
+
+        async with self._holding(name, host, "credentials"):
+            return await instant.change_credentials(
+                self._boxes, name, host, add=add or [], remove=remove or [], report=report
+            )
+
+    async def egress(self, name: str, host: str = LOCAL) -> EgressReport:
+        self._box(name, host)
+        return await self._boxes.egress(name, host)
 
     # -- bases -----------------------------------------------------------------------
 

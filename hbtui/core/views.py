@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hbtui.config import split_list
 from hbtui.core.hosts import Host
 from hbtui.core.registry import BoxRecord
 from hbtui.engine import Machine
@@ -44,6 +45,8 @@ class BoxView:
     base: str = ""  # the base it was made from ("" : the whole recipe ran in it)
     parent: str = ""  # the box it was branched from
     branchable: bool = False  # can be branched at once (started branchable)
+    credentials: tuple[str, ...] = ()  # presets whose keys the engine holds for it
+    egress: str = ""  # open | private-blocked | allow-list ("" : unknown, made elsewhere)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -88,6 +91,8 @@ def view_of(record: BoxRecord | None, machine: Machine | None, host: Host) -> Bo
             base=record.base,
             parent=record.parent,
             branchable=bool(machine and machine.branchable),
+            credentials=tuple(split_list(record.credentials)),
+            egress=record.egress or "open",
         )
     if machine is None:
         raise ValueError("a view needs a registry record, a machine, or both")

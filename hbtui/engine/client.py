@@ -15,7 +15,7 @@ import contextlib
 import fcntl
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,20 +88,32 @@ class Engine:
             base += ["--state-dir", self.state_dir]
         return base + list(args)
 
-    async def _run(self, argv: list[str], input: bytes | None, timeout: float | None) -> Completed:
+    async def _run(
+        self,
+        argv: list[str],
+        input: bytes | None,
+        timeout: float | None,
+        secrets: Mapping[str, str] | None = None,
+    ) -> Completed:
         """One engine process, with its timeout and a missing binary as typed errors."""
         try:
-            return await self.runner.run(argv, input=input, timeout=timeout or self.timeout)
+            return await self.runner.run(
+                argv, input=input, timeout=timeout or self.timeout, secrets=secrets
+            )
         except RunTimeout as exc:
             raise EngineTimeout(str(exc), code="TIMEOUT", argv=argv) from None
         except FileNotFoundError:
             raise EngineMissing(f"engine not found: {self.binary}", code="ENGINE_MISSING") from None
 
     async def _call(
-        self, *args: str, input: bytes | None = None, timeout: float | None = None
+        self,
+        *args: str,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> bytes:
         argv = self.argv(*args)
-        done = await self._run(argv, input, timeout)
+        done = await self._run(argv, input, timeout, secrets)
         if done.returncode != 0:
             raise from_stderr(done.stderr.decode(errors="replace"), argv, done.returncode)
         return done.stdout
@@ -166,18 +178,31 @@ class Engine:
             args += ["-p", f"{host}:{guest}"]
         for key, value in spec.labels:
             args += ["--label", f"{key}={value}"]
+        for credential in spec.credentials:
+            args += ["--credential", credential]
+        if spec.block_private:
+            args.append("--block-private")
+        for pattern in spec.allow_hosts:
+            args += ["--allow-host-pattern", pattern]
         if spec.workload:
             args += ["--", *spec.workload]
         async with self.machine_lock(spec.name):
             await self._call(*args)
 
     async def start(
-        self, name: str, *, branchable: bool = False, timeout: float = START_TIMEOUT
+        self,
+        name: str,
+        *,
+        branchable: bool = False,
+        secrets: Mapping[str, str] | None = None,
+        timeout: float = START_TIMEOUT,
     ) -> None:
-        """Start; `branchable` runs it so that `branch` can branch it."""
+        """Start; `branchable` runs it so that `branch` can branch it. `secrets` are the
+        values of its credentials, given to this one engine process in its environment
+        (never in argv), where the engine reads them as the machine starts."""
         args = ["machine", "start", "--name", name] + (["--branchable"] if branchable else [])
         async with self.machine_lock(name):
-            await self._call(*args, timeout=timeout)
+            await self._call(*args, timeout=timeout, secrets=secrets)
 
     async def pack(self, name: str, output: Path, *, timeout: float = PACK_TIMEOUT) -> Path:
         """Pack a stopped machine (started once) into `output`.smolmachine; returns that
@@ -196,6 +221,7 @@ class Engine:
         ports: tuple[tuple[int, int], ...] = (),
         labels: tuple[tuple[str, str], ...] = (),
         branchable: bool = False,
+        secrets: Mapping[str, str] | None = None,
         timeout: float = START_TIMEOUT,
     ) -> None:
         """Branch a machine running branchable into `name` (copy-on-write disks and
@@ -209,7 +235,7 @@ class Engine:
         for key, value in labels:
             args += ["--label", f"{key}={value}"]
         async with self.machine_lock(name):
-            await self._call(*args, timeout=timeout)
+            await self._call(*args, timeout=timeout, secrets=secrets)
 
     async def stop(self, name: str, *, grace: int | None = None) -> None:
         args = ["machine", "stop", "--name", name]
@@ -375,6 +401,17 @@ class Engine:
             args += ["--tail", str(tail)]
         argv = self.argv(*args)
         return EngineStream(self.runner.stream(argv, timeout=None), argv)
+
+    async def egress_events(self, name: str, *, limit: int = 50) -> builtins.list[dict[str, Any]]:
+        """The outbound connections the machine's egress policy refused, newest last."""
+        out = await self._call(
+            "machine", "egress-events", "--name", name, "--limit", str(limit), "--json"
+        )
+        try:
+            events = json.loads(out or b"[]")
+        except ValueError as exc:
+            raise EngineError(f"engine printed invalid JSON for egress-events: {exc}") from None
+        return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
 
     async def stats(self, name: str) -> dict[str, Any]:
         out = await self._call("machine", "stats", "--name", name, "--json")

@@ -91,3 +91,8 @@ class MachineSpec:
     workload: tuple[str, ...] = ()
     # A packed machine (`pack create --from-vm`) to make this one from, instead of `image`.
     from_pack: Path | None = None
+    # `--credential NAME=ENV_VAR@HOST[,HOST...][:body][:set-header=HEADER]` bindings: the
+    # guest sees a placeholder; the engine puts the value in on HTTPS to those hosts.
+    credentials: tuple[str, ...] = ()
+    block_private: bool = False  # no LAN, cloud metadata or host loopback; internet open
+    allow_hosts: tuple[str, ...] = ()  # an allow list of host patterns (`name`, `*.domain`)

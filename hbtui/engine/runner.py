@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +49,15 @@ class Runner(Protocol):
     label: str
 
     async def run(
-        self, argv: list[str], *, input: bytes | None = None, timeout: float | None = None
-    ) -> Completed: ...
+        self,
+        argv: list[str],
+        *,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        secrets: Mapping[str, str] | None = None,
+    ) -> Completed:
+        """Run `argv`; `secrets` go into its environment only, never into argv or a file."""
+        ...
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> Stream: ...
 
@@ -132,7 +139,12 @@ class LocalRunner:
     label = "local"
 
     async def run(
-        self, argv: list[str], *, input: bytes | None = None, timeout: float | None = None
+        self,
+        argv: list[str],
+        *,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> Completed:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -140,7 +152,7 @@ class LocalRunner:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-            env=child_env(),
+            env={**child_env(), **(secrets or {})},
         )
         try:
             out, err = await asyncio.wait_for(proc.communicate(input), timeout)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 from hbtui.engine.runner import Completed, Deadline, RunTimeout
@@ -36,11 +37,21 @@ _WRAPPER = (
 KILL_TIMEOUT = 10.0
 
 
-def remote_command(argv: list[str], *, merge: bool = False) -> str:
+_SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def remote_command(argv: list[str], *, merge: bool = False, secrets: tuple[str, ...] = ()) -> str:
     """The command line sshd hands to the login shell for `argv`. With `merge`,
-    stderr joins stdout on the host, so the lines keep their order."""
+    stderr joins stdout on the host, so the lines keep their order. `secrets` names
+    variables whose values the wrapper reads from stdin, one line each, and exports:
+    they reach the program's environment and nothing else (no argv, no file)."""
+    reads = ""
+    for name in secrets:
+        if not _SECRET_NAME.fullmatch(name):
+            raise ValueError(f"not a variable name: {name!r}")
+        reads += f"IFS= read -r {name} && export {name} || exit 125; "
     wrapper = _WRAPPER.replace("PIDFD", "1" if merge else "2") + (" 2>&1" if merge else "")
-    return "exec /bin/sh -c " + shlex.quote(wrapper) + " " + shlex.join(argv)
+    return "exec /bin/sh -c " + shlex.quote(reads + wrapper) + " " + shlex.join(argv)
 
 
 def _parse_pid(line: bytes) -> int | None:
@@ -120,16 +131,28 @@ class SshRunner:
             )
 
     async def run(
-        self, argv: list[str], *, input: bytes | None = None, timeout: float | None = None
+        self,
+        argv: list[str],
+        *,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> Completed:
         what = f"{argv[0]} {' '.join(argv[1:4])}"
-        proc = await self.conn.start_process(remote_command(argv), what=what)
+        names = tuple(secrets or ())
+        for value in (secrets or {}).values():
+            if "\n" in value or "\0" in value:
+                raise ValueError("a secret value holds a line break; it cannot be passed on")
+        lines = "".join(f"{(secrets or {})[n]}\n" for n in names).encode()
+        proc = await self.conn.start_process(remote_command(argv, secrets=names), what=what)
         pid: int | None = None
         finished = False
         lead = b""
 
         async def talk() -> tuple[bytes, bytes]:
             nonlocal pid, lead
+            if lines:
+                proc.stdin.write(lines)  # read by the wrapper before anything else
             first = await proc.stderr.readline()
             pid = _parse_pid(first)
             if pid is None:

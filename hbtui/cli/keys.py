@@ -1,0 +1,111 @@
+"""Key verbs: secrets set/ls/rm, a box's credentials, its egress policy."""
+
+from __future__ import annotations
+
+import sys
+
+from hbtui.cli.output import Invocation, print_json
+from hbtui.errors import UsageError
+from hbtui.present import age
+
+
+def _read_value(name: str) -> str:
+    """From stdin when it is not a terminal (one line), else typed without echo."""
+    if not sys.stdin.isatty():
+        value = sys.stdin.readline().strip()
+        if sys.stdin.read(1):
+            raise UsageError(f"the value of {name!r} must be one line on stdin")
+        return value
+    from hbtui.core.passphrase import read_secret_value
+
+    return read_secret_value(f"Value of {name}: ")
+
+
+def cmd_secrets_set(inv: Invocation) -> int:
+    name = inv.args.name
+    known = {p.name for p in inv.service.credential_presets()}  # before asking for a value
+    if name not in known:
+        raise UsageError(
+            f"no credential preset {name!r}; known: {', '.join(sorted(known))} "
+            "(add your own as [credentials.NAME] in the config)"
+        )
+    info = inv.service.set_secret(name, _read_value(name))
+    inv.out.print(f"✓ secret {info.name} stored in the {info.store}", markup=False)
+    return 0
+
+
+def cmd_secrets_ls(inv: Invocation) -> int:
+    secrets = inv.service.secrets()
+    if inv.json:
+        print_json([s.to_json() for s in secrets])
+        return 0
+    if not secrets:
+        inv.out.print("No secrets yet. Store one: hbtui secrets set anthropic", markup=False)
+        return 0
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for column in ("SECRET", "KEPT IN", "SET", "USED BY"):
+        table.add_column(column)
+    for s in secrets:
+        table.add_row(s.name, s.store, age(s.set), ", ".join(s.boxes) or "-")
+    inv.out.print(table)
+    return 0
+
+
+def cmd_secrets_rm(inv: Invocation) -> int:
+    users = inv.service.remove_secret(inv.args.name)
+    inv.out.print(f"✓ secret {inv.args.name} forgotten", markup=False)
+    if users:
+        sys.stderr.write(
+            f"warning: {', '.join(users)} use it and will not start until it is set again\n"
+        )
+    return 0
+
+
+def cmd_credentials(inv: Invocation) -> int:
+    a = inv.args
+    if a.action:
+        if not a.presets:
+            raise UsageError(f"credentials {a.name} {a.action} needs at least one PRESET")
+        add = a.presets if a.action == "add" else []
+        remove = a.presets if a.action == "rm" else []
+        with inv.reporter() as rep:
+            inv.call(
+                inv.service.change_credentials(a.name, inv.host, add=add, remove=remove, report=rep)
+            )
+    elif a.presets:
+        raise UsageError("say add or rm before the presets: hbtui credentials NAME add PRESET")
+    report = inv.call(inv.service.credentials(a.name, inv.host))
+    if inv.json:
+        print_json(report.to_json())
+        return 0
+    if not report.presets:
+        inv.out.print(
+            f"{a.name} has no credentials (add: hbtui credentials {a.name} add anthropic)",
+            markup=False,
+        )
+    for p in report.presets:
+        state = "secret missing" if p.name in report.missing else "managed"
+        inv.out.print(f"{p.name}: {p.env_var} for {', '.join(p.hosts)} ({state})", markup=False)
+    for gone in report.missing:
+        sys.stderr.write(f"warning: no secret {gone!r}: hbtui secrets set {gone}\n")
+    for found in report.plaintext or []:
+        sys.stderr.write(f"warning: {found}\n")
+    if report.plaintext is None and report.presets:
+        inv.out.print("(start the box to check it for plaintext copies of keys)", markup=False)
+    return 0
+
+
+def cmd_egress(inv: Invocation) -> int:
+    report = inv.call(inv.service.egress(inv.args.name, inv.host))
+    if inv.json:
+        print_json(report.to_json())
+        return 0
+    inv.out.print(f"{report.name}: {report.policy.describe()}", markup=False)
+    if not report.denials:
+        inv.out.print("no refused connections recorded", markup=False)
+    for event in report.denials:
+        fields = " ".join(f"{k}={v}" for k, v in event.items())
+        inv.out.print(f"refused: {fields}", markup=False)
+    return 0
