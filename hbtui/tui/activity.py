@@ -18,6 +18,9 @@ MAX_LINES = 5000
 
 BoxKey = tuple[str, str]  # (host, name)
 
+# Operations that make their box: while one runs, the box is `creating`.
+MAKING = ("new", "load")
+
 
 def row_key(key: BoxKey) -> str:
     return f"{key[0]}/{key[1]}"
@@ -61,10 +64,18 @@ class Activity:
             self.append(f"\x1b[33m! {event.message}\x1b[0m")
         # Transfer events are drawn by the progress screen of the archive operations.
 
-    def finish(self, error: str = "") -> None:
+    @property
+    def making(self) -> bool:
+        """A new or load is making this box right now."""
+        return self.running and self.operation in MAKING
+
+    def finish(self, error: str = "", *, cancelled: bool = False) -> None:
+        """The operation ended; a cancelled one is no failure (the core rolled it back)."""
         self.running = False
-        self.error = error
-        if error:
+        self.error = "" if cancelled else error
+        if cancelled:
+            self.append(f"\x1b[33m⊘ {self.operation}: {error or 'cancelled'}\x1b[0m")
+        elif error:
             self.append(f"\x1b[31m✗ {self.operation} failed: {error}\x1b[0m")
         else:
             self.append(f"\x1b[32m✓ {self.operation} done\x1b[0m")

@@ -19,7 +19,9 @@ import signal
 import sys
 import time
 import webbrowser
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -27,16 +29,17 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import App, SuspendNotSupported, SystemCommand
+from textual.binding import Binding
 from textual.message import Message
+from textual.notifications import Notify
 from textual.screen import Screen
-from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from hbtui.config import check_keymap
-from hbtui.core.views import BoxView
+from hbtui.core.views import BoxStats, BoxView
 from hbtui.environment import child_env
-from hbtui.errors import HbtuiError
-from hbtui.events import Phase, Report
+from hbtui.errors import Cancelled, HbtuiError
+from hbtui.events import Event, Phase, Report
 from hbtui.tui.activity import MAX_LINES, Activity, BoxKey
 from hbtui.tui.messages import (
     ListingLoaded,
@@ -48,20 +51,26 @@ from hbtui.tui.messages import (
     PortsWanted,
     ProvisionLogLoaded,
     ProvisionLogWanted,
+    StatsLoaded,
+    StatsWanted,
     WebReady,
     WorkloadLogLoaded,
     WorkloadLogWanted,
 )
 from hbtui.tui.screens.main import KEYS, MainScreen
 
+TEXTUAL_DUPLICATES = ("Quit", "Keys")  # Textual's palette entries the dashboard has its own of
+HISTORY = 60  # live figures kept per box: two minutes at the default refresh
+
 if TYPE_CHECKING:
     from hbtui.core.hosts import WebAccess
     from hbtui.core.service import Service
+    from hbtui.tui.screens.details import DetailsScreen
     from hbtui.tui.screens.dialogs import (
         DeleteRequest,
         ExtractRequest,
         LoadRequest,
-        NewBoxRequest,
+        NewBoxDialog,
         SaveRequest,
     )
     from hbtui.tui.screens.progress import ProgressScreen
@@ -73,6 +82,15 @@ Call = Callable[[Report], Awaitable[object]]  # one Service call, given its Repo
 
 OPERATIONS = "operations"  # the worker group of calls that change something
 STARTABLE = ("stopped", "created")  # states `o` offers to start a box from
+
+# The core's first phase once it has reserved a new box's name and port
+# (hbtui.core.boxes, Lifecycle.make; load makes its box the same way). Until
+# then a making operation has made nothing, so it owns no row.
+MADE_PHASES = ("creating machine ", "branching ")
+
+
+def made_something(event: Event) -> bool:
+    return isinstance(event, Phase) and event.message.startswith(MADE_PHASES)
 
 
 async def launch_interactive(argv: list[str]) -> int:
@@ -165,8 +183,17 @@ class HbtuiApp(App[None]):
         self._progress: dict[Operation, ProgressScreen] = {}
         self._web: dict[BoxKey, WebAccess] = {}  # forwards kept until the dashboard ends
         self._open_when_done: dict[Operation, BoxView] = {}  # starts `o` asked for
+        self._by_box: dict[BoxKey, Operation] = {}  # the running operation of each box
+        # Making operations the core has not reserved a box for yet: their log, kept
+        # off every row, and the new-box dialog waiting to hear how they went.
+        self._unmade: dict[Operation, Activity] = {}
+        self._waiting: dict[Operation, NewBoxDialog] = {}
         self._quitting = False
         self._exit_status = 0  # 128 + the signal that ended the dashboard, if one did
+        self.usage_history: dict[BoxKey, deque[BoxStats]] = {}  # live figures, newest last
+        self._stats_worker: Worker[None] | None = None
+        # (message, title, severity) -> the toast showing it, and how many times it came
+        self._repeats: dict[tuple[str, str, str], tuple[str, int]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -235,7 +262,7 @@ class HbtuiApp(App[None]):
         """SIGTERM or SIGHUP: as `q` with operations running (cancel, wait for their
         rollback), then exit with 128 + the signal."""
         self._exit_status = 128 + signum
-        self.call_later(self.action_quit)
+        self.call_later(self._shut_down)
 
     async def on_unmount(self) -> None:
         """Let go of the web forwards kept while the dashboard ran."""
@@ -270,22 +297,62 @@ class HbtuiApp(App[None]):
         return [w for w in self.workers if w.group == OPERATIONS and not w.is_finished]
 
     async def action_quit(self) -> None:
-        """Quit; running operations are cancelled first, and their rollback waited for."""
+        """Quit; with operations running, ask first: they are cancelled, and their
+        rollback waited for."""
+        from hbtui.tui.screens.confirm import ConfirmDialog
+
+        if self._quitting:
+            return  # already winding up: the quit screen shows how far
         running = self._running_operations()
         if not running:
             self.exit(return_code=self._exit_status)
             return
-        if not self._quitting:
-            self._quitting = True
-            for worker in running:
-                worker.cancel()
-        self.notify(
-            f"cancelled {len(running)} running operation(s); "
-            "quitting as soon as they have rolled back",
-            title="quitting",
-            severity="warning",
-            timeout=60,
+        question = Text(
+            f"{len(running)} operation(s) running: "
+            + ", ".join(w.description for w in running)
+            + ".\nQuitting cancels them and waits until each has rolled back "
+            "(a box being made is removed, a box being saved is resumed)."
         )
+        self.push_screen(
+            ConfirmDialog("Quit?", question, yes="Cancel them and quit", no="Keep working"),
+            lambda yes: self._shut_down() if yes else None,
+        )
+
+    def _shut_down(self) -> None:
+        """Cancel every operation, show their rollback, exit once they have all ended."""
+        from hbtui.tui.screens.confirm import QuitScreen
+
+        if self._quitting:
+            return
+        self._quitting = True
+        running = self._running_operations()
+        if not running:
+            self.exit(return_code=self._exit_status)
+            return
+        for worker in running:
+            worker.cancel()
+        self.push_screen(QuitScreen(partial(self._rollback_progress, running)))
+
+    def _rollback_progress(self, workers: list[Worker[Any]]) -> list[Text]:
+        """One line per cancelled operation: rolled back, or the last thing it reported."""
+        lines = []
+        for worker in workers:
+            if worker.is_finished:
+                lines.append(Text.assemble(("✓ ", "green"), worker.description, " rolled back"))
+                continue
+            operation = next((o for o in self._operations() if o.worker is worker), None)
+            activity = self._activity_of(operation) if operation is not None else None
+            last = Text.from_ansi(activity.lines[-1]) if activity and activity.lines else Text()
+            lines.append(Text.assemble(("⟳ ", "yellow"), worker.description, ": ", last))
+        return lines
+
+    def _operations(self) -> list[Operation]:
+        return [*self._by_box.values(), *self._unmade, *self._progress]
+
+    def _activity_of(self, operation: Operation) -> Activity | None:
+        if operation in self._unmade:
+            return self._unmade[operation]
+        return self.activities.get(operation.key) if operation.key is not None else None
 
     # -- read-only questions from the main screen ---------------------------------------------
 
@@ -350,19 +417,28 @@ class HbtuiApp(App[None]):
 
     # -- operations --------------------------------------------------------------------------
 
-    def run_operation(self, key: BoxKey | None, name: str, call: Call) -> Operation | None:
+    def run_operation(
+        self, key: BoxKey | None, name: str, call: Call, *, makes: bool = False
+    ) -> Operation | None:
         """Run one Service call that changes something; its events go to the box's log.
 
         Returns None (and says why) when the box is busy with another operation.
+        A making operation (`makes`: new, load) keeps its log to itself until the
+        core has reserved its box: a name already taken, or anything else refused
+        before a box exists, never touches another box's row.
         """
-        if key is not None:
+        operation = Operation(name, key, self)
+        if makes and key is not None:
+            self._unmade[operation] = Activity(key)
+            self._unmade[operation].begin(name)
+        elif key is not None:
             activity = self.activities.setdefault(key, Activity(key))
             if activity.running:
                 self.notify(f"{key[1]} is busy with {activity.operation}", severity="warning")
                 return None
             activity.begin(name)
+            self._by_box[key] = operation
             self.main.box_changed(key)
-        operation = Operation(name, key, self)
         operation.worker = self.run_worker(
             partial(self._operate, operation, call),
             group=OPERATIONS,
@@ -374,40 +450,84 @@ class HbtuiApp(App[None]):
     async def _operate(self, operation: Operation, call: Call) -> None:
         result: object = None
         error = hint = ""
+        cancelled = False
         try:
             result = await call(operation.report)
         except asyncio.CancelledError:
-            error = "cancelled; whatever it made was rolled back"
+            error, cancelled = "cancelled; whatever it made was rolled back", True
             raise
+        except Cancelled as exc:  # the core rolled back and says what it undid
+            error, cancelled = exc.message, True
         except Exception as exc:
             error = describe_error(exc)
             hint = (exc.hint or "") if isinstance(exc, HbtuiError) else ""
         finally:
             operation.flush()  # the last events go before the end
-            self.post_message(OperationFinished(operation, result, error, hint))
+            self.post_message(OperationFinished(operation, result, error, hint, cancelled))
 
     def on_operation_events(self, message: OperationEvents) -> None:
         operation, key = message.operation, message.operation.key
-        activity = self.activities.setdefault(key, Activity(key)) if key is not None else None
+        unmade = self._unmade.get(operation)
+        if unmade is not None:
+            activity: Activity | None = unmade
+        else:
+            activity = self.activities.setdefault(key, Activity(key)) if key is not None else None
         progress = self._progress.get(operation)
         for event in message.events:
             if activity is not None:
                 activity.apply(event)
             if progress is not None:
                 progress.show(event)
+        if unmade is not None:
+            if not any(made_something(e) for e in message.events):
+                return  # nothing made yet: no row to show it in
+            self._made(operation, unmade)
         if key is not None:
             self.main.box_changed(key)  # one repaint for the whole burst
             if any(isinstance(e, Phase) for e in message.events):
                 self.refresh_listing()  # a new stage: the box's row may have changed too
 
+    def _made(self, operation: Operation, activity: Activity) -> None:
+        """The core has reserved the box a making operation makes: it gets its row."""
+        assert operation.key is not None
+        del self._unmade[operation]
+        self.activities[operation.key] = activity  # a failed attempt's row and log make way
+        self._by_box[operation.key] = operation
+        dialog = self._waiting.pop(operation, None)
+        if dialog is not None:
+            dialog.dismiss(None)
+        self.main.follow(operation.key)
+
+    def _refused(self, message: OperationFinished) -> None:
+        """A making operation ended before any box existed: say so where it was asked."""
+        operation, error = message.operation, message.error
+        dialog = self._waiting.pop(operation, None)
+        progress = self._progress.pop(operation, None)
+        if dialog is not None:
+            dialog.refused(error, cancelled=message.cancelled)
+        elif progress is not None:
+            progress.finished(error, cancelled=message.cancelled)
+        elif message.cancelled:
+            self.notify(error, title=f"{operation.label}: cancelled", timeout=6)
+        else:
+            self.notify(error, title=f"{operation.label} failed", severity="error", timeout=10)
+
     def on_operation_finished(self, message: OperationFinished) -> None:
         operation, error, key = message.operation, message.error, message.operation.key
+        if key is not None and self._by_box.get(key) is operation:
+            del self._by_box[key]
+        if self._unmade.pop(operation, None) is not None:
+            self._refused(message)
+            self.refresh_listing()
+            return
         activity = self.activities.get(key) if key is not None else None
         if activity is not None:
             if message.hint:
                 activity.append(f"\x1b[2m{message.hint}\x1b[0m")
-            activity.finish(error)
-        if error:
+            activity.finish(error, cancelled=message.cancelled)
+        if message.cancelled:  # a notice: the core has undone what the operation did
+            self.notify(error, title=f"{operation.label}: cancelled", timeout=6)
+        elif error:
             self.notify(error, title=f"{operation.label} failed", severity="error", timeout=10)
         elif operation.name == "save":
             self.notify(f"saved to {message.result}", title=f"{operation.label}: done", timeout=10)
@@ -417,7 +537,7 @@ class HbtuiApp(App[None]):
             self.notify(f"{operation.label}: done", timeout=4)
         progress = self._progress.pop(operation, None)
         if progress is not None:
-            progress.finished(error)
+            progress.finished(error, cancelled=message.cancelled)
         opening = self._open_when_done.pop(operation, None)
         if opening is not None and not error:
             self._open_web(opening)
@@ -461,20 +581,17 @@ class HbtuiApp(App[None]):
     # Dialogs and the progress screen are imported when first used: the first
     # frame does not need them.
 
-    def action_new_box(self) -> None:
+    def action_new_box(self, port: int | None = None) -> None:
+        """The new-box dialog (with `port` picked, from the port allocator)."""
         from hbtui.tui.screens.dialogs import NewBoxDialog
 
-        self.push_screen(NewBoxDialog(self.service, self._taken()), self._new_box)
+        self.push_screen(NewBoxDialog(self.service, self._taken(), port=port))
 
-    def _new_box(self, request: NewBoxRequest | None) -> None:
-        if request is None:
-            return
-        key = (request.host, request.name)
-        previous = self.activities.get(key)
-        if previous is not None and not previous.running:
-            del self.activities[key]  # a failed attempt's row and log make way
-        made = self.run_operation(
-            key,
+    def on_new_box_dialog_requested(self, message: NewBoxDialog.Requested) -> None:
+        """Create was pressed: the dialog stays (locked) until the box exists or was refused."""
+        request = message.request
+        operation = self.run_operation(
+            (request.host, request.name),
             "new",
             lambda report: self.service.new(
                 request.name,
@@ -486,25 +603,65 @@ class HbtuiApp(App[None]):
                 recipe=request.recipe,
                 report=report,
             ),
+            makes=True,
         )
-        if made is not None:
-            self.main.follow(key)
+        if operation is not None:
+            self._waiting[operation] = message.dialog
+            message.dialog.cancel_request = operation.cancel
+
+    def action_cancel_operation(self) -> None:
+        """Cancel the selected box's running operation, once confirmed; the core rolls back."""
+        from hbtui.tui.screens.confirm import ConfirmDialog
+
+        view = self._need_box()
+        if view is None:
+            return
+        operation = self._by_box.get((view.host, view.name))
+        if operation is None:
+            self.notify(f"nothing is running on {view.name}", severity="warning")
+            return
+        question = Text.assemble(
+            "Cancel ",
+            (operation.label, "bold"),
+            "? The core rolls back what it has done so far "
+            "(a box being made is removed, a box being saved is resumed).",
+        )
+        self.push_screen(
+            ConfirmDialog("Cancel operation", question, yes="Cancel it", no="Keep going"),
+            partial(self._cancel_confirmed, operation),
+        )
+
+    def _cancel_confirmed(self, operation: Operation, yes: bool | None) -> None:
+        if yes and operation.worker is not None and not operation.worker.is_finished:
+            operation.cancel()
+            self.notify(f"{operation.label}: cancelling, rolling back…", timeout=4)
+
+    def _chosen(self) -> list[BoxView]:
+        """The marked boxes (a bulk action), else the selected one."""
+        views = self.main.chosen_views()
+        if not views:
+            self.notify("select a box first", severity="warning")
+        return views
 
     def action_start_box(self) -> None:
-        if view := self._need_box():
+        for view in self._chosen():
             self.run_operation(
                 (view.host, view.name),
                 "start",
-                lambda report: self.service.start(view.name, view.host, report=report),
+                partial(self._start_one, view),
             )
+        self.main.clear_marks()
+
+    def _start_one(self, view: BoxView, report: Report) -> Awaitable[object]:
+        return self.service.start(view.name, view.host, report=report)
 
     def action_stop_box(self) -> None:
-        if view := self._need_box():
-            self.run_operation(
-                (view.host, view.name),
-                "stop",
-                lambda report: self.service.stop(view.name, view.host, report=report),
-            )
+        for view in self._chosen():
+            self.run_operation((view.host, view.name), "stop", partial(self._stop_one, view))
+        self.main.clear_marks()
+
+    def _stop_one(self, view: BoxView, report: Report) -> Awaitable[object]:
+        return self.service.stop(view.name, view.host, report=report)
 
     def action_delete_box(self) -> None:
         from hbtui.tui.screens.dialogs import DeleteDialog
@@ -536,9 +693,38 @@ class HbtuiApp(App[None]):
     def action_save_box(self) -> None:
         from hbtui.tui.screens.dialogs import SaveDialog
 
-        view = self._need_box()
-        if view is not None and not self._refuse_busy(view):
-            self.push_screen(SaveDialog(view), self._save)
+        views = self._chosen()
+        if any(self._refuse_busy(view) for view in views):
+            return
+        if len(views) == 1:
+            self.push_screen(SaveDialog(views[0]), self._save)
+        elif views:
+            from hbtui.tui.screens.bulk import BulkSaveDialog
+
+            self.push_screen(BulkSaveDialog(views), partial(self._save_all, views))
+
+    def _save_all(self, views: list[BoxView], request: SaveRequest | None) -> None:
+        """One passphrase for every marked box; each saves to the backups folder, and its
+        progress shows in its row and log (one progress window per box would pile up)."""
+        if request is None:
+            return
+        self.main.clear_marks()
+        for view in views:
+            self.run_operation(
+                (view.host, view.name),
+                "save",
+                partial(self._save_one, replace(request, name=view.name, host=view.host)),
+            )
+
+    def _save_one(self, request: SaveRequest, report: Report) -> Awaitable[object]:
+        return self.service.save(
+            request.name,
+            request.host,
+            output=request.output,
+            passphrase=request.passphrase,
+            verify=request.verify,
+            report=report,
+        )
 
     def _save(self, request: SaveRequest | None) -> None:
         if request is None:
@@ -573,9 +759,8 @@ class HbtuiApp(App[None]):
         if request is None:
             return
         self._remember(request.archive)
-        key = (request.host, request.name)
         operation = self.run_operation(
-            key,
+            (request.host, request.name),
             "load",
             lambda report: self.service.load(
                 request.archive,
@@ -584,9 +769,8 @@ class HbtuiApp(App[None]):
                 passphrase=request.passphrase,
                 report=report,
             ),
+            makes=True,
         )
-        if operation is not None:
-            self.main.follow(key)
         self._show_progress(operation, f"Loading {request.archive.name} into {request.name}")
 
     def action_extract_archive(self) -> None:
@@ -727,22 +911,78 @@ class HbtuiApp(App[None]):
             self.notify(f"the shell in {view.name} exited with status {status}", severity="warning")
         self.post_message(ListingWanted())
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Enter is a priority binding (the table would take it); text boxes keep it.
-        if action == "enter_box" and (
-            isinstance(self.focused, Input) or not isinstance(self.screen, MainScreen)
-        ):
-            return False
-        return True
-
     # -- command palette -----------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        """Textual's own entries (theme, screenshot…) without its Quit and Keys, which the
+        dashboard's Quit and Help replace; each of ours says its key."""
+        for command in super().get_system_commands(screen):
+            if command.title not in TEXTUAL_DUPLICATES:
+                yield command
         if isinstance(screen, MainScreen):
-            for _ident, _key, action, _label, title, help_text in KEYS:
-                if action != "app.quit":
-                    yield SystemCommand(title, help_text, partial(self.run_action, action, screen))
+            for ident, key, action, _label, title, help_text in KEYS:
+                keys = self.keymap.get(ident, key).split(",")
+                shown = self.get_key_display(Binding(keys[0].strip(), ""))
+                yield SystemCommand(
+                    title, f"key {shown} · {help_text}", partial(self.run_action, action, screen)
+                )
+
+    # -- details and live figures --------------------------------------------------------------
+
+    def action_show_details(self) -> None:
+        from hbtui.tui.screens.details import DetailsScreen
+
+        if view := self._need_box():
+            key = (view.host, view.name)
+            screen = DetailsScreen(key, self.usage_history)
+            self.push_screen(screen)
+            self._start(partial(self._details, screen), "details", exclusive=True)
+
+    async def _details(self, screen: DetailsScreen) -> None:
+        host, name = screen.key
+        try:
+            details = await self.service.details(name, host)
+        except Exception as exc:
+            screen.show(None, describe_error(exc))
+            return
+        screen.show(details)
+
+    def on_stats_wanted(self, message: StatsWanted) -> None:
+        """Live figures for the running boxes, unless the last ask is still out."""
+        if self._stats_worker is None or self._stats_worker.is_finished:
+            self._stats_worker = self._start(partial(self._stats, message.keys), "stats")
+
+    async def _stats(self, keys: list[BoxKey]) -> None:
+        by_host: dict[str, list[str]] = {}
+        for host, name in keys:
+            by_host.setdefault(host, []).append(name)
+        usage: dict[BoxKey, BoxStats] = {}
+        for host, names in by_host.items():
+            try:
+                found = await self.service.stats(names, host)
+            except Exception:  # no figures is not worth a notification every refresh
+                continue
+            for name, figures in found.items():
+                usage[(host, name)] = figures
+                history = self.usage_history.setdefault((host, name), deque(maxlen=HISTORY))
+                history.append(figures)
+        self._to_main(StatsLoaded(usage))
+
+    # -- notifications -----------------------------------------------------------------------
+
+    def _on_notify(self, event: Notify) -> None:
+        """The same toast again, while the first still shows, replaces it with a count
+        ("… (×2)") instead of stacking up."""
+        new = event.notification
+        same = (new.message, new.title, new.severity)
+        shown = {n.identity: n for n in self._notifications if not n.has_expired}
+        previous, count = self._repeats.get(same, ("", 0))
+        if previous in shown:
+            self._unnotify(shown[previous], refresh=False)
+            new.message = f"{new.message} (×{count + 1})"
+        self._repeats = {k: v for k, v in self._repeats.items() if v[0] in shown}
+        self._repeats[same] = (new.identity, count + 1 if previous in shown else 1)
+        super()._on_notify(event)
 
 
 def run_dashboard() -> int:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 from hbtui.core.ports import PortSlot
-from hbtui.core.views import HostListing
+from hbtui.core.views import BoxStats, HostListing
 from hbtui.events import Event
 from hbtui.tui.activity import BoxKey
 
@@ -178,13 +178,36 @@ class OperationEvents(Message):
 
 
 class OperationFinished(Message):
-    """The operation returned `result`, or failed with the one-line `error` (and `hint`)."""
+    """The operation returned `result`, or failed with the one-line `error` (and `hint`);
+    `cancelled`: it was cancelled and rolled back, and `error` says what was undone."""
 
     def __init__(
-        self, operation: Operation, result: object, error: str = "", hint: str = ""
+        self,
+        operation: Operation,
+        result: object,
+        error: str = "",
+        hint: str = "",
+        cancelled: bool = False,
     ) -> None:
         super().__init__()
         self.operation = operation
         self.result = result
         self.error = error
         self.hint = hint
+        self.cancelled = cancelled
+
+
+class StatsWanted(Message):
+    """The main screen would like the CPU and memory of these running boxes."""
+
+    def __init__(self, keys: list[BoxKey]) -> None:
+        super().__init__()
+        self.keys = keys
+
+
+class StatsLoaded(Message):
+    """Running boxes' CPU and memory; a box the engine said nothing of is absent."""
+
+    def __init__(self, usage: dict[BoxKey, BoxStats]) -> None:
+        super().__init__()
+        self.usage = usage

@@ -13,16 +13,17 @@ could have seen.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static
 
@@ -89,6 +90,23 @@ class ExtractRequest:
 # -- the dialogs ---------------------------------------------------------------------------
 
 
+class Field(Input):
+    """A dialog's text field: enter submits the value as it was when enter was typed.
+
+    Input's enter binding runs only once the key has bubbled up to the App, and
+    by then the field may have taken the keys typed after it (`rr2`, enter, `z`
+    submitted `rr2z`). Here enter is handled in the field's own queue, in the
+    order the keys came.
+    """
+
+    async def _on_key(self, event: events.Key) -> None:
+        # Textual calls Input's own handler after this one unless the default is prevented.
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            await self.action_submit()
+
+
 class Dialog(ModalScreen[R | None]):
     """A centred box with a title; escape cancels (dismisses with None)."""
 
@@ -109,7 +127,14 @@ class Dialog(ModalScreen[R | None]):
 
     @on(Button.Pressed, "#cancel")
     def cancel_pressed(self) -> None:
-        self.dismiss(None)
+        self.action_cancel()
+
+    @staticmethod
+    def as_submitted(event: Message) -> None:
+        """Keys typed just after enter can reach a field before its Submitted message
+        reaches the dialog: put the value back as it was submitted."""
+        if isinstance(event, Input.Submitted):
+            event.input.value = event.value
 
 
 def _int_or_none(text: str) -> int | None:
@@ -151,38 +176,59 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     TITLE_TEXT = "New box"
 
-    def __init__(self, service: Service, taken: Collection[tuple[str, str]] = ()) -> None:
+    class Requested(Message):
+        """Create was pressed: the App starts `request`, then dismisses the dialog once
+        the box exists, or calls `refused` (the dialog stays open)."""
+
+        def __init__(self, dialog: NewBoxDialog, request: NewBoxRequest) -> None:
+            super().__init__()
+            self.dialog = dialog
+            self.request = request
+
+    def __init__(
+        self,
+        service: Service,
+        taken: Collection[tuple[str, str]] = (),
+        *,
+        port: int | None = None,
+    ) -> None:
         super().__init__()
         self.service = service
         self.taken = taken  # (host, name) of the boxes there are
+        self.port = port  # picked in the main screen's port allocator
+        self.pending: NewBoxRequest | None = None  # sent, not yet made or refused
+        self.cancel_request: Callable[[], None] | None = None  # given by the App
 
     def compose_body(self) -> ComposeResult:
         defaults = self.service.config.defaults
         yield Label("Name")
-        yield Input(placeholder="a-z, 0-9 and -", id="name")
+        yield Field(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem")
         yield from _host_select(self.service.host_names())
         with Horizontal(classes="row"):
             with Vertical():
                 yield Label("Image")
-                yield Input(value=defaults.image, id="image")
+                yield Field(value=defaults.image, id="image")
             with Vertical(classes="wide"):
                 yield Label("Recipe (a folder with provision/provision.sh)")
-                yield Input(value=self._configured_recipe(), id="recipe")
+                yield Field(value=self._configured_recipe(), id="recipe")
         yield Label("", id="recipe-problem", classes="problem")
         with Horizontal(classes="row"):
             with Vertical():
                 yield Label("CPUs")
-                yield Input(value=str(defaults.cpus), type="integer", id="cpus")
+                yield Field(value=str(defaults.cpus), type="integer", id="cpus")
             with Vertical():
                 yield Label("Memory (MiB)")
-                yield Input(value=str(defaults.memory_mib), type="integer", id="memory")
+                yield Field(value=str(defaults.memory_mib), type="integer", id="memory")
             with Vertical():
                 yield Label("Port")
-                yield Input(value="auto", id="port")
+                yield Field(value=str(self.port) if self.port else "auto", id="port")
         yield Label("", id="port-problem", classes="problem")
         yield Label("Pick a free port below (enter or click), or leave auto", classes="hint")
         yield PortGrid(id="new-port-grid")
+        status = Label("", id="request-status")
+        status.display = False  # until Create is pressed
+        yield status
         with Horizontal(classes="buttons"):
             yield Button("Create", variant="primary", id="ok", disabled=True)
             yield Button("Cancel", id="cancel")
@@ -275,13 +321,16 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")
-    def create(self) -> None:
+    def create(self, event: Input.Submitted | Button.Pressed) -> None:
+        if self.pending is not None:
+            return
+        self.as_submitted(event)
         name = self.query_one("#name", Input).value.strip()
         if not self.check():
             self.query_one("#name", Input).focus()
             return
         port = _int_or_none(self.query_one("#port", Input).value)
-        self.dismiss(
+        self._send(
             NewBoxRequest(
                 name=name,
                 host=self.host,
@@ -292,6 +341,42 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
                 recipe=self.service.recipe_dir(Path(self.query_one("#recipe", Input).value)),
             )
         )
+
+    def _send(self, request: NewBoxRequest) -> None:
+        """Lock the form (keys typed meanwhile change nothing) and hand the request over."""
+        self.pending = request
+        self._lock(True)
+        self.query_one("#request-status", Label).display = True
+        self.query_one("#request-status", Label).update(
+            Text(f"creating {request.name}… (esc cancels)", "cyan")
+        )
+        self.post_message(self.Requested(self, request))
+
+    def _lock(self, locked: bool) -> None:
+        for widget in self.query("Input, Select, PortGrid, Button"):
+            widget.disabled = locked
+        if not locked:
+            self.check()  # Create as the fields allow
+
+    def refused(self, error: str, *, cancelled: bool = False) -> None:
+        """The request ended before any box existed: say why and stay open (cancelled: close)."""
+        self.pending = None
+        self.cancel_request = None
+        if cancelled:
+            self.dismiss(None)
+            return
+        self._lock(False)
+        self.query_one("#request-status", Label).update(Text(error, "bold red"))
+        self.query_one("#name", Input).focus()
+
+    def action_cancel(self) -> None:
+        if self.pending is None:
+            self.dismiss(None)
+        elif self.cancel_request is not None:
+            self.cancel_request()  # the App closes the dialog once it has rolled back
+            self.query_one("#request-status", Label).update(
+                Text(f"cancelling {self.pending.name}…", "yellow")
+            )
 
 
 class DeleteDialog(Dialog[DeleteRequest]):
@@ -320,7 +405,7 @@ class DeleteDialog(Dialog[DeleteRequest]):
         else:
             yield Static(Text("This box was never saved.", style="bold yellow"))
         yield Label(f"Type {v.name} to confirm")
-        yield Input(placeholder=v.name, id="confirm")
+        yield Field(placeholder=v.name, id="confirm")
         with Horizontal(classes="buttons"):
             yield Button("Delete", variant="error", id="ok", disabled=True)
             yield Button("Cancel", id="cancel")
@@ -353,7 +438,7 @@ class UrlDialog(Dialog[None]):
 
     def compose_body(self) -> ComposeResult:
         yield Static(f"Could not open a browser ({self.why}). The web UI of {self.box} is at:")
-        yield Input(value=self.url, id="url")
+        yield Field(value=self.url, id="url")
         yield Static(
             "Copy puts it on your clipboard through the terminal (OSC 52; some terminals "
             "ask you to allow that).",
@@ -401,7 +486,8 @@ class FormDialog(Dialog[R]):
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")
-    def submit(self) -> None:
+    def submit(self, event: Input.Submitted | Button.Pressed) -> None:
+        self.as_submitted(event)
         problem = self.problem()
         self.query_one("#error", Label).update(problem or "")
         if not problem:
@@ -424,10 +510,10 @@ class FormDialog(Dialog[R]):
 
 def _passphrase_inputs(twice: bool) -> ComposeResult:
     yield Label("Passphrase")
-    yield Input(password=True, id="passphrase", classes="secret")
+    yield Field(password=True, id="passphrase", classes="secret")
     if twice:
         yield Label("Passphrase again")
-        yield Input(password=True, id="passphrase2", classes="secret")
+        yield Field(password=True, id="passphrase2", classes="secret")
 
 
 def _archive_problem(service: Service, text: str) -> str | None:
@@ -460,7 +546,7 @@ class SaveDialog(FormDialog[SaveRequest]):
             )
         )
         yield Label("Destination file (empty: the backups folder)")
-        yield Input(placeholder="~/backups/NAME-DATE.hbx", id="output")
+        yield Field(placeholder="~/backups/NAME-DATE.hbx", id="output")
         yield from _passphrase_inputs(twice=True)
         yield Checkbox("Verify the archive after writing it", value=True, id="verify")
 
@@ -515,7 +601,7 @@ class ArchiveForm(FormDialog[R]):
         table.add_columns("Box", "Saved (UTC)", "Size", "Format", "Verified")
         yield table
         yield Label("Archive file (picked above; or a path, relative to that folder first)")
-        yield Input(placeholder="box-20261129T120000Z.hbx or /path/to/box.hbx", id="archive")
+        yield Field(placeholder="box-20261129T120000Z.hbx or /path/to/box.hbx", id="archive")
         yield Label("", id="archive-problem", classes="problem")
         yield from self.compose_rest()
 
@@ -589,7 +675,7 @@ class LoadDialog(ArchiveForm[LoadRequest]):
     def compose_rest(self) -> ComposeResult:
         yield from _passphrase_inputs(twice=False)
         yield Label("Name of the new box")
-        yield Input(placeholder="a-z, 0-9 and -", id="name")
+        yield Field(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem")
         yield from _host_select(self.service.host_names())
 
@@ -633,7 +719,7 @@ class ExtractDialog(ArchiveForm[ExtractRequest]):
 
     def compose_rest(self) -> ComposeResult:
         yield Label("Into folder (empty: next to the archive)")
-        yield Input(placeholder="folder", id="dest")
+        yield Field(placeholder="folder", id="dest")
         yield from _passphrase_inputs(twice=False)
 
     def problem(self) -> str | None:

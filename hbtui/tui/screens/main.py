@@ -9,7 +9,9 @@ box an operation is making (`follow`).
 
 Key bindings name actions once, in KEYS: the App's (operations, help, quit)
 as `app.X`, the screen's own (filter, sort, log tab, ports, refresh) bare,
-so the footer, the command palette and the keymap see one set of ids.
+so the footer, the command palette and the keymap see one set of ids. None
+is a priority binding: the focused widget's own keys (enter in the filter
+box or on a port of the allocator) win over the screen's.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from hbtui.core.views import BOX, MISSING, BoxView, HostListing
 from hbtui.names import LOCAL
@@ -36,10 +38,14 @@ from hbtui.tui.messages import (
     PortsWanted,
     ProvisionLogLoaded,
     ProvisionLogWanted,
+    StatsLoaded,
+    StatsWanted,
     WorkloadLogLoaded,
     WorkloadLogWanted,
 )
 from hbtui.tui.widgets.box_table import BoxTable
+from hbtui.tui.widgets.command_line import CommandLine
+from hbtui.tui.widgets.key_footer import KeyFooter
 from hbtui.tui.widgets.log_pane import LogPane
 from hbtui.tui.widgets.port_grid import PortGrid
 
@@ -51,8 +57,8 @@ KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
         "enter",
         "enter",
         "app.enter_box",
-        "Enter",
-        "Enter box",
+        "Shell",
+        "Shell in the box",
         "Open a shell as agent in the box's tmux session (the dashboard steps aside)",
     ),
     ("open", "o", "app.open_web", "Web", "Open web UI", "Open the box's executor URL in a browser"),
@@ -77,6 +83,14 @@ KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
     ),
     ("load", "l", "app.load_box", "Load", "Load archive", "Make a new box from an archive"),
     (
+        "cancel",
+        "c",
+        "app.cancel_operation",
+        "Cancel op",
+        "Cancel operation",
+        "Cancel the selected box's running operation; what it did is rolled back",
+    ),
+    (
         "extract",
         "e",
         "app.extract_archive",
@@ -84,9 +98,34 @@ KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
         "Extract archive",
         "Unpack an archive's files into a folder",
     ),
+    (
+        "details",
+        "i",
+        "app.show_details",
+        "Info",
+        "Box details",
+        "Everything about the selected box, with its live CPU and memory",
+    ),
     ("refresh", "r", "refresh_now", "Refresh", "Refresh", "List the boxes again now"),
     ("filter", "slash", "filter", "Filter", "Filter boxes", "Show only boxes matching words"),
     ("sort", "S", "cycle_sort", "Sort", "Cycle sort column", "Sort by the next column"),
+    ("reverse", "R", "reverse_sort", "Reverse", "Reverse sort", "Sort the other way round"),
+    (
+        "mark",
+        "space",
+        "toggle_mark",
+        "Mark",
+        "Mark box",
+        "Mark or unmark the selected box: start, stop and save act on every marked box",
+    ),
+    (
+        "command",
+        "colon",
+        "command_line",
+        "Cmd",
+        "Command line",
+        "Type an action and a box: ':stop web1', ':new', ':q' (tab completes)",
+    ),
     (
         "logs",
         "t",
@@ -94,6 +133,14 @@ KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
         "Logs",
         "Toggle log tab",
         "Switch between the operation log and the workload log",
+    ),
+    (
+        "fullscreen",
+        "f",
+        "toggle_log_full",
+        "Full log",
+        "Full-screen log",
+        "The log pane takes the whole screen, focused; f again brings the table back",
     ),
     (
         "ports",
@@ -106,6 +153,16 @@ KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("help", "question_mark", "app.help", "Help", "Help", "Every key and what it does"),
     ("quit", "q", "app.quit", "Quit", "Quit", "Leave the dashboard (operations are cancelled)"),
 )
+
+# What `:` accepts: every id of KEYS, and the words k9s, vim and docker users type.
+COMMANDS: dict[str, str] = {
+    **{ident: ident for ident, *_ in KEYS if ident not in ("command", "mark")},
+    "q": "quit",
+    "shell": "enter",
+    "rm": "delete",
+    "describe": "details",
+    "inspect": "details",
+}
 
 # Operations whose box is not listed (yet) still get a row while they run or
 # after they failed; a delete's box is meant to go away.
@@ -120,8 +177,7 @@ class MainScreen(Screen[None]):
                 action,
                 label,
                 id=ident,
-                priority=(ident == "enter"),
-                show=ident not in ("sort", "logs", "extract"),
+                show=ident not in ("reverse", "mark", "command", "fullscreen"),
             )
             for ident, key, action, label, _title, _help in KEYS
         ),
@@ -153,7 +209,8 @@ class MainScreen(Screen[None]):
                 yield Static("Port allocator", classes="panel-title")
                 yield PortGrid(id="port-grid")
         yield Static("", id="host-status")
-        yield Footer()
+        yield CommandLine(COMMANDS, id="command-line")
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.table.focus()
@@ -162,7 +219,9 @@ class MainScreen(Screen[None]):
 
     def _start_refreshing(self) -> None:
         self.post_message(ListingWanted())
-        self.set_interval(self.refresh_seconds, self.action_refresh_now, name="refresh")
+        self.set_interval(
+            self.refresh_seconds, lambda: self.post_message(ListingWanted()), name="refresh"
+        )
 
     @property
     def table(self) -> BoxTable:
@@ -189,6 +248,8 @@ class MainScreen(Screen[None]):
                 self.listing.boxes if self.listing else [], {LOCAL: message.error}
             )
         self.show_listing(listing, message.asked_at)
+        running = [(v.host, v.name) for v in listing.boxes if v.state == "running"]
+        self.post_message(StatsWanted(running))
         if self.ports_visible:
             self._want_ports()
         if self.log_pane.workload_visible:
@@ -230,6 +291,7 @@ class MainScreen(Screen[None]):
                 f"[green]●[/] hosts: {', '.join(hosts)}   "
                 f"[dim]{len(listing.boxes)} boxes · refresh {self.refresh_seconds:g}s[/]"
             )
+        line += f"  [dim]· listed at {self.clock().astimezone():%H:%M:%S}[/]"
         if line != self._status:  # an unchanged update would still relayout
             self._status = line
             self.query_one("#host-status", Static).update(line)
@@ -271,6 +333,8 @@ class MainScreen(Screen[None]):
         sub_title = f"{table.row_count} of {len(table.views)} boxes · sort: {table.sort_label}" + (
             f" · filter: {table.filter_text}" if table.filter_text else ""
         )
+        if table.marked:
+            sub_title += f" · {len(table.marked)} marked"
         if sub_title != self.sub_title:
             self.sub_title = sub_title
         if self.follow_key is not None and table.select(self.follow_key):
@@ -345,6 +409,21 @@ class MainScreen(Screen[None]):
         if self.log_pane.workload_visible:
             self._want_workload()
 
+    def action_toggle_log_full(self) -> None:
+        """`f`: the log pane takes the whole body (table, filter and ports hide), and back."""
+        full = not self.has_class("-log-full")
+        self.set_class(full, "-log-full")
+        for widget in self.query("#boxes, #filter, #ports-panel"):
+            if full:
+                widget.set_class(bool(widget.display), "-shown-before-full")
+                widget.display = False
+            elif widget.has_class("-shown-before-full"):
+                widget.display = True
+        if full:
+            self.log_pane.visible_view.focus()
+        else:
+            self.table.focus()
+
     # -- ports -----------------------------------------------------------------------------
 
     def action_toggle_ports(self) -> None:
@@ -355,6 +434,10 @@ class MainScreen(Screen[None]):
             self.port_grid.focus()
         else:
             self.table.focus()
+
+    async def on_port_grid_picked(self, event: PortGrid.Picked) -> None:
+        """Enter on a free port of the allocator: a new box on that port."""
+        await self.run_action(f"app.new_box({event.port})")
 
     def _want_ports(self) -> None:
         view = self.selected_view()
@@ -369,6 +452,9 @@ class MainScreen(Screen[None]):
     # -- refresh, filter, sort -------------------------------------------------------------
 
     def action_refresh_now(self) -> None:
+        """`r`: list now, and say so until the listing is back."""
+        self._status = "[b]refreshing…[/]"
+        self.query_one("#host-status", Static).update(self._status)
         self.post_message(ListingWanted())
 
     def action_filter(self) -> None:
@@ -395,6 +481,56 @@ class MainScreen(Screen[None]):
             self.table.focus()
 
     def action_cycle_sort(self) -> None:
-        label = self.table.cycle_sort()
+        self.table.cycle_sort()
         self.redraw()
-        self.notify(f"sorted by {label}", timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        self.table.reverse_sort()
+        self.redraw()
+
+    def on_box_table_sorted(self, _message: BoxTable.Sorted) -> None:
+        self.redraw()
+
+    # -- marks, live figures, the command line ------------------------------------------
+
+    def action_toggle_mark(self) -> None:
+        self.table.toggle_mark()
+        self.redraw()
+
+    def chosen_views(self) -> list[BoxView]:
+        """What a bulk action acts on: the marked boxes, else the selected one."""
+        marked = self.table.marked_views()
+        if marked:
+            return marked
+        view = self.selected_view()
+        return [view] if view is not None else []
+
+    def clear_marks(self) -> None:
+        if self.table.marked:
+            self.table.marked.clear()
+            self.table.refresh()
+            self.redraw()
+
+    def on_stats_loaded(self, message: StatsLoaded) -> None:
+        self.table.set_usage(message.usage, self.activities, self.clock())
+
+    def action_command_line(self) -> None:
+        line = self.query_one(CommandLine)
+        line.open(self.table.views.values())
+
+    async def on_command_line_run(self, message: CommandLine.Run) -> None:
+        """Select the box the command names, then run the action as its key would."""
+        if message.box is not None:
+            views = list(self.table.views.values())
+            key = next(
+                ((v.host, v.name) for v in views if message.box in (v.name, f"{v.host}/{v.name}")),
+                None,
+            )
+            if key is None or not self.table.select(key):
+                self.notify(f"{message.box} is hidden by the filter", severity="warning")
+                return
+        action = next(action for ident, _key, action, *_ in KEYS if ident == message.ident)
+        await self.run_action(action)
+
+    def on_command_line_closed(self, _message: CommandLine.Closed) -> None:
+        self.table.focus()

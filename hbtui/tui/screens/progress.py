@@ -3,7 +3,9 @@
 The App pushes it when it starts the operation and feeds it the operation's
 events; Cancel cancels the worker, and the core rolls back what it made
 (the screen says so until the operation has wound up). A failure stays on
-screen until closed; success closes it.
+screen until closed, with the bar stopped; success or a cancellation closes it.
+A load also shows its stages (decrypt+check, create, provision, restore,
+ready) and which one it is in.
 """
 
 from __future__ import annotations
@@ -52,6 +54,46 @@ class TransferMeter:
         return text
 
 
+# A load's stages, and the first event of each (the core's phases: hbtui.core.archives.load,
+# then Lifecycle.make for the box, then the restore).
+LOAD_STAGES = ("decrypt+check", "create", "provision", "restore", "ready")
+LOAD_STAGE_PHASES = (
+    ("decrypting and checking ", 0),
+    ("creating machine ", 1),
+    ("branching ", 1),
+    ("copying /data ", 3),
+    ("loaded ", 4),
+)
+
+
+def load_stage(event: Event) -> int | None:
+    """The stage of a load this event begins, if it begins one."""
+    if isinstance(event, Step):
+        return 2
+    if isinstance(event, Phase):
+        return next(
+            (i for prefix, i in LOAD_STAGE_PHASES if event.message.startswith(prefix)), None
+        )
+    return None
+
+
+def stages_text(current: int, failed: bool) -> Text:
+    """`✓ decrypt+check › ▶ create › provision …`: done, current (✗ if it failed), to come."""
+    text = Text()
+    for i, name in enumerate(LOAD_STAGES):
+        if i:
+            text.append(" › ", style="dim")
+        if i < current:
+            text.append(f"✓ {name}", style="green")
+        elif i == current:
+            text.append(
+                f"✗ {name}" if failed else f"▶ {name}", style="bold red" if failed else "bold cyan"
+            )
+        else:
+            text.append(name, style="dim")
+    return text
+
+
 class ProgressScreen(ModalScreen[None]):
     CSS_PATH = DIALOG_CSS
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
@@ -65,11 +107,14 @@ class ProgressScreen(ModalScreen[None]):
         self.error = ""  # why the operation failed, once it has
         self._early: list[Event] = []  # events that came before the widgets
         self._close_when_current = False
+        self.stage = 0  # of a load: an index in LOAD_STAGES
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
             with Vertical(classes="progress"):
+                if self.operation.name == "load":
+                    yield Label(stages_text(0, failed=False), id="stages")
                 yield Label(self.operation.name, id="phase")
                 yield ProgressBar(id="bytes", show_eta=False)
                 yield Label("", id="rate")
@@ -88,7 +133,12 @@ class ProgressScreen(ModalScreen[None]):
     def show(self, event: Event) -> None:
         if not self.is_mounted:
             self._early.append(event)
-        elif isinstance(event, Phase):
+            return
+        stage = load_stage(event) if self.operation.name == "load" else None
+        if stage is not None and stage > self.stage:
+            self.stage = stage
+            self.query_one("#stages", Label).update(stages_text(stage, failed=False))
+        if isinstance(event, Phase):
             self.query_one("#phase", Label).update(event.message)
         elif isinstance(event, Step):
             self.query_one("#phase", Label).update(f"step {event.index}/{event.total} {event.name}")
@@ -101,9 +151,9 @@ class ProgressScreen(ModalScreen[None]):
         elif isinstance(event, LogLine) and event.stream == "stderr":
             self.query_one("#rate", Label).update(Text.from_ansi(event.text))
 
-    def finished(self, error: str) -> None:
+    def finished(self, error: str, *, cancelled: bool = False) -> None:
         """The operation is over: close, or show why it failed."""
-        if not error or self.cancelling:
+        if not error or cancelled or self.cancelling:
             self._close()
             return
         self.error = error
@@ -112,6 +162,9 @@ class ProgressScreen(ModalScreen[None]):
 
     def _show_failure(self) -> None:
         self.query_one("#phase", Label).update(Text(f"{self.operation.label} failed", "bold red"))
+        self.query_one("#bytes", ProgressBar).display = False  # nothing moves any more
+        if self.operation.name == "load":
+            self.query_one("#stages", Label).update(stages_text(self.stage, failed=True))
         self.query_one("#error", Label).update(self.error)
         self.query_one("#cancel", Button).label = "Close"
 

@@ -24,7 +24,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from hbtui.core.views import BOX, MISSING, BoxView
+from hbtui.core.views import BOX, MISSING, BoxStats, BoxView
 from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
 from hbtui.tui.activity import Activity, BoxKey, row_key
 
@@ -37,11 +37,15 @@ COLUMNS = (
     ("image", "Image"),
     ("cpus", "CPUs"),
     ("mem", "Memory"),
+    ("live", "CPU · Mem"),
     ("prov", "Provisioning"),
     ("age", "Age"),
 )
 
-# Sort orders the `sort` key cycles through: (label, key on a BoxView).
+# When the table is too narrow, columns go in this order (name and state always stay).
+COLLAPSE_ORDER = ("url", "image", "age", "cpus", "mem", "host", "port", "live", "prov")
+
+# Sort orders the `sort` key cycles through: (column id, key on a BoxView).
 SORTS: tuple[tuple[str, Callable[[BoxView], tuple[Any, ...]]], ...] = (
     ("name", lambda v: (v.name, v.host)),
     ("host", lambda v: (v.host, v.name)),
@@ -53,8 +57,8 @@ SORTS: tuple[tuple[str, Callable[[BoxView], tuple[Any, ...]]], ...] = (
 
 BAR_WIDTH = 8
 
-# What a row is drawn from: the box, its age, and what of its activity shows.
-RowSource = tuple[BoxView, str, tuple[object, ...] | None]
+# What a row is drawn from: the box, its age, what of its activity shows, its CPU and memory.
+RowSource = tuple[BoxView, str, tuple[object, ...] | None, BoxStats | None]
 
 
 def progress_text(activity: Activity) -> Text:
@@ -76,8 +80,22 @@ def url_style(view: BoxView) -> str:
     return "underline" if view.state == "running" else "dim"
 
 
-def cells(view: BoxView, activity: Activity | None, now: datetime) -> tuple[Text, ...]:
-    state = view.state if view.kind in (BOX, MISSING) else f"{view.state} ({view.kind})"
+def usage_text(usage: BoxStats | None) -> Text:
+    """A running box's CPU and memory, as the engine last measured them."""
+    if usage is None:
+        return Text("")
+    cpu = "  ?%" if usage.cpu_percent is None else f"{usage.cpu_percent:3.0f}%"
+    memory = "    ?" if usage.memory_mib is None else f"{usage.memory_mib:5.0f}"
+    return Text(f"{cpu} {memory} MiB", justify="right")
+
+
+def cells(
+    view: BoxView, activity: Activity | None, now: datetime, usage: BoxStats | None = None
+) -> tuple[Text, ...]:
+    shown_state = view.state
+    if activity is not None and activity.making:  # listed before its machine exists: "missing"
+        shown_state = "creating"
+    state = shown_state if view.kind in (BOX, MISSING) else f"{shown_state} ({view.kind})"
     if activity is not None and activity.running:
         prov = progress_text(activity)
     elif activity is not None and activity.error:
@@ -90,12 +108,13 @@ def cells(view: BoxView, activity: Activity | None, now: datetime) -> tuple[Text
     return (
         Text(view.name, style="bold"),
         Text(view.host),
-        Text(state, style=STATE_STYLE.get(view.state, STATE_STYLE.get(view.kind, ""))),
+        Text(state, style=STATE_STYLE.get(shown_state, STATE_STYLE.get(view.kind, ""))),
         Text(str(view.port or ""), justify="right"),
         Text(view.url or "", style=url_style(view)),
         Text(view.image or ""),
         Text(str(view.cpus or ""), justify="right"),
         Text(f"{view.memory_mib} MiB" if view.memory_mib else "", justify="right"),
+        usage_text(usage if view.state == "running" else None),
         prov,
         Text(age(view.created, now), justify="right"),
     )
@@ -160,13 +179,16 @@ class BoxTable(ScrollView, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Cursor up", show=False),
-        Binding("down", "cursor(1)", "Cursor down", show=False),
+        Binding("up,k", "cursor(-1)", "Cursor up", show=False),
+        Binding("down,j", "cursor(1)", "Cursor down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home,ctrl+home", "cursor_to(0)", "First box", show=False),
-        Binding("end,ctrl+end", "cursor_to(-1)", "Last box", show=False),
+        Binding("home,ctrl+home,g", "cursor_to(0)", "First box", show=False),
+        Binding("end,ctrl+end,G", "cursor_to(-1)", "Last box", show=False),
     ]
+
+    class Sorted(Message):
+        """The sort changed by a click on the header."""
 
     class RowHighlighted(Message):
         """The cursor moved; the handler asks `selected_key()`, which is current then."""
@@ -179,14 +201,20 @@ class BoxTable(ScrollView, can_focus=True):
         self._order: list[str] = []  # row keys, top to bottom
         self._index: dict[str, int] = {}
         self._order_stale = False
-        self._widths = [cell_len(label) for _, label in COLUMNS]
-        self._header = tuple(Text(label) for _, label in COLUMNS)
+        self.sort_index = 0
+        self.sort_reverse = False
+        # Sortable columns keep room for their ▲/▼ so sorting never shifts the table.
+        sortable = {ident for ident, _ in SORTS}
+        self._widths = [cell_len(label) + 2 * (i in sortable) for i, label in COLUMNS]
+        self._header = self._header_cells()
+        self._hidden: frozenset[int] = frozenset()  # columns collapsed for a narrow table
         # row key -> (what the strip was drawn from, the strip)
         self._strips: dict[str, tuple[tuple[object, ...], Strip]] = {}
         self._look = 0  # bumped when styles or column widths change: every strip is stale
         self.cursor_row = 0
-        self.sort_index = 0
         self.filter_text = ""
+        self.usage: dict[BoxKey, BoxStats] = {}  # running boxes' CPU and memory
+        self.marked: set[str] = set()  # row keys picked for a bulk action (space)
 
     # -- what is shown -------------------------------------------------------------
 
@@ -196,13 +224,56 @@ class BoxTable(ScrollView, can_focus=True):
 
     @property
     def sort_label(self) -> str:
-        return SORTS[self.sort_index][0]
+        return SORTS[self.sort_index][0] + (" ▼" if self.sort_reverse else " ▲")
 
     def cycle_sort(self) -> str:
-        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        """The next sort column, ascending."""
+        return self.sort_by((self.sort_index + 1) % len(SORTS), reverse=False)
+
+    def reverse_sort(self) -> str:
+        return self.sort_by(self.sort_index, reverse=not self.sort_reverse)
+
+    def sort_by(self, index: int, *, reverse: bool) -> str:
+        self.sort_index, self.sort_reverse = index, reverse
+        self._header = self._header_cells()
+        self._look += 1
         self._order_stale = True
         self._reorder()
+        self.refresh()
         return self.sort_label
+
+    def _header_cells(self) -> tuple[Text, ...]:
+        """Column labels; the sort column's says which way it sorts."""
+        sorted_by = SORTS[self.sort_index][0]
+        arrow = " ▼" if self.sort_reverse else " ▲"
+        return tuple(
+            Text(label + arrow, style="underline") if ident == sorted_by else Text(label)
+            for ident, label in COLUMNS
+        )
+
+    # -- marks for bulk actions --------------------------------------------------------
+
+    def toggle_mark(self) -> None:
+        """Mark or unmark the selected row, then move down (as in a file manager)."""
+        if not self._order:
+            return
+        key = self._order[self.cursor_row]
+        self.marked.symmetric_difference_update({key})
+        self._refresh_rows(self.cursor_row)
+        self.action_cursor(1)
+
+    def marked_views(self) -> list[BoxView]:
+        """The marked boxes still listed, in table order."""
+        self.marked &= set(self.views)
+        return [self.views[k] for k in self._order if k in self.marked]
+
+    def set_usage(
+        self, usage: dict[BoxKey, BoxStats], activities: dict[BoxKey, Activity], now: datetime
+    ) -> None:
+        """New CPU and memory figures: repaint the rows whose figures changed."""
+        self.usage = usage
+        for key in self._shown:
+            self._put(key, self.views[key], activities, now)
 
     def selected_key(self) -> BoxKey | None:
         if not self._order:
@@ -247,6 +318,7 @@ class BoxTable(ScrollView, can_focus=True):
         self, key: str, view: BoxView, activities: dict[BoxKey, Activity], now: datetime
     ) -> None:
         activity = activities.get((view.host, view.name))
+        usage = self.usage.get((view.host, view.name))
         source: RowSource = (
             view,
             age(view.created, now),
@@ -259,6 +331,7 @@ class BoxTable(ScrollView, can_focus=True):
                 activity.phase,
                 activity.step,
             ),
+            usage,
         )
         old = self._sources.get(key)
         if old == source:
@@ -266,7 +339,7 @@ class BoxTable(ScrollView, can_focus=True):
         self._sources[key] = source
         if old is None or SORTS[self.sort_index][1](old[0]) != SORTS[self.sort_index][1](view):
             self._order_stale = True
-        new = cells(view, activity, now)
+        new = cells(view, activity, now, usage)
         self._shown[key] = new
         widths = [max(w, c.cell_len) for w, c in zip(self._widths, new, strict=False)]
         if widths != self._widths:
@@ -285,7 +358,7 @@ class BoxTable(ScrollView, can_focus=True):
         selected = self._order[self.cursor_row] if self._order else None
         order_key = SORTS[self.sort_index][1]
         views = self.views
-        order = sorted(self._shown, key=lambda k: order_key(views[k]))
+        order = sorted(self._shown, key=lambda k: order_key(views[k]), reverse=self.sort_reverse)
         if order == self._order:
             return
         self._order = order
@@ -296,7 +369,33 @@ class BoxTable(ScrollView, can_focus=True):
         self._move_cursor(min(index, max(len(order) - 1, 0)))
 
     def _resize(self) -> None:
-        self.virtual_size = Size(sum(self._widths) + 2 * len(self._widths), len(self._order) + 1)
+        self._collapse()
+        shown = [w for i, w in enumerate(self._widths) if i not in self._hidden]
+        self.virtual_size = Size(sum(shown) + 2 * len(shown), len(self._order) + 1)
+
+    def _collapse(self) -> None:
+        """Hide columns, least useful first, until the rest fit the table's width."""
+        room = self.scrollable_content_region.width
+        hidden: set[int] = set()
+        ids = [ident for ident, _ in COLUMNS]
+
+        def needed() -> int:
+            return sum(w + 2 for i, w in enumerate(self._widths) if i not in hidden)
+
+        for ident in COLLAPSE_ORDER:
+            if room <= 0 or needed() <= room:
+                break
+            hidden.add(ids.index(ident))
+        if frozenset(hidden) != self._hidden:
+            self._hidden = frozenset(hidden)
+            self._look += 1
+            self.refresh()
+
+    def on_resize(self, _event: events.Resize) -> None:
+        """Columns collapse or come back; the selected row stays in sight."""
+        self._resize()
+        if self._order:
+            self._move_cursor(self.cursor_row)
 
     # -- cursor ---------------------------------------------------------------------
 
@@ -324,10 +423,26 @@ class BoxTable(ScrollView, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
-        if offset is not None and offset.y > 0:
+        if offset is not None and offset.y == 0:
+            self._click_header(offset.x + self.scroll_offset.x)
+        elif offset is not None and offset.y > 0:
             index = offset.y - 1 + self.scroll_offset.y
             if index < len(self._order):
                 self._move_cursor(index)
+
+    def _click_header(self, x: int) -> None:
+        """A click on a sortable column's label sorts by it; a second click reverses."""
+        sorts = [ident for ident, _ in SORTS]
+        left = 1
+        for i, ((ident, _label), width) in enumerate(zip(COLUMNS, self._widths, strict=True)):
+            if i in self._hidden:
+                continue
+            if left <= x < left + width and ident in sorts:
+                index = sorts.index(ident)
+                self.sort_by(index, reverse=index == self.sort_index and not self.sort_reverse)
+                self.post_message(self.Sorted())
+                return
+            left += width + 2
 
     # -- drawing --------------------------------------------------------------------
 
@@ -351,15 +466,30 @@ class BoxTable(ScrollView, can_focus=True):
         else:
             index = y - 1 + scroll_y
             if index >= len(self._order):
+                if y == 1 and not self._order:
+                    return self._empty_strip(width)
                 return Strip.blank(width, self.rich_style)
             key = self._order[index]
             parity = "box-table--odd-row" if index % 2 else "box-table--even-row"
             strip = self._row_strip(key, self._shown[key], parity, index == self.cursor_row)
         return strip.crop(scroll_x, scroll_x + width)
 
+    def _empty_strip(self, width: int) -> Strip:
+        """What an empty table says: why it is empty, and the way on."""
+        if self.views and self.filter_text:
+            text = f" no box matches {self.filter_text!r} (esc clears the filter)"
+        elif self.views:
+            text = " no box to show"
+        else:
+            text = " no boxes yet: n makes one, l loads one from an archive"
+        line = Text(text, style="italic")
+        segments = Segment.apply_style(line.render(self.app.console), self.rich_style)
+        return Strip(segments, line.cell_len).extend_cell_length(width, self.rich_style)
+
     def _row_strip(self, key: str, row: tuple[Text, ...], component: str, cursor: bool) -> Strip:
         """The whole row as one strip, reused until its cells or its look change."""
-        signature = (row, component, cursor, self.has_focus, self._look, self.size.width)
+        mark = key in self.marked
+        signature = (row, component, cursor, mark, self.has_focus, self._look, self.size.width)
         cached = self._strips.get(key)
         if cached is not None and cached[0] == signature:
             return cached[1]
@@ -368,8 +498,10 @@ class BoxTable(ScrollView, can_focus=True):
         if cursor:
             style += self.get_component_rich_style("box-table--cursor")
             post = Style.from_color(color=style.color)
-        line = Text(" ", end="")
-        for cell, width in zip(row, self._widths, strict=False):
+        line = Text("●", style="bold magenta", end="") if mark else Text(" ", end="")
+        for i, (cell, width) in enumerate(zip(row, self._widths, strict=False)):
+            if i in self._hidden:
+                continue
             gap = " " * (width - cell.cell_len)
             if cell.justify == "right":
                 line.append(gap)
