@@ -1,0 +1,183 @@
+"""The log pane: nothing lost in a flood, search, wrap, full screen, last error."""
+
+from __future__ import annotations
+
+import asyncio
+
+from test_tui import SIZE, make_app, until
+from test_tui_snapshots import blink_off, settle
+from textual.widgets import Input
+from tui_fakes import FakeService, frozen_clock
+
+from hbtui.events import LogLine
+from hbtui.tui.activity import MAX_LINES
+from hbtui.tui.app import HbtuiApp
+from hbtui.tui.widgets.log_pane import LogView
+
+ALPHA, BETA = ("local", "alpha"), ("local", "beta")
+
+
+def flood(lines: int, prefix: str):
+    """An operation call that reports `lines` log lines in 500-line bursts."""
+
+    async def call(report):
+        for start in range(0, lines, 500):
+            for i in range(start, min(start + 500, lines)):
+                report(LogLine(f"\x1b[32m{prefix}\x1b[0m line {i}"))
+            await asyncio.sleep(0)
+
+    return call
+
+
+def screen_text(view: LogView) -> list[str]:
+    """The rows the view draws right now, as text."""
+    return [view.render_line(y).text.rstrip() for y in range(view.size.height)]
+
+
+async def with_lines(pilot, app, key, lines: list[str]) -> LogView:
+    activity = app.activities[key]
+    for line in lines:
+        activity.append(line)
+    app.main.box_changed(key)
+    view = app.main.log_pane.log_view
+    await until(pilot, lambda: view.line_count == len(activity.lines))
+    return view
+
+
+async def test_flood_keeps_exactly_the_last_lines_of_every_box_in_order(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        operations = [
+            app.run_operation(ALPHA, "flood", flood(20_000, "a")),
+            app.run_operation(BETA, "flood", flood(7_000, "b")),
+        ]
+        for operation in operations:
+            assert operation is not None and operation.worker is not None
+            await operation.worker.wait()
+        await until(pilot, lambda: not app.activities[BETA].running)
+        await until(pilot, lambda: not app.activities[ALPHA].running)
+        await pilot.pause(0.2)
+        for key, lines, prefix in ((ALPHA, 20_000, "a"), (BETA, 7_000, "b")):
+            app.main.table.select(key)
+            await until(pilot, lambda key=key: app.main.log_pane.key == key)
+            view = app.main.log_pane.log_view
+            reported = ["── flood ──", *(f"{prefix} line {i}" for i in range(lines))]
+            expected = [*reported, "✓ flood done"][-MAX_LINES:]
+            await until(pilot, lambda view=view, expected=expected: view.lines == expected)
+            await pilot.pause(0.1)
+            # Following: the last lines are the ones on screen.
+            drawn = [row for row in screen_text(view) if row]
+            assert drawn == expected[-len(drawn) :]
+
+
+async def test_slash_filters_the_table_but_searches_the_focused_log(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("slash")
+        assert app.focused is app.screen.query_one("#filter", Input)
+        await pilot.press("escape")
+        lines = [f"step {i}: {'compiling' if i % 10 else 'linking'} module {i}" for i in range(300)]
+        view = await with_lines(pilot, app, ALPHA, lines)
+        view.focus()
+        await pilot.press("slash")
+        search = app.main.log_pane.query_one("#log-search", Input)
+        assert app.focused is search
+        assert not app.screen.query_one("#filter", Input).display
+        await pilot.press(*"LINKING", "enter")
+        assert app.focused is view
+        linking = [view.first + i for i, line in enumerate(view.lines) if "linking" in line]
+        assert view.matches == linking and len(linking) == 30
+        assert view.current == linking[-1]  # the newest match first
+        header = str(app.main.log_pane.query_one("#log-header").render())
+        assert "/LINKING: 30/30" in header
+        await pilot.press("N")
+        assert view.current == linking[-2]
+        assert "linking module 280" in "\n".join(screen_text(view))
+        await pilot.press("n", "n")
+        assert view.current == linking[0]  # past the newest, round to the oldest
+        assert not view.auto_scroll  # a jump up pauses following
+        assert "linking module 0" in "\n".join(screen_text(view))
+        await pilot.press("escape")
+        assert view.pattern is None and view.matches == []
+        await pilot.press("end")
+        assert view.auto_scroll
+
+
+async def test_wrap_toggle_folds_long_lines_and_back(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        long = "x" * 400 + " END"
+        view = await with_lines(pilot, app, ALPHA, ["short", long, "last"])
+        view.focus()
+        width = view.scrollable_content_region.width
+        assert view.virtual_size.height == view.line_count
+        await pilot.press("W")
+        assert view.wrap
+        rows = -(-len(long) // width)
+        assert view.virtual_size.height == view.line_count - 1 + rows
+        drawn = [row for row in screen_text(view) if row]
+        assert drawn[-1] == "last" and drawn[-2].endswith("END")
+        assert "".join(drawn[-1 - rows : -1]) == long
+        assert "[wrap]" in str(app.main.log_pane.query_one("#log-header").render())
+        await pilot.press("W")
+        assert not view.wrap and view.virtual_size.height == view.line_count
+
+
+async def test_full_screen_log_takes_the_body_and_gives_it_back(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        pane = app.main.log_pane
+        before = pane.size.height
+        await pilot.press("f")
+        await pilot.pause(0.1)
+        assert not app.main.table.display
+        assert app.focused is pane.log_view
+        assert pane.size.height > before + 10
+        await pilot.press("f")  # the log's own binding brings the table back
+        await pilot.pause(0.1)
+        assert app.main.table.display and app.focused is app.main.table
+        assert pane.size.height == before
+
+
+async def test_jump_to_last_error(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        lines = [f"ok {i}" for i in range(400)]
+        lines[120] = "\x1b[31mE: Unable to locate package nope\x1b[0m (error)"
+        lines[250] = "fatal error: missing header"
+        view = await with_lines(pilot, app, ALPHA, lines)
+        view.focus()
+        await pilot.press("E")
+        numbers = [view.first + i for i, line in enumerate(view.lines) if "fatal error" in line]
+        assert view.marked == numbers[-1]
+        assert not view.auto_scroll
+        assert "fatal error: missing header" in "\n".join(screen_text(view))
+        app.main.table.select(BETA)
+        await until(pilot, lambda: app.main.log_pane.key == BETA)
+        clean = await with_lines(pilot, app, BETA, ["all fine", "still fine"])
+        clean.focus()
+        await pilot.press("E")
+        assert clean.marked is None and clean.auto_scroll
+
+
+def test_search_highlighting(snap_compare):
+    app = HbtuiApp(FakeService(), clock=frozen_clock, refresh_seconds=60)
+
+    async def run_before(pilot):
+        await settle(pilot)
+        activity = pilot.app.activities[ALPHA]
+        for i in range(40):
+            activity.append(f"\x1b[2m{i:03d}\x1b[0m installing package-{i} (tmux {i % 4}.4)")
+        pilot.app.main.box_changed(ALPHA)
+        await pilot.pause(0.2)
+        pilot.app.main.log_pane.log_view.focus()
+        await pilot.press("slash", *"tmux 3", "enter", "N")
+        await pilot.pause(0.2)
+        await blink_off(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
