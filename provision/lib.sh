@@ -232,4 +232,16 @@ step_box_identity() {
 # The per-box step: what a box made from a base (or branched) needs of its own.
 hb_first_boot() {
     hb_run_steps box-identity data-skeleton finish
+    [[ ${HB_DRY_RUN:-0} == 1 ]] || hb_wake_workload
+}
+
+# A workload already running (a box copied from a provisioned one) keeps the services
+# down while the copied quiesce marker is there: a pass now starts them, not in 5 s.
+hb_wake_workload() {
+    local pid _rest
+    [[ -r $HB_ROOT/run/workload.pid ]] || return 0
+    read -r pid _rest <"$HB_ROOT/run/workload.pid" || return 0
+    if [[ $pid =~ ^[0-9]+$ ]]; then
+        kill -USR1 "$pid" 2>/dev/null || true
+    fi
 }
