@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 from conftest import HBTUI_BIN, SIM_RECIPE
+from test_tui import SIZE, make_app, rows, until
+from textual.widgets import Input, Sparkline
+from textual.widgets._footer import FooterKey
 
 from hbtui.core.details import parse_stats
 from hbtui.core.views import BoxStats
+from hbtui.tui.screens.bulk import BulkSaveDialog
+from hbtui.tui.screens.details import DetailsScreen
+from hbtui.tui.screens.dialogs import NewBoxDialog
+from hbtui.tui.widgets.command_line import CommandLine
 
 sim = pytest.mark.sim
 
@@ -88,3 +96,196 @@ def test_sim_inspect_verb(sim_env):
     )
     assert missing.returncode != 0
     assert missing.stderr.strip().splitlines() == ["error: no box named 'nope' (see: hbtui ls)"]
+
+
+# -- the dashboard (Pilot, FakeService) ----------------------------------------------------------
+
+
+def header(app) -> str:
+    return app.main.table.render_line(0).text
+
+
+def order(app) -> list[str]:
+    return list(rows(app))
+
+
+async def started(pilot, app) -> None:
+    await until(pilot, lambda: app.main.table.row_count == 4, what="4 rows")
+
+
+async def test_j_k_g_and_G_move_in_the_table(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        table = app.main.table
+        await pilot.press("j", "j")
+        assert table.selected_key() == ("lab", "delta")
+        await pilot.press("k")
+        assert table.selected_key() == ("local", "beta")
+        await pilot.press("G")
+        assert table.selected_key() == ("local", "gamma")
+        await pilot.press("g")
+        assert table.selected_key() == ("local", "alpha")
+
+
+async def test_command_line_completes_runs_and_refuses_in_one_line(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await pilot.press("colon")
+        line = app.main.query_one(CommandLine)
+        assert line.display and line.has_focus
+        await pilot.press(*"sto", "tab")
+        assert line.value == "stop "
+        await pilot.press("b", "tab")
+        assert line.value == "stop beta"
+        await pilot.press("enter")
+        await until(pilot, lambda: ("stop", "beta", "local") in static_service.calls)
+        assert not line.display and app.main.table.has_focus
+        assert app.main.table.selected_key() == ("local", "beta")  # the box it named
+        await pilot.press("colon", *"frobnicate web1", "enter")
+        assert line.display  # still open, to fix the typo
+        assert line.border_subtitle == "unknown command 'frobnicate'; tab lists what fits"
+        line.value = "start nosuchbox"
+        await pilot.press("enter")
+        assert line.border_subtitle == "no box named 'nosuchbox' in the table"
+        await pilot.press("escape")
+        assert not line.display
+        await pilot.press("colon", *"new", "enter")
+        await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
+        await pilot.press("escape")
+        await pilot.press("colon", "q", "enter")
+        await until(pilot, lambda: not app.is_running, what="quit by :q")
+
+
+async def test_palette_shows_keys_and_no_textual_duplicates(static_service):
+    static_service.config.keymap = {"new": "ctrl+n"}
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        commands = list(app.get_system_commands(app.main))
+        titles = [c.title for c in commands]
+        assert titles.count("Quit") == 1 and "Keys" not in titles
+        helps = {c.title: c.help for c in commands}
+        assert helps["New box"].startswith("key ^n · ")
+        assert helps["Stop box"].startswith("key x · ")
+        assert helps["Box details"].startswith("key i · ")
+
+
+async def test_details_view_and_live_figures(static_service):
+    static_service.load = {"alpha": [(5.0, 200.0), (40.0, 260.0), (75.0, 310.0)]}
+    app = make_app(static_service, refresh=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        # The table's CPU · Mem column: running boxes only.
+        await until(pilot, lambda: "MiB" in rows(app)["local/alpha"].split("MiB", 1)[1])
+        assert "%" not in rows(app)["local/beta"]  # stopped: no figures
+        await pilot.press("i")
+        assert isinstance(app.screen, DetailsScreen)
+        screen = app.screen
+        body = screen.query_one("#sections")
+        await until(pilot, lambda: "Labels" in str(body.render()), what="the sections")
+        text = str(body.render())
+        assert "hbtui.port" in text and "4791" in text and "Last save" in text
+        spark = screen.query_one("#cpu-spark", Sparkline)
+        await until(pilot, lambda: len(set(spark.data or [])) >= 2, what="a moving sparkline")
+        assert set(spark.data) <= {5.0, 40.0, 75.0}
+        assert "peak" in str(screen.query_one("#cpu-label").render())
+        raw = screen.query_one("#raw")
+        assert not raw.display
+        await pilot.press("y")
+        assert raw.display and '"name": "alpha"' in str(raw.render())
+        await pilot.press("escape")
+        assert app.screen is app.main
+        # A box that is gone says so in the view, not as a crash.
+        await pilot.press("G")
+        static_service.broken["details"] = "engine exploded"
+        await pilot.press("i")
+        await until(
+            pilot, lambda: "engine exploded" in str(app.screen.query_one("#sections").render())
+        )
+
+
+async def test_sort_toggles_direction_and_marks_the_header(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        assert "Box ▲" in header(app)
+        assert order(app) == ["local/alpha", "local/beta", "lab/delta", "local/gamma"]
+        await pilot.press("R")
+        assert "Box ▼" in header(app)
+        assert order(app) == ["local/gamma", "lab/delta", "local/beta", "local/alpha"]
+        assert app.main.table.selected_key() == ("local", "alpha")  # the cursor kept its box
+        await pilot.press("S")
+        assert "Host ▲" in header(app) and "Box ▲" not in header(app)
+        assert order(app)[0] == "lab/delta"
+        assert "sort: host ▲" in app.main.sub_title
+        # A click on a column's label sorts by it; a second click reverses.
+        table = app.main.table
+        await pilot.click(table, offset=(table._widths[0] + 4, 1))  # the Host label
+        assert "Host ▼" in header(app)
+
+
+async def test_marked_boxes_start_stop_and_save_together(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await pilot.press("space", "space")  # alpha, beta (space moves down)
+        table = app.main.table
+        assert [v.name for v in table.marked_views()] == ["alpha", "beta"]
+        assert rows_text(app)[0].startswith("●") and rows_text(app)[1].startswith("●")
+        assert "2 marked" in app.main.sub_title
+        await pilot.press("x")
+        await until(
+            pilot,
+            lambda: (
+                {("stop", "alpha", "local"), ("stop", "beta", "local")} <= set(static_service.calls)
+            ),
+        )
+        assert not table.marked  # done: the marks go
+        await until(pilot, lambda: not any(a.running for a in app.activities.values()))
+        await pilot.press("g", "space", "space", "w")
+        assert isinstance(app.screen, BulkSaveDialog)
+        dialog = app.screen
+        dialog.query_one("#passphrase", Input).value = "hunter22"
+        dialog.query_one("#passphrase2", Input).value = "hunter22"
+        await pilot.pause(0.3)
+        await pilot.click("#ok")
+        await until(
+            pilot,
+            lambda: {c[1] for c in static_service.calls if c[0] == "save"} == {"alpha", "beta"},
+        )
+        saves = [c for c in static_service.calls if c[0] == "save"]
+        assert all(b"hunter22" in c for c in saves) and all(None in c for c in saves)
+
+
+def rows_text(app) -> list[str]:
+    table = app.main.table
+    return [table.render_line(y).text for y in range(1, table.row_count + 1)]
+
+
+async def test_footer_refresh_feedback_toasts_and_empty_filter(static_service, monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")  # the status line says the local time
+    time.tzset()
+    app = make_app(static_service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        footer = {k.key: k.description for k in app.main.query(FooterKey)}
+        assert footer["enter"] == "Shell"
+        assert {"e", "S", "t"} <= set(footer)
+        status = app.main.query_one("#host-status")
+        await until(pilot, lambda: "listed at 12:00:00" in str(status.render()))
+        calls = static_service.list_calls
+        app.main.action_refresh_now()
+        assert "refreshing" in str(status.render())
+        await until(pilot, lambda: static_service.list_calls > calls)
+        await until(pilot, lambda: "listed at" in str(status.render()))
+        for _ in range(3):
+            app.notify("the same thing", severity="warning")
+        await pilot.pause(0.2)
+        same = [n.message for n in app._notifications if n.message.startswith("the same")]
+        assert same == ["the same thing (×3)"]
+        await pilot.press("slash", *"zzz")
+        await pilot.pause(0.1)
+        assert app.main.table.row_count == 0
+        assert "no box matches 'zzz'" in app.main.table.render_line(1).text

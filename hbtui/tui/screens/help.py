@@ -52,12 +52,18 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         table: DataTable[str | Text] = self.query_one(DataTable)
-        table.add_columns("Id", "Key", "Does")
+        # The descriptions wrap in whatever width is left, down to an 80-column terminal.
+        # (the dialog is 110 wide at most; its border, padding, the other columns and
+        # the scroll bar take about 40)
+        does = max(min(110, self.app.size.width) - 40, 20)
+        table.add_column("Id")
+        table.add_column("Key")
+        table.add_column("Does", width=does)
         for ident, key, _action, _label, title, help_text in KEYS:
             keys = self.keymap.get(ident, key)
             shown = ", ".join(
                 self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(",")
             )
-            table.add_row(ident, Text(shown, style="bold"), f"{title}: {help_text}")
+            table.add_row(ident, Text(shown, style="bold"), f"{title}: {help_text}", height=None)
         for key, what in OTHER_KEYS:
-            table.add_row("", Text(key, style="bold"), what)
+            table.add_row("", Text(key, style="bold"), what, height=None)

@@ -1,0 +1,131 @@
+"""`:` — a command line as in k9s and vim: an action, then maybe a box (`:stop web1`).
+
+Tab completes the action, then the box name (the longest common prefix of what
+fits, shown ahead of the cursor as you type). An unknown command or box is
+said on the line's border, in one line, and the line stays open to fix it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.suggester import Suggester
+from textual.widgets import Input
+
+from hbtui.core.views import BoxView
+
+
+def complete(value: str, commands: Iterable[str], names: Iterable[str]) -> str:
+    """`value` completed as far as it is unambiguous (the command, then the box)."""
+    words = value.split(" ")
+    if len(words) == 1:
+        pool, typed, head = commands, words[0], ""
+    elif len(words) == 2:
+        pool, typed, head = names, words[1], words[0] + " "
+    else:
+        return value
+    fits = sorted({p for p in pool if p.startswith(typed)})
+    if not fits:
+        return value
+    common = os.path.commonprefix(fits)
+    done = len(fits) == 1 and len(words) == 1  # a whole command: ready for the box
+    return head + common + (" " if done else "")
+
+
+class _Ahead(Suggester):
+    """Shows the completion tab would make, greyed after the cursor."""
+
+    def __init__(self, line: CommandLine) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+        self.line = line
+
+    async def get_suggestion(self, value: str) -> str | None:
+        done = self.line.completed(value)
+        return done if done != value else None
+
+
+class CommandLine(Input):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "complete", "Complete", show=False),
+        Binding("escape", "close", "Close", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    CommandLine {
+        display: none;
+        dock: bottom;
+        margin-bottom: 1;
+        border: tall $accent;
+        &.-error { border: tall $error; }
+    }
+    """
+
+    class Run(Message):
+        """A command to run: its id (a KEYS id) and the box it names, if any."""
+
+        def __init__(self, ident: str, box: str | None) -> None:
+            super().__init__()
+            self.ident = ident
+            self.box = box
+
+    def __init__(self, commands: dict[str, str], **kwargs: Any) -> None:
+        """`commands`: every word the line accepts -> the KEYS id it runs."""
+        super().__init__(placeholder=":action [box]   tab completes, esc closes", **kwargs)
+        self.commands = commands
+        self.names: list[str] = []
+        self.suggester = _Ahead(self)
+
+    def completed(self, value: str) -> str:
+        return complete(value, self.commands, self.names)
+
+    def open(self, views: Iterable[BoxView]) -> None:
+        self.names = sorted({v.name for v in views} | {f"{v.host}/{v.name}" for v in views})
+        self.value = ""
+        self.say("")
+        self.display = True
+        self.focus()
+
+    def say(self, error: str) -> None:
+        self.border_subtitle = error
+        self.set_class(bool(error), "-error")
+
+    def action_complete(self) -> None:
+        self.value = self.completed(self.value)
+        self.cursor_position = len(self.value)
+
+    def action_close(self) -> None:
+        self.display = False
+        self.value = ""
+        self.screen.set_focus(None)
+        self.post_message(self.Closed())
+
+    class Closed(Message):
+        """The line was closed; focus goes back to the table."""
+
+    def on_input_changed(self, _event: Input.Changed) -> None:
+        if self.border_subtitle:
+            self.say("")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        words = event.value.split()
+        if not words:
+            self.action_close()
+            return
+        ident = self.commands.get(words[0])
+        if ident is None:
+            self.say(f"unknown command {words[0]!r}; tab lists what fits")
+            return
+        if len(words) > 2:
+            self.say(f"{words[0]} takes at most one box, not {' '.join(words[1:])!r}")
+            return
+        box = words[1] if len(words) == 2 else None
+        if box is not None and box not in self.names:
+            self.say(f"no box named {box!r} in the table")
+            return
+        self.post_message(self.Run(ident, box))
+        self.action_close()
