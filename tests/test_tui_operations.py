@@ -7,7 +7,9 @@ the core's phases the dashboard reads (a box reserved, a load's stages).
 
 from __future__ import annotations
 
+import asyncio
 import signal
+from pathlib import Path
 
 import pytest
 from conftest import SIM_RECIPE
@@ -372,3 +374,40 @@ async def test_the_cores_phases_are_the_ones_the_dashboard_reads(
     stages = [s for s in map(load_stage, loaded) if s is not None]
     assert sorted(set(stages)) == list(range(len(LOAD_STAGES)))
     assert stages == sorted(stages)  # never back to an earlier stage
+
+
+# -- snapshots (160x45, fixed data and clock) -------------------------------------------------
+
+
+async def forever(_report) -> None:
+    await asyncio.Event().wait()  # cancelled when the app closes
+
+
+def test_snapshot_quit_asks_with_operations_running(snap_compare, service):
+    app = make_app(service, refresh=60)
+
+    async def run_before(pilot):
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        app.run_operation(("local", "half"), "new", forever)
+        app.run_operation(("local", "alpha"), "save", forever)
+        await pilot.press("q")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_new_box_refused_stays_open(snap_compare, service):
+    service.broken["new"] = "the engine did not answer within 30 s"
+    service.recipe_dir = lambda recipe=None: Path("/opt/hbtui/recipe")  # the same on any machine
+    app = make_app(service, refresh=60)
+
+    async def run_before(pilot):
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("n", *"web2", "enter")
+        status = app.screen.query_one("#request-status")
+        await until(pilot, lambda: "did not answer" in str(status.render()))
+        for widget in app.screen.query(Input):
+            widget.cursor_blink = False
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
