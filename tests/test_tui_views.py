@@ -11,15 +11,18 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections import deque
 
 import pytest
 from conftest import HBTUI_BIN, SIM_RECIPE
 from test_tui import SIZE, make_app, rows, until
 from textual.widgets import Input, Sparkline
 from textual.widgets._footer import FooterKey
+from tui_fakes import FakeService, frozen_clock
 
 from hbtui.core.details import parse_stats
 from hbtui.core.views import BoxStats
+from hbtui.tui.app import HbtuiApp
 from hbtui.tui.screens.bulk import BulkSaveDialog
 from hbtui.tui.screens.details import DetailsScreen
 from hbtui.tui.screens.dialogs import NewBoxDialog
@@ -289,3 +292,23 @@ async def test_footer_refresh_feedback_toasts_and_empty_filter(static_service, m
         await pilot.pause(0.1)
         assert app.main.table.row_count == 0
         assert "no box matches 'zzz'" in app.main.table.render_line(1).text
+
+
+def test_details_snapshot(snap_compare, monkeypatch):
+    """The details view at 160x45 with two minutes of figures (docs/images/details.svg)."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    app = HbtuiApp(FakeService(), clock=frozen_clock, refresh_seconds=60)
+
+    async def run_before(pilot):
+        while app.main.table.row_count == 0:
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        wave = [(8 + 30 * ((i * 7) % 11) / 10, 280 + 4 * i) for i in range(60)]
+        app.usage_history[("local", "alpha")] = deque(
+            BoxStats(cpu, memory, 4096.0) for cpu, memory in wave
+        )
+        await pilot.press("i")
+        await pilot.pause(1.2)
+
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)

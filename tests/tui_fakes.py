@@ -153,7 +153,16 @@ class FakeService:
             DetailSection("Resources", [("image", box.image or ""), ("CPUs", str(box.cpus))]),
             DetailSection("Network", [("port", str(box.port)), ("URL", box.url or "")]),
             DetailSection("Labels", [("hbtui", "1"), ("hbtui.port", str(box.port))]),
+            DetailSection(
+                "Recipe",
+                [
+                    ("made with version", "5699fbee178d"),
+                    ("configured recipe", str(self.recipe)),
+                    ("its version", "5699fbee178d"),
+                ],
+            ),
             DetailSection("Last save", [("when", box.last_save or "never")]),
+            DetailSection("Logs", [("provisioning log", f"/logs/provision/{name}.log")]),
         ]
         running = box.state == "running"
         stats = (await self.stats([name], host)).get(name) if running else None
