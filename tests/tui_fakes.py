@@ -172,8 +172,11 @@ class FakeService:
         """Each running box's next scripted figure (`load`), else a steady 12.5% / 300 MiB."""
         self._called("stats", tuple(names), host)
         found = {}
+        boxes = {b.name: b for b in self.boxes if b.host == host}  # 500 boxes in the bench
         for name in names:
-            box = self.boxes[self._find(name, host)]
+            box = boxes.get(name)
+            if box is None:
+                raise HbtuiError(f"no box named {name!r} (see: hbtui ls)")
             if box.state != "running":
                 continue
             figures = self.load.get(name) or [(12.5, 300.0)]

@@ -72,6 +72,9 @@ class CommandLine(Input):
             self.ident = ident
             self.box = box
 
+    class Closed(Message):
+        """The line was closed; focus goes back to the table."""
+
     def __init__(self, commands: dict[str, str], **kwargs: Any) -> None:
         """`commands`: every word the line accepts -> the KEYS id it runs."""
         super().__init__(placeholder=":action [box]   tab completes, esc closes", **kwargs)
@@ -102,9 +105,6 @@ class CommandLine(Input):
         self.value = ""
         self.screen.set_focus(None)
         self.post_message(self.Closed())
-
-    class Closed(Message):
-        """The line was closed; focus goes back to the table."""
 
     def on_input_changed(self, _event: Input.Changed) -> None:
         if self.border_subtitle:
