@@ -312,3 +312,30 @@ def test_details_snapshot(snap_compare, monkeypatch):
         await pilot.pause(1.2)
 
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+@sim
+async def test_sim_live_column_and_details_view(sim_service, monkeypatch):
+    """Against the simulator: the engine's real figures reach the column and the view."""
+    monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
+    await sim_service.new("live1")
+    app = make_app(sim_service, refresh=0.5)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "local/live1" in rows(app), timeout=30, what="the row")
+        await until(
+            pilot,
+            lambda: rows(app)["local/live1"].count("MiB") == 2,  # memory, then the figure
+            timeout=30,
+            what="the CPU · Mem figure",
+        )
+        await pilot.press("i")
+        screen = app.screen
+        assert isinstance(screen, DetailsScreen)
+        body = screen.query_one("#sections")
+        await until(pilot, lambda: "Recipe" in str(body.render()), timeout=30)
+        assert "made with version" in str(body.render())
+        await until(
+            pilot,
+            lambda: "MiB of 4096 MiB" in str(screen.query_one("#memory-label").render()),
+            timeout=30,
+        )
