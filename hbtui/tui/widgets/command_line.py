@@ -50,8 +50,8 @@ class _Ahead(Suggester):
 
 class CommandLine(Input):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("tab", "complete", "Complete", show=False),
-        Binding("escape", "close", "Close", show=False),
+        Binding("tab", "complete", "Complete"),
+        Binding("escape", "close", "Close"),
     ]
 
     DEFAULT_CSS = """
