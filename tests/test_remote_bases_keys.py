@@ -1,5 +1,6 @@
-"""Bases and branches on a remote host (the simulator behind an SSH server): the pack is
-made, hashed and removed there, beside the host's engine state; the manifest is here."""
+"""Bases, branches and credentials on a remote host (the simulator behind an SSH server):
+a base's pack is made, hashed and removed there, beside the host's engine state, its
+manifest kept here; a credential's value travels only into the remote engine's start."""
 
 from __future__ import annotations
 
@@ -44,3 +45,26 @@ def test_base_build_new_and_branch_on_a_remote_host(trusted_host, tmp_path):  # 
     for name in ("rb1", "rb2"):
         ok(hbtui("rm", name, "--host", "r1", "--force", env=env))
     assert remote_machines(state) == []
+
+
+def test_a_credential_on_a_remote_box_travels_only_in_the_engine_start(trusted_host):  # noqa: F811
+    """The value goes over SSH on the start's stdin into the remote engine's environment:
+    never into a remote argv or file; the guest sees the placeholder."""
+    from test_keys_sim import KEY, PASS, ArgvWatch, files_holding
+
+    env, state, _server = trusted_host
+    env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE), HBTUI_SECRETS_PASSPHRASE=PASS)
+    ok(hbtui("secrets", "set", "anthropic", input=KEY + "\n", env=env))
+    with ArgvWatch(KEY) as watch:
+        ok(hbtui("new", "rk1", "--host", "r1", "--credential", "anthropic", "-q", env=env))
+        ok(hbtui("stop", "rk1", "--host", "r1", env=env))
+        ok(hbtui("start", "rk1", "--host", "r1", env=env))
+        seen = ok(
+            hbtui(
+                "exec", "rk1", "--host", "r1", "--", "sh", "-c", "echo $ANTHROPIC_API_KEY", env=env
+            )
+        ).stdout.strip()
+    assert watch.samples > 20 and watch.hits == []
+    assert seen.startswith("SMOL_PLACEHOLDER_ANTHROPIC_")
+    assert files_holding(KEY, state, Path(env["HBTUI_HOME"])) == []
+    ok(hbtui("rm", "rk1", "--host", "r1", "--force", env=env))
