@@ -9,13 +9,17 @@ give (or gives in another shape) is just absent, never an error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import re
 from pathlib import Path
 
+from hbtui.config import split_list
+from hbtui.core import credentials as creds
 from hbtui.core import recipe as recipes
 from hbtui.core.boxes import Lifecycle
+from hbtui.core.registry import BoxRecord
 from hbtui.core.views import BoxDetails, BoxStats, DetailSection
 from hbtui.engine import EngineError
 from hbtui.errors import HbtuiError
@@ -137,6 +141,13 @@ def _recipe_lines(boxes: Lifecycle, made_with: str) -> list[tuple[str, str]]:
     return lines
 
 
+def _egress_line(record: BoxRecord | None) -> str:
+    if record is None or not record.egress:
+        return "open (made before hbtui set egress policies)"
+    policy = creds.Egress(record.egress, tuple(split_list(record.allow)))
+    return policy.describe()
+
+
 async def details(boxes: Lifecycle, backups: Path, name: str, host_name: str = LOCAL) -> BoxDetails:
     """One box in full: the row, what the registry and the engine hold, its files."""
     view = await boxes.get(name, host_name)
@@ -169,10 +180,27 @@ async def details(boxes: Lifecycle, backups: Path, name: str, host_name: str = L
         save.append(("size", human_bytes(os.path.getsize(archive))))
     logs = boxes.provision_logs(name, host_name)
     made_with = record.recipe if record is not None else ""
+    origin = [
+        ("base", view.base or "none: the whole recipe ran in it"),
+        ("branched from", view.parent or "none"),
+        ("branchable now", "yes" if view.branchable else "no"),
+    ]
+    keys = [("egress", _egress_line(record))]
+    stored = set(boxes.secrets.names())
+    for preset in view.credentials:
+        keys.append((preset, "managed by the engine" if preset in stored else "secret missing"))
+    if not view.credentials:
+        keys.append(("credentials", "none"))
+    if machine is not None:
+        with contextlib.suppress(HbtuiError):
+            refused = await host.engine.egress_events(name, limit=20)
+            keys.append(("refused connections", str(len(refused)) if refused else "none"))
     sections = [
         DetailSection("Box", box),
         DetailSection("Resources", resources),
         DetailSection("Network", network),
+        DetailSection("Made from", origin),
+        DetailSection("Keys and network", keys),
         DetailSection("Labels", labels or [("none", "")]),
         DetailSection("Recipe", await asyncio.to_thread(_recipe_lines, boxes, made_with)),
         DetailSection("Last save", save),
