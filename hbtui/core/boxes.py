@@ -218,7 +218,7 @@ class Lifecycle:
         if plan.stale:
             raise StaleBase(f"{plan.why}: not using it", hint=plan.hint)
         base = plan.base
-        report(Notice(f"{name}: {plan.why}"))
+        report(Phase(f"{name}: {plan.why}" + (f" ({plan.hint})" if plan.hint else "")))
         return await self.make(
             BoxRecord(
                 name=name,
