@@ -688,6 +688,7 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, m
         app.screen.query_one("#name", Input).focus()
         await pilot.press(*"s1", "enter")
         key = ("local", "s1")
+        await until(pilot, lambda: key in app.activities, timeout=30, what="the box reserved")
         activity = app.activities[key]
         await until(pilot, lambda: activity.step is not None, timeout=60, what="first step")
         assert activity.running  # the step arrived live, before the end

@@ -35,7 +35,7 @@ from textual.notifications import Notify
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from hbtui.config import check_keymap
+from hbtui.config import Config, check_keymap
 from hbtui.core.views import BoxStats, BoxView
 from hbtui.environment import child_env
 from hbtui.errors import Cancelled, HbtuiError
@@ -160,8 +160,9 @@ class HbtuiApp(App[None]):
 
     def __init__(
         self,
-        service: Service,
+        service: Service | Callable[[], Service],
         *,
+        config: Config | None = None,
         clock: Clock | None = None,
         launcher: Launcher | None = None,
         opener: Opener | None = None,
@@ -169,12 +170,25 @@ class HbtuiApp(App[None]):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.service = service
+        # A function that builds the Service is called when the Service is first
+        # needed (the first listing, after the first frame), so the core's
+        # imports and set-up never delay the first frame; until then `config`
+        # is all the dashboard reads.
+        self._service: Service | None
+        self._connect: Callable[[], Service]
+        self.config: Config
+        if callable(service):
+            assert config is not None, "config is needed until the service is built"
+            self._service, self._connect, self.config = None, service, config
+        else:
+            self._service = service
+            self.config = config if config is not None else service.config
+            self._connect = lambda: service
         self.clock: Clock = clock or (lambda: datetime.now(UTC))
         self.launcher: Launcher = launcher or launch_interactive
         self.opener: Opener = opener or self._open_in_browser
         self.keymap: dict[str, str] = {}  # the [keymap] entries applied (checked at mount)
-        self.refresh_seconds = refresh_seconds or service.config.refresh_seconds
+        self.refresh_seconds = refresh_seconds or self.config.refresh_seconds
         self.activities: dict[BoxKey, Activity] = {}
         self._paused = False  # the terminal is handed to a shell: no listing meanwhile
         self._listing = False  # a list_boxes() worker is running
@@ -196,6 +210,17 @@ class HbtuiApp(App[None]):
         self._repeats: dict[tuple[str, str, str], tuple[str, int]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def service(self) -> Service:
+        if self._service is None:
+            self._service = self._connect()
+        return self._service
+
+    async def close_service(self) -> None:
+        """Let go of the Service's connections, if it was ever built."""
+        if self._service is not None:
+            await self._service.close()
 
     def get_default_screen(self) -> Screen[Any]:
         return MainScreen(self.activities, self.clock, self.refresh_seconds)
@@ -239,7 +264,7 @@ class HbtuiApp(App[None]):
     def _apply_keymap(self) -> None:
         """`[keymap]` as checked by the config layer: what is wrong is said, and those
         actions keep their default keys."""
-        check = check_keymap(self.service.config.keymap, {ident: key for ident, key, *_ in KEYS})
+        check = check_keymap(self.config.keymap, {ident: key for ident, key, *_ in KEYS})
         self.keymap = check.keymap
         if check.keymap:
             self.set_keymap(check.keymap)
@@ -495,7 +520,7 @@ class HbtuiApp(App[None]):
         self._by_box[operation.key] = operation
         dialog = self._waiting.pop(operation, None)
         if dialog is not None:
-            dialog.dismiss(None)
+            dialog.close()
         self.main.follow(operation.key)
 
     def _refused(self, message: OperationFinished) -> None:
@@ -991,17 +1016,25 @@ def run_dashboard() -> int:
     The recipe for boxes made here comes from the config or `HBTUI_RECIPE`,
     resolved by the core as for `hbtui new`.
     """
-    from hbtui.wiring import build_service
+    from hbtui.config import load_config
+    from hbtui.paths import resolve_paths
 
-    service = build_service()
+    paths = resolve_paths()
+    config = load_config(paths)  # a broken config is one line before the screen changes
+    paths.ensure()
 
-    app = HbtuiApp(service)
+    def connect() -> Service:
+        from hbtui.wiring import build_service
+
+        return build_service(paths, config)
+
+    app = HbtuiApp(connect, config=config)
 
     async def run() -> None:
         try:
             await app.run_async()
         finally:
-            await service.close()
+            await app.close_service()
 
     asyncio.run(run())
     return app.return_code or 0

@@ -197,6 +197,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self.taken = taken  # (host, name) of the boxes there are
         self.port = port  # picked in the main screen's port allocator
         self.pending: NewBoxRequest | None = None  # sent, not yet made or refused
+        self._close_when_current = False
         self.cancel_request: Callable[[], None] | None = None  # given by the App
 
     def compose_body(self) -> ComposeResult:
@@ -363,11 +364,22 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self.pending = None
         self.cancel_request = None
         if cancelled:
-            self.dismiss(None)
+            self.close()
             return
         self._lock(False)
         self.query_one("#request-status", Label).update(Text(error, "bold red"))
         self.query_one("#name", Input).focus()
+
+    def close(self) -> None:
+        """Dismiss now, or as soon as no other screen is above this one (a question)."""
+        if self.app.screen is self:
+            self.dismiss(None)
+        else:
+            self._close_when_current = True
+
+    def on_screen_resume(self) -> None:
+        if self._close_when_current:
+            self.dismiss(None)
 
     def action_cancel(self) -> None:
         if self.pending is None:
