@@ -37,6 +37,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Input, ProgressBar, Static
 
+from hbtui.events import Step
 from hbtui.names import LOCAL
 from hbtui.tui.activity import MAX_LINES, Activity, BoxKey
 
@@ -397,11 +398,9 @@ class LogPane(Vertical):
     LogPane { height: 1fr; }
     LogPane #log-header { height: 1; padding: 0 1; }
     LogPane ProgressBar { height: 1; padding: 0 1; }
-    LogPane ProgressBar.-idle { display: none; }
     LogPane #log-tabs { height: 1; padding: 0 1; background: $panel; }
     LogPane ContentSwitcher { height: 1fr; }
-    LogPane #log-search { display: none; height: 1; border: none; padding: 0 1; }
-    LogPane #log-search.-open { display: block; }
+    LogPane #log-search { height: 1; border: none; padding: 0 1; }
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -413,15 +412,14 @@ class LogPane(Vertical):
         self._flush_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
+        # The step bar and the search field are mounted when first needed, and
+        # no log shows until a box is selected: the first frame, which comes
+        # before the first listing, costs less.
         yield Static("", id="log-header")
-        yield ProgressBar(show_eta=False, id="steps", classes="-idle")
         yield Static("", id="log-tabs")
-        # No log shows until a box is selected: the first frame comes before
-        # the first listing.
         with ContentSwitcher(initial=None):
             yield LogView(id="provision-log")
             yield LogView(id="workload-log")
-        yield LogSearch(placeholder="search the log (enter: find, esc: close)", id="log-search")
 
     def on_mount(self) -> None:
         self._draw_tabs()
@@ -490,8 +488,13 @@ class LogPane(Vertical):
     # -- search --------------------------------------------------------------------------
 
     def open_search(self) -> None:
-        box = self.query_one("#log-search", Input)
-        box.add_class("-open")
+        found = self.query("#log-search")
+        if found:
+            box = found.first(LogSearch)
+            box.display = True
+        else:
+            box = LogSearch(placeholder="search the log (enter: find, esc: close)", id="log-search")
+            self.mount(box)
         box.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -505,10 +508,27 @@ class LogPane(Vertical):
         self._close_search()
 
     def _close_search(self) -> None:
-        self.query_one("#log-search", Input).remove_class("-open")
+        self.query_one("#log-search", LogSearch).display = False
         self.visible_view.focus()
 
     # -- header --------------------------------------------------------------------------
+
+    def _draw_step(self, step: Step | None, activity: Activity | None) -> None:
+        """The step bar under the header, for an operation that reports steps."""
+        bars = self.query("#steps")
+        if step is None or activity is None:
+            if bars:
+                bars.first().display = False
+            return
+        progress = step.index - (1 if activity.running else 0)
+        if bars:
+            bar = bars.first(ProgressBar)
+            bar.update(total=step.total, progress=progress)
+            bar.display = True
+        else:
+            bar = ProgressBar(total=step.total, show_eta=False, id="steps")
+            bar.progress = progress
+            self.mount(bar, after="#log-header")
 
     def on_log_view_follow_changed(self, _message: LogView.FollowChanged) -> None:
         self._update_header()
@@ -524,7 +544,6 @@ class LogPane(Vertical):
             header.append(self.key[1], style="bold")
             if self.key[0] != LOCAL:
                 header.append(f" @{self.key[0]}", style="dim")
-        bar = self.query_one("#steps", ProgressBar)
         activity = self.activity
         if activity is not None:
             if activity.error:
@@ -533,16 +552,7 @@ class LogPane(Vertical):
                 )
             elif activity.running:
                 header.append(f"  {activity.phase}", style="cyan")
-            if activity.step is not None:
-                bar.update(
-                    total=activity.step.total,
-                    progress=activity.step.index - (1 if activity.running else 0),
-                )
-                bar.set_class(False, "-idle")
-            else:
-                bar.set_class(True, "-idle")
-        else:
-            bar.set_class(True, "-idle")
+        self._draw_step(activity.step if activity is not None else None, activity)
         view = self.visible_view
         if view.pattern is not None:
             matches = [m for m in view.matches if m >= view.first]
