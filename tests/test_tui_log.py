@@ -165,6 +165,29 @@ async def test_jump_to_last_error(static_service):
         assert clean.marked is None and clean.auto_scroll
 
 
+async def test_the_core_is_built_after_the_first_frame():
+    """run_dashboard hands the App a function: the core's imports and set-up wait."""
+    frames: list[float] = []
+    built_after: list[int] = []
+    service = FakeService()
+
+    class Counting(HbtuiApp):
+        def _display(self, screen, renderable):
+            if renderable is not None:
+                frames.append(1)
+            super()._display(screen, renderable)
+
+    def connect() -> FakeService:
+        built_after.append(len(frames))
+        return service
+
+    app = Counting(connect, config=service.config, clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        assert built_after == [built_after[0]] and built_after[0] >= 1
+        assert app.service is service and built_after == [built_after[0]]  # built once
+
+
 def test_search_highlighting(snap_compare):
     app = HbtuiApp(FakeService(), clock=frozen_clock, refresh_seconds=60)
 
