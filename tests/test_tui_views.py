@@ -176,7 +176,7 @@ async def test_palette_shows_keys_and_no_textual_duplicates(static_service):
 
 
 async def test_details_view_and_live_figures(static_service):
-    static_service.load = {"alpha": [(5.0, 200.0), (40.0, 260.0), (75.0, 310.0)]}
+    static_service.usage = {"alpha": [(5.0, 200.0), (40.0, 260.0), (75.0, 310.0)]}
     app = make_app(static_service, refresh=0.2)
     async with app.run_test(size=SIZE) as pilot:
         await started(pilot, app)

@@ -107,7 +107,7 @@ class FakeService:
         self.calls: list[tuple[Any, ...]] = []
         self.list_calls = 0
         self.closed_forwards: list[str] = []
-        self.load: dict[str, list[tuple[float, float]]] = {}  # name -> (CPU %, MiB) per call
+        self.usage: dict[str, list[tuple[float, float]]] = {}  # name -> (CPU %, MiB) per call
         self.stats_calls = 0
         self.recipe = Path("/opt/hbtui/recipe")  # the configured recipe, as resolved
         self.backups = Path("/backups")
@@ -169,7 +169,7 @@ class FakeService:
         return BoxDetails(box, sections, {"name": name, "state": box.state}, stats)
 
     async def stats(self, names: list[str], host: str = LOCAL) -> dict[str, BoxStats]:
-        """Each running box's next scripted figure (`load`), else a steady 12.5% / 300 MiB."""
+        """Each running box's next scripted figure (`usage`), else a steady 12.5% / 300 MiB."""
         self._called("stats", tuple(names), host)
         found = {}
         boxes = {b.name: b for b in self.boxes if b.host == host}  # 500 boxes in the bench
@@ -179,7 +179,7 @@ class FakeService:
                 raise HbtuiError(f"no box named {name!r} (see: hbtui ls)")
             if box.state != "running":
                 continue
-            figures = self.load.get(name) or [(12.5, 300.0)]
+            figures = self.usage.get(name) or [(12.5, 300.0)]
             cpu, memory = figures[self.stats_calls % len(figures)]
             found[name] = BoxStats(cpu, memory, float(box.memory_mib or 0))
         self.stats_calls += 1
