@@ -6,12 +6,13 @@ import asyncio
 
 from test_tui import SIZE, make_app, until
 from test_tui_snapshots import blink_off, settle
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 from tui_fakes import FakeService, frozen_clock
 
 from hbtui.events import LogLine
 from hbtui.tui.activity import MAX_LINES
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.widgets.log_pane import LogView
 
 ALPHA, BETA = ("local", "alpha"), ("local", "beta")
@@ -163,6 +164,23 @@ async def test_jump_to_last_error(static_service):
         clean.focus()
         await pilot.press("E")
         assert clean.marked is None and clean.auto_scroll
+
+
+async def test_help_and_footer_list_the_log_keys(static_service):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        app.main.log_pane.log_view.focus()
+        await pilot.pause()
+        footer = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
+        assert {"slash", "n", "N", "W", "E", "f"} <= footer
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        table = app.screen.query_one(DataTable)
+        described = [str(table.get_row_at(i)[2]) for i in range(table.row_count)]
+        assert any("search it" in text for text in described)
+        assert any("last error" in text and "full screen" in text for text in described)
+        assert any("Full-screen log" in text for text in described)
 
 
 async def test_the_core_is_built_after_the_first_frame():

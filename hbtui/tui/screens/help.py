@@ -19,6 +19,8 @@ OTHER_KEYS = (
     ("↑ ↓ PgUp PgDn", "move in the table or the focused log"),
     ("tab / shift+tab", "move focus: table, log, port grid"),
     ("end", "in a log: jump to the end and follow again"),
+    ("/  n N", "in a log: search it, next/previous match (esc clears)"),
+    ("W  E  f", "in a log: wrap long lines, jump to the last error, full screen"),
     ("← → ↑ ↓ enter", "in the port grid: move, use the port (new-box dialog)"),
     ("ctrl+p", "command palette: every action by name"),
     ("esc", "close a dialog, clear the filter"),
