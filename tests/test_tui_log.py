@@ -106,6 +106,34 @@ async def test_slash_filters_the_table_but_searches_the_focused_log(static_servi
         assert view.auto_scroll
 
 
+async def test_workload_log_search_survives_refreshes_and_esc_falls_to_the_filter(
+    static_service,
+):
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("slash", *"alpha", "enter")  # a filter kept on the table
+        pane = app.main.log_pane
+        await pilot.press("t")
+        view = pane.workload_view
+        await until(pilot, lambda: any("listening" in line for line in view.lines))
+        view.focus()
+        await pilot.press("slash", *"listening", "enter")
+        assert len(view.matches) == 1
+        text = "\n".join(f"request {i}" for i in range(50)) + "\nlistening again\n"
+        pane.show_workload(text)  # a refresh with more output
+        await pilot.pause()
+        assert view.search_text == "listening" and len(view.matches) == 1
+        assert view.lines[-1] == "listening again"
+        pane.show_workload(text)  # the same output: nothing moves
+        await pilot.pause()
+        assert len(view.matches) == 1
+        await pilot.press("escape")  # clears the search first
+        assert view.pattern is None and app.main.table.filter_text == "alpha"
+        await pilot.press("escape")  # then, with no search, the screen's: the filter
+        assert app.main.table.filter_text == ""
+
+
 async def test_wrap_toggle_folds_long_lines_and_back(static_service):
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
@@ -217,7 +245,8 @@ def test_search_highlighting(snap_compare):
         pilot.app.main.box_changed(ALPHA)
         await pilot.pause(0.2)
         pilot.app.main.log_pane.log_view.focus()
-        await pilot.press("slash", *"tmux 3", "enter", "N")
+        # Full screen (the table, which other work changes, is not in the picture).
+        await pilot.press("f", "slash", *"tmux 3", "enter", "N")
         await pilot.pause(0.2)
         await blink_off(pilot)
 

@@ -357,9 +357,12 @@ class LogView(ScrollView, can_focus=True):
         if pane is not None:
             pane.open_search()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # With no search to clear, esc is the screen's (it clears the table's filter).
+        return self.pattern is not None if action == "clear_search" else True
+
     def action_clear_search(self) -> None:
-        if self.pattern is not None:
-            self.search("")
+        self.search("")
 
     def action_last_error(self) -> None:
         lines = self._view_lines()
@@ -408,6 +411,7 @@ class LogPane(Vertical):
         self.activity: Activity | None = None
         self.key: BoxKey | None = None
         self._workload = Buffer()
+        self._workload_text: str | None = None  # what the workload log was drawn from
         self._tab = "provision-log"
         self._flush_timer: Timer | None = None
 
@@ -466,7 +470,7 @@ class LogPane(Vertical):
         self.key, self.activity = key, activity
         self._switch()
         self.log_view.show(activity if activity is not None else Buffer())
-        self._workload = Buffer()
+        self._workload, self._workload_text = Buffer(), None
         self.workload_view.show(self._workload)
         self._update_header()
 
@@ -481,9 +485,12 @@ class LogPane(Vertical):
         self._update_header()
 
     def show_workload(self, text: str) -> None:
+        """The workload log as just read; unchanged, it stays as it is (scroll, search)."""
+        if text == self._workload_text:
+            return
+        self._workload_text = text
         self._workload.replace(text.rstrip("\n") if text else "\x1b[2m(no output)\x1b[0m")
-        view = self.workload_view
-        view.show(self._workload)
+        self.workload_view.sync()
 
     # -- search --------------------------------------------------------------------------
 
