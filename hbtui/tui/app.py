@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import shlex
 import signal
@@ -1024,6 +1025,11 @@ def run_dashboard() -> int:
     paths.ensure()
 
     def connect() -> Service:
+        # The first frame is up (the first listing asks for the Service): what
+        # start-up made lives on, so collections from now on skip it (the CLI
+        # turned collection off for the start-up).
+        gc.freeze()
+        gc.enable()
         from hbtui.wiring import build_service
 
         return build_service(paths, config)
