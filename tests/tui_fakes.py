@@ -18,9 +18,12 @@ from typing import Any
 
 from hbtui.config import Config
 from hbtui.core.backups import ArchiveEntry
+from hbtui.core.bases import NewPlan
+from hbtui.core.credentials import BUILT_IN, Preset
 from hbtui.core.hosts import WebAccess
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import check_recipe, parse_marker
+from hbtui.core.secrets import SecretInfo
 from hbtui.core.views import (
     BOX,
     BoxDetails,
@@ -114,6 +117,9 @@ class FakeService:
         self.archives: list[ArchiveEntry] = []  # the backups folder, newest first
         self.last: Path | None = None  # the archive picked last
         self.new_recipes: dict[str, Path | None] = {}  # box -> the recipe `new` was given
+        self.new_requests: dict[str, dict[str, Any]] = {}  # box -> what `new` was given
+        self.plan = NewPlan(None, "full provisioning: no base of ubuntu:24.04 for this recipe")
+        self.stored_secrets: list[str] = ["anthropic"]
 
     def _called(self, *call: Any) -> None:
         self.calls.append(call)
@@ -216,6 +222,13 @@ class FakeService:
     ) -> BoxView:
         check_name(name)
         self._called("new", name, host, port)
+        self.new_requests[name] = {
+            "use_base": use_base,
+            "branchable": branchable,
+            "credentials": credentials,
+            "egress": egress,
+            "allow": allow,
+        }
         self.new_recipes[name] = recipe
         if any((b.name, b.host) == (name, host) for b in self.boxes):  # before anything is made
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
@@ -313,6 +326,47 @@ class FakeService:
             step = parse_marker(line)
             events.append(step if step is not None else LogLine(line))
         return ProvisionLog(Path(f"/logs/{name}-20261129T093000Z.log"), events)
+
+    def new_plan(
+        self,
+        *,
+        host: str = LOCAL,
+        image: str | None = None,
+        recipe: Path | None = None,
+        use_base: bool = True,
+    ) -> NewPlan:
+        if not use_base:
+            return NewPlan(None, "full provisioning: bases are not used (--no-base)")
+        return self.plan
+
+    def credential_presets(self) -> list[Preset]:
+        return sorted(BUILT_IN.values(), key=lambda p: p.name)
+
+    def secrets(self) -> list[SecretInfo]:
+        return [SecretInfo(n, "file", "2026-11-29T12:00:00Z") for n in self.stored_secrets]
+
+    async def branch(
+        self,
+        source: str,
+        name: str,
+        host: str = LOCAL,
+        *,
+        port: int | None = None,
+        branchable: bool | None = None,
+        report: Report = ignore,
+    ) -> BoxView:
+        check_name(name)
+        self._called("branch", source, name, host, port)
+        src = self.boxes[self._find(source, host)]
+        if any((b.name, b.host) == (name, host) for b in self.boxes):
+            raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
+        port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
+        report(Phase(f"branching {source} into {name} (port {port})"))
+        await self._pause()
+        child = replace(src, name=name, port=port, url=f"http://127.0.0.1:{port}/", parent=source)
+        self.boxes.append(child)
+        report(Phase(f"{name} is ready at {child.url}"))
+        return child
 
     def recipe_dir(self, recipe: Path | None = None) -> Path:
         """The configured recipe, or a folder checked as the core checks it."""

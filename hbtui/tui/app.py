@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from hbtui.core.service import Service
     from hbtui.tui.screens.details import DetailsScreen
     from hbtui.tui.screens.dialogs import (
+        BranchRequest,
         DeleteRequest,
         ExtractRequest,
         LoadRequest,
@@ -613,6 +614,26 @@ class HbtuiApp(App[None]):
 
         self.push_screen(NewBoxDialog(self.service, self._taken(), port=port))
 
+    def action_branch_box(self) -> None:
+        from hbtui.tui.screens.dialogs import BranchDialog
+
+        view = self._need_box()
+        if view is None or self._refuse_busy(view):
+            return
+        self.push_screen(BranchDialog(self.service, view, self._taken()), self._branch)
+
+    def _branch(self, request: BranchRequest | None) -> None:
+        if request is None:
+            return
+        self.run_operation(
+            (request.host, request.name),
+            "branch",
+            lambda report: self.service.branch(
+                request.source, request.name, request.host, port=request.port, report=report
+            ),
+            makes=True,
+        )
+
     def on_new_box_dialog_requested(self, message: NewBoxDialog.Requested) -> None:
         """Create was pressed: the dialog stays (locked) until the box exists or was refused."""
         request = message.request
@@ -627,6 +648,11 @@ class HbtuiApp(App[None]):
                 memory_mib=request.memory_mib,
                 port=request.port,
                 recipe=request.recipe,
+                use_base=request.use_base,
+                branchable=request.branchable,
+                credentials=list(request.credentials),
+                egress=request.egress or None,
+                allow=list(request.allow) if request.egress == "allow-list" else None,
                 report=report,
             ),
             makes=True,

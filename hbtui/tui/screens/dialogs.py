@@ -27,6 +27,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static
 
+from hbtui.config import EGRESS_MODES, host_pattern_problem, split_list
 from hbtui.core.ports import BUSY, USED, PortSlot
 from hbtui.core.views import BoxView
 from hbtui.errors import HbtuiError
@@ -55,6 +56,19 @@ class NewBoxRequest:
     memory_mib: int | None
     port: int | None  # None: any free port
     recipe: Path | None = None  # None: the configured one
+    use_base: bool = True  # from a base of the recipe when there is one
+    branchable: bool = False
+    credentials: tuple[str, ...] = ()  # presets whose keys the engine holds for the box
+    egress: str = ""  # "": the configured policy
+    allow: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BranchRequest:
+    source: str
+    name: str
+    host: str
+    port: int | None  # None: any free port
 
 
 @dataclass(frozen=True)
@@ -215,6 +229,28 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
                 yield Field(value=self._configured_recipe(), id="recipe")
         yield Label("", id="recipe-problem", classes="problem")
         with Horizontal(classes="row"):
+            yield Checkbox("From a base when there is one", value=defaults.use_bases, id="use-base")
+            yield Checkbox("Branchable", value=defaults.branchable, id="branchable")
+        yield Label("", id="plan", classes="hint")
+        with Horizontal(classes="row"):
+            with Vertical(classes="wide"):
+                yield Label("Credentials (presets; the keys stay out)")
+                yield Field(
+                    value=defaults.credentials, placeholder="anthropic,github", id="credentials"
+                )
+            with Vertical():
+                yield Label("Egress")
+                yield Select(
+                    [(mode, mode) for mode in EGRESS_MODES],
+                    value=defaults.egress,
+                    allow_blank=False,
+                    id="egress",
+                )
+        yield Label("", id="credentials-problem", classes="problem")
+        yield Label("Allow list (hosts, comma-separated)", id="allow-label")
+        yield Field(value=defaults.allow, placeholder="pypi.org,*.npmjs.org", id="allow")
+        yield Label("", id="allow-problem", classes="problem")
+        with Horizontal(classes="row"):
             with Vertical():
                 yield Label("CPUs")
                 yield Field(value=str(defaults.cpus), type="integer", id="cpus")
@@ -243,6 +279,8 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()
+        self._presets = {p.name for p in self.service.credential_presets()}
+        self._stored = {s.name for s in self.service.secrets()}
         self.load_ports()
         self.check()
 
@@ -254,12 +292,57 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             "#name-problem": (name_problem(name) if name else None)
             or _name_taken(name, self.host, self.taken),
             "#recipe-problem": self._recipe_problem(recipe),
+            "#credentials-problem": self._credentials_problem(),
+            "#allow-problem": self._allow_problem(),
             "#port-problem": _port_problem(
                 self.query_one("#port", Input).value.strip(),
                 self.query_one(PortGrid).slots,
                 self.host,
             ),
         }
+
+    def _credentials_problem(self) -> str | None:
+        for name in split_list(self.query_one("#credentials", Input).value):
+            if name not in self._presets:
+                return f"no preset {name!r}; known: {', '.join(sorted(self._presets))}"
+            if name not in self._stored:
+                return f"no secret {name!r} stored: hbtui secrets set {name}"
+        return None
+
+    def _allow_problem(self) -> str | None:
+        allow_list = self.query_one("#egress", Select).value == "allow-list"
+        self.query_one("#allow", Input).display = allow_list
+        self.query_one("#allow-label", Label).display = allow_list
+        if not allow_list:
+            return None
+        hosts = split_list(self.query_one("#allow", Input).value)
+        bad = next((h for h in hosts if host_pattern_problem(h)), None)
+        if bad:
+            return f"{bad!r}: {host_pattern_problem(bad)}"
+        if not hosts and not split_list(self.query_one("#credentials", Input).value):
+            return "an allow list needs a host (or a credential, whose hosts it adds)"
+        return None
+
+    def _show_plan(self) -> None:
+        """How the box will be made: from a base (fast) or with the whole recipe, and why."""
+        label = self.query_one("#plan", Label)
+        recipe = self.query_one("#recipe", Input).value.strip()
+        try:
+            plan = self.service.new_plan(
+                host=self.host,
+                image=self.query_one("#image", Input).value.strip() or None,
+                recipe=Path(recipe) if recipe else None,
+                use_base=self.query_one("#use-base", Checkbox).value,
+            )
+        except (HbtuiError, OSError, RuntimeError):
+            label.update("")
+            return
+        if plan.fast:
+            label.update(Text(f"⚡ {plan.why}", "green"))
+        elif plan.stale:
+            label.update(Text(f"⚠ {plan.why}: untick 'From a base' or {plan.hint}", "yellow"))
+        else:
+            label.update(Text(plan.why + (f"; {plan.hint}" if plan.hint else ""), "dim"))
 
     def _recipe_problem(self, text: str) -> str | None:
         if not text:
@@ -279,6 +362,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             label.display = bool(problem)  # a line only when there is something to say
         ok = not any(problems.values()) and bool(self.query_one("#name", Input).value.strip())
         self.query_one("#ok", Button).disabled = not ok
+        self._show_plan()
         return ok
 
     @property
@@ -303,6 +387,11 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     @on(Input.Changed, "#name")
     @on(Input.Changed, "#recipe")
+    @on(Input.Changed, "#image")
+    @on(Input.Changed, "#credentials")
+    @on(Input.Changed, "#allow")
+    @on(Select.Changed, "#egress")
+    @on(Checkbox.Changed, "#use-base")
     def field_changed(self) -> None:
         self.check()
 
@@ -340,6 +429,11 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
                 memory_mib=_int_or_none(self.query_one("#memory", Input).value),
                 port=port,
                 recipe=self.service.recipe_dir(Path(self.query_one("#recipe", Input).value)),
+                use_base=self.query_one("#use-base", Checkbox).value,
+                branchable=self.query_one("#branchable", Checkbox).value,
+                credentials=tuple(split_list(self.query_one("#credentials", Input).value)),
+                egress=str(self.query_one("#egress", Select).value),
+                allow=tuple(split_list(self.query_one("#allow", Input).value)),
             )
         )
 
@@ -354,7 +448,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self.post_message(self.Requested(self, request))
 
     def _lock(self, locked: bool) -> None:
-        for widget in self.query("Input, Select, PortGrid, Button"):
+        for widget in self.query("Input, Select, Checkbox, PortGrid, Button"):
             widget.disabled = locked
         if not locked:
             self.check()  # Create as the fields allow
@@ -388,6 +482,94 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             self.cancel_request()  # the App closes the dialog once it has rolled back
             self.query_one("#request-status", Label).update(
                 Text(f"cancelling {self.pending.name}…", "yellow")
+            )
+
+
+class BranchDialog(Dialog[BranchRequest]):
+    """A new box with the selected box's /data and installed state: its name and port,
+    checked as typed, and which way the branch will go."""
+
+    TITLE_TEXT = "Branch box"
+
+    def __init__(self, service: Service, view: BoxView, taken: Collection[tuple[str, str]]) -> None:
+        super().__init__()
+        self.service = service
+        self.view = view
+        self.taken = taken
+        self.slots: list[PortSlot] = []
+
+    def compose_body(self) -> ComposeResult:
+        v = self.view
+        if v.branchable:
+            how = Text.assemble(
+                ("⚡ ", "green"),
+                f"{v.name} runs branchable: the engine branches it at once, memory included; "
+                f"{v.name} keeps running.",
+            )
+        else:
+            how = Text.assemble(
+                ("⚠ ", "yellow"),
+                f"{v.name} is not branchable: it is stopped, its disk packed, and started "
+                "again; its running processes are not carried over. "
+                "(Make boxes with --branchable to branch them at once.)",
+            )
+        yield Static(how, classes="hint")
+        yield Label("Name of the new box")
+        yield Field(value=f"{v.name}-b", placeholder="a-z, 0-9 and -", id="name")
+        yield Label("", id="name-problem", classes="problem")
+        yield Label("Port")
+        yield Field(value="auto", id="port")
+        yield Label("", id="port-problem", classes="problem")
+        with Horizontal(classes="buttons"):
+            yield Button("Branch", variant="primary", id="ok")
+            yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#name", Input).focus()
+        self.load_ports()
+        self.check()
+
+    @work(exclusive=True, group="ports", exit_on_error=False)
+    async def load_ports(self) -> None:
+        try:
+            self.slots = await self.service.ports(self.view.host)
+        except Exception as exc:
+            self.notify(f"port map unavailable: {exc}", severity="warning")
+        self.check()
+
+    def check(self) -> bool:
+        name = self.query_one("#name", Input).value.strip()
+        problems = {
+            "#name-problem": (name_problem(name) if name else "the new box needs a name")
+            or _name_taken(name, self.view.host, self.taken),
+            "#port-problem": _port_problem(
+                self.query_one("#port", Input).value.strip(), self.slots, self.view.host
+            ),
+        }
+        for selector, problem in problems.items():
+            label = self.query_one(selector, Label)
+            label.update(problem or "")
+            label.display = bool(problem)
+        ok = not any(problems.values())
+        self.query_one("#ok", Button).disabled = not ok
+        return ok
+
+    @on(Input.Changed)
+    def field_changed(self) -> None:
+        self.check()
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def branch(self, event: Input.Submitted | Button.Pressed) -> None:
+        self.as_submitted(event)
+        if self.check():
+            self.dismiss(
+                BranchRequest(
+                    self.view.name,
+                    self.query_one("#name", Input).value.strip(),
+                    self.view.host,
+                    _int_or_none(self.query_one("#port", Input).value),
+                )
             )
 
 

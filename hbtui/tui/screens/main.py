@@ -63,6 +63,14 @@ KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
     ),
     ("open", "o", "app.open_web", "Web", "Open web UI", "Open the box's executor URL in a browser"),
     ("new", "n", "app.new_box", "New", "New box", "Create and provision a new box"),
+    (
+        "branch",
+        "b",
+        "app.branch_box",
+        "Branch",
+        "Branch box",
+        "A new box with the selected box's /data and installed state, its own name and port",
+    ),
     ("start", "s", "app.start_box", "Start", "Start box", "Start the selected box"),
     ("stop", "x", "app.stop_box", "Stop", "Stop box", "Quiesce and stop the selected box"),
     (

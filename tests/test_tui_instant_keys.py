@@ -1,0 +1,111 @@
+"""The dashboard's side of bases, branches and keys: the New dialog says how a box will be
+made (from a base, fast, or with the whole recipe, and why) and takes credentials and an
+egress policy, checked as typed; `b` branches the selected box. Pilot tests over
+FakeService."""
+
+from __future__ import annotations
+
+from test_tui import SIZE, make_app, until
+from test_tui_dialogs import opened, operations_done, service, text_of  # noqa: F401
+from textual.widgets import Button, Checkbox, Input, Label, Select
+
+from hbtui.core.bases import Base, NewPlan
+from hbtui.tui.screens.dialogs import BranchDialog, NewBoxDialog
+
+BASE = Base(
+    id="ubuntu-24.04-5699fbee178d",
+    host="local",
+    image="ubuntu:24.04",
+    recipe="5699fbee178d",
+    recipe_dir="/opt/hbtui/recipe",
+    versions="",
+    engine="1.32.2",
+    pack="/bases/base.smolmachine",
+    size=4_000_000,
+    sha256="0" * 64,
+    created="2026-11-29T12:00:00Z",
+)
+
+
+def plan_text(dialog) -> str:
+    return str(dialog.query_one("#plan", Label).render())
+
+
+async def test_new_says_whether_the_box_comes_from_a_base(service):  # noqa: F811
+    service.plan = NewPlan(BASE, f"from the base {BASE.id} (fast: only the per-box step)")
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "n", NewBoxDialog)
+        assert plan_text(dialog) == f"⚡ from the base {BASE.id} (fast: only the per-box step)"
+        dialog.query_one("#use-base", Checkbox).value = False
+        await until(pilot, lambda: "bases are not used" in plan_text(dialog), what="plan")
+
+        service.plan = NewPlan(
+            None, "the base X was built from an older recipe", "rebuild it", stale=True
+        )
+        dialog.query_one("#use-base", Checkbox).value = True
+        await until(pilot, lambda: plan_text(dialog).startswith("⚠"), what="stale plan")
+        assert "untick 'From a base'" in plan_text(dialog)
+
+        await pilot.press(*"fresh", "enter")
+        await until(pilot, lambda: "fresh" in service.new_requests, what="new called")
+        assert service.new_requests["fresh"]["use_base"] is True
+        await operations_done(pilot, app)
+
+
+async def test_new_takes_credentials_and_an_egress_policy_checked_as_typed(service):  # noqa: F811
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "n", NewBoxDialog)
+        await pilot.press(*"k1")
+        creds = dialog.query_one("#credentials", Input)
+        creds.value = "nosuch"
+        await until(pilot, lambda: "no preset 'nosuch'" in text_of(dialog, "#credentials-problem"))
+        assert dialog.query_one("#ok", Button).disabled
+        creds.value = "anthropic,openai"
+        await until(
+            pilot, lambda: "no secret 'openai' stored" in text_of(dialog, "#credentials-problem")
+        )
+        creds.value = "anthropic"
+        await until(pilot, lambda: text_of(dialog, "#credentials-problem") == "")
+
+        assert dialog.query_one("#egress", Select).value == "private-blocked"
+        assert not dialog.query_one("#allow", Input).display
+        dialog.query_one("#egress", Select).value = "allow-list"
+        await until(pilot, lambda: dialog.query_one("#allow", Input).display, what="allow field")
+        dialog.query_one("#allow", Input).value = "https://pypi.org"
+        await until(pilot, lambda: "'https://pypi.org'" in text_of(dialog, "#allow-problem"))
+        dialog.query_one("#allow", Input).value = "pypi.org"
+        await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled, what="Create")
+        dialog.query_one("#name", Input).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "k1" in service.new_requests, what="new called")
+        assert service.new_requests["k1"] == {
+            "use_base": True,
+            "branchable": False,
+            "credentials": ["anthropic"],
+            "egress": "allow-list",
+            "allow": ["pypi.org"],
+        }
+        await operations_done(pilot, app)
+
+
+async def test_b_branches_the_selected_box_into_a_new_one(service):  # noqa: F811
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "b", BranchDialog)
+        source = dialog.view.name
+        assert dialog.query_one("#name", Input).value == f"{source}-b"
+        assert "not branchable" in str(dialog.query_one(".hint").render())
+        dialog.query_one("#name", Input).value = "beta"
+        await until(pilot, lambda: "a box named beta exists" in text_of(dialog, "#name-problem"))
+        assert dialog.query_one("#ok", Button).disabled
+        dialog.query_one("#name", Input).value = "copy1"
+        await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled, what="Branch")
+        await pilot.press("enter")
+        await until(pilot, lambda: any(b.name == "copy1" for b in service.boxes), what="branch")
+        assert ("branch", source, "copy1", "local", None) in service.calls
+        child = next(b for b in service.boxes if b.name == "copy1")
+        assert child.parent == source
+        await operations_done(pilot, app)
+        await until(pilot, lambda: app.main.table.row_count == 5, what="the new row")
