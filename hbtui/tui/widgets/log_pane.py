@@ -132,6 +132,7 @@ class LogView(ScrollView, can_focus=True):
         self._heights: deque[int] = deque()  # cells per line, kept while wrapping
         self._offsets: list[int] | None = None  # first row after each line, when wrapping
         self._strips: LRUCache[int, Strip] = LRUCache(1024)
+        self._rich_style: Style | None = None
         self.search_text = ""
         self.pattern: re.Pattern[str] | None = None
         self.matches: list[int] = []  # absolute numbers of matching lines, oldest first
@@ -243,12 +244,20 @@ class LogView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()
+        self._rich_style = None
+
+    def _style(self) -> Style:
+        """The widget's style, kept until its styles change: computing it walks the
+        DOM, and every row of every frame needs it."""
+        if self._rich_style is None:
+            self._rich_style = self.rich_style
+        return self._rich_style
 
     def _strip(self, number: int, line: str) -> Strip:
         strip = self._strips.get(number)
         if strip is None:
             text = Text.from_ansi(line.expandtabs(), no_wrap=True, end="")
-            text.stylize_before(self.rich_style)
+            text.stylize_before(self._style())
             if number == self.marked:
                 text.stylize(ERROR_STYLE)
             if self.pattern is not None:
@@ -267,10 +276,10 @@ class LogView(ScrollView, can_focus=True):
         lines = self.source.lines
         position = self.first + index - (self.source.written - len(lines))
         if index >= self._count or not 0 <= position < len(lines):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style())
         strip = self._strip(self.first + index, lines[position])
         start = part * width if self.wrap else scroll_x
-        return strip.crop_extend(start, start + width, self.rich_style)
+        return strip.crop_extend(start, start + width, self._style())
 
     # -- following -----------------------------------------------------------------------
 
