@@ -98,12 +98,13 @@ class LogView(ScrollView, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "start_search", "Search log"),
-        Binding("n", "next_match(1)", "Next match"),
-        Binding("N", "next_match(-1)", "Prev match"),
+        # Short labels: while the log has the focus they come first in the footer.
+        Binding("slash", "start_search", "Search"),
+        Binding("n", "next_match(1)", "Next"),
+        Binding("N", "next_match(-1)", "Prev"),
         Binding("W", "toggle_wrap", "Wrap"),
-        Binding("E", "last_error", "Last error"),
-        Binding("f", "screen.toggle_log_full", "Full log"),
+        Binding("E", "last_error", "Error"),
+        Binding("f", "screen.toggle_log_full", "Full"),
         Binding("end", "follow", "Follow", show=False),
         Binding("escape", "clear_search", "Clear search", show=False),
     ]
