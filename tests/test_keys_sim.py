@@ -306,3 +306,18 @@ def test_a_plaintext_copy_of_a_managed_key_is_reported(key_env):
     assert "sk-ant-pasted" not in report.stdout + report.stderr
     data = json.loads(ok("credentials", "p1", "--json", env=key_env))
     assert len(data["plaintext"]) == 2 and data["missing_secrets"] == []
+
+
+def test_a_forgotten_secret_is_shown_and_stops_the_next_start(key_env):
+    ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
+    ok("new", "f1", "--credential", "anthropic", "-q", env=key_env)
+    assert json.loads(ok("ls", "--json", env=key_env))[0]["keys_missing"] == []
+    forgot = run("secrets", "rm", "anthropic", env=key_env)
+    assert forgot.returncode == 0 and "f1 use it and will not start" in forgot.stderr
+    assert json.loads(ok("ls", "--json", env=key_env))[0]["keys_missing"] == ["anthropic"]
+    ok("stop", "f1", env=key_env)
+    refused = run("start", "f1", env=key_env)
+    assert refused.returncode != 0 and "no secret 'anthropic'" in refused.stderr
+    assert json.loads(ok("ls", "--json", env=key_env))[0]["state"] == "stopped"
+    ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
+    ok("start", "f1", env=key_env)

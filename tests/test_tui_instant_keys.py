@@ -109,3 +109,27 @@ async def test_b_branches_the_selected_box_into_a_new_one(service):  # noqa: F81
         assert child.parent == source
         await operations_done(pilot, app)
         await until(pilot, lambda: app.main.table.row_count == 5, what="the new row")
+
+
+async def test_the_status_line_counts_the_bases_and_the_keys_column_says_who_holds_keys(
+    service,  # noqa: F811
+):
+    from dataclasses import replace
+
+    from test_tui import rows
+
+    service.base_list = [BASE]
+    service.boxes[0] = replace(service.boxes[0], credentials=("anthropic", "github"))
+    service.boxes[1] = replace(service.boxes[1], credentials=("openai",), keys_missing=("openai",))
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4, what="4 rows")
+        status = str(app.main.query_one("#host-status").render())
+        assert "4 boxes · 1 base · refresh" in status
+        drawn = rows(app)
+        first, second = service.boxes[0], service.boxes[1]
+        assert "🔒 2" in drawn[f"{first.host}/{first.name}"]
+        assert "⚠ openai" in drawn[f"{second.host}/{second.name}"]
+        assert not any(
+            mark in drawn[f"{b.host}/{b.name}"] for b in service.boxes[2:] for mark in ("🔒", "⚠")
+        )

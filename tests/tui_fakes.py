@@ -18,7 +18,7 @@ from typing import Any
 
 from hbtui.config import Config
 from hbtui.core.backups import ArchiveEntry
-from hbtui.core.bases import NewPlan
+from hbtui.core.bases import Base, NewPlan
 from hbtui.core.credentials import BUILT_IN, Preset
 from hbtui.core.hosts import WebAccess
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
@@ -120,6 +120,7 @@ class FakeService:
         self.new_requests: dict[str, dict[str, Any]] = {}  # box -> what `new` was given
         self.plan = NewPlan(None, "full provisioning: no base of ubuntu:24.04 for this recipe")
         self.stored_secrets: list[str] = ["anthropic"]
+        self.base_list: list[Base] = []
 
     def _called(self, *call: Any) -> None:
         self.calls.append(call)
@@ -338,6 +339,9 @@ class FakeService:
         if not use_base:
             return NewPlan(None, "full provisioning: bases are not used (--no-base)")
         return self.plan
+
+    def bases(self, host: str | None = None) -> list[Base]:
+        return [b for b in self.base_list if host is None or b.host == host]
 
     def credential_presets(self) -> list[Preset]:
         return sorted(BUILT_IN.values(), key=lambda p: p.name)

@@ -82,6 +82,11 @@ class Lifecycle:
             return f"quiesced: {record.operation} was interrupted; services return by {back}"
         return ""
 
+    @staticmethod
+    def _with_keys(view: BoxView, stored: set[str]) -> BoxView:
+        missing = tuple(n for n in view.credentials if n not in stored)
+        return replace(view, keys_missing=missing) if missing else view
+
     def _with_busy(self, view: BoxView) -> BoxView:
         busy = self.busy(view.name, view.host)
         return replace(view, busy=busy) if busy else view
@@ -94,7 +99,11 @@ class Lifecycle:
         host = await self.hosts.get(host_name)
         machines = {m.name: m for m in await host.engine.list()}
         rows = registry.on_host(host_name)
-        views = [self._with_busy(view_of(r, machines.get(r.name), host)) for r in rows]
+        stored = set(self.secrets.names()) if any(r.credentials for r in rows) else set()
+        views = [
+            self._with_keys(self._with_busy(view_of(r, machines.get(r.name), host)), stored)
+            for r in rows
+        ]
         known = {r.name for r in rows}
         for m in machines.values():
             if m.name not in known and (m.is_hbtui or include_foreign):

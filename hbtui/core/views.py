@@ -46,6 +46,7 @@ class BoxView:
     parent: str = ""  # the box it was branched from
     branchable: bool = False  # can be branched at once (started branchable)
     credentials: tuple[str, ...] = ()  # presets whose keys the engine holds for it
+    keys_missing: tuple[str, ...] = ()  # of those, the ones with no secret stored
     egress: str = ""  # open | private-blocked | allow-list ("" : unknown, made elsewhere)
 
     def to_json(self) -> dict[str, object]:

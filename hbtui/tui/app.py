@@ -402,7 +402,8 @@ class HbtuiApp(App[None]):
                 self._list_again = False
                 asked_at = time.monotonic()
                 try:
-                    message = ListingLoaded(await self.service.list_boxes(), asked_at)
+                    listing = await self.service.list_boxes()
+                    message = ListingLoaded(listing, asked_at, bases=len(self.service.bases()))
                 except Exception as exc:  # the dashboard must outlive a broken engine
                     message = ListingLoaded(None, asked_at, describe_error(exc))
                 self._to_main(message)

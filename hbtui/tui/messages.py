@@ -73,9 +73,12 @@ class ListingLoaded(Message):
     `asked_at` (time.monotonic()) is when the question was asked: what an
     operation reported about a box after that is newer than this answer."""
 
-    def __init__(self, listing: HostListing | None, asked_at: float, error: str = "") -> None:
+    def __init__(
+        self, listing: HostListing | None, asked_at: float, error: str = "", bases: int = 0
+    ) -> None:
         super().__init__()
         self.listing = listing
+        self.bases = bases  # how many bases there are, on every host
         self.asked_at = asked_at
         self.error = error
 

@@ -206,6 +206,7 @@ class MainScreen(Screen[None]):
         # any listing asked for before that moment.
         self._reported: dict[BoxKey, tuple[BoxView | None, float]] = {}
         self._status = ""
+        self.bases = 0  # how many bases the last listing found (the status line says)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -255,6 +256,7 @@ class MainScreen(Screen[None]):
             listing = HostListing(
                 self.listing.boxes if self.listing else [], {LOCAL: message.error}
             )
+        self.bases = message.bases
         self.show_listing(listing, message.asked_at)
         running = [(v.host, v.name) for v in listing.boxes if v.state == "running"]
         self.post_message(StatsWanted(running))
@@ -295,9 +297,10 @@ class MainScreen(Screen[None]):
             )
         else:
             hosts = sorted({v.host for v in listing.boxes} | {LOCAL})
+            bases = f" · {self.bases} base{'s' if self.bases != 1 else ''}" if self.bases else ""
             line = (
                 f"[green]●[/] hosts: {', '.join(hosts)}   "
-                f"[dim]{len(listing.boxes)} boxes · refresh {self.refresh_seconds:g}s[/]"
+                f"[dim]{len(listing.boxes)} boxes{bases} · refresh {self.refresh_seconds:g}s[/]"
             )
         line += f"  [dim]· listed at {self.clock().astimezone():%H:%M:%S}[/]"
         if line != self._status:  # an unchanged update would still relayout

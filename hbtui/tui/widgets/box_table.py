@@ -38,12 +38,13 @@ COLUMNS = (
     ("cpus", "CPUs"),
     ("mem", "Memory"),
     ("live", "CPU · Mem"),
+    ("keys", "Keys"),
     ("prov", "Provisioning"),
     ("age", "Age"),
 )
 
 # When the table is too narrow, columns go in this order (name and state always stay).
-COLLAPSE_ORDER = ("url", "image", "age", "cpus", "mem", "host", "port", "live", "prov")
+COLLAPSE_ORDER = ("url", "image", "age", "cpus", "mem", "keys", "host", "port", "live", "prov")
 
 # Sort orders the `sort` key cycles through: (column id, key on a BoxView).
 SORTS: tuple[tuple[str, Callable[[BoxView], tuple[Any, ...]]], ...] = (
@@ -89,6 +90,16 @@ def usage_text(usage: BoxStats | None) -> Text:
     return Text(f"{cpu} {memory} MiB", justify="right")
 
 
+def keys_text(view: BoxView) -> Text:
+    """🔒 when every key the box uses is held by the engine (its secret stored), ⚠ with
+    the ones whose secret is missing (the box will not start), nothing without keys."""
+    if view.keys_missing:
+        return Text(f"⚠ {','.join(view.keys_missing)}", style="yellow")
+    if view.credentials:
+        return Text(f"🔒 {len(view.credentials)}", style="green")
+    return Text("")
+
+
 def cells(
     view: BoxView, activity: Activity | None, now: datetime, usage: BoxStats | None = None
 ) -> tuple[Text, ...]:
@@ -115,6 +126,7 @@ def cells(
         Text(str(view.cpus or ""), justify="right"),
         Text(f"{view.memory_mib} MiB" if view.memory_mib else "", justify="right"),
         usage_text(usage if view.state == "running" else None),
+        keys_text(view),
         prov,
         Text(age(view.created, now), justify="right"),
     )
