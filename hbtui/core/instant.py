@@ -290,17 +290,26 @@ async def change_credentials(
         )
     )
     was_running = view.state == "running"
-    if was_running:
-        await guest.quiesce(host, name, report)
-        report(Phase(f"stopping {name}"))
-        await host.engine.stop(name)
-    async with _pack_folder(boxes, host) as folder:
-        report(Phase(f"packing {name}"))
-        pack = await host.engine.pack(name, Path(folder) / name)
-        await _remake(boxes, host, record, changed, pack, report)
-    await boxes.registry.update(
-        name, host_name, credentials=changed.credentials, allow=changed.allow
-    )
+    try:
+        if was_running:
+            await guest.quiesce(host, name, report)
+            report(Phase(f"stopping {name}"))
+            await host.engine.stop(name)
+        async with _pack_folder(boxes, host) as folder:
+            report(Phase(f"packing {name}"))
+            pack = await host.engine.pack(name, Path(folder) / name)
+            # Once the machine is deleted only the pack holds the box: the remake runs to
+            # its end (made again, restored, or the pack kept) even when cancelled.
+            remaking = asyncio.ensure_future(_remake(boxes, host, record, changed, pack, report))
+            try:
+                await asyncio.shield(remaking)
+            except asyncio.CancelledError:
+                await remaking
+                raise
+    except BaseException:
+        if was_running:
+            await asyncio.shield(_start_if_there(boxes, host, record, report))
+        raise
     if was_running:
         report(Phase(f"starting {name}"))
         await boxes.boot(host, name)
@@ -316,12 +325,11 @@ async def _remake(
     report(Phase(f"making {old.name} again with {new.credentials or 'no credentials'}"))
     await host.engine.delete(old.name)
     try:
-        await asyncio.shield(host.engine.create(boxes.spec(new, new.port, pack)))
-        return
+        await host.engine.create(boxes.spec(new, new.port, pack))
     except BaseException as failure:
         report(Notice(f"could not make {old.name} again ({failure}); restoring it as it was"))
         try:
-            await asyncio.shield(host.engine.create(boxes.spec(old, old.port, pack)))
+            await host.engine.create(boxes.spec(old, old.port, pack))
         except BaseException:
             kept = await host.files.move(str(pack), f"{host.files.bases_dir()}/rescued")
             raise HbtuiError(
@@ -329,3 +337,15 @@ async def _remake(
                 f"with `smolvm machine create --name {old.name} --from {kept}`"
             ) from None
         raise
+    await boxes.registry.update(old.name, old.host, credentials=new.credentials, allow=new.allow)
+
+
+async def _start_if_there(boxes: Lifecycle, host: Host, src: BoxRecord, report: Report) -> None:
+    """After a failed or cancelled change, a box that ran runs again, if its machine is
+    there (its disk may have been kept aside instead)."""
+    try:
+        if await host.engine.find(src.name) is None:
+            return
+    except HbtuiError:
+        return
+    await _start_again(boxes, host, src, report)
