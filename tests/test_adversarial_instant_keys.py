@@ -84,3 +84,22 @@ async def test_a_cancelled_credentials_change_never_loses_the_box(
     assert view.credentials == (("github",) if has_github else ())
     assert view.state == "running"
     assert in_box("c1", "cat", "/data/home/agent/workspace/note", env=sim_env) == "kept"
+
+
+async def test_base_rm_never_deletes_a_folder_a_damaged_manifest_names(keys_service, tmp_path):
+    service = keys_service
+    base = await service.build_base()
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "work").write_text("mine")
+    manifest = Path(service.bases()[0].pack).parents[1] / f"{base.id}.json"
+    raw = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**raw, "pack": str(precious / "base.smolmachine")}))
+    with pytest.raises(HbtuiError, match="outside") as caught:
+        await service.remove_base(base.id)
+    assert (precious / "work").read_text() == "mine"
+    assert str(manifest) in (caught.value.hint or "")
+    # A rebuild replaces that manifest without deleting the folder it named either.
+    await service.build_base()
+    assert (precious / "work").read_text() == "mine"
+    assert Path(service.bases()[0].pack).is_file()

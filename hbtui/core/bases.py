@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -56,6 +57,14 @@ class Base:
     def folder(self) -> str:
         """The folder on the host holding the pack and the engine's stub."""
         return os.path.dirname(self.pack)
+
+    def made_in(self, bases_dir: str) -> bool:
+        """Whether its folder is one `base build` made in `bases_dir`: the only kind hbtui
+        deletes (a damaged or edited manifest must not name a folder of the user's)."""
+        folder = posixpath.normpath(self.folder)
+        return posixpath.dirname(folder) == posixpath.normpath(bases_dir) and (
+            posixpath.basename(folder).startswith(f"{self.id}-")
+        )
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,9 @@ class BaseBook:
 
     def forget(self, base: Base) -> None:
         self._file(base.host, base.id).unlink(missing_ok=True)
+
+    def manifest_path(self, base: Base) -> Path:
+        return self._file(base.host, base.id)
 
     def plan(
         self, host: str, image: str, recipe_dir: Path, recipe: str, *, use_base: bool = True

@@ -105,7 +105,7 @@ async def build_base(
             raise
         finally:
             await asyncio.shield(_remove_builder(boxes, builder, host_name, report))
-    if older is not None and older.folder != base.folder:
+    if older is not None and older.folder != base.folder and older.made_in(host.files.bases_dir()):
         await host.files.remove_tree(older.folder)
     report(Phase(f"base {ident} is ready ({human_bytes(base.size)})"))
     return base
@@ -147,6 +147,13 @@ async def _remove_builder(boxes: Lifecycle, name: str, host_name: str, report: R
 async def remove_base(boxes: Lifecycle, ident: str, host_name: str = LOCAL) -> Base:
     base = boxes.bases.require(host_name, ident)
     host = await boxes.hosts.get(host_name)
+    if not base.made_in(host.files.bases_dir()):
+        raise HbtuiError(
+            f"the manifest of {ident} names a pack outside {host.files.bases_dir()} "
+            f"({base.pack}): not deleting that folder",
+            hint="if the base is not wanted, delete its manifest: "
+            f"{boxes.bases.manifest_path(base)}",
+        )
     await host.files.remove_tree(base.folder)
     boxes.bases.forget(base)
     return base
