@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
+from conftest import HBTUI_BIN, SIM_RECIPE
 from test_bases_sim import in_box, machines
 
 from hbtui.core import passphrase
@@ -103,3 +104,46 @@ async def test_base_rm_never_deletes_a_folder_a_damaged_manifest_names(keys_serv
     await service.build_base()
     assert (precious / "work").read_text() == "mine"
     assert Path(service.bases()[0].pack).is_file()
+
+
+def secrets_cli(*args: str, env: dict[str, str], stdin: bytes = b"") -> tuple[int, str, str]:
+    done = subprocess.run(
+        [HBTUI_BIN, "secrets", *args], env=env, input=stdin, capture_output=True, timeout=60
+    )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def one_line_error(code: int, err: str, *words: str) -> None:
+    assert code != 0 and "Traceback" not in err, err
+    assert err.startswith("error: ") and all(w in err for w in words), err
+
+
+@pytest.mark.parametrize("locale", ["C.UTF-8", "en_US.UTF-8"])
+def test_a_secret_value_that_is_not_utf8_is_one_line_and_not_stored(sim_env, locale):
+    env = {**sim_env, "HBTUI_SECRETS_PASSPHRASE": "x", "LC_ALL": locale}
+    one_line_error(*secrets_cli("set", "openai", env=env, stdin=b"sk-\xff\xfe\n")[::2], "UTF-8")
+    assert "No secrets yet" in secrets_cli("ls", env=env)[1]
+    # A value with spaces inside is kept as typed (only the ends are trimmed).
+    assert secrets_cli("set", "openai", env=env, stdin=b" sk a b \n")[0] == 0
+    one_line_error(*secrets_cli("set", "openai", env=env, stdin=b"one\ntwo\n")[::2], "one line")
+
+
+def test_damaged_secret_files_are_one_line_naming_the_file(sim_env):
+    env = {**sim_env, "HBTUI_SECRETS_PASSPHRASE": "right"}
+    assert secrets_cli("set", "github", env=env, stdin=b"ghp_damagedTEST\n")[0] == 0
+    home = Path(sim_env["HBTUI_HOME"])
+    store, index = home / "secrets.hbx", home / "secrets.json"
+    code, _, err = secrets_cli(
+        "set", "openai", env={**env, "HBTUI_SECRETS_PASSPHRASE": "wrong"}, stdin=b"sk-x\n"
+    )
+    one_line_error(code, err, str(store), "HBTUI_SECRETS_PASSPHRASE")
+    good = store.read_bytes()
+    for damaged in (good[:100], b""):
+        store.write_bytes(damaged)
+        code, _, err = secrets_cli("set", "openai", env=env, stdin=b"sk-x\n")
+        one_line_error(code, err, str(store))
+        assert store.read_bytes() == damaged  # never overwritten
+    store.write_bytes(good)
+    for broken in ("[1, 2]", "{", "7"):
+        index.write_text(broken)
+        one_line_error(*secrets_cli("ls", env=env)[::2], str(index))

@@ -12,10 +12,13 @@ from hbtui.present import age
 def _read_value(name: str) -> str:
     """From stdin when it is not a terminal (one line), else typed without echo."""
     if not sys.stdin.isatty():
-        value = sys.stdin.readline().strip()
-        if sys.stdin.read(1):
+        raw = sys.stdin.buffer.readline()
+        if sys.stdin.buffer.read(1):
             raise UsageError(f"the value of {name!r} must be one line on stdin")
-        return value
+        try:
+            return raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise UsageError(f"the value of {name!r} is not UTF-8 text") from None
     from hbtui.core.passphrase import read_secret_value
 
     return read_secret_value(f"Value of {name}: ")

@@ -183,5 +183,7 @@ def get_secrets_passphrase(*, confirm: bool, tty_path: str = "/dev/tty") -> byte
 
 def read_secret_value(prompt: str, *, tty_path: str = "/dev/tty") -> str:
     """A secret value typed without echo at the terminal (never taken from argv)."""
-    value = _prompt(tty_path, prompt, False).decode("utf-8", errors="strict").strip()
-    return value
+    try:
+        return _prompt(tty_path, prompt, False).decode("utf-8", errors="strict").strip()
+    except UnicodeDecodeError:
+        raise PassphraseError("the value typed is not UTF-8 text") from None

@@ -80,16 +80,29 @@ class FileStore:
     def _load(self) -> dict[str, str]:
         if self._values is not None:
             return self._values
-        from hbtui.archive import decrypt_stream
+        from hbtui.archive import ArchiveError, WrongPassphrase, decrypt_stream
 
         if not self.path.exists():
             self._values = {}
             return self._values
         self._key = self._passphrase(False)
         out = io.BytesIO()
-        with open(self.path, "rb") as fh:
-            decrypt_stream(fh, out, self._key)
-        raw = json.loads(out.getvalue() or b"{}")
+        try:
+            with open(self.path, "rb") as fh:
+                decrypt_stream(fh, out, self._key)
+            raw = json.loads(out.getvalue() or b"{}")
+            if not isinstance(raw, dict):
+                raise ValueError("not an object")
+        except (ArchiveError, ValueError) as exc:
+            if isinstance(exc, WrongPassphrase):
+                raise SecretsError(
+                    f"the secrets file {self.path} cannot be read: {exc}; "
+                    "check HBTUI_SECRETS_PASSPHRASE"
+                ) from None
+            raise SecretsError(
+                f"the secrets file {self.path} cannot be read: {exc}",
+                hint="restore it from a copy, or move it away and set the secrets again",
+            ) from None
         self._values = {k: v for k, v in raw.items() if isinstance(v, str)}
         return self._values
 
@@ -170,6 +183,8 @@ class Secrets:
             return {}
         except (OSError, ValueError) as exc:
             raise SecretsError(f"{self.index_path}: cannot be read ({exc})") from None
+        if not isinstance(raw, dict):
+            raise SecretsError(f"{self.index_path}: cannot be read (not a JSON object)")
         return {k: v for k, v in raw.items() if isinstance(v, dict)}
 
     def _write_index(self, index: dict[str, dict[str, str]]) -> None:
@@ -215,6 +230,12 @@ class Secrets:
             raise SecretsError(f"the value of {name!r} is empty; nothing was stored")
         if "\n" in value or "\0" in value:
             raise SecretsError(f"the value of {name!r} holds a line break; store one line")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SecretsError(
+                f"the value of {name!r} is not UTF-8 text; nothing was stored"
+            ) from None
         index = self._index()
         old = index.get(name, {}).get("store")
         target = self.store()
