@@ -147,3 +147,66 @@ def test_damaged_secret_files_are_one_line_naming_the_file(sim_env):
     for broken in ("[1, 2]", "{", "7"):
         index.write_text(broken)
         one_line_error(*secrets_cli("ls", env=env)[::2], str(index))
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.1])
+async def test_a_branch_cancelled_while_its_source_starts_again_leaves_it_running(
+    keys_service, sim_env, delay
+):
+    service = keys_service
+    await service.new("src")
+    events: list[object] = []
+    await _cancel_at(
+        service.branch("src", "kid", report=events.append), "starting src again", delay, events
+    )
+    assert (await service.get("src")).state == "running"
+    assert sorted(b.name for b in (await service.list_boxes()).boxes) == machines(sim_env)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05])
+async def test_a_base_build_cancelled_while_its_builder_is_removed_leaves_no_builder(
+    keys_service, sim_env, delay
+):
+    service = keys_service
+    first = await service.build_base()
+    (Path(first.pack).parent / "marker").write_text("older")  # the next build is a new folder
+    events: list[object] = []
+    await _cancel_at(
+        service.build_base(report=events.append), "deleting machine base-", delay, events
+    )
+    assert machines(sim_env) == [] and (await service.list_boxes()).boxes == []
+    # The new base replaced the older one: its folder alone is left, not both.
+    [base] = service.bases()
+    folders = [p for p in Path(base.pack).parents[1].iterdir() if p.is_dir()]
+    assert folders == [Path(base.pack).parent], folders
+
+
+def test_two_base_builds_at_once_do_not_share_a_folder(sim_env, tmp_path):
+    """One interrupted while packing must not take the other's pack with it."""
+    import signal
+    import time
+
+    recipe = tmp_path / "recipe"
+    shutil.copytree(SIM_RECIPE, recipe, symlinks=False)
+    env = {**sim_env, "HBTUI_RECIPE": str(recipe)}
+    builds = [
+        subprocess.Popen(
+            [HBTUI_BIN, "base", "build"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        for _ in range(2)
+    ]
+    first, second = builds
+    assert first.stdout is not None
+    for line in first.stdout:
+        if b"packing the builder" in line:
+            time.sleep(0.05)
+            first.send_signal(signal.SIGINT)
+            break
+    first.communicate(timeout=120)
+    second.communicate(timeout=120)
+    assert second.returncode == 0
+    verified = subprocess.run(
+        [HBTUI_BIN, "base", "verify"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert machines(sim_env) == []

@@ -14,9 +14,10 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from hbtui.config import image_problem, split_list
 from hbtui.core import credentials as creds
@@ -33,6 +34,20 @@ from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name
 from hbtui.present import human_bytes
+
+T = TypeVar("T")
+
+
+async def _to_the_end(work: Awaitable[T]) -> T:
+    """Await `work` to its end even when the caller is cancelled meanwhile, then let the
+    cancellation go on: what removes, restores or restarts is never cut off half-way (a
+    bare shield leaves it to be cancelled when the process's loop closes)."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
 
 
 def _per_box_recipe(boxes: Lifecycle, recipe: Path | None, doing: str) -> Path:
@@ -62,7 +77,7 @@ async def build_base(
     host = await boxes.hosts.get(host_name)
     builder = f"base-{recipe_hash[:8]}-{os.getpid()}"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    folder = f"{host.files.bases_dir()}/{ident}-{stamp}"
+    folder = f"{host.files.bases_dir()}/{ident}-{stamp}-{os.getpid()}"  # two builds at once
     report(Phase(f"building the base {ident} in a builder box {builder}"))
     async with boxes.locks.hold(host_name, builder, "base build"):
         started = time.monotonic()
@@ -78,6 +93,7 @@ async def build_base(
             report=report,
         )
         built_in = time.monotonic() - started
+        superseded = ""  # an older base's folder, once the new base replaced it
         try:
             await _generalize(boxes, host, view, recipe_dir, report)
             await host.files.make_dir(folder)
@@ -100,13 +116,13 @@ async def build_base(
             )
             older = boxes.bases.get(host_name, ident)
             boxes.bases.put(base)
+            if older and older.folder != base.folder and older.made_in(host.files.bases_dir()):
+                superseded = older.folder
         except BaseException:
-            await asyncio.shield(host.files.remove_tree(folder))
+            await _to_the_end(host.files.remove_tree(folder))
             raise
         finally:
-            await asyncio.shield(_remove_builder(boxes, builder, host_name, report))
-    if older is not None and older.folder != base.folder and older.made_in(host.files.bases_dir()):
-        await host.files.remove_tree(older.folder)
+            await _to_the_end(_clean_up_build(boxes, host, builder, superseded, report))
     report(Phase(f"base {ident} is ready ({human_bytes(base.size)})"))
     return base
 
@@ -130,6 +146,14 @@ async def _generalize(
         )
     report(Phase(f"stopping {view.name}"))
     await host.engine.stop(view.name)
+
+
+async def _clean_up_build(
+    boxes: Lifecycle, host: Host, builder: str, superseded: str, report: Report
+) -> None:
+    await _remove_builder(boxes, builder, host.name, report)
+    if superseded:
+        await host.files.remove_tree(superseded)
 
 
 async def _remove_builder(boxes: Lifecycle, name: str, host_name: str, report: Report) -> None:
@@ -221,7 +245,7 @@ async def branch(
             return await boxes.make(wanted, recipe_dir, pack=pack, report=report)
     finally:
         if was_running:
-            await asyncio.shield(_start_again(boxes, host, src, report))
+            await _to_the_end(_start_again(boxes, host, src, report))
 
 
 @contextlib.asynccontextmanager
@@ -237,7 +261,7 @@ async def _pack_folder(boxes: Lifecycle, host: Host) -> AsyncIterator[str]:
     try:
         yield folder
     finally:
-        await asyncio.shield(host.files.remove_tree(folder))
+        await _to_the_end(host.files.remove_tree(folder))
 
 
 async def _start_again(boxes: Lifecycle, host: Host, src: BoxRecord, report: Report) -> None:
@@ -307,15 +331,10 @@ async def change_credentials(
             pack = await host.engine.pack(name, Path(folder) / name)
             # Once the machine is deleted only the pack holds the box: the remake runs to
             # its end (made again, restored, or the pack kept) even when cancelled.
-            remaking = asyncio.ensure_future(_remake(boxes, host, record, changed, pack, report))
-            try:
-                await asyncio.shield(remaking)
-            except asyncio.CancelledError:
-                await remaking
-                raise
+            await _to_the_end(_remake(boxes, host, record, changed, pack, report))
     except BaseException:
         if was_running:
-            await asyncio.shield(_start_if_there(boxes, host, record, report))
+            await _to_the_end(_start_if_there(boxes, host, record, report))
         raise
     if was_running:
         report(Phase(f"starting {name}"))
