@@ -210,3 +210,19 @@ def test_two_base_builds_at_once_do_not_share_a_folder(sim_env, tmp_path):
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert machines(sim_env) == []
+
+
+async def test_a_branch_refused_for_its_name_or_port_never_stops_its_source(keys_service):
+    service = keys_service
+    await service.new("src")
+    other = await service.new("other")
+    for name, port, words in (
+        ("other", None, "already exists"),
+        ("kid", other.port, "already used"),
+        ("kid", 80, "outside the range"),
+    ):
+        events: list[object] = []
+        with pytest.raises(HbtuiError, match=words):
+            await service.branch("src", name, port=port, report=events.append)
+        assert not any(isinstance(e, Phase) and "stopping" in e.message for e in events)
+    assert (await service.get("src")).state == "running"

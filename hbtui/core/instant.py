@@ -26,6 +26,7 @@ from hbtui.core import recipe as recipes
 from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
 from hbtui.core.boxes import Lifecycle, host_flag
 from hbtui.core.hosts import Host
+from hbtui.core.ports import allocate
 from hbtui.core.registry import BoxRecord
 from hbtui.core.scratch import scratch
 from hbtui.core.views import BoxView
@@ -233,6 +234,7 @@ async def branch(
             "its running processes are not carried over"
         )
     )
+    await _refuse_taken(boxes, host, wanted)  # before the source is stopped for nothing
     was_running = view.state == "running"
     try:
         if was_running:
@@ -246,6 +248,19 @@ async def branch(
     finally:
         if was_running:
             await _to_the_end(_start_again(boxes, host, src, report))
+
+
+async def _refuse_taken(boxes: Lifecycle, host: Host, wanted: BoxRecord) -> None:
+    """The name and port checks `make` makes again under its lock, made early."""
+    registry = boxes.registry.read()
+    if registry.get(wanted.name, host.name) is not None:
+        raise UsageError(f"a box named {wanted.name!r} already exists (see: hbtui ls)")
+    if await host.engine.find(wanted.name) is not None:
+        raise UsageError(
+            f"a smolvm machine named {wanted.name!r} already exists; pick another name"
+        )
+    if wanted.port:
+        await allocate(registry, host.name, host.port_range, host.busy_ports, wanted=wanted.port)
 
 
 @contextlib.asynccontextmanager
