@@ -20,7 +20,7 @@ from test_lifecycle_sim import answers, hbtui, ls_json
 
 from hbtui.core.bases import StaleBase
 from hbtui.errors import HbtuiError
-from hbtui.events import Notice, Step
+from hbtui.events import Notice, Phase, Step
 
 pytestmark = pytest.mark.sim
 
@@ -262,8 +262,12 @@ async def test_a_cancelled_branch_rolls_back_and_starts_the_source_again(
     task = asyncio.ensure_future(
         sim_service.branch("src", "child", report=lambda e: events.append(e))
     )
-    while not any(isinstance(e, Step) for e in events):
-        await asyncio.sleep(0.05)
+    # Cancelled while the child is being made (created, not yet ready): the making
+    # step is quick, so the cancel is sent the moment it starts.
+    while not any(
+        isinstance(e, Phase) and e.message.startswith("creating machine child") for e in events
+    ):
+        await asyncio.sleep(0.01)
     task.cancel()
     with pytest.raises((asyncio.CancelledError, HbtuiError)):
         await task
