@@ -26,12 +26,7 @@ def _read_value(name: str) -> str:
 
 def cmd_secrets_set(inv: Invocation) -> int:
     name = inv.args.name
-    known = {p.name for p in inv.service.credential_presets()}  # before asking for a value
-    if name not in known:
-        raise UsageError(
-            f"no credential preset {name!r}; known: {', '.join(sorted(known))} "
-            "(add your own as [credentials.NAME] in the config)"
-        )
+    inv.service.credential_preset(name)  # an unknown name fails before a value is asked for
     info = inv.service.set_secret(name, _read_value(name))
     inv.out.print(f"✓ secret {info.name} stored in the {info.store}", markup=False)
     return 0

@@ -237,13 +237,7 @@ async def branch(
     await _refuse_taken(boxes, host, wanted)  # before the source is stopped for nothing
     was_running = view.state == "running"
     try:
-        if was_running:
-            await guest.quiesce(host, source, report)
-            report(Phase(f"stopping {source}"))
-            await host.engine.stop(source)
-        async with _pack_folder(boxes, host) as folder:
-            report(Phase(f"packing {source}"))
-            pack = await host.engine.pack(source, Path(folder) / source)
+        async with _packed(boxes, host, source, stop=was_running, report=report) as pack:
             return await boxes.make(wanted, recipe_dir, pack=pack, report=report)
     finally:
         if was_running:
@@ -261,6 +255,21 @@ async def _refuse_taken(boxes: Lifecycle, host: Host, wanted: BoxRecord) -> None
         )
     if wanted.port:
         await allocate(registry, host.name, host.port_range, host.busy_ports, wanted=wanted.port)
+
+
+@contextlib.asynccontextmanager
+async def _packed(
+    boxes: Lifecycle, host: Host, name: str, *, stop: bool, report: Report
+) -> AsyncIterator[Path]:
+    """The box's disk as a pack in a private folder, removed when the block ends; the box
+    is quiesced and stopped first when `stop` (a running box cannot be packed)."""
+    if stop:
+        await guest.quiesce(host, name, report)
+        report(Phase(f"stopping {name}"))
+        await host.engine.stop(name)
+    async with _pack_folder(boxes, host) as folder:
+        report(Phase(f"packing {name}"))
+        yield await host.engine.pack(name, Path(folder) / name)
 
 
 @contextlib.asynccontextmanager
@@ -337,13 +346,7 @@ async def change_credentials(
     )
     was_running = view.state == "running"
     try:
-        if was_running:
-            await guest.quiesce(host, name, report)
-            report(Phase(f"stopping {name}"))
-            await host.engine.stop(name)
-        async with _pack_folder(boxes, host) as folder:
-            report(Phase(f"packing {name}"))
-            pack = await host.engine.pack(name, Path(folder) / name)
+        async with _packed(boxes, host, name, stop=was_running, report=report) as pack:
             # Once the machine is deleted only the pack holds the box: the remake runs to
             # its end (made again, restored, or the pack kept) even when cancelled.
             await _to_the_end(_remake(boxes, host, record, changed, pack, report))

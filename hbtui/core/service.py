@@ -202,8 +202,12 @@ class Service:
                 used.setdefault(name, []).append(record.name + where)
         return self._boxes.secrets.listing(used)
 
+    def credential_preset(self, name: str) -> Preset:
+        """The preset of that name; a one-line error naming the known ones if none."""
+        return creds.preset(self.config, name)
+
     def set_secret(self, name: str, value: str) -> SecretInfo:
-        creds.preset(self.config, name)  # only what a box can use
+        self.credential_preset(name)  # only what a box can use
         return self._boxes.secrets.put(name, value)
 
     def remove_secret(self, name: str) -> list[str]:
