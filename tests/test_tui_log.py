@@ -109,7 +109,9 @@ async def test_slash_filters_the_table_but_searches_the_focused_log(static_servi
 async def test_workload_log_search_survives_refreshes_and_esc_falls_to_the_filter(
     static_service,
 ):
-    app = make_app(static_service)
+    # No timed listing: each one reloads the workload log, which would replace the output
+    # the test draws below with the fake's before the assertions run.
+    app = make_app(static_service, refresh=3600)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("slash", *"alpha", "enter")  # a filter kept on the table
