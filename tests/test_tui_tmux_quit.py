@@ -20,11 +20,18 @@ pytestmark = [
 
 def test_q_while_provisioning_asks_then_rolls_back_before_exiting(sim_env, sim_smolvm, tmp_path):
     session = f"hbtui-quit-{tmp_path.name}"[:40]
-    env = dict(sim_env, TERM="xterm-256color", HBTUI_RECIPE=str(slow_recipe(tmp_path)))
+    # The rollback's machine stop takes 3 s, as a real guest's shutdown would, so the
+    # screen can be caught saying what the dashboard waits for.
+    env = dict(
+        sim_env,
+        TERM="xterm-256color",
+        HBTUI_RECIPE=str(slow_recipe(tmp_path)),
+        SMOLSIM_SHUTDOWN_SECONDS="3",
+    )
     env_args = [
         arg
         for key, value in env.items()
-        if key.startswith(("HBTUI", "PATH", "TERM"))
+        if key.startswith(("HBTUI", "PATH", "TERM", "SMOLSIM"))
         for arg in ("-e", f"{key}={value}")
     ]
     # A shell writes down hbtui's exit status and keeps the pane, with whatever hbtui
