@@ -44,6 +44,11 @@ def machine_record(env: dict[str, str], name: str) -> dict:
 
 def guest_environs(env: dict[str, str], name: str) -> str:
     """Every process's environment inside the box, read as root through the engine."""
+    return as_root(env, name, "cat /proc/[0-9]*/environ 2>/dev/null; true").replace("\0", "\n")
+
+
+def as_root(env: dict[str, str], name: str, script: str) -> str:
+    """What `sh -c script` prints run as root in the box, through the engine."""
     import subprocess
 
     done = subprocess.run(
@@ -58,13 +63,13 @@ def guest_environs(env: dict[str, str], name: str) -> str:
             "--",
             "sh",
             "-c",
-            "cat /proc/[0-9]*/environ 2>/dev/null; true",
+            script,
         ],
         capture_output=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.replace(b"\0", b"\n").decode(errors="replace")
+    return done.stdout.decode(errors="replace")
 
 
 def files_holding(needle: str, *roots: Path) -> list[Path]:
@@ -273,6 +278,9 @@ def test_credentials_add_and_rm_keep_the_box_and_its_data(key_env):
     assert seen.startswith("SMOL_PLACEHOLDER_GITHUB_")
     [box] = json.loads(ok("ls", "--json", env=key_env))
     assert box["state"] == "running" and box["credentials"] == ["github"] and answers(box["port"])
+    # Its services came back because hbtui resumed them, not because the quiesce taken
+    # before the stop (on the disk it was made from) lapsed 45 s later.
+    assert "lease ran out" not in as_root(key_env, "c1", "cat /data/logs/workload.log")
 
     missing = run("credentials", "c1", "add", "anthropic", env=key_env)
     assert missing.returncode != 0 and "no secret 'anthropic'" in missing.stderr

@@ -355,9 +355,9 @@ async def change_credentials(
             await _to_the_end(_start_if_there(boxes, host, record, report))
         raise
     if was_running:
-        report(Phase(f"starting {name}"))
-        await boxes.boot(host, name)
-        await guest.wait_ready(host, name, record.port, report, timeout=90)
+        # As `start` does: the quiesce taken before the stop is on the disk it was made
+        # from, and keeps the services down until it lapses unless they are resumed.
+        return await boxes.start(name, host_name, report=report)
     return await boxes.get(name, host_name)
 
 
