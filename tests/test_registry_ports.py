@@ -34,6 +34,12 @@ def test_registry_round_trip_and_atomic_file(tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_a_row_without_created_is_of_unknown_age_not_of_each_read(tmp_path):
+    path = tmp_path / "registry.toml"
+    path.write_text("version = 1\n[boxes.local.web]\nport = 4800\n")
+    assert Registry(path).read().get("web").created == ""
+
+
 def test_a_failed_transaction_writes_nothing(tmp_path):
     reg = Registry(tmp_path / "registry.toml")
 

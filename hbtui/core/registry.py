@@ -161,7 +161,12 @@ def parse_rows(raw: dict[str, Any]) -> dict[tuple[str, str], BoxRecord]:
             if not isinstance(data, dict):
                 raise Invalid(f"{_row(host, name)} must be a table, got {show(data)}")
             try:
-                rows[(host, name)] = from_table(BoxRecord, data, given={"name": name, "host": host})
+                # A row without `created` (hand-written) was made at an unknown time, not
+                # at each read (the field's default is for new rows).
+                table = {"created": "", **data}
+                rows[(host, name)] = from_table(
+                    BoxRecord, table, given={"name": name, "host": host}
+                )
             except Invalid as exc:
                 raise Invalid(f"{_row(host, name)}: {exc}") from None
     check_rows(rows)
