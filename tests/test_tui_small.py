@@ -4,6 +4,7 @@ help wraps. Snapshots of the main screen and of each dialog at that size."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import replace
 
@@ -14,6 +15,7 @@ from textual.widgets._footer import FooterKey
 from tui_fakes import FakeService, frozen_clock, sample_boxes
 
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.widgets.key_footer import KeyFooter
 
 SMALL = (80, 24)
 
@@ -129,3 +131,18 @@ async def test_help_wraps_its_descriptions(app):
         assert table.region.right <= SMALL[0]
         heights = [table.rows[k].height for k in table.rows]
         assert max(heights) > 1  # the longest descriptions take two lines, not a cut
+
+
+async def test_footer_recomposed_twice_at_once_has_one_pinned_group(app):
+    """Textual recomposes the footer after each change of bindings; two close together
+    (a dialog closing as focus moves) overlapped and mounted the pinned group twice."""
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        footer = app.main.query_one(KeyFooter)
+        with footer._context():  # from two tasks, as the screen's and the footer's own can
+            await asyncio.gather(footer.recompose(), footer.recompose())
+        await pilot.pause()
+        assert len(footer.query("#pinned")) == 1
+        assert {"question_mark", "q"} <= {
+            k.key for k in footer.query_one("#pinned").query(FooterKey)
+        }

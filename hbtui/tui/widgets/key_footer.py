@@ -7,6 +7,9 @@ lost user needs. Pinned, they stay, and the other keys scroll under them.
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.containers import HorizontalGroup
 from textual.widgets import Footer
@@ -26,6 +29,16 @@ class KeyFooter(Footer):
     }
     KeyFooter #pinned FooterKey.-command-palette { dock: none; border-left: none; }
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._recomposing = asyncio.Lock()
+
+    async def recompose(self) -> None:
+        """One at a time: Textual's footer recomposes after every change of bindings, and
+        two overlapping (seen once in CI, as a dialog closed) mounted `#pinned` twice."""
+        async with self._recomposing:
+            await super().recompose()
 
     def compose(self) -> ComposeResult:
         pinned = []
