@@ -9,6 +9,30 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# ---- parallel workers: a network of their own ---------------------------------------------
+
+CLONE_NEWNET = 0x40000000
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest-xdist worker runs in a network namespace of its own (root only), so
+    boxes made by tests in two workers never contend for one host port: a stopped box
+    holds its port in its own test's registry only, and another worker's box could
+    otherwise take it before it starts again. Workers run tests in their main thread,
+    which is the one moved; every process and thread it starts follows."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or os.geteuid() != 0:
+        return
+    import ctypes
+    import subprocess
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNET) != 0:
+        raise pytest.UsageError(
+            f"cannot give the test worker its own network: {os.strerror(ctypes.get_errno())}"
+        )
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+
+
 # ---- core: isolated state and the real engine -------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import io
 import os
+import random
 import stat
 import struct
 import tracemalloc
@@ -342,7 +343,15 @@ def test_chunks_swapped_duplicated_dropped():
 
 @pytest.mark.parametrize("size", [0, 5, CS, 2 * CS])
 @pytest.mark.parametrize(
-    "extra", [b"\x00", b"x" * 17, os.urandom(CS + F.TAG_SIZE), os.urandom(5000)]
+    "extra",
+    # Fixed bytes and ids: parallel workers must collect the same tests.
+    [
+        b"\x00",
+        b"x" * 17,
+        random.Random(1).randbytes(CS + F.TAG_SIZE),
+        random.Random(2).randbytes(5000),
+    ],
+    ids=["nul", "17-bytes", "chunk-and-tag", "5000-bytes"],
 )
 def test_trailing_garbage(size, extra):
     a = enc(os.urandom(size))
