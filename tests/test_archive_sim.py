@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HBTUI_BIN, SIM_RECIPE
+from test_keys_sim import as_root
 
 from hbtui.core.guest import LEASE_SECONDS
 from hbtui.core.registry import Registry
@@ -267,18 +268,6 @@ def test_a_killed_save_leaves_no_file_and_the_box_heals_itself(sim_env, small_ar
     while not executor_answers(port):  # the supervisor's next pass, 5 s apart
         assert time.monotonic() - lapsed < 15, "services did not come back once the lease ran out"
         time.sleep(0.5)
-
-
-def as_root(env: dict[str, str], name: str, script: str) -> str:
-    done = subprocess.run(
-        [env["HBTUI_SMOLVM"], "--state-dir", env["HBTUI_SMOLVM_STATE_DIR"], "machine", "exec"]
-        + ["--name", name, "--", "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def test_a_killed_load_leaves_a_failed_box_that_rm_removes(sim_env, small_archive):
