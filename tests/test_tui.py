@@ -723,8 +723,25 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, m
         await pilot.press("enter")
         await until(pilot, lambda: launched, timeout=60)
         assert "hb-as-agent" in " ".join(launched[0]) and "--tmux" in launched[0]
-        await pilot.press("d", *"s1", "enter")
-        await until(pilot, lambda: "local/s1" not in app.main.table.views, timeout=60)
+        # Back from the shell, a listing taken while the start wound up may still call
+        # the box busy, and `d` would be refused (by design): wait for a fresh row.
+        await until(
+            pilot,
+            lambda: not app.main.table.views["local/s1"].busy and not activity.running,
+            timeout=30,
+            what=lambda: f"the row to be idle; notes: {notes(app)}",
+        )
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, DeleteDialog), timeout=10)
+        await pilot.press(*"s1", "enter")
+        await until(
+            pilot,
+            lambda: "local/s1" not in app.main.table.views,
+            timeout=60,
+            what=lambda: "the box deleted; its log:\n"
+            + "\n".join(list(activity.lines)[-30:])
+            + f"\nnotes: {notes(app)}",
+        )
         assert (await sim_service.list_boxes()).boxes == []
 
 
