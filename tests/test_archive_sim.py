@@ -81,6 +81,13 @@ def executor_answers(port: int) -> bool:
         return False
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def ls(env) -> dict[str, dict]:
     done = hbtui("ls", "--json", env=env)
     assert done.returncode == 0, done.stderr
@@ -252,8 +259,11 @@ def test_a_killed_save_leaves_no_file_and_the_box_heals_itself(sim_env, small_ar
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    # The archive's temporary file once it has bytes: an empty one of the same name is
+    # made and dropped before the quiesce, to learn early that the folder is writable.
     deadline = time.monotonic() + 60
-    while not list(tmp_path.glob(".killed.hbx.*")) and time.monotonic() < deadline:
+    while not any(_size(p) for p in tmp_path.glob(".killed.hbx.*")):
+        assert time.monotonic() < deadline, "the save wrote nothing within 60 s"
         time.sleep(0.02)
     proc.kill()
     proc.wait()

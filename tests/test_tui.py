@@ -738,9 +738,11 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, m
             pilot,
             lambda: "local/s1" not in app.main.table.views,
             timeout=60,
-            what=lambda: "the box deleted; its log:\n"
-            + "\n".join(list(activity.lines)[-30:])
-            + f"\nnotes: {notes(app)}",
+            what=lambda: (
+                "the box deleted; its log:\n"
+                + "\n".join(list(activity.lines)[-30:])
+                + f"\nnotes: {notes(app)}"
+            ),
         )
         assert (await sim_service.list_boxes()).boxes == []
 
