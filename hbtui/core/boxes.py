@@ -71,12 +71,14 @@ class Lifecycle:
         return env
 
     def busy(self, name: str, host_name: str) -> str:
-        """What holds the box now, or what an interrupted operation left it in."""
+        """What another process holds the box for now, or what an interrupted operation
+        left it in. This process's own operations are its front end's to show: a listing
+        read while one ended must not outlive it as "busy"."""
         record = self.locks.record(host_name, name)
         if record is None:
             return ""
         if record.alive:
-            return f"{record.operation} (pid {record.pid})"
+            return "" if record.pid == os.getpid() else f"{record.operation} (pid {record.pid})"
         if record.quiesced_until > time.time():
             back = datetime.fromtimestamp(record.quiesced_until).strftime("%H:%M:%S")
             return f"quiesced: {record.operation} was interrupted; services return by {back}"
