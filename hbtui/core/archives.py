@@ -264,9 +264,8 @@ async def _save_parts(
                         progress(enc.plaintext_bytes)
                 elif line.startswith(PART_TAG):
                     _, guest_part, _size = line.split()
-                    await asyncio.wait_for(
-                        host.engine.cp_out(name, guest_part, local_part), PART_TIMEOUT
-                    )
+                    async with asyncio.timeout(PART_TIMEOUT):
+                        await host.engine.cp_out(name, guest_part, local_part)
                     await asyncio.to_thread(_feed_file, enc, local_part)
                     local_part.unlink()
                     await host.engine.exec(name, ["rm", "-f", "--", guest_part], timeout=60)

@@ -168,8 +168,11 @@ async def quiesced(host: Host, name: str, report: Report) -> AsyncIterator[Lease
         yield lease
     finally:
         keeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError, HbtuiError):
-            await keeper
+        # Not `await keeper` under suppress(CancelledError): that would also swallow a
+        # cancellation of this task arriving meanwhile.
+        await asyncio.wait([keeper])
+        if not keeper.cancelled():
+            keeper.exception()  # a failed renewal no longer matters: the block is over
 
 
 async def resume(host: Host, name: str, report: Report) -> None:

@@ -86,7 +86,9 @@ class Deadline:
         if remaining is not None and remaining <= 0:
             raise RunTimeout(self.argv, self.timeout or 0)
         try:
-            return await asyncio.wait_for(stream.readline(), remaining)
+            async with asyncio.timeout(remaining):
+                line: bytes = await stream.readline()
+                return line
         except TimeoutError:
             raise RunTimeout(self.argv, self.timeout or 0) from None
 
@@ -155,7 +157,8 @@ class LocalRunner:
             env={**child_env(), **(secrets or {})},
         )
         try:
-            out, err = await asyncio.wait_for(proc.communicate(input), timeout)
+            async with asyncio.timeout(timeout):
+                out, err = await proc.communicate(input)
         except TimeoutError:
             raise RunTimeout(argv, timeout or 0) from None
         finally:

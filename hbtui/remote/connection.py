@@ -162,9 +162,8 @@ class HostConnection:
             if problem:
                 raise HostAuthFailed(f"host {self.name}: {problem}")
         try:
-            return await asyncio.wait_for(
-                asyncssh.connect(self.target.host, **self._options()), self.connect_timeout + 5
-            )
+            async with asyncio.timeout(self.connect_timeout + 5):
+                return await asyncssh.connect(self.target.host, **self._options())
         except asyncssh.HostKeyNotVerifiable:
             raise await self.host_key_error() from None
         except asyncssh.PermissionDenied as exc:
@@ -207,7 +206,8 @@ class HostConnection:
         if conn is not None and self._loop is asyncio.get_running_loop():
             conn.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.wait_closed(), 5)
+                async with asyncio.timeout(5):
+                    await conn.wait_closed()
         elif conn is not None:
             with contextlib.suppress(Exception):
                 conn.abort()
@@ -242,9 +242,8 @@ class HostConnection:
         for attempt in (1, 2):
             conn = await self.connection()
             try:
-                return await asyncio.wait_for(
-                    conn.create_process(command, **kwargs), self.connect_timeout
-                )
+                async with asyncio.timeout(self.connect_timeout):
+                    return await conn.create_process(command, **kwargs)
             except asyncssh.ChannelOpenError as exc:
                 raise HostUnreachable(
                     f"host {self.name}: cannot run {what}: {reason(exc)}"
@@ -270,7 +269,8 @@ class HostConnection:
         try:
             with self.guard(what):
                 proc.stdin.write_eof()
-                out, err = await asyncio.wait_for(proc.communicate(), timeout)
+                async with asyncio.timeout(timeout):
+                    out, err = await proc.communicate()
         except TimeoutError:
             raise HostUnreachable(
                 f"host {self.name}: {what} timed out after {timeout:g}s"
@@ -288,13 +288,15 @@ class HostConnection:
         """A TCP stream to host:port as seen from the remote host (direct-tcpip)."""
         conn = await self.connection()
         with self.guard(f"connecting to {host}:{port}"):
-            return await asyncio.wait_for(conn.open_connection(host, port, encoding=None), timeout)
+            async with asyncio.timeout(timeout):
+                return await conn.open_connection(host, port, encoding=None)
 
     @contextlib.asynccontextmanager
     async def sftp(self) -> AsyncIterator[asyncssh.SFTPClient]:
         conn = await self.connection()
         with self.guard("opening SFTP"):
-            client = await asyncio.wait_for(conn.start_sftp_client(), self.connect_timeout)
+            async with asyncio.timeout(self.connect_timeout):
+                client = await conn.start_sftp_client()
         try:
             yield client
         finally:

@@ -92,7 +92,8 @@ class Forward:
         for task in list(self._tasks):
             task.cancel()
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(server.wait_closed(), 5)
+            async with asyncio.timeout(5):
+                await server.wait_closed()
 
 
 def web_forwarder(conn: HostConnection) -> Forwarder:

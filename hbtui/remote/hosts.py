@@ -123,7 +123,8 @@ def http_probe(conn: HostConnection) -> Callable[[int], Awaitable[bool]]:
             return False
         try:
             writer.write(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            line = await asyncio.wait_for(reader.readline(), HTTP_TIMEOUT)
+            async with asyncio.timeout(HTTP_TIMEOUT):
+                line = await reader.readline()
             return line.startswith(b"HTTP/")
         except (TimeoutError, OSError, Exception):
             return False
@@ -437,9 +438,8 @@ async def forwarding_allowed(conn: HostConnection) -> tuple[bool, str]:
     """May we open direct-tcpip channels (needed for open and the ready check)?"""
     ssh = await conn.connection()
     try:
-        _, writer = await asyncio.wait_for(
-            ssh.open_connection("127.0.0.1", conn.target.port), HTTP_TIMEOUT
-        )
+        async with asyncio.timeout(HTTP_TIMEOUT):
+            _, writer = await ssh.open_connection("127.0.0.1", conn.target.port)
     except asyncssh.ChannelOpenError as exc:
         if exc.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED:
             return False, f"TCP forwarding is not allowed: {exc.reason}"

@@ -84,9 +84,8 @@ async def fetch_server_key(
     kwargs: dict = {}
     if algorithms:
         kwargs["server_host_key_algs"] = algorithms
-    key = await asyncio.wait_for(
-        asyncssh.get_server_host_key(target.host, target.port, **kwargs), timeout
-    )
+    async with asyncio.timeout(timeout):
+        key = await asyncssh.get_server_host_key(target.host, target.port, **kwargs)
     if key is None:
         raise asyncssh.Error(0, "the server presented no host key")
     return ServerKey(key, fingerprint(key), key.get_algorithm())

@@ -98,7 +98,8 @@ class SshStream:
                     line = raw.decode(errors="replace").rstrip("\r\n")
                     tail.append(line)
                     yield line
-                await asyncio.wait_for(proc.wait_closed(), 30)
+                async with asyncio.timeout(30):
+                    await proc.wait_closed()
             if proc.returncode is None:
                 conn.drop()
                 raise HostUnreachable(f"connection to host {conn.name} lost during {what}")
@@ -166,7 +167,8 @@ class SshRunner:
         try:
             with self.conn.guard(what):
                 try:
-                    out, err = await asyncio.wait_for(talk(), timeout)
+                    async with asyncio.timeout(timeout):
+                        out, err = await talk()
                 except TimeoutError:
                     raise RunTimeout(argv, timeout or 0) from None
             if proc.returncode is None:
