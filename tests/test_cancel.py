@@ -6,12 +6,15 @@ operation ran on (a cancelled base build finished and kept its base). The core u
 from __future__ import annotations
 
 import asyncio
+import gc
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 import hbtui
-from hbtui.engine.runner import Deadline, RunTimeout
+from hbtui.engine.runner import Deadline, LocalRunner, RunTimeout
 
 
 @pytest.mark.parametrize("timeout", [None, 30.0])
@@ -38,3 +41,37 @@ def test_no_module_of_hbtui_uses_wait_for():
         if "wait_for(" in path.read_text()
     ]
     assert users == [], f"use `async with asyncio.timeout(...)` instead, in {users}"
+
+
+def test_a_cancelled_command_is_reaped_before_its_loop_ends(monkeypatch):
+    """A killed child left to the garbage collector outlives the loop that ran it and
+    says "Event loop is closed" when it is collected."""
+    leftovers: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", leftovers.append)
+    children: list[asyncio.subprocess.Process] = []
+    spawn = asyncio.create_subprocess_exec
+
+    async def spy(*argv, **kwargs):
+        children.append(await spawn(*argv, **kwargs))
+        return children[-1]
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", spy)
+    ended_with: list[int | None] = []
+
+    async def cancel_a_command() -> None:
+        running = asyncio.ensure_future(LocalRunner().run(["sleep", "30"]))
+        running.add_done_callback(lambda _: ended_with.append(children[0].returncode))
+        await asyncio.sleep(0.3)
+        running.cancel()
+        await asyncio.wait([running])
+        assert running.cancelled()
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(cancel_a_command())
+    loop.close()  # at once, as a test's loop is, before the child's exit is noticed
+    for watcher in threading.enumerate():  # asyncio's waitpid threads let go of the child
+        if "waitpid" in watcher.name:
+            watcher.join(timeout=10)
+    gc.collect()
+    assert ended_with == [-9], "the run ended before its child was reaped"
+    assert [str(u.exc_value) for u in leftovers] == []

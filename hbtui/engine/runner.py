@@ -93,10 +93,13 @@ class Deadline:
             raise RunTimeout(self.argv, self.timeout or 0) from None
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """Kill the child's process group if it still runs, and reap it: one left to the
+    garbage collector outlives its event loop ("Event loop is closed" at exit)."""
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
 
 
 class LocalStream:
@@ -132,7 +135,7 @@ class LocalStream:
             self.returncode = await proc.wait()
             self.stderr_tail = "\n".join(tail)
         finally:
-            _kill_group(proc)
+            await _end(proc)
 
 
 class LocalRunner:
@@ -162,7 +165,7 @@ class LocalRunner:
         except TimeoutError:
             raise RunTimeout(argv, timeout or 0) from None
         finally:
-            _kill_group(proc)
+            await _end(proc)
         return Completed(argv, proc.returncode or 0, out, err)
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> LocalStream:
