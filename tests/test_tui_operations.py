@@ -23,7 +23,7 @@ from hbtui.events import Phase, Step
 from hbtui.tui.activity import Activity
 from hbtui.tui.app import made_something
 from hbtui.tui.screens.confirm import ConfirmDialog, QuitScreen
-from hbtui.tui.screens.dialogs import LoadRequest, NewBoxDialog, SaveDialog
+from hbtui.tui.screens.dialogs import LoadRequest, NewBoxDialog, SaveDialog, SaveRequest
 from hbtui.tui.screens.main import KEYS
 from hbtui.tui.screens.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
 from hbtui.tui.widgets.box_table import cells
@@ -54,6 +54,7 @@ def toasts(app) -> list[tuple[str, str, str]]:
 
 async def test_quit_asks_then_cancels_and_waits_for_the_rollback(service):
     service.step_delay = 1.0
+    service.stalled = True
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -78,6 +79,7 @@ async def test_quit_asks_then_cancels_and_waits_for_the_rollback(service):
 
 async def test_a_terminating_signal_quits_without_asking(service):
     service.step_delay = 1.0
+    service.stalled = True
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -300,6 +302,27 @@ async def test_load_progress_shows_its_stages_and_stops_on_failure(service, tmp_
         assert "local/copy" not in app.main.table.views
 
 
+async def test_events_arriving_while_the_dashboard_closes_draw_nothing(service, tmp_path):
+    """Quitting prunes the screens while operations may still report: a progress dialog
+    whose widgets were gone raised NoMatches (seen under load)."""
+    service.step_delay = 0.3
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        app._save(SaveRequest("alpha", "local", tmp_path / "a.hbx", b"pw"))
+        await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
+        progress = app.screen
+        await until(pilot, lambda: progress.query_one("#bytes", ProgressBar).progress > 0)
+        app._running = False  # as in App._shutdown, which then prunes the screens
+        try:
+            await progress.remove_children()
+            await until(pilot, lambda: any(c[0] == "save" for c in service.calls))
+            await pilot.pause(1.0)  # the save reports (and ends) meanwhile
+        finally:
+            app._running = True
+        assert not progress.query("#bytes")
+
+
 def test_load_stages_follow_the_cores_phases():
     seen = [
         load_stage(e)
@@ -325,6 +348,7 @@ def test_load_stages_follow_the_cores_phases():
 
 async def test_cancel_key_asks_then_rolls_back_as_a_notice(service):
     service.step_delay = 1.0
+    service.stalled = True
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)

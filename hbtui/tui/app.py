@@ -494,6 +494,8 @@ class HbtuiApp(App[None]):
             self.post_message(OperationFinished(operation, result, error, hint, cancelled))
 
     def on_operation_events(self, message: OperationEvents) -> None:
+        if not self.is_running:
+            return  # the dashboard is closing: its screens are going, nothing is drawn
         operation, key = message.operation, message.operation.key
         unmade = self._unmade.get(operation)
         if unmade is not None:
@@ -541,6 +543,8 @@ class HbtuiApp(App[None]):
             self.notify(error, title=f"{operation.label} failed", severity="error", timeout=10)
 
     def on_operation_finished(self, message: OperationFinished) -> None:
+        if not self.is_running:
+            return  # the dashboard is closing (see on_operation_events)
         operation, error, key = message.operation, message.error, message.operation.key
         if key is not None and self._by_box.get(key) is operation:
             del self._by_box[key]

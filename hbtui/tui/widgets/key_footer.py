@@ -7,9 +7,6 @@ lost user needs. Pinned, they stay, and the other keys scroll under them.
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 from textual.app import ComposeResult
 from textual.containers import HorizontalGroup
 from textual.widgets import Footer
@@ -30,14 +27,11 @@ class KeyFooter(Footer):
     KeyFooter #pinned FooterKey.-command-palette { dock: none; border-left: none; }
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._recomposing = asyncio.Lock()
-
     async def recompose(self) -> None:
-        """One at a time: Textual's footer recomposes after every change of bindings, and
-        two overlapping (seen once in CI, as a dialog closed) mounted `#pinned` twice."""
-        async with self._recomposing:
+        """Not once the app is closing: Textual's footer recomposes when the bindings
+        change, as they do while screens close; keys mounted then are never started, so
+        the next recompose could not remove them and mounted `#pinned` twice."""
+        if self.app.is_running:
             await super().recompose()
 
     def compose(self) -> ComposeResult:
