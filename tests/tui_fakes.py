@@ -105,6 +105,9 @@ class FakeService:
         self.boxes = list(boxes if boxes is not None else sample_boxes())
         self.host_errors = dict(host_errors or {})
         self.step_delay = step_delay  # seconds between scripted progress events
+        # A new box's steps last until cancelled: a test that cancels one needs it still
+        # running however loaded the machine is (step_delay still times the rollback).
+        self.stalled = False
         self.broken: dict[str, str] = {}  # method name -> the RuntimeError it raises
         self.provision_logs: dict[tuple[str, str], list[str]] = {}  # (host, name) -> lines
         self.calls: list[tuple[Any, ...]] = []
@@ -242,6 +245,8 @@ class FakeService:
             for i, step in enumerate(("base", "agent-user", "tools"), start=1):
                 report(Step(i, 3, step))
                 report(LogLine(f"\x1b[32mok\x1b[0m {step} line"))
+                if self.stalled:
+                    await asyncio.Event().wait()
                 await self._pause()
             if name.startswith("fail"):
                 raise HbtuiError(f"provisioning {name} failed at step 3/3 tools (exit status 1)")
