@@ -116,12 +116,15 @@ def test_a_second_operation_on_a_box_is_refused_while_a_save_runs(sim_env, box, 
     first = tmp_path / "first.hbx"
     saving = background("save", box, "-o", str(first), env=sim_env, passphrase=PASS)
     wait_for("the save to start packing", lambda: list(tmp_path.glob(".first.hbx.*")))
-
-    again = hbtui("save", box, "-o", str(tmp_path / "second.hbx"), env=sim_env, passphrase=PASS)
-    one_line_error(again, f"box '{box}' is busy with save (pid {saving.pid})")
-    for verb in (("stop", box), ("rm", box, "--force"), ("repair", box)):
-        one_line_error(hbtui(*verb, env=sim_env), "busy with save")
-    assert ls(sim_env)[box]["busy"] == f"save (pid {saving.pid})"
+    saving.send_signal(signal.SIGSTOP)  # it holds the box for as long as the checks take
+    try:
+        again = hbtui("save", box, "-o", str(tmp_path / "second.hbx"), env=sim_env, passphrase=PASS)
+        one_line_error(again, f"box '{box}' is busy with save (pid {saving.pid})")
+        for verb in (("stop", box), ("rm", box, "--force"), ("repair", box)):
+            one_line_error(hbtui(*verb, env=sim_env), "busy with save")
+        assert ls(sim_env)[box]["busy"] == f"save (pid {saving.pid})"
+    finally:
+        saving.send_signal(signal.SIGCONT)
 
     out = saving.communicate(timeout=300)[0]
     assert saving.returncode == 0, out
