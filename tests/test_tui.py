@@ -507,8 +507,13 @@ async def test_quitting_cancels_operations_and_waits_for_their_rollback(static_s
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("n", *"half", "enter")
         await until(pilot, lambda: app.activities[("local", "half")].step is not None)
+        static_service.rollback_gate = asyncio.Event()
         await pilot.press("q", "y")  # asked first (tests/test_tui_operations.py)
+        half = app.activities[("local", "half")]
+        await until(pilot, lambda: any("rolling back half" in line for line in half.lines))
+        await pilot.pause(0.3)
         assert app.is_running  # still rolling back
+        static_service.rollback_gate.set()
         await until(pilot, lambda: not app.is_running, what="the app to quit after the rollback")
     assert ("rolled back", "half", "local") in static_service.calls
     assert all(b.name != "half" for b in static_service.boxes)

@@ -65,12 +65,15 @@ async def test_quit_asks_then_cancels_and_waits_for_the_rollback(service):
         assert "new half" in str(app.screen.query_one("#question").render())
         await pilot.press("n")  # keep working: nothing was cancelled
         assert app.screen is app.main and app.is_running and activity.running
+        service.rollback_gate = asyncio.Event()
         await pilot.press("q", "y")
         assert isinstance(app.screen, QuitScreen)
         await until(
             pilot, lambda: "⟳ new half" in str(app.screen.query_one("#operations").render())
         )
+        await pilot.pause(0.3)
         assert app.is_running  # still rolling back
+        service.rollback_gate.set()
         await until(pilot, lambda: not app.is_running, what="the app to quit after the rollback")
     assert ("rolled back", "half", "local") in service.calls
     assert all(b.name != "half" for b in service.boxes)

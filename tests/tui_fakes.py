@@ -108,6 +108,8 @@ class FakeService:
         # A new box's steps last until cancelled: a test that cancels one needs it still
         # running however loaded the machine is (step_delay still times the rollback).
         self.stalled = False
+        # Set to an Event, a rollback waits for it: a test sees the app wait for it.
+        self.rollback_gate: asyncio.Event | None = None
         self.broken: dict[str, str] = {}  # method name -> the RuntimeError it raises
         self.provision_logs: dict[tuple[str, str], list[str]] = {}  # (host, name) -> lines
         self.calls: list[tuple[Any, ...]] = []
@@ -263,6 +265,8 @@ class FakeService:
     async def _rollback(self, name: str, host: str, report: Report) -> None:
         report(Notice(f"rolling back {name}"))
         await self._pause()
+        if self.rollback_gate is not None:
+            await self.rollback_gate.wait()
         self.boxes = [b for b in self.boxes if (b.name, b.host) != (name, host)]
         self.calls.append(("rolled back", name, host))
 
