@@ -354,8 +354,6 @@ class MainScreen(Screen[None]):
 
     def box_changed(self, key: BoxKey) -> None:
         """An operation reported on this box: repaint its row and, if shown, its log."""
-        if not self.query(BoxTable):
-            return  # the dashboard is closing (its widgets are gone) while the operation ends
         view = self._view_of(key)
         shown = row_key(key) in self.table.views
         if view is not None and shown:
