@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import HBTUI_BIN, SIM_RECIPE, recipe_with
 
+from hbtui.core import guest
 from hbtui.core.guest import ProvisionFailed
 from hbtui.core.registry import Registry
-from hbtui.errors import HbtuiError
+from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import LogLine, Step
 from hbtui.paths import resolve_paths
 
@@ -157,6 +158,34 @@ async def test_a_failure_mid_provisioning_leaves_nothing(
     assert not list(Path("/tmp").glob("hbtui-recipe-*"))
     log = (await sim_service.provision_log("b1")).path
     assert "injected failure" in log.read_text()
+
+
+async def test_a_cancel_after_the_box_is_ready_still_rolls_it_back(
+    sim_service, sim_host, monkeypatch
+):
+    """The last await of `new` (reading the machine back) is covered by the rollback: a
+    base build cancelled there kept its half-made builder box."""
+    engine_type = type(sim_host.engine)
+    find, wait_ready = engine_type.find, guest.wait_ready
+    armed = False
+
+    async def wait_then_arm(*args, **kwargs):
+        nonlocal armed
+        await wait_ready(*args, **kwargs)
+        armed = True
+
+    async def find_or_cancel(self, name):
+        if armed:
+            raise asyncio.CancelledError  # as a Ctrl-C landing in this await would
+        return await find(self, name)
+
+    monkeypatch.setattr(guest, "wait_ready", wait_then_arm)
+    monkeypatch.setattr(engine_type, "find", find_or_cancel)
+    with pytest.raises(Cancelled, match="'b1' was rolled back"):
+        await sim_service.new("b1", recipe=SIM_RECIPE)
+    monkeypatch.setattr(engine_type, "find", find)
+    assert await sim_host.engine.list() == []
+    assert Registry(resolve_paths().registry_file).read().get("b1") is None
 
 
 @pytest.mark.parametrize("name", ["a;b", "../x", "a b", "x" * 200, "-rf"])

@@ -350,6 +350,9 @@ class Lifecycle:
                 report(Phase(f"stopping {name} (--no-start)"))
                 await guest.quiesce(host, name, report)
                 await host.engine.stop(name)
+            # Inside the rollback too: a cancel here would leave a box its caller never
+            # got (a base build's builder stayed behind, half-made).
+            machine = await host.engine.find(name)
             if keep_provisioning:
                 rec = self.registry.read().get(name, host_name)
             else:
@@ -368,7 +371,6 @@ class Lifecycle:
                     f"or make the box from scratch with --no-base"
                 )
             raise
-        machine = await host.engine.find(name)
         return view_of(rec, machine, host)
 
     def spec(self, wanted: BoxRecord, port: int, pack: Path | None) -> MachineSpec:
