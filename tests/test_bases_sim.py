@@ -19,7 +19,7 @@ from conftest import SIM_RECIPE
 from test_lifecycle_sim import answers, hbtui, ls_json
 
 from hbtui.core.bases import StaleBase
-from hbtui.errors import HbtuiError
+from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import Notice, Phase, Step
 
 pytestmark = pytest.mark.sim
@@ -192,7 +192,32 @@ async def test_a_failing_or_cancelled_base_build_leaves_nothing(sim_service, sim
     while not any(isinstance(e, Step) for e in steps):
         await asyncio.sleep(0.05)
     task.cancel()
-    with pytest.raises((asyncio.CancelledError, HbtuiError)):
+    with pytest.raises(Cancelled, match="was rolled back"):
+        await task
+    assert sim_service.bases() == [] and machines(sim_env) == []
+    assert (await sim_service.list_boxes()).boxes == []
+    bases_dir = Path(sim_env["HBTUI_HOME"]) / "bases" / "local"
+    assert not bases_dir.exists() or list(bases_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("phase", ["quiescing services", "packing the builder box"])
+async def test_a_base_build_cancelled_after_provisioning_leaves_nothing(
+    sim_service, sim_env, tmp_path, phase
+):
+    """Past the builder's provisioning (its own rollback), the build rolls back itself:
+    the builder box and the half-written pack go, and it says so in one line."""
+    seen: list[str] = []
+    task = asyncio.ensure_future(
+        sim_service.build_base(
+            recipe=recipe_copy(tmp_path),
+            report=lambda e: seen.append(e.message) if isinstance(e, Phase) else None,
+        )
+    )
+    while not any(m.startswith(phase) for m in seen):
+        assert not task.done(), seen
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(Cancelled, match=r"the base build in base-\S+ was rolled back"):
         await task
     assert sim_service.bases() == [] and machines(sim_env) == []
     assert (await sim_service.list_boxes()).boxes == []

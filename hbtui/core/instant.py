@@ -31,7 +31,7 @@ from hbtui.core.registry import BoxRecord
 from hbtui.core.scratch import scratch
 from hbtui.core.views import BoxView
 from hbtui.engine.locate import format_version
-from hbtui.errors import HbtuiError, UsageError
+from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name
 from hbtui.present import human_bytes
@@ -119,8 +119,10 @@ async def build_base(
             boxes.bases.put(base)
             if older and older.folder != base.folder and older.made_in(host.files.bases_dir()):
                 superseded = older.folder
-        except BaseException:
+        except BaseException as exc:
             await _to_the_end(host.files.remove_tree(folder))
+            if isinstance(exc, asyncio.CancelledError):  # the builder goes just below
+                raise Cancelled(f"cancelled: the base build in {builder} was rolled back") from None
             raise
         finally:
             await _to_the_end(_clean_up_build(boxes, host, builder, superseded, report))
