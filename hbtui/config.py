@@ -16,6 +16,7 @@ rows too (hbtui.core.registry).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -23,7 +24,7 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time
 from pathlib import Path
@@ -34,6 +35,7 @@ import tomli_w
 from hbtui.errors import UsageError
 from hbtui.names import host_name_problem
 from hbtui.paths import Paths
+from hbtui.statefile import locked, write_atomic
 from hbtui.target import target_problem
 
 if TYPE_CHECKING:
@@ -652,11 +654,19 @@ def save_config(paths: Paths, cfg: Config) -> None:
     """Write atomically, so a crash never leaves half a config."""
     target = paths.config_file
     cfg.validate(target)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         paths.ensure()
-        tmp.write_text(tomli_w.dumps(config_to_dict(cfg)))
-        os.replace(tmp, target)
+        write_atomic(target, tomli_w.dumps(config_to_dict(cfg)).encode())
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ConfigError(f"{_where(target)}: cannot write it: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def editing_config(paths: Paths) -> Iterator[Config]:
+    """The config as it is on disk now, to change in the block and write back, with no
+    other process's edit in between (the copy read at start-up may be stale)."""
+    paths.ensure()
+    with locked(paths.locks_dir / "config.lock"):
+        cfg = load_config(paths)
+        yield cfg
+        save_config(paths, cfg)

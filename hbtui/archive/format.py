@@ -23,19 +23,16 @@ allocated once and filled with `readinto`.
 
 from __future__ import annotations
 
-import errno
 import hmac
 import io
 import os
 import stat
 import struct
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from hashlib import sha256
-from pathlib import Path
 from typing import IO, BinaryIO
 
 from cryptography.exceptions import InvalidTag
@@ -54,6 +51,7 @@ from hbtui.archive.errors import (
     UnsupportedArchive,
     WrongPassphrase,
 )
+from hbtui.statefile import atomic_output
 
 __all__ = [
     "MAGIC",
@@ -844,59 +842,6 @@ def is_hbx(path: str | os.PathLike[str]) -> bool:
 
 
 # --- files: private, atomic -------------------------------------------------
-
-
-@contextmanager
-def atomic_output(path: str | os.PathLike[str], *, replace: bool = True) -> Iterator[BinaryIO]:
-    """Open a 0600 temporary file beside `path`; on normal exit flush, fsync
-    and rename it over `path` (then fsync the folder); on error remove it.
-    With `replace=False` an existing `path` is never replaced, even one that
-    appeared while writing: FileExistsError, and the temporary file goes."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
-    try:
-        os.fchmod(fd, 0o600)
-        with open(fd, "wb", closefd=True) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        if replace:
-            os.replace(tmp, target)
-        else:
-            _publish_new(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dfd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
-
-
-def _publish_new(tmp: str, target: Path) -> None:
-    """Give `tmp` the name `target` only if no file has it: a hard link cannot take
-    a name that exists, so two writers racing for one name cannot both win."""
-    try:
-        os.link(tmp, target)
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
-            raise
-        # No hard links on this file system: claim the name exclusively, then fill it.
-        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        os.replace(tmp, target)
-        return
-    os.unlink(tmp)
 
 
 @contextmanager

@@ -13,7 +13,6 @@ be read is taken as empty, and the next write replaces it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ import tomli_w
 from hbtui.config import Invalid, from_table, read_toml, rule, to_table
 from hbtui.errors import HbtuiError
 from hbtui.paths import Paths
+from hbtui.statefile import locked, write_atomic
 
 STATE_FILE = "archives.toml"
 ARCHIVE_SUFFIXES = (".hbx", ".tar.gz.gpg")
@@ -87,23 +87,13 @@ def _changing(paths: Paths) -> Iterator[ArchiveMemory]:
     processes marking archives at once keep both marks."""
     paths.ensure()
     target = _state_path(paths)
-    try:
-        lock = os.open(paths.locks_dir / f"{STATE_FILE}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise HbtuiError(f"cannot lock {target}: {exc.strerror or exc}") from None
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(paths.locks_dir / f"{STATE_FILE}.lock"):
         memory = read_memory(paths)
         yield memory
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(tomli_w.dumps(to_table(memory)))
-            os.replace(tmp, target)
+            write_atomic(target, tomli_w.dumps(to_table(memory)).encode())
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise HbtuiError(f"cannot write {target}: {exc.strerror or exc}") from None
-    finally:
-        os.close(lock)
 
 
 def _stat_key(path: Path) -> tuple[int, int] | None:

@@ -21,6 +21,7 @@ from hbtui.core.registry import utc_now
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.names import LOCAL
 from hbtui.paths import make_folder
+from hbtui.statefile import locked, write_atomic
 
 _SLUG = re.compile(r"[^a-z0-9.]+")
 _ID = re.compile(r"^[a-z0-9.-]{1,120}-[0-9a-f]{12}$")
@@ -144,11 +145,15 @@ class BaseBook:
             raise UsageError(f"no base {ident!r}{where} (see: hbtui base ls)")
         return base
 
-    def put(self, base: Base) -> None:
-        folder = make_folder(self.root / base.host, 0o700)
-        tmp = folder / f".{base.id}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(base.to_json(), indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, self._file(base.host, base.id))
+    def put(self, base: Base) -> Base | None:
+        """Keep `base`'s manifest; returns the one it replaced, read under the same lock,
+        so of two builds of one base each learns which older pack is its to remove."""
+        make_folder(self.root / base.host, 0o700)
+        with locked(self.root / ".lock"):
+            older = self.get(base.host, base.id)
+            data = json.dumps(base.to_json(), indent=2) + "\n"
+            write_atomic(self._file(base.host, base.id), data.encode())
+        return older
 
     def forget(self, base: Base) -> None:
         self._file(base.host, base.id).unlink(missing_ok=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hbtui.config import Config, HostSettings, parse_port_range, save_config
+from hbtui.config import Config, HostSettings, editing_config, parse_port_range
 from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport
 from hbtui.core.registry import Registry
 from hbtui.errors import HbtuiError, UsageError
@@ -83,13 +83,19 @@ class HostBook:
         settings = HostSettings(
             ssh=str(target), identity=key_file, smolvm=smolvm, state_dir=state_dir, ports=ports
         )
-        self.config.hosts[name] = settings
-        try:
-            save_config(self.paths, self.config)
-        except BaseException:
-            del self.config.hosts[name]
-            raise
+        with editing_config(self.paths) as fresh:
+            if name in fresh.hosts:  # added by another process since this one started
+                raise UsageError(
+                    f"host {name!r} exists already; remove it first: hbtui hosts rm {name}"
+                )
+            fresh.hosts[name] = settings
+        self._adopt(fresh)
         return settings
+
+    def _adopt(self, fresh: Config) -> None:
+        """The hosts as written, in the Config this process shares with its HostPool."""
+        self.config.hosts.clear()
+        self.config.hosts.update(fresh.hosts)
 
     async def remove(self, name: str, *, force: bool = False) -> list[str]:
         """Forget the host; with `force` also its boxes' rows. Returns those boxes."""
@@ -104,12 +110,9 @@ class HostBook:
             async with self.registry.transaction() as rows:
                 for box in boxes:
                     rows.remove(box, name)
-        removed = self.config.hosts.pop(name)
-        try:
-            save_config(self.paths, self.config)
-        except BaseException:
-            self.config.hosts[name] = removed
-            raise
+        with editing_config(self.paths) as fresh:
+            fresh.hosts.pop(name, None)
+        self._adopt(fresh)
         self.hosts.forget(name)
         return boxes
 

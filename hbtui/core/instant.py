@@ -115,8 +115,7 @@ async def build_base(
                 digest=digest,
                 built_in=built_in,
             )
-            older = boxes.bases.get(host_name, ident)
-            boxes.bases.put(base)
+            older = boxes.bases.put(base)
             if older and older.folder != base.folder and older.made_in(host.files.bases_dir()):
                 superseded = older.folder
         except BaseException as exc:

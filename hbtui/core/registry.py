@@ -43,6 +43,7 @@ from hbtui.config import (
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL, host_name_problem, name_problem
+from hbtui.statefile import write_atomic
 
 PROVISIONING = "provisioning"
 READY = "ready"
@@ -247,17 +248,10 @@ class Registry:
             text = tomli_w.dumps(rows_to_doc(rows))
         except Invalid as exc:
             raise self._error(f"refusing to write {exc}") from None
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
+            write_atomic(self.path, text.encode())
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
             raise self._error(f"cannot write it: {exc.strerror or exc}") from None
 
     def read(self) -> Boxes:

@@ -9,10 +9,10 @@ An index beside it lists the names and where each is kept, never a value.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +21,7 @@ from hbtui.config import Config
 from hbtui.core.registry import utc_now
 from hbtui.errors import UsageError
 from hbtui.paths import Paths, make_folder
+from hbtui.statefile import locked, write_atomic
 
 SERVICE = "hbtui"
 KEYRING = "keyring"
@@ -114,15 +115,12 @@ class FileStore:
         out = io.BytesIO()
         encrypt_stream(io.BytesIO(json.dumps(values).encode()), out, self._key)
         make_folder(self.path.parent, 0o700)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, out.getvalue())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, out.getvalue())
         self._values = values
+
+    def reread(self) -> None:
+        """Read the file again on next use: another process may have changed it."""
+        self._values = None
 
     def get(self, name: str) -> str | None:
         return self._load().get(name)
@@ -172,6 +170,7 @@ class Secrets:
     def __init__(self, paths: Paths, config: Config, passphrase: Callable[[bool], bytes]) -> None:
         self.index_path = paths.data_dir / "secrets.json"
         self.file_path = paths.data_dir / "secrets.hbx"
+        self.lock_path = paths.locks_dir / "secrets.lock"
         self.config = config
         self._passphrase = passphrase
         self._stores: dict[str, Store] = {}
@@ -189,9 +188,17 @@ class Secrets:
 
     def _write_index(self, index: dict[str, dict[str, str]]) -> None:
         make_folder(self.index_path.parent, 0o700)
-        tmp = self.index_path.with_name(f".{self.index_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, self.index_path)
+        write_atomic(self.index_path, (json.dumps(index, indent=2, sort_keys=True) + "\n").encode())
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """One change of the index and a store at a time, across processes, each read
+        fresh: two `secrets set` at once keep both secrets."""
+        with locked(self.lock_path):
+            for store in self._stores.values():
+                if isinstance(store, FileStore):
+                    store.reread()
+            yield
 
     def store(self, kind: str | None = None) -> Store:
         """The store of that kind, or the one new secrets go to (the config's choice)."""
@@ -236,14 +243,15 @@ class Secrets:
             raise SecretsError(
                 f"the value of {name!r} is not UTF-8 text; nothing was stored"
             ) from None
-        index = self._index()
-        old = index.get(name, {}).get("store")
-        target = self.store()
-        target.put(name, value)
-        if old and old != target.kind:
-            self.store(old).delete(name)
-        index[name] = {"store": target.kind, "set": utc_now()}
-        self._write_index(index)
+        with self._changing():
+            index = self._index()
+            old = index.get(name, {}).get("store")
+            target = self.store()
+            target.put(name, value)
+            if old and old != target.kind:
+                self.store(old).delete(name)
+            index[name] = {"store": target.kind, "set": utc_now()}
+            self._write_index(index)
         return SecretInfo(name, target.kind, index[name]["set"])
 
     def get(self, name: str) -> str:
@@ -259,9 +267,10 @@ class Secrets:
         return value
 
     def remove(self, name: str) -> None:
-        index = self._index()
-        entry = index.pop(name, None)
-        if entry is None:
-            raise SecretsError(f"no secret {name!r} (see: hbtui secrets ls)")
-        self.store(entry.get("store")).delete(name)
-        self._write_index(index)
+        with self._changing():
+            index = self._index()
+            entry = index.pop(name, None)
+            if entry is None:
+                raise SecretsError(f"no secret {name!r} (see: hbtui secrets ls)")
+            self.store(entry.get("store")).delete(name)
+            self._write_index(index)
