@@ -13,15 +13,16 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from hbtui import __version__
 from hbtui.config import Config, image_problem, split_list
 from hbtui.core import credentials as creds
-from hbtui.core import guest
+from hbtui.core import guest, remakes
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import BaseBook, NewPlan, StaleBase
 from hbtui.core.hosts import Host, HostPool, WebAccess
@@ -29,6 +30,7 @@ from hbtui.core.oplock import BoxLocks
 from hbtui.core.passphrase import get_secrets_passphrase
 from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
+from hbtui.core.remakes import Remake, RemakeJournal
 from hbtui.core.scratch import scratch
 from hbtui.core.secrets import Secrets
 from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, ProvisionLog, view_of
@@ -37,6 +39,20 @@ from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Event, LogLine, Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths, make_folder
+
+T = TypeVar("T")
+
+
+async def to_the_end(work: Awaitable[T]) -> T:
+    """Await `work` to its end even when the caller is cancelled meanwhile, then let the
+    cancellation go on: what removes, restores or restarts is never cut off half-way (a
+    bare shield leaves it to be cancelled when the process's loop closes)."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
 
 
 class BoxNotFound(HbtuiError):
@@ -56,6 +72,7 @@ class Lifecycle:
         self.registry = Registry(paths.registry_file)
         self.locks = BoxLocks(paths.locks_dir / "boxes")
         self.bases = BaseBook(paths.data_dir / "bases")
+        self.remakes = RemakeJournal(paths.data_dir / "remakes")
         self.secrets = Secrets(
             paths, config, lambda confirm: get_secrets_passphrase(confirm=confirm)
         )
@@ -74,6 +91,8 @@ class Lifecycle:
         """What another process holds the box for now, or what an interrupted operation
         left it in. This process's own operations are its front end's to show: a listing
         read while one ended must not outlive it as "busy"."""
+        if self.remakes.pending(host_name, name) is not None:
+            return f"remake interrupted: its disk is safe; finish it with: {remakes.hint(name, host_name)}"
         record = self.locks.record(host_name, name)
         if record is None:
             return ""
@@ -153,7 +172,9 @@ class Lifecycle:
         return self._with_busy(view_of(record, machine, host))
 
     async def require(self, name: str, host_name: str) -> tuple[Host, BoxView]:
-        """The box and its host, refusing a row whose machine is gone."""
+        """The box and its host, refusing a row whose machine is gone, and a box whose
+        remake was interrupted (only `repair` may touch it: its disk is in a pack)."""
+        self.refuse_pending_remake(name, host_name)
         view = await self.get(name, host_name)
         if view.kind == MISSING:
             raise BoxNotFound(
@@ -161,6 +182,26 @@ class Lifecycle:
                 f"hbtui); remove the row with: hbtui rm --force {name}{host_flag(host_name)}"
             )
         return await self.hosts.get(host_name), view
+
+    def refuse_pending_remake(self, name: str, host_name: str) -> None:
+        remake = self.remakes.pending(host_name, name)
+        if remake is not None:
+            raise remakes.RemakePending(
+                f"box {name!r} is being made again from its disk, and the process doing it "
+                f"(pid {remake.pid}) is gone; the disk is safe in {remake.pack}",
+                hint=f"finish it with: {remakes.hint(name, host_name)}",
+            )
+
+    async def finish_remake(self, host: Host, remake: Remake, report: Report) -> BoxRecord:
+        """Make the box's machine from its journalled pack (see `core/remakes.py`)."""
+        return await remakes.finish(
+            host,
+            self.registry,
+            self.remakes,
+            remake,
+            lambda record, pack: self.spec(record, record.port, pack),
+            report,
+        )
 
     async def ports(self, host_name: str = LOCAL) -> list[PortSlot]:
         host = await self.hosts.get(host_name)
@@ -509,6 +550,10 @@ class Lifecycle:
                 await host.engine.delete(name)
         async with self.registry.transaction() as boxes:
             boxes.remove(name, host_name)
+        remake = self.remakes.pending(host_name, name)
+        if remake is not None:  # the user removes the box: its kept disk goes with it
+            await host.files.remove_tree(remake.folder)
+            self.remakes.drop(host_name, name)
         self.locks.forget(host_name, name)
         report(Phase(f"removed {name}" + (f" (port {view.port} freed)" if view.port else "")))
         return view
@@ -546,7 +591,11 @@ class Lifecycle:
         recipe: Path | None = None,
         report: Report = ignore,
     ) -> BoxView:
-        """Run the (idempotent) recipe again in an existing box."""
+        """Run the (idempotent) recipe again in an existing box; first, make the machine
+        of a box whose remake was interrupted from its kept disk."""
+        remake = self.remakes.pending(host_name, name)
+        if remake is not None:
+            return await self._finish_interrupted_remake(remake, report)
         host, view = await self.require(name, host_name)
         if view.port is None:
             raise UsageError(f"{name!r} has no port; adopt it first: hbtui adopt {name}")
@@ -588,6 +637,16 @@ class Lifecycle:
             recipe=recipes.recipe_version(recipe_dir),
         )
         return await self.get(name, host_name)
+
+    async def _finish_interrupted_remake(self, remake: Remake, report: Report) -> BoxView:
+        host = await self.hosts.get(remake.host)
+        report(Notice(f"finishing the interrupted remake of {remake.name} from {remake.pack}"))
+        remake = replace(remake, pid=os.getpid())  # this process is working on it now
+        self.remakes.write(remake)
+        await to_the_end(self.finish_remake(host, remake, report))
+        if remake.was_running:
+            return await self.start(remake.name, remake.host, report=report)
+        return await self.get(remake.name, remake.host)
 
     async def _after_interrupted_repair(self, host: Host, view: BoxView, report: Report) -> None:
         await self.registry.update(

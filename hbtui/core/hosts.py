@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import shutil
 import socket
 from collections.abc import Awaitable, Callable, Iterable
@@ -25,6 +26,7 @@ from hbtui.engine import Engine, locate_engine
 from hbtui.errors import UsageError
 from hbtui.names import LOCAL
 from hbtui.paths import Paths
+from hbtui.statefile import fsync_dir
 from hbtui.target import SshTarget
 
 # Which of these ports accept connections on the host.
@@ -108,8 +110,8 @@ class HostFiles(Protocol):
         """(size, sha256 hex) of a file, or None if there is no such file."""
         ...
 
-    async def move(self, path: str, folder: str) -> str:
-        """Move a file into `folder` (made if missing); returns its new path."""
+    async def sync(self, path: str) -> None:
+        """Make a file the engine wrote, and its name, survive a power cut."""
         ...
 
 
@@ -144,9 +146,17 @@ class LocalFiles:
     async def digest(self, path: str) -> tuple[int, str] | None:
         return await asyncio.to_thread(_sha256, Path(path))
 
-    async def move(self, path: str, folder: str) -> str:
-        Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)
-        return str(await asyncio.to_thread(shutil.move, path, folder))
+    async def sync(self, path: str) -> None:
+        await asyncio.to_thread(_sync_file, Path(path))
+
+
+def _sync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
 
 
 @dataclass
@@ -254,6 +264,11 @@ class HostPool:
             locks_dir=self.paths.locks_dir,
         )
 
+    @property
+    def local_bases_dir(self) -> Path:
+        """Where this machine's engine keeps packs: bases, and boxes being remade."""
+        return self.paths.data_dir / "bases" / LOCAL
+
     def remote(self) -> RemoteHosts:
         if self._remote is None:
             if self._make_remote is None:
@@ -269,7 +284,7 @@ class HostPool:
                 LOCAL,
                 self.local_engine(),
                 (self.config.ports.low, self.config.ports.high),
-                LocalFiles(self.paths.data_dir / "bases" / LOCAL),
+                LocalFiles(self.local_bases_dir),
             )
         elif name in self.config.hosts:
             host = await self.remote().host(name)

@@ -14,17 +14,16 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 from hbtui.config import image_problem, split_list
 from hbtui.core import credentials as creds
-from hbtui.core import guest
+from hbtui.core import guest, remakes
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
-from hbtui.core.boxes import Lifecycle, host_flag
+from hbtui.core.boxes import Lifecycle, host_flag, to_the_end
 from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
 from hbtui.core.registry import BoxRecord
@@ -35,20 +34,6 @@ from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name
 from hbtui.present import human_bytes
-
-T = TypeVar("T")
-
-
-async def _to_the_end(work: Awaitable[T]) -> T:
-    """Await `work` to its end even when the caller is cancelled meanwhile, then let the
-    cancellation go on: what removes, restores or restarts is never cut off half-way (a
-    bare shield leaves it to be cancelled when the process's loop closes)."""
-    task = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
 
 
 def _per_box_recipe(boxes: Lifecycle, recipe: Path | None, doing: str) -> Path:
@@ -119,12 +104,12 @@ async def build_base(
             if older and older.folder != base.folder and older.made_in(host.files.bases_dir()):
                 superseded = older.folder
         except BaseException as exc:
-            await _to_the_end(host.files.remove_tree(folder))
+            await to_the_end(host.files.remove_tree(folder))
             if isinstance(exc, asyncio.CancelledError):  # the builder goes just below
                 raise Cancelled(f"cancelled: the base build in {builder} was rolled back") from None
             raise
         finally:
-            await _to_the_end(_clean_up_build(boxes, host, builder, superseded, report))
+            await to_the_end(_clean_up_build(boxes, host, builder, superseded, report))
     report(Phase(f"base {ident} is ready ({human_bytes(base.size)})"))
     return base
 
@@ -242,7 +227,7 @@ async def branch(
             return await boxes.make(wanted, recipe_dir, pack=pack, report=report)
     finally:
         if was_running:
-            await _to_the_end(_start_again(boxes, host, src, report))
+            await to_the_end(_start_again(boxes, host, src, report))
 
 
 async def _refuse_taken(boxes: Lifecycle, host: Host, wanted: BoxRecord) -> None:
@@ -265,12 +250,17 @@ async def _packed(
     """The box's disk as a pack in a private folder, removed when the block ends; the box
     is quiesced and stopped first when `stop` (a running box cannot be packed)."""
     if stop:
-        await guest.quiesce(host, name, report)
-        report(Phase(f"stopping {name}"))
-        await host.engine.stop(name)
+        await _quiesce_and_stop(host, name, report)
     async with _pack_folder(boxes, host) as folder:
         report(Phase(f"packing {name}"))
         yield await host.engine.pack(name, Path(folder) / name)
+
+
+async def _quiesce_and_stop(host: Host, name: str, report: Report) -> None:
+    """A running box cannot be packed: its services are quiesced, then it stops."""
+    await guest.quiesce(host, name, report)
+    report(Phase(f"stopping {name}"))
+    await host.engine.stop(name)
 
 
 @contextlib.asynccontextmanager
@@ -286,7 +276,7 @@ async def _pack_folder(boxes: Lifecycle, host: Host) -> AsyncIterator[str]:
     try:
         yield folder
     finally:
-        await _to_the_end(host.files.remove_tree(folder))
+        await to_the_end(host.files.remove_tree(folder))
 
 
 async def _start_again(boxes: Lifecycle, host: Host, src: BoxRecord, report: Report) -> None:
@@ -334,8 +324,14 @@ async def change_credentials(
         report(Notice(f"{name} already has {', '.join(current) or 'no credentials'}"))
         return view
     allow = split_list(record.allow)
-    if record.egress == creds.ALLOW_LIST:  # a credential's hosts must be reachable
-        allow = list(dict.fromkeys([*allow, *(h for p in presets for h in p.hosts)]))
+    if record.egress == creds.ALLOW_LIST:  # a credential's hosts must be reachable...
+        needed = [h for p in presets for h in p.hosts]
+        known = creds.presets(boxes.config)
+        # ...and those only an unbound credential needed are not any more.
+        unneeded = {h for n in remove if n in known for h in known[n].hosts} - set(needed)
+        allow = list(dict.fromkeys([*(h for h in allow if h not in unneeded), *needed]))
+        if unneeded & set(split_list(record.allow)):
+            report(Notice(f"{name} no longer reaches {', '.join(sorted(unneeded))}"))
     changed = record.with_(credentials=",".join(wanted), allow=",".join(allow))
     boxes.secret_env(changed)  # a missing secret stops it before anything changes
     report(
@@ -347,13 +343,13 @@ async def change_credentials(
     )
     was_running = view.state == "running"
     try:
-        async with _packed(boxes, host, name, stop=was_running, report=report) as pack:
-            # Once the machine is deleted only the pack holds the box: the remake runs to
-            # its end (made again, restored, or the pack kept) even when cancelled.
-            await _to_the_end(_remake(boxes, host, record, changed, pack, report))
+        remake = await _pack_for_remake(boxes, host, record, changed, was_running, report)
+        # The machine is deleted next: from here only the pack holds the box, and the
+        # journal says where. The remake runs to its end even when cancelled.
+        await to_the_end(boxes.finish_remake(host, remake, report))
     except BaseException:
         if was_running:
-            await _to_the_end(_start_if_there(boxes, host, record, report))
+            await to_the_end(_start_if_there(boxes, host, record, report))
         raise
     if was_running:
         # As `start` does: the quiesce taken before the stop is on the disk it was made
@@ -362,27 +358,31 @@ async def change_credentials(
     return await boxes.get(name, host_name)
 
 
-async def _remake(
-    boxes: Lifecycle, host: Host, old: BoxRecord, new: BoxRecord, pack: Path, report: Report
-) -> None:
-    """Replace the machine with one made from `pack` as `new` says; if that fails, make
-    it again as `old` was; if even that fails, keep the pack (the box's disk) safe."""
-    report(Phase(f"making {old.name} again with {new.credentials or 'no credentials'}"))
-    await host.engine.delete(old.name)
+async def _pack_for_remake(
+    boxes: Lifecycle,
+    host: Host,
+    old: BoxRecord,
+    new: BoxRecord,
+    was_running: bool,
+    report: Report,
+) -> remakes.Remake:
+    """Stop the box, pack its disk into a durable folder on its host, and journal it:
+    until the entry is written the machine is untouched, and a folder left by a kill
+    is swept; after it, the box can always be made again from the pack."""
+    if was_running:
+        await _quiesce_and_stop(host, old.name, report)
+    folder = remakes.pack_folder(host, old.name)
+    await host.files.make_dir(folder)
     try:
-        await host.engine.create(boxes.spec(new, new.port, pack))
-    except BaseException as failure:
-        report(Notice(f"could not make {old.name} again ({failure}); restoring it as it was"))
-        try:
-            await host.engine.create(boxes.spec(old, old.port, pack))
-        except BaseException:
-            kept = await host.files.move(str(pack), f"{host.files.bases_dir()}/rescued")
-            raise HbtuiError(
-                f"{old.name} could not be made again; its disk is kept in {kept}: make it "
-                f"with `smolvm machine create --name {old.name} --from {kept}`"
-            ) from None
+        report(Phase(f"packing {old.name}"))
+        pack = await host.engine.pack(old.name, Path(folder) / old.name)
+        await host.files.sync(str(pack))
+        remake = remakes.Remake(os.getpid(), folder, str(pack), was_running, old, new)
+        boxes.remakes.write(remake)
+    except BaseException:
+        await to_the_end(host.files.remove_tree(folder))
         raise
-    await boxes.registry.update(old.name, old.host, credentials=new.credentials, allow=new.allow)
+    return remake
 
 
 async def _start_if_there(boxes: Lifecycle, host: Host, src: BoxRecord, report: Report) -> None:

@@ -219,16 +219,8 @@ class RemoteFiles:
             return None
         return int(fields[0]), fields[1]
 
-    async def move(self, path: str, folder: str) -> str:
-        status, out, err = await self.conn.run_shell(
-            'mkdir -p -m 700 -- "$2" && mv -- "$1" "$2"/ && printf %s "$2/${1##*/}"',
-            path,
-            folder,
-            what=f"moving {path}",
-        )
-        if status != 0:
-            raise RemoteError(f"host {self.conn.name}: moving {path} failed: {err.strip()[-200:]}")
-        return out
+    async def sync(self, path: str) -> None:
+        await self._run('sync -- "$1" "${1%/*}" 2>/dev/null || sync', path, f"syncing {path}")
 
 
 class SshHosts:

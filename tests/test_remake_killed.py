@@ -1,0 +1,186 @@
+"""A box's disk is never only in scratch: `credentials add` SIGKILLed at each step of its
+remake (and a remake whose engine disk fills up) leaves a box the next run gets back,
+with its /data, through `hbtui repair` where the machine was deleted.
+
+The simulator's gates (SMOLSIM_GATES) hold the engine at an exact step; the test kills
+hbtui there, then lets the engine command go on (as an engine command outlives a killed
+hbtui) or kills it too."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from test_bases_sim import in_box, machines
+from test_faults_sim import background, hbtui, ls, one_line_error, tmpfs, wait_for
+from test_keys_sim import ok
+
+from hbtui.environment import pid_alive
+
+pytestmark = pytest.mark.sim
+
+NOTE = "/data/home/agent/workspace/note"
+
+
+@pytest.fixture
+def gated_env(sim_env, tmp_path):
+    from conftest import SIM_RECIPE
+
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    env = {
+        **sim_env,
+        "HBTUI_RECIPE": str(SIM_RECIPE),
+        "HBTUI_SECRETS_PASSPHRASE": "remake",
+        "SMOLSIM_GATES": str(gates),
+    }
+    ok("secrets", "set", "github", env=env, input="ghp_remakeTEST\n")
+    return env
+
+
+@pytest.fixture
+def remake_env(gated_env):
+    """A running box c1 with a file in its /data."""
+    _make_box(gated_env)
+    return gated_env
+
+
+def _make_box(env: dict[str, str]) -> None:
+    done = hbtui("new", "c1", "-q", env=env)
+    assert done.returncode == 0, done.stderr
+    in_box("c1", "sh", "-c", f"echo kept > {NOTE}", env=env)
+
+
+def _hold(env: dict[str, str], point: str) -> Path:
+    hold = Path(env["SMOLSIM_GATES"]) / f"{point}.hold"
+    hold.touch()
+    return hold
+
+
+def _kill_at(env: dict[str, str], point: str, *, engine_goes_on: bool) -> None:
+    """Run `credentials c1 add github`, SIGKILL it when the engine reaches `point`."""
+    hold = _hold(env, point)
+    waiting = hold.with_suffix(".waiting")
+    adding = background("credentials", "c1", "add", "github", env=env)
+    wait_for(f"the engine to reach {point}", lambda: waiting.exists() or adding.poll() is not None)
+    assert adding.poll() is None, adding.communicate()[0]
+    engine = int(waiting.read_text())
+    adding.kill()
+    adding.communicate(timeout=30)
+    if engine_goes_on:
+        hold.unlink()
+    else:
+        os.kill(engine, signal.SIGKILL)
+        hold.unlink()
+    wait_for("the engine command to end", lambda: not pid_alive(engine))
+
+
+def _remakes_left(env: dict[str, str]) -> list[Path]:
+    home = Path(env["HBTUI_HOME"])
+    packs = list((home / "bases" / "local").glob(".remake-*"))
+    return packs + list((home / "remakes").glob("*"))
+
+
+def _credentials_bound(env: dict[str, str]) -> bool:
+    import json
+
+    path = Path(env["HBTUI_SMOLVM_STATE_DIR"]) / "smolsim" / "machines" / "c1" / "machine.json"
+    return "github" in json.dumps(json.loads(path.read_text()).get("credential_policy", {}))
+
+
+def _back_with_its_data(env: dict[str, str]) -> dict:
+    """The box runs, its /data is there, and the registry says what the machine has."""
+    done = hbtui("start", "c1", env=env)  # resumes what a killed operation quiesced
+    assert done.returncode == 0, done.stderr
+    box = ls(env)["c1"]
+    assert box["state"] == "running" and not box["busy"], box
+    assert in_box("c1", "cat", NOTE, env=env) == "kept"
+    assert machines(env) == ["c1"]
+    assert ("github" in box["credentials"]) == _credentials_bound(env), box
+    assert _remakes_left(env) == []
+    return box
+
+
+@pytest.mark.parametrize(
+    ("point", "engine_goes_on"),
+    [
+        ("stop", True),  # quiesced, then stopped by the engine after hbtui died
+        ("pack", True),  # a pack made into its folder, but no journal entry yet
+    ],
+)
+def test_killed_before_the_machine_is_deleted_the_box_is_untouched(
+    remake_env, point, engine_goes_on
+):
+    _kill_at(remake_env, point, engine_goes_on=engine_goes_on)
+    # The next run sweeps a pack no journal names; the box needs no repair.
+    box = ls(remake_env)["c1"]
+    assert "repair" not in box["busy"], box
+    box = _back_with_its_data(remake_env)
+    assert box["credentials"] == []
+
+
+@pytest.mark.parametrize(
+    ("point", "engine_goes_on"),
+    [
+        ("delete", False),  # journalled; the machine is not deleted
+        ("delete", True),  # the machine is deleted; nothing made yet
+        ("create", True),  # the new machine made; the registry and journal not updated
+    ],
+)
+def test_killed_once_journalled_the_box_comes_back_with_repair(remake_env, point, engine_goes_on):
+    _kill_at(remake_env, point, engine_goes_on=engine_goes_on)
+    box = ls(remake_env)["c1"]
+    assert "hbtui repair c1" in box["busy"], box
+    # Anything else is refused with the way out, and nothing is changed by it.
+    refused = hbtui("start", "c1", env=remake_env)
+    one_line_error(refused, "pid", "safe")
+    assert "hbtui repair c1" in refused.stderr
+    refused = hbtui("credentials", "c1", "add", "github", env=remake_env)
+    one_line_error(refused, "safe")
+    done = hbtui("repair", "c1", env=remake_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    box = _back_with_its_data(remake_env)
+    assert box["credentials"] == ["github"]
+
+
+def test_rm_of_a_box_waiting_for_repair_removes_its_kept_disk(remake_env):
+    _kill_at(remake_env, "delete", engine_goes_on=True)
+    done = hbtui("rm", "c1", "--force", env=remake_env)
+    assert done.returncode == 0, done.stderr
+    assert "c1" not in ls(remake_env) and machines(remake_env) == []
+    assert _remakes_left(remake_env) == []
+
+
+def test_a_remake_whose_engine_disk_fills_keeps_the_disk_for_repair(gated_env):
+    """The engine cannot make the machine again (neither as asked nor as it was): the box's
+    disk stays in its pack, the error says so and names `hbtui repair`, which finishes
+    once there is room."""
+    state = Path(gated_env["HBTUI_SMOLVM_STATE_DIR"])
+    with tmpfs(state, "400m"):
+        _make_box(gated_env)
+        hold = _hold(gated_env, "create")
+        adding = background("credentials", "c1", "add", "github", env=gated_env)
+        waiting = hold.with_suffix(".waiting")
+        wait_for("the engine to make the machine", lambda: waiting.exists() or adding.poll())
+        filler = state / "filler"
+        with open(filler, "wb") as fh:  # the engine's disk is full from here on
+            try:
+                while True:
+                    fh.write(b"\0" * (1 << 20))
+                    fh.flush()
+            except OSError:
+                pass
+        hold.unlink()
+        out = adding.communicate(timeout=120)[0]
+        assert adding.returncode != 0, out
+        assert "Traceback" not in out, out
+        assert "No space left" in out and "kept in" in out and "hbtui repair c1" in out, out
+        assert machines(gated_env) == []
+        assert "hbtui repair c1" in ls(gated_env)["c1"]["busy"]
+        filler.unlink()
+        done = hbtui("repair", "c1", env=gated_env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        _back_with_its_data(gated_env)
+        hbtui("rm", "c1", "--force", env=gated_env)
