@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -37,7 +35,6 @@ from hbtui.paths import make_folder
 from hbtui.statefile import fsync_dir, write_atomic
 
 PREFIX = ".remake-"  # pack folders on a host: .remake-NAME-PID-NS
-_FOLDER = re.compile(r"^\.remake-.+-(\d+)-\d+$")
 
 
 class RemakePending(HbtuiError):
@@ -142,20 +139,6 @@ class RemakeJournal:
 
 def pack_folder(host: Host, name: str) -> str:
     return f"{host.files.bases_dir()}/{PREFIX}{name}-{os.getpid()}-{time.time_ns()}"
-
-
-def sweep_local(bases_dir: Path, journal: RemakeJournal) -> list[Path]:
-    """Pack folders a killed remake left before its journal entry was written: the
-    machine was not deleted yet, so they hold nothing that is not in the box."""
-    named = journal.folders()
-    removed = []
-    for entry in bases_dir.iterdir() if bases_dir.is_dir() else ():
-        owner = _FOLDER.match(entry.name)
-        if owner is None or str(entry) in named or pid_alive(int(owner.group(1))):
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry)
-    return removed
 
 
 async def finish(

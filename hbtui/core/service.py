@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hbtui.config import Config, HostSettings, config_to_dict, split_list
-from hbtui.core import backups, remakes, scratch
+from hbtui.core import backups, leftovers, scratch
 from hbtui.core import credentials as creds
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, BaseCheck, NewPlan
@@ -53,7 +53,8 @@ class Service:
         scratch.sweep(paths)  # plaintext a killed hbtui left behind
         self._hosts = HostPool(paths, config, remote)
         self._boxes = Lifecycle(paths, config, self._hosts)
-        remakes.sweep_local(self._hosts.local_bases_dir, self._boxes.remakes)
+        # Packs of killed base builds and remakes that nothing names.
+        leftovers.sweep(self._hosts.local_bases_dir, self._boxes.bases, self._boxes.remakes)
         self._book = HostBook(paths, config, self._hosts, self._boxes.registry)
 
     async def close(self) -> None:

@@ -1,6 +1,8 @@
 """A box's disk is never only in scratch: `credentials add` SIGKILLed at each step of its
 remake (and a remake whose engine disk fills up) leaves a box the next run gets back,
-with its /data, through `hbtui repair` where the machine was deleted.
+with its /data, through `hbtui repair` where the machine was deleted. The other
+operations that stop or pack a box (branch, base build) leave the box it started from
+as it was, and nothing the next run does not remove.
 
 The simulator's gates (SMOLSIM_GATES) hold the engine at an exact step; the test kills
 hbtui there, then lets the engine command go on (as an engine command outlives a killed
@@ -8,6 +10,7 @@ hbtui) or kills it too."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -59,11 +62,17 @@ def _hold(env: dict[str, str], point: str) -> Path:
     return hold
 
 
-def _kill_at(env: dict[str, str], point: str, *, engine_goes_on: bool) -> None:
-    """Run `credentials c1 add github`, SIGKILL it when the engine reaches `point`."""
+def _kill_at(
+    env: dict[str, str],
+    point: str,
+    *,
+    engine_goes_on: bool,
+    command: tuple[str, ...] = ("credentials", "c1", "add", "github"),
+) -> None:
+    """Run `command`, SIGKILL it when the engine reaches `point`."""
     hold = _hold(env, point)
     waiting = hold.with_suffix(".waiting")
-    adding = background("credentials", "c1", "add", "github", env=env)
+    adding = background(*command, env=env)
     wait_for(f"the engine to reach {point}", lambda: waiting.exists() or adding.poll() is not None)
     assert adding.poll() is None, adding.communicate()[0]
     engine = int(waiting.read_text())
@@ -84,20 +93,19 @@ def _remakes_left(env: dict[str, str]) -> list[Path]:
 
 
 def _credentials_bound(env: dict[str, str]) -> bool:
-    import json
-
     path = Path(env["HBTUI_SMOLVM_STATE_DIR"]) / "smolsim" / "machines" / "c1" / "machine.json"
     return "github" in json.dumps(json.loads(path.read_text()).get("credential_policy", {}))
 
 
-def _back_with_its_data(env: dict[str, str]) -> dict:
+def _back_with_its_data(env: dict[str, str], *, only_box: bool = True) -> dict:
     """The box runs, its /data is there, and the registry says what the machine has."""
     done = hbtui("start", "c1", env=env)  # resumes what a killed operation quiesced
     assert done.returncode == 0, done.stderr
     box = ls(env)["c1"]
     assert box["state"] == "running" and not box["busy"], box
     assert in_box("c1", "cat", NOTE, env=env) == "kept"
-    assert machines(env) == ["c1"]
+    if only_box:
+        assert machines(env) == ["c1"]
     assert ("github" in box["credentials"]) == _credentials_bound(env), box
     assert _remakes_left(env) == []
     return box
@@ -184,3 +192,44 @@ def test_a_remake_whose_engine_disk_fills_keeps_the_disk_for_repair(gated_env):
         assert done.returncode == 0, done.stdout + done.stderr
         _back_with_its_data(gated_env)
         hbtui("rm", "c1", "--force", env=gated_env)
+
+
+def test_credentials_rm_drops_the_hosts_only_it_needed_from_an_allow_list(gated_env):
+    done = hbtui(
+        "new", "a1", "-q", "--egress", "allow-list", "--allow", "pypi.org",
+        "--credential", "github", env=gated_env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = json.loads(hbtui("egress", "a1", "--json", env=gated_env).stdout)
+    assert "api.github.com" in record["allow"], record
+    done = hbtui("credentials", "a1", "rm", "github", env=gated_env)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(hbtui("egress", "a1", "--json", env=gated_env).stdout)
+    assert record["allow"] == ["pypi.org"], record
+    assert ls(gated_env)["a1"]["credentials"] == []
+
+
+@pytest.mark.parametrize("point", ["pack", "create"])
+def test_a_killed_branch_leaves_its_source_whole(remake_env, point):
+    _kill_at(remake_env, point, engine_goes_on=True, command=("branch", "c1", "c2"))
+    box = _back_with_its_data(remake_env, only_box=False)
+    assert box["credentials"] == []
+    left = ls(remake_env).get("c2")
+    if left is not None:  # a half-made child is failed, and goes with rm
+        assert left["provisioning"] == "failed", left
+        assert hbtui("rm", "c2", "--force", env=remake_env).returncode == 0
+    assert machines(remake_env) == ["c1"]
+    assert list(Path(remake_env["HBTUI_HOME"], "scratch").glob("branch-*")) == []
+
+
+def test_a_killed_base_build_leaves_no_pack_once_hbtui_runs_again(gated_env):
+    _kill_at(gated_env, "pack", engine_goes_on=True, command=("base", "build"))
+    bases = Path(gated_env["HBTUI_HOME"]) / "bases" / "local"
+    assert [p for p in bases.iterdir() if p.is_dir()], "the build made its pack folder"
+    done = hbtui("base", "ls", env=gated_env)
+    assert done.returncode == 0, done.stderr
+    assert [p for p in bases.iterdir() if p.is_dir()] == []
+    # The builder box is left failed, not half-working, and goes with rm.
+    builders = [name for name in ls(gated_env) if name.startswith("base-")]
+    assert len(builders) == 1 and ls(gated_env)[builders[0]]["provisioning"] == "failed"
+    assert hbtui("rm", builders[0], "--force", env=gated_env).returncode == 0
