@@ -233,3 +233,18 @@ def test_a_killed_base_build_leaves_no_pack_once_hbtui_runs_again(gated_env):
     builders = [name for name in ls(gated_env) if name.startswith("base-")]
     assert len(builders) == 1 and ls(gated_env)[builders[0]]["provisioning"] == "failed"
     assert hbtui("rm", builders[0], "--force", env=gated_env).returncode == 0
+
+
+def test_a_killed_repair_leaves_a_box_repair_finishes(remake_env):
+    repairing = background("repair", "c1", env=remake_env)
+    assert repairing.stdout is not None
+    for line in repairing.stdout:  # killed while the recipe runs in the box
+        if "step 1/" in line:
+            break
+    repairing.kill()
+    repairing.communicate(timeout=30)
+    assert ls(remake_env)["c1"]["provisioning"] == "failed"  # its process is gone: honest
+    done = hbtui("repair", "c1", env=remake_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ls(remake_env)["c1"]["provisioning"] == "ready"
+    _back_with_its_data(remake_env)
