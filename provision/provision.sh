@@ -17,7 +17,7 @@ HB_VERSION_KEYS="NODE_MAJOR CLAUDE_CODE_VERSION CODEX_VERSION EXECUTOR_VERSION H
 HB_REQUIRED_TOOLS="node npm claude codex executor uv hermes socat tmux nvim git rg jq curl setpriv"
 HB_ENV_EXTRA=
 HERMES_VENV=/usr/local/lib/hermes-agent
-NODE_MIN_MAJOR=20
+NODE_MIN_MAJOR=22  # claude-code 2.1 declares node >= 22
 
 BASE_PACKAGES=(
     ca-certificates curl gnupg sudo git socat tmux neovim zstd jq less iproute2 util-linux
