@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from hbtui.core.recipe_check import SOURCES, read_pins
+
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT
 SIM = ROOT / "tests" / "recipes" / "sim"
@@ -143,6 +145,23 @@ def test_every_pinned_version_reaches_the_env_file() -> None:
     text = (ROOT / "provision" / "provision.sh").read_text()
     m = re.search(r'^HB_VERSION_KEYS="([^"]*)"', text, re.M)
     assert m and sorted(m.group(1).split()) == sorted(keys)
+
+
+def test_the_pins_are_exact_versions() -> None:
+    """provision.sh compares what is installed with each pin as a string (`have == ver`,
+    `uv $UV_VERSION*`, `hermes-agent==`): a range or a tag would install something other
+    than the pin says, or install again on every repair."""
+    pins = {p.key: p.value for p in read_pins(ROOT)}
+    for key in SOURCES:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", pins[key]), key
+    assert re.fullmatch(r"3\.\d+", pins["HERMES_PYTHON_VERSION"])
+    # claude-code 2.1 declares node >= 22; its session files need 2.1.139 or newer.
+    node = int(pins["NODE_MAJOR"])
+    text = (ROOT / "provision" / "provision.sh").read_text()
+    m = re.search(r"^NODE_MIN_MAJOR=(\d+)\b", text, re.M)
+    assert m and 22 <= int(m.group(1)) <= node
+    claude = tuple(int(n) for n in pins["CLAUDE_CODE_VERSION"].split("."))
+    assert claude >= (2, 1, 139)
 
 
 # ---- hb-as-agent: argument handling through --dry-run (no user switch happens) ----------

@@ -131,6 +131,11 @@ VERBS: tuple[Verb, ...] = (
              "check that each base's pack is there and matches its manifest", json=True,
              args=(arg("id", nargs="?"),)),
     )),
+    Verb("recipe", "", "the recipe new boxes are provisioned with", host=False, sub=(
+        Verb("check", "recipe:cmd_recipe_check",
+             "each pin of provision/versions.env beside the newest release on its registry "
+             "(changes nothing)", host=False, json=True, args=(RECIPE,)),
+    )),
     Verb("start", "boxes:cmd_start", "start a box", json=True, args=(NAME,)),
     Verb("stop", "boxes:cmd_stop", "quiesce and stop a box", json=True, args=(NAME,)),
     Verb("rm", "boxes:cmd_rm", "delete a box and free its port", args=(

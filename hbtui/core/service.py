@@ -11,6 +11,7 @@ a front end's tests need.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from hbtui.paths import Paths
 
 if TYPE_CHECKING:
     from hbtui.core.doctor import DoctorReport
+    from hbtui.core.recipe_check import RecipeCheck
 
 # hbtui.core.archives and hbtui.core.doctor load on first use: a verb like
 # `ls` should not pay for tar, tempfile or platform probing at start-up.
@@ -279,6 +281,14 @@ class Service:
     def recipe_dir(self, recipe: Path | None = None) -> Path:
         """The recipe folder `new` would use (checked)."""
         return self._boxes.recipe_dir(recipe)
+
+    async def recipe_check(self, recipe: Path | None = None) -> RecipeCheck:
+        """The recipe's pins beside the newest releases on their registries (changes nothing)."""
+        from hbtui.core import recipe_check
+
+        folder = self.recipe_dir(recipe)
+        registries = recipe_check.Registries.from_env(os.environ)
+        return await recipe_check.check(folder, registries)
 
     async def start(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
         async with self._holding(name, host, "start"):
