@@ -20,16 +20,18 @@ pytestmark = [
 ]
 
 
-def dashboards(home: str) -> list[int]:
-    """The live `hbtui` processes run with this HBTUI_HOME (a zombie has ended)."""
+def running(program: str, home: str | None = None) -> list[int]:
+    """The live processes whose command line names `program` (and, if given, run with this
+    HBTUI_HOME); a zombie has ended."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if HBTUI_BIN.encode() not in (entry / "cmdline").read_bytes().split(b"\0"):
+            if program.encode() not in (entry / "cmdline").read_bytes().split(b"\0"):
                 continue
-            if f"HBTUI_HOME={home}".encode() not in (entry / "environ").read_bytes().split(b"\0"):
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            if home is not None and f"HBTUI_HOME={home}".encode() not in environ:
                 continue
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:  # it ended while being read
@@ -37,6 +39,10 @@ def dashboards(home: str) -> list[int]:
         if state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def dashboards(home: str) -> list[int]:
+    return running(HBTUI_BIN, home)
 
 
 def held_engine(tmp_path: Path, real: str) -> tuple[Path, Path]:
@@ -59,25 +65,32 @@ def row(name: str):
     return lambda screen: any(line.startswith(f"│ {name} ") for line in screen.splitlines())
 
 
-def until_started(home: str, session: str) -> None:
+def until_started(home: str, session: str, engine: Path) -> None:
+    """The process is there, its screen not yet."""
     deadline = time.monotonic() + 30
     while not dashboards(home):
         assert time.monotonic() < deadline, "hbtui did not start"
         time.sleep(0.02)
 
 
-def first_frame(home: str, session: str) -> None:
+def first_frame(home: str, session: str, engine: Path) -> None:
+    """Up, with the first listing out (held at the engine's gate)."""
     wait_screen(session, lambda s: "Box " in s and "Help" in s, 30, "the first frame")
-    assert not row("keep")(tmux("capture-pane", "-p", "-t", session)), "the listing was held"
+    deadline = time.monotonic() + 30
+    while not running(str(engine)):
+        assert time.monotonic() < deadline, "the first listing did not go out"
+        time.sleep(0.05)
+    assert not row("keep")(tmux("capture-pane", "-p", "-t", session))
 
 
-def first_row(home: str, session: str) -> None:
+def first_row(home: str, session: str, engine: Path) -> None:
+    """The instant the box's row is drawn, when the dashboard draws most."""
     deadline = time.monotonic() + 30
     while not row("keep")(tmux("capture-pane", "-p", "-t", session)):
         assert time.monotonic() < deadline, "no row for the box"
 
 
-def box_figures(home: str, session: str) -> None:
+def box_figures(home: str, session: str, engine: Path) -> None:
     """A moment later: the stats poll after the listing has filled the CPU · Mem cell."""
     wait_screen(
         session,
@@ -87,17 +100,24 @@ def box_figures(home: str, session: str) -> None:
     )
 
 
-def new_box_dialog(home: str, session: str) -> None:
+def new_box_dialog(home: str, session: str, engine: Path) -> None:
     wait_screen(session, row("keep"), 30, "the box's row")
     tmux("send-keys", "-t", session, "n")
     wait_screen(session, lambda s: "New box" in s, 10, "the new-box dialog")
 
 
-def making_a_box(home: str, session: str) -> None:
-    new_box_dialog(home, session)
+def making_a_box(home: str, session: str, engine: Path) -> None:
+    new_box_dialog(home, session, engine)
     tmux("send-keys", "-t", session, "-l", "gonebox")
     tmux("send-keys", "-t", session, "Enter")
     wait_screen(session, lambda s: "slow-step" in s, 60, "provisioning under way")
+
+
+def in_a_shell(home: str, session: str, engine: Path) -> None:
+    """`enter`: the dashboard suspended, the box's shell on the terminal."""
+    wait_screen(session, row("keep"), 30, "the box's row")
+    tmux("send-keys", "-t", session, "Enter")
+    wait_screen(session, lambda s: "agent@keep" in s, 60, "the box's shell")
 
 
 MOMENTS = {
@@ -107,6 +127,7 @@ MOMENTS = {
     "box-figures": box_figures,
     "new-box-dialog": new_box_dialog,
     "making-a-box": making_a_box,
+    "in-a-shell": in_a_shell,
 }
 
 
@@ -144,7 +165,7 @@ def test_killing_the_terminal_ends_the_dashboard(kept_box, sim_smolvm, tmp_path,
     # make it: the session leader, which the hang-up sends SIGHUP and SIGCONT.
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, HBTUI_BIN)
     try:
-        MOMENTS[moment](home, session)
+        MOMENTS[moment](home, session, engine)
         assert dashboards(home), "no dashboard to end"
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
@@ -155,6 +176,8 @@ def test_killing_the_terminal_ends_the_dashboard(kept_box, sim_smolvm, tmp_path,
         assert time.monotonic() < deadline, f"hbtui outlived its terminal: {dashboards(home)}"
         time.sleep(0.05)
     print(f"{moment}: gone {time.monotonic() - killed:.2f} s after the terminal")
+    # Nor is an engine call it had out (its own session: the hang-up never reached it).
+    assert running(str(engine)) == []
     listed = subprocess.run(
         [HBTUI_BIN, "ls", "--json"], env=kept_box, capture_output=True, text=True, check=True
     )
