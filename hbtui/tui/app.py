@@ -1050,6 +1050,7 @@ def run_dashboard() -> int:
     """
     from hbtui.config import load_config
     from hbtui.paths import resolve_paths
+    from hbtui.tui.terminal import dashboard_driver
 
     paths = resolve_paths()
     config = load_config(paths)  # a broken config is one line before the screen changes
@@ -1065,7 +1066,7 @@ def run_dashboard() -> int:
 
         return build_service(paths, config)
 
-    app = HbtuiApp(connect, config=config)
+    app = HbtuiApp(connect, config=config, driver_class=dashboard_driver())
 
     async def run() -> None:
         try:
