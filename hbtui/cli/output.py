@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
@@ -66,9 +68,16 @@ def console(*, stderr: bool = False) -> Console:
     """A rich console; a file or pipe gets no wrapping (a line stays one line)."""
     from rich.console import Console
 
+    class QuietConsole(Console):
+        def on_broken_pipe(self) -> None:
+            """Its reader left: write nothing more, and let the error reach `main`, which
+            ends quietly (rich's own handler exits at once, even in an operation's midst)."""
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else 10_000
-    return Console(file=stream, highlight=False, width=width, soft_wrap=not stream.isatty())
+    return QuietConsole(file=stream, highlight=False, width=width, soft_wrap=not stream.isatty())
 
 
 class Invocation:
