@@ -20,7 +20,11 @@ def with_reader_gone(*args: str, env: dict[str, str]) -> subprocess.CompletedPro
     os.close(read_end)
     try:
         return subprocess.run(
-            [HBTUI_BIN, *args], stdout=write_end, stderr=subprocess.PIPE, text=True, env=env,
+            [HBTUI_BIN, *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
             timeout=300,
         )
     finally:
@@ -79,3 +83,146 @@ def test_an_operation_whose_reader_leaves_still_ends_whole(sim_env):
     for argv in (("inspect", "web"), ("ls",), ("logs", "web", "--provision"), ("ports",)):
         done = with_reader_gone(*argv, env=sim_env)
         assert (done.returncode, done.stderr) == (SIGPIPE_STATUS, ""), argv
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_a_stopped_box_has_no_services_to_return(hbtui_home):
+    """An interrupted operation left a quiesce lease: a running box's services come back
+    when it lapses, but a stopped box has none to come back (start resumes them)."""
+    import time
+
+    from hbtui.wiring import build_service
+
+    service = build_service()
+    boxes = service._boxes
+    boxes.paths.ensure()
+    boxes.locks.folder.mkdir(parents=True, exist_ok=True)
+    record = {
+        "operation": "stop",
+        "pid": _dead_pid(),
+        "since": time.time() - 5,
+        "quiesced_until": time.time() + 600,
+    }
+    boxes.locks.path("local", "web").write_text(json.dumps(record))
+    assert boxes.busy("web", "local", "running").startswith("quiesced: stop was interrupted")
+    assert boxes.busy("web", "local", "stopped") == ""
+
+
+def _stale_base_of(recipe_dir, sim_service) -> None:
+    """A manifest of a base of `recipe_dir` built from an older version of it."""
+    from hbtui.core.bases import Base
+
+    base = Base(
+        id="ubuntu-24.04-000000000000",
+        host="local",
+        image="ubuntu:24.04",
+        recipe="000000000000",
+        recipe_dir=str(recipe_dir),
+        versions="",
+        engine="1.0",
+        pack="/nowhere/base.smolmachine",
+        size=1,
+        sha256="0" * 64,
+        created="2024-01-01",
+    )
+    sim_service._boxes.bases.put(base)
+
+
+@pytest.mark.sim
+def test_the_base_hints_name_the_recipe_they_need(sim_service, sim_env, tmp_path):
+    import shutil
+
+    recipe = tmp_path / "my recipe"
+    shutil.copytree(SIM_RECIPE, recipe)
+    plain = sim_service.new_plan(recipe=recipe)
+    assert f"hbtui base build --image ubuntu:24.04 --recipe '{recipe}'" in plain.hint
+    _stale_base_of(recipe, sim_service)
+    stale = sim_service.new_plan(recipe=recipe)
+    assert stale.stale
+    assert f"rebuild it: hbtui base build --image ubuntu:24.04 --recipe '{recipe}';" in stale.hint
+    refused = subprocess.run(
+        [HBTUI_BIN, "new", "s1", "--recipe", str(recipe)],
+        env=sim_env,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode != 0 and f"--recipe '{recipe}'" in refused.stderr
+    # The recipe a verb uses by itself needs no flag.
+    usual = subprocess.run(
+        [HBTUI_BIN, "new", "s1"],
+        env={**sim_env, "HBTUI_RECIPE": str(recipe)},
+        capture_output=True,
+        text=True,
+    )
+    assert "--recipe" not in usual.stderr and "hbtui base build --image ubuntu:24.04" in (
+        usual.stderr
+    )
+
+
+async def _orphan(service, name: str) -> None:
+    """The box's row goes; its machine stays (as after a lost registry)."""
+    async with service._boxes.registry.transaction() as boxes:
+        boxes.remove(name)
+
+
+@pytest.mark.sim
+async def test_an_adopted_box_shows_the_policy_it_has(sim_service, sim_env):
+    env = {**sim_env, "HBTUI_SECRETS_PASSPHRASE": "a passphrase for the tests"}
+    run = dict(env=env, capture_output=True, text=True)
+    done = subprocess.run([HBTUI_BIN, "secrets", "set", "github"], input="ghp_x\n", **run)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        [
+            HBTUI_BIN,
+            "new",
+            "web",
+            "-q",
+            "--recipe",
+            str(SIM_RECIPE),
+            "--credential",
+            "github",
+            "--egress",
+            "allow-list",
+            "--allow",
+            "api.example.com",
+        ],
+        **run,
+    )
+    assert done.returncode == 0, done.stderr
+    await _orphan(sim_service, "web")
+    assert subprocess.run([HBTUI_BIN, "adopt", "web"], **run).returncode == 0
+    egress = json.loads(subprocess.run([HBTUI_BIN, "egress", "web", "--json"], **run).stdout)
+    assert egress["egress"] == "allow-list"
+    assert set(egress["allow"]) == {"api.example.com", "github.com", "api.github.com"}
+    keys = json.loads(subprocess.run([HBTUI_BIN, "credentials", "web", "--json"], **run).stdout)
+    assert [c["preset"] for c in keys["credentials"]] == ["github"] and keys["known"]
+
+
+@pytest.mark.sim
+async def test_a_machine_that_does_not_say_is_adopted_as_unknown(sim_service, sim_env):
+    """A machine made without hbtui's policy labels: neither open nor without keys."""
+    from hbtui.engine import MachineSpec
+
+    host = await sim_service._boxes.hosts.get()
+    await host.engine.create(
+        MachineSpec(
+            name="old",
+            image="ubuntu:24.04",
+            cpus=1,
+            memory_mib=512,
+            labels=(("hbtui", "1"), ("hbtui.port", "4901")),
+        )
+    )
+    run = dict(env=sim_env, capture_output=True, text=True)
+    assert subprocess.run([HBTUI_BIN, "adopt", "old"], **run).returncode == 0
+    shown = subprocess.run([HBTUI_BIN, "egress", "old"], **run).stdout
+    assert "unknown" in shown and "open" not in shown
+    keys = subprocess.run([HBTUI_BIN, "credentials", "old"], **run).stdout
+    assert "does not say which credentials" in keys and "has no credentials" not in keys
+    inspected = json.loads(subprocess.run([HBTUI_BIN, "inspect", "old", "--json"], **run).stdout)
+    assert inspected["sections"]["Keys and network"]["credentials"] == "unknown (adopted)"

@@ -10,8 +10,8 @@ User errors print one line and exit non-zero; `--debug` shows the traceback.
 from __future__ import annotations
 
 import argparse
-import gc
 import contextlib
+import gc
 import importlib
 import os
 import select

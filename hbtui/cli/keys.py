@@ -78,7 +78,12 @@ def cmd_credentials(inv: Invocation) -> int:
     if inv.json:
         print_json(report.to_json())
         return 0
-    if not report.presets:
+    if not report.known:
+        inv.out.print(
+            f"{a.name} was adopted from a machine that does not say which credentials it has",
+            markup=False,
+        )
+    elif not report.presets:
         inv.out.print(
             f"{a.name} has no credentials (add: hbtui credentials {a.name} add anthropic)",
             markup=False,

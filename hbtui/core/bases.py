@@ -157,10 +157,18 @@ class BaseBook:
         return self._file(base.host, base.id)
 
     def plan(
-        self, host: str, image: str, recipe_dir: Path, recipe: str, *, use_base: bool = True
+        self,
+        host: str,
+        image: str,
+        recipe_dir: Path,
+        recipe: str,
+        *,
+        use_base: bool = True,
+        recipe_flag: str = "",
     ) -> NewPlan:
-        """From which base a new box of this recipe and image would be made, and why not."""
-        where = "" if host == LOCAL else f" --host {host}"
+        """From which base a new box of this recipe and image would be made, and why not.
+        `recipe_flag` is what a hint's `base build` needs to build from this recipe."""
+        where = recipe_flag + ("" if host == LOCAL else f" --host {host}")
         if not use_base:
             return NewPlan(None, "full provisioning: bases are not used (--no-base)")
         ours = [b for b in self.manifests(host) if b.image == image]

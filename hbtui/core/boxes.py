@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -37,6 +38,9 @@ from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Event, LogLine, Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths, make_folder
+
+EGRESS_LABEL = "hbtui.egress"
+CREDENTIALS_LABEL = "hbtui.credentials"
 
 
 class BoxNotFound(HbtuiError):
@@ -70,16 +74,17 @@ class Lifecycle:
             env[creds.preset(self.config, name).env_var] = self.secrets.get(name)
         return env
 
-    def busy(self, name: str, host_name: str) -> str:
+    def busy(self, name: str, host_name: str, state: str = "running") -> str:
         """What another process holds the box for now, or what an interrupted operation
         left it in. This process's own operations are its front end's to show: a listing
-        read while one ended must not outlive it as "busy"."""
+        read while one ended must not outlive it as "busy". A box not running has no
+        services to return (`start` resumes them), so its lapsing quiesce is not news."""
         record = self.locks.record(host_name, name)
         if record is None:
             return ""
         if record.alive:
             return "" if record.pid == os.getpid() else f"{record.operation} (pid {record.pid})"
-        if record.quiesced_until > time.time():
+        if state == "running" and record.quiesced_until > time.time():
             back = datetime.fromtimestamp(record.quiesced_until).strftime("%H:%M:%S")
             return f"quiesced: {record.operation} was interrupted; services return by {back}"
         return ""
@@ -90,7 +95,7 @@ class Lifecycle:
         return replace(view, keys_missing=missing) if missing else view
 
     def _with_busy(self, view: BoxView) -> BoxView:
-        busy = self.busy(view.name, view.host)
+        busy = self.busy(view.name, view.host, view.state)
         return replace(view, busy=busy) if busy else view
 
     # -- listing ------------------------------------------------------------------
@@ -180,7 +185,22 @@ class Lifecycle:
         problem = recipes.base_problem(recipe_dir)
         if use_base and problem:
             return NewPlan(None, f"full provisioning: {problem}, so it has no bases")
-        return self.bases.plan(host_name, image, recipe_dir, recipe, use_base=use_base)
+        return self.bases.plan(
+            host_name,
+            image,
+            recipe_dir,
+            recipe,
+            use_base=use_base,
+            recipe_flag=self._recipe_flag(recipe_dir),
+        )
+
+    def _recipe_flag(self, recipe_dir: Path) -> str:
+        """` --recipe DIR` unless DIR is the recipe a verb uses without one."""
+        try:
+            usual = self.recipe_dir(None)
+        except HbtuiError:
+            usual = None
+        return "" if recipe_dir == usual else f" --recipe {shlex.quote(str(recipe_dir))}"
 
     def recipe_dir(self, recipe: Path | None) -> Path:
         """The recipe a box is made with: the one asked for, the configured one, ours."""
@@ -308,7 +328,7 @@ class Lifecycle:
                     branch_of.name,
                     name,
                     ports=((chosen, inner),),
-                    labels=_labels(chosen),
+                    labels=_labels(chosen, wanted),
                     branchable=wanted.branchable,
                     secrets=secrets,
                 )
@@ -383,7 +403,7 @@ class Lifecycle:
             cpus=wanted.cpus,
             memory_mib=wanted.memory_mib,
             ports=((port, inner),),
-            labels=_labels(port),
+            labels=_labels(port, wanted),
             network=True,
             workload=tuple(recipes.workload_command(inner)),
             from_pack=pack,
@@ -520,6 +540,8 @@ class Lifecycle:
             raise UsageError(f"{name!r} is not an orphan (it is {view.kind})")
         if view.port is None:
             raise UsageError(f"{name!r} has no hbtui.port label; cannot adopt it")
+        host = await self.hosts.get(host_name)
+        egress, credentials, allow = _adopted_policy(await host.engine.find(name))
         async with self.registry.transaction() as boxes:
             clash = next((r for r in boxes.on_host(host_name) if r.port == view.port), None)
             if clash:
@@ -534,6 +556,9 @@ class Lifecycle:
                     memory_mib=view.memory_mib or 0,
                     created=view.created or "",
                     status=READY,
+                    credentials=credentials,
+                    egress=egress,
+                    allow=allow,
                 )
             )
         return await self.get(name, host_name)
@@ -659,7 +684,8 @@ class Lifecycle:
         if view.state == "running" and view.provisioning == READY:
             managed = [p.env_var for p in creds.presets(self.config).values()]
             plaintext = await guest.plaintext_keys(host, name, managed)
-        return creds.CredentialReport(name, host_name, presets, missing, plaintext)
+        known = record is None or record.egress != creds.UNKNOWN
+        return creds.CredentialReport(name, host_name, presets, missing, plaintext, known)
 
     async def workload_logs(
         self, name: str, host_name: str = LOCAL, *, tail: int | None = None
@@ -676,9 +702,28 @@ class Lifecycle:
             yield line
 
 
-def _labels(port: int) -> tuple[tuple[str, str], ...]:
-    """What marks a machine as an hbtui box, and its port (so an orphan can be adopted)."""
-    return (("hbtui", "1"), ("hbtui.port", str(port)), ("hbtui.version", __version__))
+def _labels(port: int, record: BoxRecord) -> tuple[tuple[str, str], ...]:
+    """What marks a machine as an hbtui box, its port, and the egress policy and credential
+    presets it is made with (so an orphan can be adopted as it is)."""
+    labels = [("hbtui", "1"), ("hbtui.port", str(port)), ("hbtui.version", __version__)]
+    labels.append((EGRESS_LABEL, record.egress or creds.OPEN))
+    if record.credentials:
+        labels.append((CREDENTIALS_LABEL, record.credentials))
+    return tuple(labels)
+
+
+def _adopted_policy(machine: Machine | None) -> tuple[str, str, str]:
+    """An orphan's egress policy and credentials, from the labels hbtui gave its machine
+    and the allow list the engine reports (egress, credentials, allow); unknown when it
+    carries no such label."""
+    labels = machine.labels if machine is not None else {}
+    egress = labels.get(EGRESS_LABEL, "")
+    if egress not in (creds.OPEN, creds.PRIVATE_BLOCKED, creds.ALLOW_LIST):
+        return creds.UNKNOWN, "", ""
+    hosts = machine.raw.get("allowed_hosts") if machine is not None else None
+    allow = [str(h).removeprefix("=") for h in hosts] if isinstance(hosts, list) else []
+    listed = ",".join(allow) if egress == creds.ALLOW_LIST else ""
+    return egress, labels.get(CREDENTIALS_LABEL, ""), listed
 
 
 def _labelled_ports(machines: list[Machine]) -> dict[int, str]:

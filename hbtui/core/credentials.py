@@ -17,6 +17,9 @@ from hbtui.errors import UsageError
 OPEN = "open"
 PRIVATE_BLOCKED = "private-blocked"
 ALLOW_LIST = "allow-list"
+# An adopted machine that does not say what it was made with (made before hbtui labelled
+# its machines with their policy): its engine keeps whatever that was.
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,8 @@ class Egress:
             return (
                 "private-blocked: the internet, not the LAN, cloud metadata or the host's loopback"
             )
+        if self.mode == UNKNOWN:
+            return "unknown: adopted, and its machine does not say what it was made with"
         return "allow-list: only " + ", ".join(self.allow)
 
 
@@ -183,6 +188,7 @@ class CredentialReport:
     presets: list[Preset]
     missing: list[str]  # presets with no secret stored
     plaintext: list[str] | None  # None: not checked (the box is not running)
+    known: bool = True  # False: adopted, and its machine does not say which it has
 
     @property
     def all_managed(self) -> bool:
@@ -198,4 +204,5 @@ class CredentialReport:
             ],
             "missing_secrets": self.missing,
             "plaintext": self.plaintext,
+            "known": self.known,
         }
