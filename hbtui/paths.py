@@ -7,8 +7,9 @@ user directories are used.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,18 @@ def make_folder(folder: Path, mode: int = 0o700) -> Path:
     except OSError as exc:
         raise HbtuiError(f"cannot make {folder}: {exc.strerror or exc}") from None
     return folder
+
+
+@contextlib.contextmanager
+def naming(path: Path | str) -> Iterator[None]:
+    """A write's OSError names the file it was writing: a full disk says which (the
+    kernel's error for a write on an open file names none)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
 
 
 def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:

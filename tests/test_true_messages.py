@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import signal
@@ -226,3 +228,181 @@ async def test_a_machine_that_does_not_say_is_adopted_as_unknown(sim_service, si
     assert "does not say which credentials" in keys and "has no credentials" not in keys
     inspected = json.loads(subprocess.run([HBTUI_BIN, "inspect", "old", "--json"], **run).stdout)
     assert inspected["sections"]["Keys and network"]["credentials"] == "unknown (adopted)"
+
+
+# -- the engine's own words: timeouts and multi-line failures -----------------------------
+
+
+def test_a_timeout_names_the_whole_command():
+    from hbtui.engine.runner import RunTimeout
+
+    argv = [
+        "/opt/x/smolvm",
+        "--error-format",
+        "json",
+        "--state-dir",
+        "/s",
+        "machine",
+        "exec",
+        "--name",
+        "web",
+        "--",
+        "sh",
+        "-c",
+        "echo a b",
+    ]
+    assert str(RunTimeout(argv, 120)) == (
+        "timed out after 120s: smolvm machine exec --name web -- sh -c 'echo a b'"
+    )
+
+
+class Recording:
+    """A runner that records each call's timeout and succeeds at once."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[float | None] = []
+
+    async def run(self, argv, *, input=None, timeout=None, secrets=None):
+        from hbtui.engine.runner import Completed
+
+        self.timeouts.append(timeout)
+        return Completed(argv, 0, b"", b"")
+
+
+@pytest.mark.parametrize(
+    ("configured", "start", "pack"), [(120, 180, 1800), (900, 900, 1800), (7200, 7200, 7200)]
+)
+async def test_the_configured_timeout_reaches_start_branch_and_pack(configured, start, pack):
+    from pathlib import Path
+
+    from hbtui.engine import Engine
+
+    runner = Recording()
+    engine = Engine("smolvm", runner=runner, timeout=configured)
+    await engine.start("web")
+    await engine.branch("web", "web2")
+    await engine.pack("web", Path("/tmp/nowhere/web"))
+    await engine.stop("web")
+    assert runner.timeouts == [start, start, pack, configured]
+
+
+async def test_a_timeout_says_which_setting_to_raise():
+    from hbtui.engine import Engine, EngineTimeout
+    from hbtui.engine.runner import RunTimeout
+
+    class Slow(Recording):
+        async def run(self, argv, *, input=None, timeout=None, secrets=None):
+            raise RunTimeout(argv, timeout)
+
+    with pytest.raises(EngineTimeout) as caught:
+        await Engine("smolvm", runner=Slow(), timeout=45).stop("web")
+    assert "timed out after 45s: smolvm machine stop --name web" == caught.value.message
+    assert "[engine] timeout (now 45 s)" in caught.value.hint
+
+
+def test_a_multi_line_engine_failure_keeps_what_failed_and_why():
+    from hbtui.engine.errors import from_stderr
+
+    stderr = (
+        "note: using /var/lib/smolvm\n"
+        "Error: failed to start machine 'web'\n\nCaused by:\n"
+        "    0: could not open the disk\n    1: Permission denied (os error 13)\n"
+    )
+    error = from_stderr(stderr, ["smolvm"], 1)
+    assert error.message == (
+        "failed to start machine 'web': could not open the disk: Permission denied (os error 13)"
+    )
+    assert from_stderr("", ["smolvm"], 3).message == "engine exited with status 3"
+    long = from_stderr("x" * 5000 + "\nthe cause\n", ["smolvm"], 1).message
+    assert long.endswith(": the cause") and len(long) <= 1001
+
+
+# -- a full disk names the file -----------------------------------------------------------
+
+
+def fill(folder) -> None:
+    """Write into `folder` until its file system has no space left."""
+    with open(folder / "filler", "ab", buffering=0) as fh, contextlib.suppress(OSError):
+        while True:
+            fh.write(b"\0" * 1024)
+
+
+@pytest.fixture
+def full_folder(tmp_path):
+    """A folder on a tiny file system of its own (a tmpfs), to be filled."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip("a tmpfs cannot be mounted here (root needed)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_base_manifest_on_a_full_disk_names_its_file(full_folder):
+    from hbtui.core.bases import Base, BaseBook
+
+    (full_folder / "local").mkdir(mode=0o700)
+    fill(full_folder)
+    base = Base(
+        id="ubuntu-24.04-000000000000",
+        host="local",
+        image="ubuntu:24.04",
+        recipe="000000000000",
+        recipe_dir="/r",
+        versions="v" * 20000,
+        engine="1",
+        pack="/p/base.smolmachine",
+        size=1,
+        sha256="0" * 64,
+        created="2024",
+    )
+    with pytest.raises(OSError) as caught:
+        BaseBook(full_folder).put(base)
+    assert caught.value.errno == errno.ENOSPC
+    assert str(full_folder / "local") in str(caught.value.filename)
+
+
+def test_a_provision_log_on_a_full_disk_names_its_file(full_folder):
+    from hbtui.paths import naming
+
+    log = full_folder / "provision.log"
+    fill(full_folder)
+    with pytest.raises(OSError) as caught, open(log, "a") as fh, naming(log):
+        fh.write("x" * 100_000)
+        fh.flush()
+    assert (caught.value.errno, caught.value.filename) == (errno.ENOSPC, str(log))
+
+
+# -- "interrupted" only when the work was not done ------------------------------------------
+
+
+@pytest.mark.sim
+def test_ctrl_c_while_the_source_starts_again_is_not_interrupted(sim_env, tmp_path):
+    """The branch is made; Ctrl-C while its source runs again does not make it a failure."""
+    env = {**sim_env, "HBTUI_RECIPE": str(SIM_RECIPE)}
+    made = subprocess.run([HBTUI_BIN, "new", "src", "-q"], env=env, capture_output=True)
+    assert made.returncode == 0, made.stderr
+    branching = subprocess.Popen(
+        [HBTUI_BIN, "branch", "src", "child"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen = []
+    for line in branching.stdout:
+        seen.append(line)
+        if "starting src again" in line:
+            branching.send_signal(signal.SIGINT)
+            break
+    rest, err = branching.communicate(timeout=300)
+    assert any("starting src again" in line for line in seen), seen
+    assert branching.returncode == 0 and "interrupted" not in err, err
+    listed = subprocess.run([HBTUI_BIN, "ls", "--json"], env=env, capture_output=True, text=True)
+    states = {b["name"]: (b["state"], b["provisioning"]) for b in json.loads(listed.stdout)}
+    assert states == {"src": ("running", "ready"), "child": ("running", "ready")}

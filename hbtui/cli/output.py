@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import json
 import os
@@ -116,7 +117,7 @@ class Invocation:
             for signum in TERMINATING:
                 loop.add_signal_handler(signum, on_signal, signum)
             try:
-                return await coro
+                result = await coro
             except (asyncio.CancelledError, HbtuiError) as exc:
                 if not caught:
                     raise
@@ -124,10 +125,25 @@ class Invocation:
             finally:
                 for signum in TERMINATING:
                     loop.remove_signal_handler(signum)
-                if self._service is not None:
-                    await self._service.close()
+                await self._close()
+            return result
 
         return run(once())
+
+    async def _close(self) -> None:
+        """Let go of remote connections to the end; a Ctrl-C meanwhile, once the work is
+        done, must not turn its result into "interrupted"."""
+        if self._service is None:
+            return
+        closing = asyncio.ensure_future(self._service.close())
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await closing
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
 
     @property
     def host(self) -> str:

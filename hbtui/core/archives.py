@@ -38,7 +38,7 @@ from hbtui.core.views import BOX, ORPHAN, BoxView
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
 from hbtui.names import LOCAL, check_name
-from hbtui.paths import Paths
+from hbtui.paths import Paths, naming
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -363,7 +363,8 @@ class _PartSink:
         while view:
             fh = self._open()
             n = min(len(view), self._part_bytes - self._fill)
-            fh.write(view[:n])
+            with naming(fh.name):
+                fh.write(view[:n])
             self._fill += n
             view = view[n:]
             if self._fill == self._part_bytes:

@@ -20,7 +20,7 @@ from hbtui.core.hosts import Host
 from hbtui.core.registry import utc_now
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.names import LOCAL
-from hbtui.paths import make_folder
+from hbtui.paths import make_folder, naming
 
 _SLUG = re.compile(r"[^a-z0-9.]+")
 _ID = re.compile(r"^[a-z0-9.-]{1,120}-[0-9a-f]{12}$")
@@ -147,7 +147,8 @@ class BaseBook:
     def put(self, base: Base) -> None:
         folder = make_folder(self.root / base.host, 0o700)
         tmp = folder / f".{base.id}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(base.to_json(), indent=2) + "\n", encoding="utf-8")
+        with naming(tmp):
+            tmp.write_text(json.dumps(base.to_json(), indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, self._file(base.host, base.id))
 
     def forget(self, base: Base) -> None:

@@ -240,10 +240,28 @@ async def branch(
     was_running = view.state == "running"
     try:
         async with _packed(boxes, host, source, stop=was_running, report=report) as pack:
-            return await boxes.make(wanted, recipe_dir, pack=pack, report=report)
-    finally:
+            made = await boxes.make(wanted, recipe_dir, pack=pack, report=report)
+    except BaseException:
         if was_running:
             await _to_the_end(_start_again(boxes, host, src, report))
+        raise
+    if was_running:
+        await _done_despite_cancel(_start_again(boxes, host, src, report))
+    return made
+
+
+async def _done_despite_cancel(work: Awaitable[T]) -> T:
+    """Await the last step of an operation whose work is done to its end; a cancellation
+    meanwhile is absorbed, so the caller hears that it succeeded, not "interrupted"."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        result = await task
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
+        return result
 
 
 async def _refuse_taken(boxes: Lifecycle, host: Host, wanted: BoxRecord) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hbtui.errors import UsageError
 from hbtui.events import Step
+from hbtui.paths import naming
 
 GUEST_TAR = "/root/.hbtui-recipe.tar"
 GUEST_DIR = "/root/.hbtui-recipe"
@@ -64,7 +65,7 @@ def recipe_version(folder: Path) -> str:
 
 def pack_recipe(folder: Path, dest: Path) -> None:
     """Write the recipe as a tar with links resolved and sane ownership."""
-    with tarfile.open(dest, "w") as tar:
+    with naming(dest), tarfile.open(dest, "w") as tar:
         for rel, path in _recipe_files(folder):
             info = tar.gettarinfo(str(path), arcname=rel)
             info.uid = info.gid = 0
