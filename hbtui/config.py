@@ -21,7 +21,6 @@ import functools
 import math
 import os
 import re
-import stat
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -33,7 +32,7 @@ import tomli_w
 
 from hbtui.errors import UsageError
 from hbtui.names import host_name_problem
-from hbtui.paths import Paths
+from hbtui.paths import Paths, UnreadableFile, read_state
 from hbtui.target import target_problem
 
 if TYPE_CHECKING:
@@ -278,35 +277,15 @@ def to_table(obj: DataclassInstance) -> dict[str, Any]:
     return asdict(obj)
 
 
-MAX_STATE_FILE = 16 * 2**20  # a config or registry is a few KiB; anything this big is damage
-
-
 def read_toml(path: Path) -> dict[str, Any] | None:
     """The parsed file, or None when there is none; Invalid when it cannot be read or parsed.
-    Only a regular file of sane size is read: a link to /dev/zero or a FIFO must be an
-    error, not an endless read or a hang."""
+    Only a regular file of sane size is read (`paths.read_state`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
+        data = read_state(path)
+    except UnreadableFile as exc:
+        raise Invalid(exc.reason) from None
+    if data is None:
         return None
-    except OSError as exc:
-        raise Invalid(f"cannot read it: {exc.strerror or type(exc).__name__}") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise Invalid("it is a folder, not a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise Invalid("it is not a regular file (a device, a pipe?)")
-        if st.st_size > MAX_STATE_FILE:
-            raise Invalid(f"it is {st.st_size} bytes, far more than such a file can be")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_STATE_FILE + 1)
-    except OSError as exc:
-        raise Invalid(f"cannot read it: {exc.strerror or type(exc).__name__}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_STATE_FILE:
-        raise Invalid("it grew past the size such a file can be while it was read")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -20,7 +20,7 @@ from hbtui.core.hosts import Host
 from hbtui.core.registry import utc_now
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.names import LOCAL
-from hbtui.paths import make_folder, naming
+from hbtui.paths import make_folder, naming, read_state
 
 _SLUG = re.compile(r"[^a-z0-9.]+")
 _ID = re.compile(r"^[a-z0-9.-]{1,120}-[0-9a-f]{12}$")
@@ -123,19 +123,20 @@ class BaseBook:
         return [p for p in self.root.iterdir() if p.is_dir()] if self.root.is_dir() else []
 
     def _read(self, path: Path) -> Base | None:
-        """A manifest, or None for a file that is not one (never fatal to a listing)."""
+        """A manifest, or None for a file that is not one (never fatal to a listing); a
+        FIFO or device in its place is an UnreadableFile naming it, never a hang."""
+        data = read_state(path)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = json.loads(data or b"")
             known = {f.name for f in fields(Base)}
             return Base(**{k: v for k, v in raw.items() if k in known})
-        except (OSError, ValueError, TypeError):
+        except (ValueError, TypeError, AttributeError):
             return None
 
     def get(self, host: str, ident: str) -> Base | None:
         if not _ID.fullmatch(ident):
             raise UsageError(f"{ident!r} is not a base id (see: hbtui base ls)")
-        path = self._file(host, ident)
-        return self._read(path) if path.is_file() else None
+        return self._read(self._file(host, ident))
 
     def require(self, host: str, ident: str) -> Base:
         base = self.get(host, ident)

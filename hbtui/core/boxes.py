@@ -576,6 +576,7 @@ class Lifecycle:
         if view.port is None:
             raise UsageError(f"{name!r} has no port; adopt it first: hbtui adopt {name}")
         recipe_dir = self.recipe_dir(recipe)
+        version = recipes.recipe_version(recipe_dir)  # every file read before a change
         if view.state != "running":
             report(Phase(f"starting {name}"))
             await self.boot(host, name)
@@ -610,7 +611,7 @@ class Lifecycle:
             status=READY,
             owner_pid=0,
             error="",
-            recipe=recipes.recipe_version(recipe_dir),
+            recipe=version,
         )
         return await self.get(name, host_name)
 

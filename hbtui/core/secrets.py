@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from hbtui.config import Config
 from hbtui.core.registry import utc_now
 from hbtui.errors import UsageError
-from hbtui.paths import Paths, make_folder
+from hbtui.paths import Paths, make_folder, read_state
 
 SERVICE = "hbtui"
 KEYRING = "keyring"
@@ -82,14 +82,14 @@ class FileStore:
             return self._values
         from hbtui.archive import ArchiveError, WrongPassphrase, decrypt_stream
 
-        if not self.path.exists():
+        sealed = read_state(self.path)
+        if sealed is None:
             self._values = {}
             return self._values
         self._key = self._passphrase(False)
         out = io.BytesIO()
         try:
-            with open(self.path, "rb") as fh:
-                decrypt_stream(fh, out, self._key)
+            decrypt_stream(io.BytesIO(sealed), out, self._key)
             raw = json.loads(out.getvalue() or b"{}")
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
@@ -178,10 +178,11 @@ class Secrets:
 
     def _index(self) -> dict[str, dict[str, str]]:
         try:
-            raw = json.loads(self.index_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
+            data = read_state(self.index_path)
+            if data is None:
+                return {}
+            raw = json.loads(data.decode("utf-8"))
+        except ValueError as exc:
             raise SecretsError(f"{self.index_path}: cannot be read ({exc})") from None
         if not isinstance(raw, dict):
             raise SecretsError(f"{self.index_path}: cannot be read (not a JSON object)")
