@@ -57,7 +57,6 @@ def test_a_fifo_for_a_state_file_is_one_line_naming_it(sim_env, relative, argv):
         **sim_env,
         "HBTUI_RECIPE": str(SIM_RECIPE),
         "HBTUI_SECRETS_PASSPHRASE": "pass",
-        "HBTUI_SECRETS_STORE": "file",
     }
     if relative == "secrets.hbx":  # the file store, so that the value goes there
         (Path(env["HBTUI_HOME"]) / "config.toml").write_text('[secrets]\nstore = "file"\n')
