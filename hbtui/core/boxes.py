@@ -20,7 +20,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hbtui import __version__
-from hbtui.config import Config, image_problem, split_list
+from hbtui.config import (
+    MAX_CPUS,
+    MAX_MEMORY_MIB,
+    Config,
+    image_problem,
+    port_problem,
+    split_list,
+)
 from hbtui.core import credentials as creds
 from hbtui.core import guest
 from hbtui.core import recipe as recipes
@@ -45,6 +52,21 @@ CREDENTIALS_LABEL = "hbtui.credentials"
 
 class BoxNotFound(HbtuiError):
     pass
+
+
+def check_sizes(cpus: int, memory_mib: int, port: int | None) -> None:
+    """The numbers a box is made with, against the rules the config's keys have too."""
+    if not 1 <= cpus <= MAX_CPUS:
+        raise UsageError(f"--cpus must be 1-{MAX_CPUS} (got {cpus})")
+    if not 256 <= memory_mib <= MAX_MEMORY_MIB:
+        raise UsageError(f"--mem must be 256-{MAX_MEMORY_MIB} MiB, 4 TiB (got {memory_mib})")
+    if port is not None and port_problem(port):
+        raise UsageError(f"--port {port}: {port_problem(port)}")
+
+
+def shown_value(text: str, most: int = 80) -> str:
+    """A value the user typed, quoted and cut to fit one line of an error."""
+    return repr(text) if len(text) <= most else repr(text[:most]) + f"… ({len(text)} characters)"
 
 
 def host_flag(host_name: str) -> str:
@@ -234,12 +256,9 @@ class Lifecycle:
         check_name(name)
         cpus = cpus if cpus is not None else self.config.defaults.cpus
         memory_mib = memory_mib if memory_mib is not None else self.config.defaults.memory_mib
-        if cpus < 1:
-            raise UsageError(f"--cpus must be at least 1 (got {cpus})")
-        if memory_mib < 256:
-            raise UsageError(f"--mem must be at least 256 MiB (got {memory_mib})")
+        check_sizes(cpus, memory_mib, port)
         if image is not None and image_problem(image):
-            raise UsageError(f"--image {image!r}: {image_problem(image)}")
+            raise UsageError(f"--image {shown_value(image)}: {image_problem(image)}")
         image = image or self.config.defaults.image
         presets = creds.chosen(self.config, credentials)
         policy = creds.egress_for(self.config, egress, allow, presets)

@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from hbtui.config import image_problem, split_list
+from hbtui.config import image_problem, port_problem, split_list
 from hbtui.core import credentials as creds
 from hbtui.core import guest
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
-from hbtui.core.boxes import Lifecycle, host_flag
+from hbtui.core.boxes import Lifecycle, host_flag, shown_value
 from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
 from hbtui.core.registry import BoxRecord
@@ -70,7 +70,7 @@ async def build_base(
     """Provision a builder box, generalize, stop and pack it, keep the pack as the base
     of this recipe and image (replacing an older one), and remove the builder."""
     if image is not None and image_problem(image):
-        raise UsageError(f"--image {image!r}: {image_problem(image)}")
+        raise UsageError(f"--image {shown_value(image)}: {image_problem(image)}")
     image = image or boxes.config.defaults.image
     recipe_dir = _per_box_recipe(boxes, recipe, "a base")
     recipe_hash = recipes.recipe_version(recipe_dir)
@@ -206,6 +206,8 @@ async def branch(
 ) -> BoxView:
     """A new box with `source`'s /data and installed state, its own name and port."""
     check_name(name)
+    if port is not None and port_problem(port):
+        raise UsageError(f"--port {port}: {port_problem(port)}")
     host, view = await boxes.require(source, host_name)
     boxes.refuse_unprovisioned(view)
     src = boxes.registry.read().get(source, host_name)

@@ -31,6 +31,34 @@ class SecretsError(UsageError):
     pass
 
 
+# A box's engine gets each value in one environment variable, which Linux caps at
+# 128 KiB (name included); every value of a box shares the whole environment's limit too.
+VALUE_MAX = 64 * 1024
+
+
+def value_problem(value: str) -> str | None:
+    """What is wrong with a secret's value, said after "the value of NAME", or None."""
+    if not value:
+        return "is empty"
+    if "\0" in value:
+        return "holds a NUL byte, which no environment variable can carry"
+    if "\n" in value or "\r" in value:
+        return "holds a line break (LF or CR); store one line"
+    control = next((c for c in value if not c.isprintable() and c != "\t"), None)
+    if control is not None:
+        return f"holds a control character (U+{ord(control):04X}); a key is printable text"
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "is not UTF-8 text"
+    if size > VALUE_MAX:
+        return (
+            f"is {size} bytes; at most {VALUE_MAX} (a box's engine gets it in one environment "
+            "variable, which Linux caps at 128 KiB)"
+        )
+    return None
+
+
 class Store(Protocol):
     kind: str  # KEYRING or FILE
     where: str  # for people: "keyring (SecretService)", "file /path/secrets.hbx"
@@ -227,16 +255,9 @@ class Secrets:
         ]
 
     def put(self, name: str, value: str) -> SecretInfo:
-        if not value:
-            raise SecretsError(f"the value of {name!r} is empty; nothing was stored")
-        if "\n" in value or "\0" in value:
-            raise SecretsError(f"the value of {name!r} holds a line break; store one line")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise SecretsError(
-                f"the value of {name!r} is not UTF-8 text; nothing was stored"
-            ) from None
+        problem = value_problem(value)
+        if problem:
+            raise SecretsError(f"the value of {name!r} {problem}; nothing was stored")
         index = self._index()
         old = index.get(name, {}).get("store")
         target = self.store()
