@@ -9,6 +9,7 @@ is the box the recipe would make, minus the per-box step (`first-boot.sh`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
@@ -30,9 +31,16 @@ class StaleBase(HbtuiError):
     """A base of this recipe and image exists, but from an older version of the recipe."""
 
 
+SLUG_MAX = 64  # of the image's part of an id: an id is a file name and a word in commands
+
+
 def base_id(image: str, recipe: str) -> str:
-    """`ubuntu-24.04-3f2a9c1b0d4e`: the image as a file name, then the recipe hash."""
-    return f"{_SLUG.sub('-', image.lower()).strip('-')}-{recipe}"
+    """`ubuntu-24.04-5d1e0c2a-3f2a9c1b0d4e`: the image as a file name (cut to fit), a hash
+    of the image as typed (`ubuntu:24.04`, `UBUNTU:24.04` and `ubuntu/24.04` read alike
+    as file names, but are bases of their own), then the recipe hash."""
+    slug = _SLUG.sub("-", image.lower())[:SLUG_MAX].strip("-.") or "image"
+    exact = hashlib.sha256(image.encode()).hexdigest()[:8]
+    return f"{slug}-{exact}-{recipe}"
 
 
 @dataclass(frozen=True)
@@ -174,7 +182,7 @@ class BaseBook:
         if not use_base:
             return NewPlan(None, "full provisioning: bases are not used (--no-base)")
         ours = [b for b in self.manifests(host) if b.image == image]
-        for base in ours:
+        for base in reversed(ours):  # the newest (one of an older id scheme may remain)
             if base.recipe == recipe:
                 return NewPlan(base, f"from the base {base.id} (fast: only the per-box step)")
         stale = [b for b in ours if b.recipe_dir == str(recipe_dir)]

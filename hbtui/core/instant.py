@@ -116,6 +116,8 @@ async def build_base(
                 built_in=built_in,
             )
             older = boxes.bases.get(host_name, ident)
+            if older is not None:
+                report(Notice(f"replacing the base {ident} of {older.image} ({older.created})"))
             boxes.bases.put(base)
             if older and older.folder != base.folder and older.made_in(host.files.bases_dir()):
                 superseded = older.folder
@@ -229,16 +231,17 @@ async def branch(
         egress=src.egress,
         allow=src.allow,
     )
+    boxes.secret_env(wanted)  # a missing secret stops it before anything changes
     machine = await host.engine.find(source)
     if machine is not None and machine.state == "running" and machine.branchable:
         return await boxes.make(wanted, recipe_dir, pack=None, branch_of=src, report=report)
+    await _refuse_taken(boxes, host, wanted)  # before the source is stopped for nothing
     report(
         Notice(
             f"{source} is not running branchable: copying its disk (stop, pack, start again); "
             "its running processes are not carried over"
         )
     )
-    await _refuse_taken(boxes, host, wanted)  # before the source is stopped for nothing
     was_running = view.state == "running"
     try:
         async with _packed(boxes, host, source, stop=was_running, report=report) as pack:
