@@ -29,6 +29,8 @@ def cmd_secrets_set(inv: Invocation) -> int:
     inv.service.credential_preset(name)  # an unknown name fails before a value is asked for
     info = inv.service.set_secret(name, _read_value(name))
     inv.out.print(f"✓ secret {info.name} stored in the {info.store}", markup=False)
+    if info.left_behind:
+        sys.stderr.write(f"warning: its former copy was not deleted: {info.left_behind}\n")
     return 0
 
 
@@ -52,8 +54,15 @@ def cmd_secrets_ls(inv: Invocation) -> int:
 
 
 def cmd_secrets_rm(inv: Invocation) -> int:
-    users = inv.service.remove_secret(inv.args.name)
-    inv.out.print(f"✓ secret {inv.args.name} forgotten", markup=False)
+    users, left = inv.service.remove_secret(inv.args.name)
+    if left:
+        inv.out.print(
+            f"secret {inv.args.name} removed from the list; its value was not deleted",
+            markup=False,
+        )
+        sys.stderr.write(f"warning: {left}\n")
+    else:
+        inv.out.print(f"✓ secret {inv.args.name} forgotten (its value deleted)", markup=False)
     if users:
         sys.stderr.write(
             f"warning: {', '.join(users)} use it and will not start until it is set again\n"

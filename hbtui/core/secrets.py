@@ -78,11 +78,17 @@ class KeyringStore:
         self.where = f"keyring ({type(backend).__name__})"
 
     def get(self, name: str) -> str | None:
-        value = self.backend.get_password(SERVICE, name)
+        try:
+            value = self.backend.get_password(SERVICE, name)
+        except Exception as exc:  # a backend raises what its platform raises (D-Bus, ...)
+            raise keyring_failure(exc, self.where, f"read {name!r}", existing=name) from None
         return value if isinstance(value, str) else None
 
     def put(self, name: str, value: str) -> None:
-        self.backend.set_password(SERVICE, name, value)
+        try:
+            self.backend.set_password(SERVICE, name, value)
+        except Exception as exc:
+            raise keyring_failure(exc, self.where, f"store {name!r}") from None
 
     def delete(self, name: str) -> None:
         import keyring.errors
@@ -90,7 +96,29 @@ class KeyringStore:
         try:
             self.backend.delete_password(SERVICE, name)
         except keyring.errors.PasswordDeleteError:
-            pass
+            pass  # not there: nothing to delete
+        except Exception as exc:
+            raise keyring_failure(exc, self.where, f"delete {name!r}", existing=name) from None
+
+
+def keyring_failure(exc: Exception, where: str, doing: str, *, existing: str = "") -> SecretsError:
+    """Anything a keyring backend raised, as one line with what to do. For a secret
+    already kept there (`existing`), moving to the file does not help until it is stored
+    again; for a new one it does."""
+    import keyring.errors
+
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, keyring.errors.KeyringLocked):
+        problem = f"the {where} is locked, so hbtui could not {doing}"
+        fix = "unlock it (log in to the desktop session) and try again"
+    else:
+        problem = f"the {where} could not {doing}: {detail}"
+        fix = "check the keyring (is its service running?) and try again"
+    if existing:
+        fix += f", or store the secret again in the file: hbtui secrets set {existing}"
+    else:
+        fix += ', or keep secrets in an encrypted file: set [secrets] store = "file"'
+    return SecretsError(f"{problem}; {fix}")
 
 
 class FileStore:
@@ -171,7 +199,10 @@ def usable_keyring() -> Any | None:
         from keyring.backends import chainer, fail
     except ImportError:
         return None
-    backend = keyring.get_keyring()
+    try:
+        backend = keyring.get_keyring()
+    except Exception:  # a backend that cannot even start is no keyring
+        return None
     if isinstance(backend, fail.Keyring):
         return None
     if isinstance(backend, chainer.ChainerBackend) and not backend.backends:
@@ -189,6 +220,7 @@ class SecretInfo:
     store: str
     set: str
     boxes: tuple[str, ...] = ()
+    left_behind: str = ""  # set: why a copy in its former store could not be deleted
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "store": self.store, "set": self.set, "boxes": list(self.boxes)}
@@ -234,14 +266,33 @@ class Secrets:
             if kind == KEYRING:
                 backend = usable_keyring()
                 if backend is None:
-                    raise SecretsError(
-                        'no usable OS keyring here; set [secrets] store = "file" '
-                        '(or "auto") to keep secrets in an encrypted file'
-                    )
+                    raise self._no_keyring(setting)
                 self._stores[kind] = KeyringStore(backend)
             else:
                 self._stores[kind] = FileStore(self.file_path, self._passphrase)
         return self._stores[kind]
+
+    @staticmethod
+    def _no_keyring(setting: str) -> SecretsError:
+        """No keyring here: what to do depends on whether the config asks for one."""
+        if setting == KEYRING:
+            return SecretsError(
+                'no usable OS keyring here; set [secrets] store = "auto" (or "file") to keep '
+                "secrets in an encrypted file"
+            )
+        return SecretsError(
+            "the secret is kept in the OS keyring, which is not usable here now; make the "
+            "keyring usable again, or store the secret anew (it then goes to the encrypted file)"
+        )
+
+    def _delete_value(self, name: str, kind: str | None) -> str:
+        """Delete a secret's value from its store; "" when done, else where it stays and
+        why (a keyring not usable now must not keep its name from being forgotten)."""
+        try:
+            self.store(kind).delete(name)
+        except SecretsError as exc:
+            return exc.message
+        return ""
 
     def names(self) -> list[str]:
         return sorted(self._index())
@@ -262,11 +313,10 @@ class Secrets:
         old = index.get(name, {}).get("store")
         target = self.store()
         target.put(name, value)
-        if old and old != target.kind:
-            self.store(old).delete(name)
+        left = self._delete_value(name, old) if old and old != target.kind else ""
         index[name] = {"store": target.kind, "set": utc_now()}
         self._write_index(index)
-        return SecretInfo(name, target.kind, index[name]["set"])
+        return SecretInfo(name, target.kind, index[name]["set"], left_behind=left)
 
     def get(self, name: str) -> str:
         entry = self._index().get(name)
@@ -280,10 +330,12 @@ class Secrets:
             )
         return value
 
-    def remove(self, name: str) -> None:
+    def remove(self, name: str) -> str:
+        """Forget a secret; "" when its value is gone too, else why it stays where it is."""
         index = self._index()
         entry = index.pop(name, None)
         if entry is None:
             raise SecretsError(f"no secret {name!r} (see: hbtui secrets ls)")
-        self.store(entry.get("store")).delete(name)
+        left = self._delete_value(name, entry.get("store"))
         self._write_index(index)
+        return left
