@@ -406,3 +406,25 @@ def test_ctrl_c_while_the_source_starts_again_is_not_interrupted(sim_env, tmp_pa
     listed = subprocess.run([HBTUI_BIN, "ls", "--json"], env=env, capture_output=True, text=True)
     states = {b["name"]: (b["state"], b["provisioning"]) for b in json.loads(listed.stdout)}
     assert states == {"src": ("running", "ready"), "child": ("running", "ready")}
+
+
+@pytest.mark.sim
+def test_a_preset_whose_variable_changed_is_shown_as_the_box_has_it(sim_env, hbtui_home):
+    config = hbtui_home / "config.toml"
+    config.write_text('[credentials.mine]\nenv_var = "MINE_OLD"\nhosts = "api.example.com"\n')
+    env = {**sim_env, "HBTUI_SECRETS_PASSPHRASE": "a passphrase for the tests"}
+    run = dict(env=env, capture_output=True, text=True)
+    assert subprocess.run([HBTUI_BIN, "secrets", "set", "mine"], input="v\n", **run).returncode == 0
+    made = subprocess.run(
+        [HBTUI_BIN, "new", "web", "-q", "--recipe", str(SIM_RECIPE), "--credential", "mine"], **run
+    )
+    assert made.returncode == 0, made.stderr
+    config.write_text('[credentials.mine]\nenv_var = "MINE_NEW"\nhosts = "api.example.com"\n')
+    keys = json.loads(subprocess.run([HBTUI_BIN, "credentials", "web", "--json"], **run).stdout)
+    assert keys["credentials"][0]["env_var"] == "MINE_OLD" and keys["rebound"] == {
+        "mine": "MINE_OLD"
+    }
+    shown = subprocess.run([HBTUI_BIN, "credentials", "web"], **run)
+    assert "mine: MINE_OLD for api.example.com" in shown.stdout
+    assert "the preset now says MINE_NEW" in shown.stderr
+    assert "hbtui credentials web rm mine, then add mine" in shown.stderr

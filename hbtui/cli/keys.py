@@ -99,7 +99,14 @@ def cmd_credentials(inv: Invocation) -> int:
         )
     for p in report.presets:
         state = "secret missing" if p.name in report.missing else "managed"
-        inv.out.print(f"{p.name}: {p.env_var} for {', '.join(p.hosts)} ({state})", markup=False)
+        var = report.rebound.get(p.name, p.env_var)
+        inv.out.print(f"{p.name}: {var} for {', '.join(p.hosts)} ({state})", markup=False)
+    for preset, var in report.rebound.items():
+        sys.stderr.write(
+            f"warning: {a.name} was bound to {preset} as {var}; the preset now says "
+            f"{next(p.env_var for p in report.presets if p.name == preset)}: bind it again with "
+            f"hbtui credentials {a.name} rm {preset}, then add {preset}\n"
+        )
     for gone in report.missing:
         sys.stderr.write(f"warning: no secret {gone!r}: hbtui secrets set {gone}\n")
     for found in report.plaintext or []:

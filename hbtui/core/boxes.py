@@ -96,6 +96,11 @@ class Lifecycle:
             env[creds.preset(self.config, name).env_var] = self.secrets.get(name)
         return env
 
+    def _bindings(self, record: BoxRecord) -> str:
+        """`PRESET=VARIABLE,...`: the bindings a machine of `record` is made with."""
+        names = split_list(record.credentials)
+        return ",".join(f"{n}={creds.preset(self.config, n).env_var}" for n in names)
+
     def busy(self, name: str, host_name: str, state: str = "running") -> str:
         """What another process holds the box for now, or what an interrupted operation
         left it in. This process's own operations are its front end's to show: a listing
@@ -347,7 +352,7 @@ class Lifecycle:
                     branch_of.name,
                     name,
                     ports=((chosen, inner),),
-                    labels=_labels(chosen, wanted),
+                    labels=_labels(chosen, wanted, self._bindings(wanted)),
                     branchable=wanted.branchable,
                     secrets=secrets,
                 )
@@ -422,7 +427,7 @@ class Lifecycle:
             cpus=wanted.cpus,
             memory_mib=wanted.memory_mib,
             ports=((port, inner),),
-            labels=_labels(port, wanted),
+            labels=_labels(port, wanted, self._bindings(wanted)),
             network=True,
             workload=tuple(recipes.workload_command(inner)),
             from_pack=pack,
@@ -705,7 +710,13 @@ class Lifecycle:
             managed = [p.env_var for p in creds.presets(self.config).values()]
             plaintext = await guest.plaintext_keys(host, name, managed)
         known = record is None or record.egress != creds.UNKNOWN
-        return creds.CredentialReport(name, host_name, presets, missing, plaintext, known)
+        bound = bound_variables(await host.engine.find(name))
+        rebound = {
+            p.name: bound[p.name] for p in presets if bound.get(p.name, p.env_var) != p.env_var
+        }
+        return creds.CredentialReport(
+            name, host_name, presets, missing, plaintext, known, rebound=rebound
+        )
 
     async def workload_logs(
         self, name: str, host_name: str = LOCAL, *, tail: int | None = None
@@ -722,14 +733,22 @@ class Lifecycle:
             yield line
 
 
-def _labels(port: int, record: BoxRecord) -> tuple[tuple[str, str], ...]:
+def _labels(port: int, record: BoxRecord, bindings: str) -> tuple[tuple[str, str], ...]:
     """What marks a machine as an hbtui box, its port, and the egress policy and credential
-    presets it is made with (so an orphan can be adopted as it is)."""
+    bindings (`PRESET=VARIABLE,...`) it is made with: an orphan is adopted as it is, and a
+    preset whose variable changed since is told from the box's binding."""
     labels = [("hbtui", "1"), ("hbtui.port", str(port)), ("hbtui.version", __version__)]
     labels.append((EGRESS_LABEL, record.egress or creds.OPEN))
-    if record.credentials:
-        labels.append((CREDENTIALS_LABEL, record.credentials))
+    if bindings:
+        labels.append((CREDENTIALS_LABEL, bindings))
     return tuple(labels)
+
+
+def bound_variables(machine: Machine | None) -> dict[str, str]:
+    """preset -> the variable the machine's binding uses, from its label ({} if none)."""
+    text = machine.labels.get(CREDENTIALS_LABEL, "") if machine is not None else ""
+    pairs = (item.partition("=") for item in split_list(text))
+    return {name: var for name, _, var in pairs}
 
 
 def _adopted_policy(machine: Machine | None) -> tuple[str, str, str]:
@@ -743,7 +762,7 @@ def _adopted_policy(machine: Machine | None) -> tuple[str, str, str]:
     hosts = machine.raw.get("allowed_hosts") if machine is not None else None
     allow = [str(h).removeprefix("=") for h in hosts] if isinstance(hosts, list) else []
     listed = ",".join(allow) if egress == creds.ALLOW_LIST else ""
-    return egress, labels.get(CREDENTIALS_LABEL, ""), listed
+    return egress, ",".join(bound_variables(machine)), listed
 
 
 def _labelled_ports(machines: list[Machine]) -> dict[int, str]:

@@ -9,7 +9,7 @@ environment of the `start` that needs them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hbtui.config import Config, split_list
 from hbtui.errors import UsageError
@@ -189,6 +189,8 @@ class CredentialReport:
     missing: list[str]  # presets with no secret stored
     plaintext: list[str] | None  # None: not checked (the box is not running)
     known: bool = True  # False: adopted, and its machine does not say which it has
+    # preset -> the variable the box was bound with, where the preset now names another
+    rebound: dict[str, str] = field(default_factory=dict)
 
     @property
     def all_managed(self) -> bool:
@@ -199,10 +201,15 @@ class CredentialReport:
             "name": self.name,
             "host": self.host,
             "credentials": [
-                {"preset": p.name, "env_var": p.env_var, "hosts": list(p.hosts)}
+                {
+                    "preset": p.name,
+                    "env_var": self.rebound.get(p.name, p.env_var),
+                    "hosts": list(p.hosts),
+                }
                 for p in self.presets
             ],
             "missing_secrets": self.missing,
             "plaintext": self.plaintext,
             "known": self.known,
+            "rebound": self.rebound,
         }
