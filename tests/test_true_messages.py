@@ -313,6 +313,8 @@ def test_a_multi_line_engine_failure_keeps_what_failed_and_why():
         "failed to start machine 'web': could not open the disk: Permission denied (os error 13)"
     )
     assert from_stderr("", ["smolvm"], 3).message == "engine exited with status 3"
+    crash = 'Traceback (most recent call last):\n  File "x", line 1\n    f()\nOSError: boom\n'
+    assert from_stderr(crash, ["smolvm"], 1).message == "OSError: boom"
     long = from_stderr("x" * 5000 + "\nthe cause\n", ["smolvm"], 1).message
     assert long.endswith(": the cause") and len(long) <= 1001
 

@@ -69,10 +69,12 @@ def _plain_message(stderr: str, returncode: int) -> str:
     """A failure the engine printed as text, every line of it as one: `Error: X`, then
     `Caused by:` and numbered causes, become `X: cause: cause` (the first line says what
     failed, the last why; either alone misleads)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if any(line.startswith("Traceback (most recent call last)") for line in lines):
+        lines = lines[-1:]  # a crash's frames say where, its last line what
     parts = []
-    for line in stderr.splitlines():
-        line = line.strip()
-        if not line or line.startswith("note: ") or line == "Caused by:":
+    for line in lines:
+        if line.startswith("note: ") or line == "Caused by:":
             continue
         parts.append(re.sub(r"^(Error: |\d+: )", "", line))
     text = ": ".join(parts) or f"engine exited with status {returncode}"
