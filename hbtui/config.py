@@ -22,7 +22,6 @@ import functools
 import math
 import os
 import re
-import stat
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -34,7 +33,7 @@ import tomli_w
 
 from hbtui.errors import UsageError
 from hbtui.names import host_name_problem
-from hbtui.paths import Paths
+from hbtui.paths import Paths, UnreadableFile, read_state
 from hbtui.statefile import locked, write_atomic
 from hbtui.target import target_problem
 
@@ -280,35 +279,15 @@ def to_table(obj: DataclassInstance) -> dict[str, Any]:
     return asdict(obj)
 
 
-MAX_STATE_FILE = 16 * 2**20  # a config or registry is a few KiB; anything this big is damage
-
-
 def read_toml(path: Path) -> dict[str, Any] | None:
     """The parsed file, or None when there is none; Invalid when it cannot be read or parsed.
-    Only a regular file of sane size is read: a link to /dev/zero or a FIFO must be an
-    error, not an endless read or a hang."""
+    Only a regular file of sane size is read (`paths.read_state`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
+        data = read_state(path)
+    except UnreadableFile as exc:
+        raise Invalid(exc.reason) from None
+    if data is None:
         return None
-    except OSError as exc:
-        raise Invalid(f"cannot read it: {exc.strerror or type(exc).__name__}") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise Invalid("it is a folder, not a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise Invalid("it is not a regular file (a device, a pipe?)")
-        if st.st_size > MAX_STATE_FILE:
-            raise Invalid(f"it is {st.st_size} bytes, far more than such a file can be")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_STATE_FILE + 1)
-    except OSError as exc:
-        raise Invalid(f"cannot read it: {exc.strerror or type(exc).__name__}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_STATE_FILE:
-        raise Invalid("it grew past the size such a file can be while it was read")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -354,9 +333,14 @@ def port_range_problem(text: str) -> str | None:
     return None
 
 
+IMAGE_MAX = 512  # registry/repository (255) :tag (128) @sha256:digest (71), and some room
+
+
 def image_problem(text: str) -> str | None:
     if any(c.isspace() or not c.isprintable() for c in text):
         return "it has spaces or control characters"
+    if len(text) > IMAGE_MAX:
+        return f"it is {len(text)} characters; an image reference has at most {IMAGE_MAX}"
     return None
 
 
@@ -397,14 +381,48 @@ _HEADER = re.compile(r"^[a-z0-9!#$%&'*+.^_`|~-]+$")
 EGRESS_MODES = ("open", "private-blocked", "allow-list")
 
 
+# Variables the box itself lives by: a credential bound to one would replace it with a
+# placeholder in every process of the box (and hbtui's HB_*, the engine's SMOL_*).
+BOX_VARIABLES = frozenset(
+    "PATH HOME USER LOGNAME SHELL TERM LANG LANGUAGE PWD OLDPWD HOSTNAME TMPDIR TZ IFS ENV "
+    "BASH_ENV PS1 PS2 PS4 MAIL SHLVL DISPLAY EDITOR VISUAL PAGER SSL_CERT_FILE SSL_CERT_DIR "
+    "NODE_OPTIONS NODE_PATH PYTHONPATH PYTHONHOME".split()
+)
+BOX_VARIABLE_PREFIXES = ("LC_", "LD_", "XDG_", "HB_", "SMOL_", "BASH_FUNC_")
+
+
 def env_var_problem(text: str) -> str | None:
-    return None if _ENV_VAR.fullmatch(text) else "letters, digits and _, not starting with a digit"
+    if not _ENV_VAR.fullmatch(text):
+        return "letters, digits and _, not starting with a digit"
+    if text in BOX_VARIABLES or text.startswith(BOX_VARIABLE_PREFIXES):
+        return (
+            f"{text} is a variable the box itself needs; a credential takes a variable of "
+            "its own, like MY_TOKEN"
+        )
+    return None
+
+
+HOST_NAME_MAX = 253  # a DNS name; each label at most 63
 
 
 def host_pattern_problem(text: str) -> str | None:
     """A lower-case DNS name with a dot, or `*.` and one: what the engine's egress and
-    credential rules take (no scheme, port or IP)."""
-    return None if _HOST_PATTERN.fullmatch(text) else "a lower-case host name like api.example.com"
+    credential rules take (no scheme, port or IP address, labels of at most 63)."""
+    if not _HOST_PATTERN.fullmatch(text):
+        return "a lower-case host name like api.example.com"
+    labels = text.removeprefix("*.").split(".")
+    if labels[-1].isdigit():
+        return "an IP address; the allow list takes host names like api.example.com"
+    if len(text) > HOST_NAME_MAX or any(len(label) > 63 for label in labels):
+        return f"a host name has at most {HOST_NAME_MAX} characters, 63 between dots"
+    return None
+
+
+def port_problem(port: int) -> str | None:
+    """A port asked for by number (`--port`): 0 is no port, not "any"."""
+    if not 1 <= port <= 65535:
+        return "a port number is 1-65535; leave it out for a free one"
+    return None
 
 
 def split_list(text: str) -> list[str]:

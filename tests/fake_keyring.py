@@ -8,7 +8,7 @@ import json
 import os
 
 from keyring.backend import KeyringBackend
-from keyring.errors import PasswordDeleteError
+from keyring.errors import KeyringLocked, PasswordDeleteError, PasswordSetError
 
 
 class FileKeyring(KeyringBackend):
@@ -36,3 +36,33 @@ class FileKeyring(KeyringBackend):
         if data.pop(f"{service}/{username}", None) is None:
             raise PasswordDeleteError(username)
         self._save(data)
+
+
+class LockedKeyring(FileKeyring):
+    """A keyring that is there but locked: every call raises KeyringLocked."""
+
+    def get_password(self, service: str, username: str) -> str | None:
+        raise KeyringLocked("Failed to unlock the collection!")
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        raise KeyringLocked("Failed to unlock the collection!")
+
+    def delete_password(self, service: str, username: str) -> None:
+        raise KeyringLocked("Failed to unlock the collection!")
+
+
+class RefusingKeyring(FileKeyring):
+    """A keyring that refuses to store (a full or read-only store)."""
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        raise PasswordSetError("the collection is read-only")
+
+
+class CrashingKeyring(FileKeyring):
+    """A keyring whose platform layer fails with an error of its own (D-Bus gone)."""
+
+    def get_password(self, service: str, username: str) -> str | None:
+        raise ConnectionError("org.freedesktop.DBus.Error.ServiceUnknown")
+
+    def delete_password(self, service: str, username: str) -> None:
+        raise ConnectionError("org.freedesktop.DBus.Error.ServiceUnknown")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def test_a_box_from_a_base_is_ready_with_its_own_name_and_port(sim_env, tmp_path
     env = {**sim_env, "HBTUI_RECIPE": str(recipe)}
     built = json.loads(run_ok("base", "build", "-q", "--json", env=env))
     assert built["image"] == "ubuntu:24.04" and built["host"] == "local"
-    assert built["id"] == f"ubuntu-24.04-{built['recipe']}"
+    assert re.fullmatch(rf"ubuntu-24\.04-[0-9a-f]{{8}}-{built['recipe']}", built["id"])
     assert Path(built["pack"]).is_file() and Path(built["pack"]).stat().st_size == built["size"]
     assert built["engine"].count(".") == 2
     # The builder box is gone, from the registry and the engine.

@@ -64,7 +64,7 @@ def test_ls_json_with_the_simulator_is_a_list(sim_env):
     [
         (["rm", "nope", "--force"], "no box named 'nope'"),
         (["start", "nope"], "no box named 'nope'"),
-        (["new", "b1", "--cpus", "0"], "--cpus must be at least 1"),
+        (["new", "b1", "--cpus", "0"], "--cpus must be 1-256 (got 0)"),
         (["new", "b1", "--recipe", "/nonexistent"], "not a recipe"),
         (["load", "/nonexistent.hbx", "b1"], "no such archive"),
     ],

@@ -140,6 +140,11 @@ _MAX_COUNTER = (1 << 88) - 1
 
 Progress = Callable[[int], None]
 
+# One key derivation at a time in this process: two Argon2id derivations in threads at
+# once hang (or fail with MemoryError) with this cryptography/OpenSSL build, and two
+# saves or loads run theirs in threads. Each takes a fraction of a second.
+_KDF_LOCK = threading.Lock()
+
 
 # --- KDF parameters --------------------------------------------------------
 
@@ -177,9 +182,9 @@ class ScryptParams:
             raise KdfLimitExceeded("scrypt cost (128 * r * N * p) is above the reader's limit")
 
     def derive(self, passphrase: bytes, salt: bytes) -> bytes:
-        return _Scrypt(salt=salt, length=KEY_SIZE, n=1 << self.log_n, r=self.r, p=self.p).derive(
-            passphrase
-        )
+        kdf = _Scrypt(salt=salt, length=KEY_SIZE, n=1 << self.log_n, r=self.r, p=self.p)
+        with _KDF_LOCK:
+            return kdf.derive(passphrase)
 
     def weakness(self) -> str | None:
         """Why these parameters are below the minimum a writer must use, or None."""
@@ -229,13 +234,15 @@ class Argon2idParams:
             )
 
     def derive(self, passphrase: bytes, salt: bytes) -> bytes:
-        return _Argon2id(
+        kdf = _Argon2id(
             salt=salt,
             length=KEY_SIZE,
             iterations=self.iterations,
             lanes=self.lanes,
             memory_cost=self.memory_kib,
-        ).derive(passphrase)
+        )
+        with _KDF_LOCK:
+            return kdf.derive(passphrase)
 
     def weakness(self) -> str | None:
         """Why these parameters are below the minimum a writer must use, or None."""

@@ -10,9 +10,11 @@ User errors print one line and exit non-zero; `--debug` shows the traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import os
+import select
 import signal
 import sys
 from collections.abc import Callable
@@ -278,8 +280,41 @@ def _usable_streams() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _output_gone() -> bool:
+    """Whether the reader of stdout or stderr has gone (`hbtui ls | head -1`): poll
+    reports an error on a pipe's write end once nobody can read it. A broken pipe
+    of some other kind (a child's stdin) is an ordinary error."""
+    poller = select.poll()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            poller.register(stream.fileno(), select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def _end_quietly() -> int:
+    """End as a Unix tool whose reader left does: no message, status 128 + SIGPIPE.
+    What is still buffered goes to the null device, so the exit's flush is quiet too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     _usable_streams()
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe is a warning
+    except BrokenPipeError:
+        if not _output_gone():
+            raise
+        return _end_quietly()
+    return status
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
 
@@ -313,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("error: interrupted\n")
         return 130
     except OSError as exc:  # a path the user named or hbtui keeps: full, read-only, missing
-        if args.debug:
+        if args.debug or (isinstance(exc, BrokenPipeError) and _output_gone()):
             raise
         from hbtui.cli.output import print_error
 

@@ -29,6 +29,8 @@ def cmd_secrets_set(inv: Invocation) -> int:
     inv.service.credential_preset(name)  # an unknown name fails before a value is asked for
     info = inv.service.set_secret(name, _read_value(name))
     inv.out.print(f"✓ secret {info.name} stored in the {info.store}", markup=False)
+    if info.left_behind:
+        sys.stderr.write(f"warning: its former copy was not deleted: {info.left_behind}\n")
     return 0
 
 
@@ -52,8 +54,15 @@ def cmd_secrets_ls(inv: Invocation) -> int:
 
 
 def cmd_secrets_rm(inv: Invocation) -> int:
-    users = inv.service.remove_secret(inv.args.name)
-    inv.out.print(f"✓ secret {inv.args.name} forgotten", markup=False)
+    users, left = inv.service.remove_secret(inv.args.name)
+    if left:
+        inv.out.print(
+            f"secret {inv.args.name} removed from the list; its value was not deleted",
+            markup=False,
+        )
+        sys.stderr.write(f"warning: {left}\n")
+    else:
+        inv.out.print(f"✓ secret {inv.args.name} forgotten (its value deleted)", markup=False)
     if users:
         sys.stderr.write(
             f"warning: {', '.join(users)} use it and will not start until it is set again\n"
@@ -78,14 +87,26 @@ def cmd_credentials(inv: Invocation) -> int:
     if inv.json:
         print_json(report.to_json())
         return 0
-    if not report.presets:
+    if not report.known:
+        inv.out.print(
+            f"{a.name} was adopted from a machine that does not say which credentials it has",
+            markup=False,
+        )
+    elif not report.presets:
         inv.out.print(
             f"{a.name} has no credentials (add: hbtui credentials {a.name} add anthropic)",
             markup=False,
         )
     for p in report.presets:
         state = "secret missing" if p.name in report.missing else "managed"
-        inv.out.print(f"{p.name}: {p.env_var} for {', '.join(p.hosts)} ({state})", markup=False)
+        var = report.rebound.get(p.name, p.env_var)
+        inv.out.print(f"{p.name}: {var} for {', '.join(p.hosts)} ({state})", markup=False)
+    for preset, var in report.rebound.items():
+        sys.stderr.write(
+            f"warning: {a.name} was bound to {preset} as {var}; the preset now says "
+            f"{next(p.env_var for p in report.presets if p.name == preset)}: bind it again with "
+            f"hbtui credentials {a.name} rm {preset}, then add {preset}\n"
+        )
     for gone in report.missing:
         sys.stderr.write(f"warning: no secret {gone!r}: hbtui secrets set {gone}\n")
     for found in report.plaintext or []:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import errno
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
@@ -66,9 +69,16 @@ def console(*, stderr: bool = False) -> Console:
     """A rich console; a file or pipe gets no wrapping (a line stays one line)."""
     from rich.console import Console
 
+    class QuietConsole(Console):
+        def on_broken_pipe(self) -> None:
+            """Its reader left: write nothing more, and let the error reach `main`, which
+            ends quietly (rich's own handler exits at once, even in an operation's midst)."""
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else 10_000
-    return Console(file=stream, highlight=False, width=width, soft_wrap=not stream.isatty())
+    return QuietConsole(file=stream, highlight=False, width=width, soft_wrap=not stream.isatty())
 
 
 class Invocation:
@@ -107,7 +117,7 @@ class Invocation:
             for signum in TERMINATING:
                 loop.add_signal_handler(signum, on_signal, signum)
             try:
-                return await coro
+                result = await coro
             except (asyncio.CancelledError, HbtuiError) as exc:
                 if not caught:
                     raise
@@ -115,10 +125,25 @@ class Invocation:
             finally:
                 for signum in TERMINATING:
                     loop.remove_signal_handler(signum)
-                if self._service is not None:
-                    await self._service.close()
+                await self._close()
+            return result
 
         return run(once())
+
+    async def _close(self) -> None:
+        """Let go of remote connections to the end; a Ctrl-C meanwhile, once the work is
+        done, must not turn its result into "interrupted"."""
+        if self._service is None:
+            return
+        closing = asyncio.ensure_future(self._service.close())
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await closing
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
 
     @property
     def host(self) -> str:

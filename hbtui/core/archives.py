@@ -38,7 +38,7 @@ from hbtui.core.views import BOX, ORPHAN, BoxView
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
 from hbtui.names import LOCAL, check_name
-from hbtui.paths import Paths
+from hbtui.paths import Paths, naming
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -51,6 +51,7 @@ PART_TAG = "::hbtui-part::"
 READ_TAG = "::hbtui-read::"
 TAKEN_TAG = "::hbtui-taken::"
 CHECKPOINT_RECORDS = 1024  # tar records of 10 KiB between progress lines
+RECORD_BYTES = 10240  # tar's record: 20 blocks of 512 (its %u counts records, not checkpoints)
 PART_TIMEOUT = 600.0
 ARCHIVE_SUFFIX = ".hbx"
 QUIESCE_MARKER = "home/agent/.config/hermes-box/quiesced"  # relative to /data
@@ -260,7 +261,7 @@ async def _save_parts(
                     if word[:1] == ["total"]:
                         total_box[0] = int(word[1])
                     elif word and word[0].isdigit():
-                        read[0] = int(word[0]) * CHECKPOINT_RECORDS * 10240
+                        read[0] = int(word[0]) * RECORD_BYTES
                         progress(enc.plaintext_bytes)
                 elif line.startswith(PART_TAG):
                     _, guest_part, _size = line.split()
@@ -363,7 +364,8 @@ class _PartSink:
         while view:
             fh = self._open()
             n = min(len(view), self._part_bytes - self._fill)
-            fh.write(view[:n])
+            with naming(fh.name):
+                fh.write(view[:n])
             self._fill += n
             view = view[n:]
             if self._fill == self._part_bytes:

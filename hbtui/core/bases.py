@@ -9,6 +9,7 @@ is the box the recipe would make, minus the per-box step (`first-boot.sh`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
@@ -20,7 +21,7 @@ from hbtui.core.hosts import Host
 from hbtui.core.registry import utc_now
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.names import LOCAL
-from hbtui.paths import make_folder
+from hbtui.paths import make_folder, naming, read_state
 from hbtui.statefile import locked, write_atomic
 
 _SLUG = re.compile(r"[^a-z0-9.]+")
@@ -31,9 +32,16 @@ class StaleBase(HbtuiError):
     """A base of this recipe and image exists, but from an older version of the recipe."""
 
 
+SLUG_MAX = 64  # of the image's part of an id: an id is a file name and a word in commands
+
+
 def base_id(image: str, recipe: str) -> str:
-    """`ubuntu-24.04-3f2a9c1b0d4e`: the image as a file name, then the recipe hash."""
-    return f"{_SLUG.sub('-', image.lower()).strip('-')}-{recipe}"
+    """`ubuntu-24.04-5d1e0c2a-3f2a9c1b0d4e`: the image as a file name (cut to fit), a hash
+    of the image as typed (`ubuntu:24.04`, `UBUNTU:24.04` and `ubuntu/24.04` read alike
+    as file names, but are bases of their own), then the recipe hash."""
+    slug = _SLUG.sub("-", image.lower())[:SLUG_MAX].strip("-.") or "image"
+    exact = hashlib.sha256(image.encode()).hexdigest()[:8]
+    return f"{slug}-{exact}-{recipe}"
 
 
 @dataclass(frozen=True)
@@ -124,19 +132,20 @@ class BaseBook:
         return [p for p in self.root.iterdir() if p.is_dir()] if self.root.is_dir() else []
 
     def _read(self, path: Path) -> Base | None:
-        """A manifest, or None for a file that is not one (never fatal to a listing)."""
+        """A manifest, or None for a file that is not one (never fatal to a listing); a
+        FIFO or device in its place is an UnreadableFile naming it, never a hang."""
+        data = read_state(path)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = json.loads(data or b"")
             known = {f.name for f in fields(Base)}
             return Base(**{k: v for k, v in raw.items() if k in known})
-        except (OSError, ValueError, TypeError):
+        except (ValueError, TypeError, AttributeError):
             return None
 
     def get(self, host: str, ident: str) -> Base | None:
         if not _ID.fullmatch(ident):
             raise UsageError(f"{ident!r} is not a base id (see: hbtui base ls)")
-        path = self._file(host, ident)
-        return self._read(path) if path.is_file() else None
+        return self._read(self._file(host, ident))
 
     def require(self, host: str, ident: str) -> Base:
         base = self.get(host, ident)
@@ -152,7 +161,8 @@ class BaseBook:
         with locked(self.root / ".lock"):
             older = self.get(base.host, base.id)
             data = json.dumps(base.to_json(), indent=2) + "\n"
-            write_atomic(self._file(base.host, base.id), data.encode())
+            with naming(self._file(base.host, base.id)):
+                write_atomic(self._file(base.host, base.id), data.encode())
         return older
 
     def forget(self, base: Base) -> None:
@@ -162,14 +172,22 @@ class BaseBook:
         return self._file(base.host, base.id)
 
     def plan(
-        self, host: str, image: str, recipe_dir: Path, recipe: str, *, use_base: bool = True
+        self,
+        host: str,
+        image: str,
+        recipe_dir: Path,
+        recipe: str,
+        *,
+        use_base: bool = True,
+        recipe_flag: str = "",
     ) -> NewPlan:
-        """From which base a new box of this recipe and image would be made, and why not."""
-        where = "" if host == LOCAL else f" --host {host}"
+        """From which base a new box of this recipe and image would be made, and why not.
+        `recipe_flag` is what a hint's `base build` needs to build from this recipe."""
+        where = recipe_flag + ("" if host == LOCAL else f" --host {host}")
         if not use_base:
             return NewPlan(None, "full provisioning: bases are not used (--no-base)")
         ours = [b for b in self.manifests(host) if b.image == image]
-        for base in ours:
+        for base in reversed(ours):  # the newest (one of an older id scheme may remain)
             if base.recipe == recipe:
                 return NewPlan(base, f"from the base {base.id} (fast: only the per-box step)")
         stale = [b for b in ours if b.recipe_dir == str(recipe_dir)]

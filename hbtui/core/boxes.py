@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
@@ -20,7 +21,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from hbtui import __version__
-from hbtui.config import Config, image_problem, split_list
+from hbtui.config import (
+    MAX_CPUS,
+    MAX_MEMORY_MIB,
+    Config,
+    image_problem,
+    port_problem,
+    split_list,
+)
 from hbtui.core import credentials as creds
 from hbtui.core import guest, remakes
 from hbtui.core import recipe as recipes
@@ -55,8 +63,41 @@ async def to_the_end(work: Awaitable[T]) -> T:
         raise
 
 
+async def done_despite_cancel(work: Awaitable[T]) -> T:
+    """Await the last step of an operation whose work is done to its end; a cancellation
+    meanwhile is absorbed, so the caller hears that it succeeded, not "interrupted"."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        result = await task
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
+        return result
+
+
+EGRESS_LABEL = "hbtui.egress"
+CREDENTIALS_LABEL = "hbtui.credentials"
+
+
 class BoxNotFound(HbtuiError):
     pass
+
+
+def check_sizes(cpus: int, memory_mib: int, port: int | None) -> None:
+    """The numbers a box is made with, against the rules the config's keys have too."""
+    if not 1 <= cpus <= MAX_CPUS:
+        raise UsageError(f"--cpus must be 1-{MAX_CPUS} (got {cpus})")
+    if not 256 <= memory_mib <= MAX_MEMORY_MIB:
+        raise UsageError(f"--mem must be 256-{MAX_MEMORY_MIB} MiB, 4 TiB (got {memory_mib})")
+    if port is not None and port_problem(port):
+        raise UsageError(f"--port {port}: {port_problem(port)}")
+
+
+def shown_value(text: str, most: int = 80) -> str:
+    """A value the user typed, quoted and cut to fit one line of an error."""
+    return repr(text) if len(text) <= most else repr(text[:most]) + f"… ({len(text)} characters)"
 
 
 def host_flag(host_name: str) -> str:
@@ -87,10 +128,16 @@ class Lifecycle:
             env[creds.preset(self.config, name).env_var] = self.secrets.get(name)
         return env
 
-    def busy(self, name: str, host_name: str) -> str:
+    def _bindings(self, record: BoxRecord) -> str:
+        """`PRESET=VARIABLE,...`: the bindings a machine of `record` is made with."""
+        names = split_list(record.credentials)
+        return ",".join(f"{n}={creds.preset(self.config, n).env_var}" for n in names)
+
+    def busy(self, name: str, host_name: str, state: str = "running") -> str:
         """What another process holds the box for now, or what an interrupted operation
         left it in. This process's own operations are its front end's to show: a listing
-        read while one ended must not outlive it as "busy"."""
+        read while one ended must not outlive it as "busy". A box not running has no
+        services to return (`start` resumes them), so its lapsing quiesce is not news."""
         if self.remakes.pending(host_name, name) is not None:
             return f"remake interrupted: its disk is safe; finish it with: {remakes.hint(name, host_name)}"
         record = self.locks.record(host_name, name)
@@ -98,7 +145,7 @@ class Lifecycle:
             return ""
         if record.alive:
             return "" if record.pid == os.getpid() else f"{record.operation} (pid {record.pid})"
-        if record.quiesced_until > time.time():
+        if state == "running" and record.quiesced_until > time.time():
             back = datetime.fromtimestamp(record.quiesced_until).strftime("%H:%M:%S")
             return f"quiesced: {record.operation} was interrupted; services return by {back}"
         return ""
@@ -109,7 +156,7 @@ class Lifecycle:
         return replace(view, keys_missing=missing) if missing else view
 
     def _with_busy(self, view: BoxView) -> BoxView:
-        busy = self.busy(view.name, view.host)
+        busy = self.busy(view.name, view.host, view.state)
         return replace(view, busy=busy) if busy else view
 
     # -- listing ------------------------------------------------------------------
@@ -221,7 +268,22 @@ class Lifecycle:
         problem = recipes.base_problem(recipe_dir)
         if use_base and problem:
             return NewPlan(None, f"full provisioning: {problem}, so it has no bases")
-        return self.bases.plan(host_name, image, recipe_dir, recipe, use_base=use_base)
+        return self.bases.plan(
+            host_name,
+            image,
+            recipe_dir,
+            recipe,
+            use_base=use_base,
+            recipe_flag=self._recipe_flag(recipe_dir),
+        )
+
+    def _recipe_flag(self, recipe_dir: Path) -> str:
+        """` --recipe DIR` unless DIR is the recipe a verb uses without one."""
+        try:
+            usual = self.recipe_dir(None)
+        except HbtuiError:
+            usual = None
+        return "" if recipe_dir == usual else f" --recipe {shlex.quote(str(recipe_dir))}"
 
     def recipe_dir(self, recipe: Path | None) -> Path:
         """The recipe a box is made with: the one asked for, the configured one, ours."""
@@ -255,12 +317,9 @@ class Lifecycle:
         check_name(name)
         cpus = cpus if cpus is not None else self.config.defaults.cpus
         memory_mib = memory_mib if memory_mib is not None else self.config.defaults.memory_mib
-        if cpus < 1:
-            raise UsageError(f"--cpus must be at least 1 (got {cpus})")
-        if memory_mib < 256:
-            raise UsageError(f"--mem must be at least 256 MiB (got {memory_mib})")
+        check_sizes(cpus, memory_mib, port)
         if image is not None and image_problem(image):
-            raise UsageError(f"--image {image!r}: {image_problem(image)}")
+            raise UsageError(f"--image {shown_value(image)}: {image_problem(image)}")
         image = image or self.config.defaults.image
         presets = creds.chosen(self.config, credentials)
         policy = creds.egress_for(self.config, egress, allow, presets)
@@ -349,7 +408,7 @@ class Lifecycle:
                     branch_of.name,
                     name,
                     ports=((chosen, inner),),
-                    labels=_labels(chosen),
+                    labels=_labels(chosen, wanted, self._bindings(wanted)),
                     branchable=wanted.branchable,
                     secrets=secrets,
                 )
@@ -424,7 +483,7 @@ class Lifecycle:
             cpus=wanted.cpus,
             memory_mib=wanted.memory_mib,
             ports=((port, inner),),
-            labels=_labels(port),
+            labels=_labels(port, wanted, self._bindings(wanted)),
             network=True,
             workload=tuple(recipes.workload_command(inner)),
             from_pack=pack,
@@ -565,6 +624,8 @@ class Lifecycle:
             raise UsageError(f"{name!r} is not an orphan (it is {view.kind})")
         if view.port is None:
             raise UsageError(f"{name!r} has no hbtui.port label; cannot adopt it")
+        host = await self.hosts.get(host_name)
+        egress, credentials, allow = _adopted_policy(await host.engine.find(name))
         async with self.registry.transaction() as boxes:
             clash = next((r for r in boxes.on_host(host_name) if r.port == view.port), None)
             if clash:
@@ -579,6 +640,9 @@ class Lifecycle:
                     memory_mib=view.memory_mib or 0,
                     created=view.created or "",
                     status=READY,
+                    credentials=credentials,
+                    egress=egress,
+                    allow=allow,
                 )
             )
         return await self.get(name, host_name)
@@ -600,6 +664,7 @@ class Lifecycle:
         if view.port is None:
             raise UsageError(f"{name!r} has no port; adopt it first: hbtui adopt {name}")
         recipe_dir = self.recipe_dir(recipe)
+        version = recipes.recipe_version(recipe_dir)  # every file read before a change
         if view.state != "running":
             report(Phase(f"starting {name}"))
             await self.boot(host, name)
@@ -634,7 +699,7 @@ class Lifecycle:
             status=READY,
             owner_pid=0,
             error="",
-            recipe=recipes.recipe_version(recipe_dir),
+            recipe=version,
         )
         return await self.get(name, host_name)
 
@@ -718,7 +783,14 @@ class Lifecycle:
         if view.state == "running" and view.provisioning == READY:
             managed = [p.env_var for p in creds.presets(self.config).values()]
             plaintext = await guest.plaintext_keys(host, name, managed)
-        return creds.CredentialReport(name, host_name, presets, missing, plaintext)
+        known = record is None or record.egress != creds.UNKNOWN
+        bound = bound_variables(await host.engine.find(name))
+        rebound = {
+            p.name: bound[p.name] for p in presets if bound.get(p.name, p.env_var) != p.env_var
+        }
+        return creds.CredentialReport(
+            name, host_name, presets, missing, plaintext, known, rebound=rebound
+        )
 
     async def workload_logs(
         self, name: str, host_name: str = LOCAL, *, tail: int | None = None
@@ -735,9 +807,36 @@ class Lifecycle:
             yield line
 
 
-def _labels(port: int) -> tuple[tuple[str, str], ...]:
-    """What marks a machine as an hbtui box, and its port (so an orphan can be adopted)."""
-    return (("hbtui", "1"), ("hbtui.port", str(port)), ("hbtui.version", __version__))
+def _labels(port: int, record: BoxRecord, bindings: str) -> tuple[tuple[str, str], ...]:
+    """What marks a machine as an hbtui box, its port, and the egress policy and credential
+    bindings (`PRESET=VARIABLE,...`) it is made with: an orphan is adopted as it is, and a
+    preset whose variable changed since is told from the box's binding."""
+    labels = [("hbtui", "1"), ("hbtui.port", str(port)), ("hbtui.version", __version__)]
+    labels.append((EGRESS_LABEL, record.egress or creds.OPEN))
+    if bindings:
+        labels.append((CREDENTIALS_LABEL, bindings))
+    return tuple(labels)
+
+
+def bound_variables(machine: Machine | None) -> dict[str, str]:
+    """preset -> the variable the machine's binding uses, from its label ({} if none)."""
+    text = machine.labels.get(CREDENTIALS_LABEL, "") if machine is not None else ""
+    pairs = (item.partition("=") for item in split_list(text))
+    return {name: var for name, _, var in pairs}
+
+
+def _adopted_policy(machine: Machine | None) -> tuple[str, str, str]:
+    """An orphan's egress policy and credentials, from the labels hbtui gave its machine
+    and the allow list the engine reports (egress, credentials, allow); unknown when it
+    carries no such label."""
+    labels = machine.labels if machine is not None else {}
+    egress = labels.get(EGRESS_LABEL, "")
+    if egress not in (creds.OPEN, creds.PRIVATE_BLOCKED, creds.ALLOW_LIST):
+        return creds.UNKNOWN, "", ""
+    hosts = machine.raw.get("allowed_hosts") if machine is not None else None
+    allow = [str(h).removeprefix("=") for h in hosts] if isinstance(hosts, list) else []
+    listed = ",".join(allow) if egress == creds.ALLOW_LIST else ""
+    return egress, ",".join(bound_variables(machine)), listed
 
 
 def _labelled_ports(machines: list[Machine]) -> dict[int, str]:

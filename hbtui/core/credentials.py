@@ -9,7 +9,7 @@ environment of the `start` that needs them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hbtui.config import Config, split_list
 from hbtui.errors import UsageError
@@ -17,6 +17,9 @@ from hbtui.errors import UsageError
 OPEN = "open"
 PRIVATE_BLOCKED = "private-blocked"
 ALLOW_LIST = "allow-list"
+# An adopted machine that does not say what it was made with (made before hbtui labelled
+# its machines with their policy): its engine keeps whatever that was.
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,8 @@ class Egress:
             return (
                 "private-blocked: the internet, not the LAN, cloud metadata or the host's loopback"
             )
+        if self.mode == UNKNOWN:
+            return "unknown: adopted, and its machine does not say what it was made with"
         return "allow-list: only " + ", ".join(self.allow)
 
 
@@ -183,6 +188,9 @@ class CredentialReport:
     presets: list[Preset]
     missing: list[str]  # presets with no secret stored
     plaintext: list[str] | None  # None: not checked (the box is not running)
+    known: bool = True  # False: adopted, and its machine does not say which it has
+    # preset -> the variable the box was bound with, where the preset now names another
+    rebound: dict[str, str] = field(default_factory=dict)
 
     @property
     def all_managed(self) -> bool:
@@ -193,9 +201,15 @@ class CredentialReport:
             "name": self.name,
             "host": self.host,
             "credentials": [
-                {"preset": p.name, "env_var": p.env_var, "hosts": list(p.hosts)}
+                {
+                    "preset": p.name,
+                    "env_var": self.rebound.get(p.name, p.env_var),
+                    "hosts": list(p.hosts),
+                }
                 for p in self.presets
             ],
             "missing_secrets": self.missing,
             "plaintext": self.plaintext,
+            "known": self.known,
+            "rebound": self.rebound,
         }

@@ -190,7 +190,8 @@ async def details(boxes: Lifecycle, backups: Path, name: str, host_name: str = L
     for preset in view.credentials:
         keys.append((preset, "managed by the engine" if preset in stored else "secret missing"))
     if not view.credentials:
-        keys.append(("credentials", "none"))
+        unknown = record is not None and record.egress == creds.UNKNOWN
+        keys.append(("credentials", "unknown (adopted)" if unknown else "none"))
     if machine is not None:
         with contextlib.suppress(HbtuiError):
             refused = await host.engine.egress_events(name, limit=20)

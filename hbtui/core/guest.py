@@ -20,6 +20,7 @@ from hbtui.core import recipe as recipes
 from hbtui.core.hosts import Host
 from hbtui.errors import HbtuiError
 from hbtui.events import LogLine, Notice, Phase, Report, Step
+from hbtui.paths import naming
 
 READY_TIMEOUT = 180.0  # seconds for executor to answer after provisioning
 PROVISION_TIMEOUT = 3600.0
@@ -65,8 +66,9 @@ async def provision(
     )
     with open(log_path, "a", encoding="utf-8") as log:
         async for line in stream:
-            log.write(line + "\n")
-            log.flush()
+            with naming(log_path):
+                log.write(line + "\n")
+                log.flush()
             step = recipes.parse_marker(line)
             if step is not None:
                 last_step = step

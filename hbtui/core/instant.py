@@ -18,12 +18,12 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hbtui.config import image_problem, split_list
+from hbtui.config import image_problem, port_problem, split_list
 from hbtui.core import credentials as creds
 from hbtui.core import guest, remakes
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
-from hbtui.core.boxes import Lifecycle, host_flag, to_the_end
+from hbtui.core.boxes import Lifecycle, done_despite_cancel, host_flag, shown_value, to_the_end
 from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
 from hbtui.core.registry import BoxRecord
@@ -55,7 +55,7 @@ async def build_base(
     """Provision a builder box, generalize, stop and pack it, keep the pack as the base
     of this recipe and image (replacing an older one), and remove the builder."""
     if image is not None and image_problem(image):
-        raise UsageError(f"--image {image!r}: {image_problem(image)}")
+        raise UsageError(f"--image {shown_value(image)}: {image_problem(image)}")
     image = image or boxes.config.defaults.image
     recipe_dir = _per_box_recipe(boxes, recipe, "a base")
     recipe_hash = recipes.recipe_version(recipe_dir)
@@ -101,6 +101,8 @@ async def build_base(
                 built_in=built_in,
             )
             older = boxes.bases.put(base)
+            if older is not None:
+                report(Notice(f"replaced the base {ident} of {older.image} ({older.created})"))
             if older and older.folder != base.folder and older.made_in(host.files.bases_dir()):
                 superseded = older.folder
         except BaseException as exc:
@@ -190,6 +192,8 @@ async def branch(
 ) -> BoxView:
     """A new box with `source`'s /data and installed state, its own name and port."""
     check_name(name)
+    if port is not None and port_problem(port):
+        raise UsageError(f"--port {port}: {port_problem(port)}")
     host, view = await boxes.require(source, host_name)
     boxes.refuse_unprovisioned(view)
     src = boxes.registry.read().get(source, host_name)
@@ -211,23 +215,28 @@ async def branch(
         egress=src.egress,
         allow=src.allow,
     )
+    boxes.secret_env(wanted)  # a missing secret stops it before anything changes
     machine = await host.engine.find(source)
     if machine is not None and machine.state == "running" and machine.branchable:
         return await boxes.make(wanted, recipe_dir, pack=None, branch_of=src, report=report)
+    await _refuse_taken(boxes, host, wanted)  # before the source is stopped for nothing
     report(
         Notice(
             f"{source} is not running branchable: copying its disk (stop, pack, start again); "
             "its running processes are not carried over"
         )
     )
-    await _refuse_taken(boxes, host, wanted)  # before the source is stopped for nothing
     was_running = view.state == "running"
     try:
         async with _packed(boxes, host, source, stop=was_running, report=report) as pack:
-            return await boxes.make(wanted, recipe_dir, pack=pack, report=report)
-    finally:
+            made = await boxes.make(wanted, recipe_dir, pack=pack, report=report)
+    except BaseException:
         if was_running:
             await to_the_end(_start_again(boxes, host, src, report))
+        raise
+    if was_running:
+        await done_despite_cancel(_start_again(boxes, host, src, report))
+    return made
 
 
 async def _refuse_taken(boxes: Lifecycle, host: Host, wanted: BoxRecord) -> None:

@@ -17,6 +17,7 @@ import contextvars
 import fcntl
 import json
 import os
+import stat
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, replace
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError
-from hbtui.paths import make_folder
+from hbtui.paths import UnreadableFile, make_folder
 
 
 class BoxBusy(HbtuiError):
@@ -91,6 +92,16 @@ def current() -> Held | None:
     return _current.get()
 
 
+def _open_record(path: Path, flags: int) -> int:
+    """The lock file, opened without blocking and checked to be a regular file: a FIFO
+    in its place must not hang every operation on the box."""
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnreadableFile(path, "a box's lock file is not a regular file; move it away")
+    return fd
+
+
 class BoxLocks:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -120,7 +131,7 @@ class BoxLocks:
         """An fd holding the flock of the file now at `path` (an `rm` may have unlinked
         the one this opened: then lock the new one)."""
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = _open_record(path, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -142,8 +153,8 @@ class BoxLocks:
         """The box's last record, read without locking: a reader must never make an
         operation see the box busy. Empty after a clean end; a killed holder's stays."""
         try:
-            fd = os.open(self.path(host, name), os.O_RDONLY)
-        except OSError:
+            fd = _open_record(self.path(host, name), os.O_RDONLY)
+        except (OSError, UnreadableFile):
             return None
         try:
             return _read(fd)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hbtui.errors import UsageError
 from hbtui.events import Step
+from hbtui.paths import naming
 
 GUEST_TAR = "/root/.hbtui-recipe.tar"
 GUEST_DIR = "/root/.hbtui-recipe"
@@ -34,8 +35,18 @@ def default_recipe_dir() -> Path:
     return package.parent  # a source checkout: provision/ and guest/ at the top
 
 
+def _resolved(path: Path, recipe: Path | None = None) -> Path:
+    """Where a link leads; a symlink loop is one line naming the link."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:  # 3.11 reports a loop as a RuntimeError
+        where = f"in the recipe {recipe}: " if recipe is not None else ""
+        why = "a symlink loop" if isinstance(exc, RuntimeError) else exc.strerror or str(exc)
+        raise UsageError(f"{where}{path} cannot be followed ({why})") from None
+
+
 def check_recipe(folder: Path) -> Path:
-    folder = folder.expanduser().resolve()
+    folder = _resolved(folder.expanduser())
     if not (folder / "provision" / "provision.sh").is_file():
         raise UsageError(f"not a recipe: {folder} has no provision/provision.sh")
     if not (folder / "guest").is_dir():
@@ -48,7 +59,7 @@ def _recipe_files(folder: Path) -> list[tuple[str, Path]]:
     for top in ("provision", "guest"):
         root = folder / top
         for path in sorted(root.rglob("*")):
-            resolved = path.resolve()
+            resolved = _resolved(path, folder)
             if resolved.is_file() and "__pycache__" not in path.parts:
                 files.append((str(path.relative_to(folder)), resolved))
     return files
@@ -64,7 +75,7 @@ def recipe_version(folder: Path) -> str:
 
 def pack_recipe(folder: Path, dest: Path) -> None:
     """Write the recipe as a tar with links resolved and sane ownership."""
-    with tarfile.open(dest, "w") as tar:
+    with naming(dest), tarfile.open(dest, "w") as tar:
         for rel, path in _recipe_files(folder):
             info = tar.gettarinfo(str(path), arcname=rel)
             info.uid = info.gid = 0

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hbtui.environment import pid_alive
-from hbtui.paths import Paths, make_folder
+from hbtui.paths import Paths, UnreadableFile, make_folder, read_state
 
 _OWNED = re.compile(r"^[a-z]+-(\d+)-")  # "<purpose>-<pid>-<random>"
 NOTE_SUFFIX = ".staging"
@@ -75,8 +75,8 @@ def sweep(paths: Paths) -> list[Path]:
         if owner is None or pid_alive(int(owner.group(1))):
             continue
         if entry.name.endswith(NOTE_SUFFIX):
-            with contextlib.suppress(OSError):
-                dest = Path(os.fsdecode(Path(entry.path).read_bytes()))
+            with contextlib.suppress(OSError, UnreadableFile):
+                dest = Path(os.fsdecode(read_state(entry.path, 4096) or b""))
                 for staged in dest.parent.glob(staging_glob(dest)):
                     shutil.rmtree(staged, ignore_errors=True)
                     removed.append(staged)

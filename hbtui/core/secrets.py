@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from hbtui.config import Config
 from hbtui.core.registry import utc_now
 from hbtui.errors import UsageError
-from hbtui.paths import Paths, make_folder
+from hbtui.paths import Paths, make_folder, read_state
 from hbtui.statefile import locked, write_atomic
 
 SERVICE = "hbtui"
@@ -30,6 +30,34 @@ FILE = "file"
 
 class SecretsError(UsageError):
     pass
+
+
+# A box's engine gets each value in one environment variable, which Linux caps at
+# 128 KiB (name included); every value of a box shares the whole environment's limit too.
+VALUE_MAX = 64 * 1024
+
+
+def value_problem(value: str) -> str | None:
+    """What is wrong with a secret's value, said after "the value of NAME", or None."""
+    if not value:
+        return "is empty"
+    if "\0" in value:
+        return "holds a NUL byte, which no environment variable can carry"
+    if "\n" in value or "\r" in value:
+        return "holds a line break (LF or CR); store one line"
+    control = next((c for c in value if not c.isprintable() and c != "\t"), None)
+    if control is not None:
+        return f"holds a control character (U+{ord(control):04X}); a key is printable text"
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "is not UTF-8 text"
+    if size > VALUE_MAX:
+        return (
+            f"is {size} bytes; at most {VALUE_MAX} (a box's engine gets it in one environment "
+            "variable, which Linux caps at 128 KiB)"
+        )
+    return None
 
 
 class Store(Protocol):
@@ -51,11 +79,17 @@ class KeyringStore:
         self.where = f"keyring ({type(backend).__name__})"
 
     def get(self, name: str) -> str | None:
-        value = self.backend.get_password(SERVICE, name)
+        try:
+            value = self.backend.get_password(SERVICE, name)
+        except Exception as exc:  # a backend raises what its platform raises (D-Bus, ...)
+            raise keyring_failure(exc, self.where, f"read {name!r}", existing=name) from None
         return value if isinstance(value, str) else None
 
     def put(self, name: str, value: str) -> None:
-        self.backend.set_password(SERVICE, name, value)
+        try:
+            self.backend.set_password(SERVICE, name, value)
+        except Exception as exc:
+            raise keyring_failure(exc, self.where, f"store {name!r}") from None
 
     def delete(self, name: str) -> None:
         import keyring.errors
@@ -63,7 +97,29 @@ class KeyringStore:
         try:
             self.backend.delete_password(SERVICE, name)
         except keyring.errors.PasswordDeleteError:
-            pass
+            pass  # not there: nothing to delete
+        except Exception as exc:
+            raise keyring_failure(exc, self.where, f"delete {name!r}", existing=name) from None
+
+
+def keyring_failure(exc: Exception, where: str, doing: str, *, existing: str = "") -> SecretsError:
+    """Anything a keyring backend raised, as one line with what to do. For a secret
+    already kept there (`existing`), moving to the file does not help until it is stored
+    again; for a new one it does."""
+    import keyring.errors
+
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, keyring.errors.KeyringLocked):
+        problem = f"the {where} is locked, so hbtui could not {doing}"
+        fix = "unlock it (log in to the desktop session) and try again"
+    else:
+        problem = f"the {where} could not {doing}: {detail}"
+        fix = "check the keyring (is its service running?) and try again"
+    if existing:
+        fix += f", or store the secret again in the file: hbtui secrets set {existing}"
+    else:
+        fix += ', or keep secrets in an encrypted file: set [secrets] store = "file"'
+    return SecretsError(f"{problem}; {fix}")
 
 
 class FileStore:
@@ -83,14 +139,14 @@ class FileStore:
             return self._values
         from hbtui.archive import ArchiveError, WrongPassphrase, decrypt_stream
 
-        if not self.path.exists():
+        sealed = read_state(self.path)
+        if sealed is None:
             self._values = {}
             return self._values
         self._key = self._passphrase(False)
         out = io.BytesIO()
         try:
-            with open(self.path, "rb") as fh:
-                decrypt_stream(fh, out, self._key)
+            decrypt_stream(io.BytesIO(sealed), out, self._key)
             raw = json.loads(out.getvalue() or b"{}")
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
@@ -141,7 +197,10 @@ def usable_keyring() -> Any | None:
         from keyring.backends import chainer, fail
     except ImportError:
         return None
-    backend = keyring.get_keyring()
+    try:
+        backend = keyring.get_keyring()
+    except Exception:  # a backend that cannot even start is no keyring
+        return None
     if isinstance(backend, fail.Keyring):
         return None
     if isinstance(backend, chainer.ChainerBackend) and not backend.backends:
@@ -159,6 +218,7 @@ class SecretInfo:
     store: str
     set: str
     boxes: tuple[str, ...] = ()
+    left_behind: str = ""  # set: why a copy in its former store could not be deleted
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "store": self.store, "set": self.set, "boxes": list(self.boxes)}
@@ -177,10 +237,11 @@ class Secrets:
 
     def _index(self) -> dict[str, dict[str, str]]:
         try:
-            raw = json.loads(self.index_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
+            data = read_state(self.index_path)
+            if data is None:
+                return {}
+            raw = json.loads(data.decode("utf-8"))
+        except ValueError as exc:
             raise SecretsError(f"{self.index_path}: cannot be read ({exc})") from None
         if not isinstance(raw, dict):
             raise SecretsError(f"{self.index_path}: cannot be read (not a JSON object)")
@@ -212,14 +273,33 @@ class Secrets:
             if kind == KEYRING:
                 backend = usable_keyring()
                 if backend is None:
-                    raise SecretsError(
-                        'no usable OS keyring here; set [secrets] store = "file" '
-                        '(or "auto") to keep secrets in an encrypted file'
-                    )
+                    raise self._no_keyring(setting)
                 self._stores[kind] = KeyringStore(backend)
             else:
                 self._stores[kind] = FileStore(self.file_path, self._passphrase)
         return self._stores[kind]
+
+    @staticmethod
+    def _no_keyring(setting: str) -> SecretsError:
+        """No keyring here: what to do depends on whether the config asks for one."""
+        if setting == KEYRING:
+            return SecretsError(
+                'no usable OS keyring here; set [secrets] store = "auto" (or "file") to keep '
+                "secrets in an encrypted file"
+            )
+        return SecretsError(
+            "the secret is kept in the OS keyring, which is not usable here now; make the "
+            "keyring usable again, or store the secret anew (it then goes to the encrypted file)"
+        )
+
+    def _delete_value(self, name: str, kind: str | None) -> str:
+        """Delete a secret's value from its store; "" when done, else where it stays and
+        why (a keyring not usable now must not keep its name from being forgotten)."""
+        try:
+            self.store(kind).delete(name)
+        except SecretsError as exc:
+            return exc.message
+        return ""
 
     def names(self) -> list[str]:
         return sorted(self._index())
@@ -233,26 +313,18 @@ class Secrets:
         ]
 
     def put(self, name: str, value: str) -> SecretInfo:
-        if not value:
-            raise SecretsError(f"the value of {name!r} is empty; nothing was stored")
-        if "\n" in value or "\0" in value:
-            raise SecretsError(f"the value of {name!r} holds a line break; store one line")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise SecretsError(
-                f"the value of {name!r} is not UTF-8 text; nothing was stored"
-            ) from None
+        problem = value_problem(value)
+        if problem:
+            raise SecretsError(f"the value of {name!r} {problem}; nothing was stored")
         with self._changing():
             index = self._index()
             old = index.get(name, {}).get("store")
             target = self.store()
             target.put(name, value)
-            if old and old != target.kind:
-                self.store(old).delete(name)
+            left = self._delete_value(name, old) if old and old != target.kind else ""
             index[name] = {"store": target.kind, "set": utc_now()}
             self._write_index(index)
-        return SecretInfo(name, target.kind, index[name]["set"])
+        return SecretInfo(name, target.kind, index[name]["set"], left_behind=left)
 
     def get(self, name: str) -> str:
         entry = self._index().get(name)
@@ -266,11 +338,13 @@ class Secrets:
             )
         return value
 
-    def remove(self, name: str) -> None:
+    def remove(self, name: str) -> str:
+        """Forget a secret; "" when its value is gone too, else why it stays where it is."""
         with self._changing():
             index = self._index()
             entry = index.pop(name, None)
             if entry is None:
                 raise SecretsError(f"no secret {name!r} (see: hbtui secrets ls)")
-            self.store(entry.get("store")).delete(name)
+            left = self._delete_value(name, entry.get("store"))
             self._write_index(index)
+        return left

@@ -214,11 +214,12 @@ class Service:
         self.credential_preset(name)  # only what a box can use
         return self._boxes.secrets.put(name, value)
 
-    def remove_secret(self, name: str) -> list[str]:
-        """Forget a secret; returns the boxes that used it (they will not start without it)."""
+    def remove_secret(self, name: str) -> tuple[list[str], str]:
+        """Forget a secret: the boxes that used it (they will not start without it), and
+        why its value stays in its store ("" when it was deleted)."""
         users = next((s.boxes for s in self.secrets() if s.name == name), ())
-        self._boxes.secrets.remove(name)
-        return list(users)
+        left = self._boxes.secrets.remove(name)
+        return list(users), left
 
     async def credentials(self, name: str, host: str = LOCAL) -> CredentialReport:
         self._box(name, host)

@@ -30,8 +30,11 @@ from hbtui.engine.locate import MIN_VERSION, format_version, parse_version
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
 from hbtui.engine.runner import Completed, LocalRunner, Runner, RunTimeout, Stream
 
-START_TIMEOUT = 180.0  # a real guest boots in under a second; pulls can be slow
-PACK_TIMEOUT = 1800.0  # a pack copies the machine's whole disk
+# The least a start (or branch) and a pack get: a real guest boots in under a second, but
+# a start may pull an image, and a pack copies the whole disk. A longer `[engine] timeout`
+# applies to them too.
+START_TIMEOUT = 180.0
+PACK_TIMEOUT = 1800.0
 
 
 class EngineStream:
@@ -101,7 +104,12 @@ class Engine:
                 argv, input=input, timeout=timeout or self.timeout, secrets=secrets
             )
         except RunTimeout as exc:
-            raise EngineTimeout(str(exc), code="TIMEOUT", argv=argv) from None
+            raise EngineTimeout(
+                str(exc),
+                code="TIMEOUT",
+                argv=argv,
+                hint=f"a slow engine or network: raise [engine] timeout (now {self.timeout:g} s)",
+            ) from None
         except FileNotFoundError:
             raise EngineMissing(f"engine not found: {self.binary}", code="ENGINE_MISSING") from None
 
@@ -117,6 +125,10 @@ class Engine:
         if done.returncode != 0:
             raise from_stderr(done.stderr.decode(errors="replace"), argv, done.returncode)
         return done.stdout
+
+    def _at_least(self, floor: float) -> float:
+        """A long call's timeout: its floor, or `[engine] timeout` when that is longer."""
+        return max(floor, self.timeout)
 
     @contextlib.asynccontextmanager
     async def machine_lock(self, name: str) -> AsyncIterator[None]:
@@ -195,21 +207,29 @@ class Engine:
         *,
         branchable: bool = False,
         secrets: Mapping[str, str] | None = None,
-        timeout: float = START_TIMEOUT,
+        timeout: float | None = None,
     ) -> None:
         """Start; `branchable` runs it so that `branch` can branch it. `secrets` are the
         values of its credentials, given to this one engine process in its environment
         (never in argv), where the engine reads them as the machine starts."""
         args = ["machine", "start", "--name", name] + (["--branchable"] if branchable else [])
         async with self.machine_lock(name):
-            await self._call(*args, timeout=timeout, secrets=secrets)
+            await self._call(
+                *args, timeout=timeout or self._at_least(START_TIMEOUT), secrets=secrets
+            )
 
-    async def pack(self, name: str, output: Path, *, timeout: float = PACK_TIMEOUT) -> Path:
+    async def pack(self, name: str, output: Path, *, timeout: float | None = None) -> Path:
         """Pack a stopped machine (started once) into `output`.smolmachine; returns that
         file. `output` names the engine's stub, which it writes beside the pack."""
         async with self.machine_lock(name):
             await self._call(
-                "pack", "create", "--from-vm", name, "-o", str(output), timeout=timeout
+                "pack",
+                "create",
+                "--from-vm",
+                name,
+                "-o",
+                str(output),
+                timeout=timeout or self._at_least(PACK_TIMEOUT),
             )
         return output.with_name(output.name + ".smolmachine")
 
@@ -222,7 +242,7 @@ class Engine:
         labels: tuple[tuple[str, str], ...] = (),
         branchable: bool = False,
         secrets: Mapping[str, str] | None = None,
-        timeout: float = START_TIMEOUT,
+        timeout: float | None = None,
     ) -> None:
         """Branch a machine running branchable into `name` (copy-on-write disks and
         memory); the child runs when this returns, itself branchable if asked. Its labels
@@ -235,7 +255,9 @@ class Engine:
         for key, value in labels:
             args += ["--label", f"{key}={value}"]
         async with self.machine_lock(name):
-            await self._call(*args, timeout=timeout, secrets=secrets)
+            await self._call(
+                *args, timeout=timeout or self._at_least(START_TIMEOUT), secrets=secrets
+            )
 
     async def stop(self, name: str, *, grace: int | None = None) -> None:
         args = ["machine", "stop", "--name", name]

@@ -8,6 +8,7 @@ into the most specific exception it can.
 from __future__ import annotations
 
 import json
+import re
 
 from hbtui.errors import HbtuiError
 
@@ -61,14 +62,29 @@ def _json_error(stderr: str) -> tuple[str, str] | None:
     return None
 
 
+MESSAGE_MAX = 1000  # characters of a plain-text failure kept (its end: the cause)
+
+
+def _plain_message(stderr: str, returncode: int) -> str:
+    """A failure the engine printed as text, every line of it as one: `Error: X`, then
+    `Caused by:` and numbered causes, become `X: cause: cause` (the first line says what
+    failed, the last why; either alone misleads)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if any(line.startswith("Traceback (most recent call last)") for line in lines):
+        lines = lines[-1:]  # a crash's frames say where, its last line what
+    parts = []
+    for line in lines:
+        if line.startswith("note: ") or line == "Caused by:":
+            continue
+        parts.append(re.sub(r"^(Error: |\d+: )", "", line))
+    text = ": ".join(parts) or f"engine exited with status {returncode}"
+    return text if len(text) <= MESSAGE_MAX else "…" + text[-MESSAGE_MAX:]
+
+
 def from_stderr(stderr: str, argv: list[str], returncode: int) -> EngineError:
     parsed = _json_error(stderr)
     if parsed is None:
-        lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("note: ")]
-        text = lines[-1] if lines else f"engine exited with status {returncode}"
-        if text.startswith("Error: "):
-            text = text[len("Error: ") :]
-        code, message = "SMOLVM_ERROR", text
+        code, message = "SMOLVM_ERROR", _plain_message(stderr, returncode)
     else:
         code, message = parsed
     # `status --json` reports a missing machine as a CONFIG_ERROR "... not found".

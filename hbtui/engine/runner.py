@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import signal
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
@@ -31,9 +32,24 @@ class Completed:
 
 class RunTimeout(Exception):
     def __init__(self, argv: list[str], timeout: float) -> None:
-        super().__init__(f"timed out after {timeout:g}s: {' '.join(argv[:4])}")
+        super().__init__(f"timed out after {timeout:g}s: {shown_command(argv)}")
         self.argv = argv
         self.timeout = timeout
+
+
+def shown_command(argv: list[str]) -> str:
+    """The whole command as a user could type it again, without the engine's global flags
+    (`--error-format json`, `--state-dir DIR`) that every call carries."""
+    shown: list[str] = [os.path.basename(argv[0])] if argv else []
+    rest = iter(argv[1:])
+    for word in rest:
+        if word == "--":
+            shown += [word, *rest]
+        elif word in ("--error-format", "--state-dir"):
+            next(rest, None)
+        else:
+            shown.append(word)
+    return shlex.join(shown)
 
 
 class Stream(Protocol):

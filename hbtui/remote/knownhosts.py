@@ -14,6 +14,7 @@ from pathlib import Path
 
 import asyncssh
 
+from hbtui.paths import read_state
 from hbtui.target import DEFAULT_PORT, SshTarget
 
 ENV_KNOWN_HOSTS = "HBTUI_KNOWN_HOSTS"
@@ -29,11 +30,8 @@ def known_hosts_path() -> Path:
 def load_known_hosts(path: Path | None = None) -> asyncssh.SSHKnownHosts:
     """The trusted keys; a missing file trusts nothing."""
     path = path or known_hosts_path()
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        text = ""
-    return asyncssh.import_known_hosts(text)
+    data = read_state(path)
+    return asyncssh.import_known_hosts(data.decode(errors="replace") if data else "")
 
 
 def _match_args(target: SshTarget) -> tuple[str, str, int | None]:
@@ -59,13 +57,11 @@ def append_trusted(target: SshTarget, key: asyncssh.SSHKey, path: Path | None = 
     """Add `key` for `target` to known_hosts (creating it 0600, its folder 0700)."""
     path = path or known_hosts_path()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    before = read_state(path) or b""  # a regular file, or an error naming it
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o600)
     with os.fdopen(fd, "a") as f:
-        if f.tell() > 0:
-            with open(path, "rb") as r:
-                r.seek(-1, os.SEEK_END)
-                if r.read(1) != b"\n":
-                    f.write("\n")
+        if before and not before.endswith(b"\n"):
+            f.write("\n")
         f.write(key_line(target, key))
     return path
 

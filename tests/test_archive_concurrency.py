@@ -1,0 +1,72 @@
+"""Saves and loads side by side in one process, and what their progress says (issue 19,
+item 8's core parts): key derivations are serialized process-wide, and the save's byte
+count is tar's, not a thousand times it."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import subprocess
+
+import pytest
+from conftest import HBTUI_BIN, SIM_RECIPE
+
+from hbtui.events import Transfer
+
+PASS = b"a passphrase for the concurrency tests"
+
+
+async def test_archives_written_and_read_at_once_in_threads_all_round_trip():
+    """The real path (encrypt_stream, decrypt_stream, each deriving its key with the
+    default Argon2id) in N threads at once; it hung, or failed with MemoryError."""
+    from hbtui.archive import decrypt_stream, encrypt_stream
+
+    payloads = [os.urandom(200_000 + i) for i in range(3)]
+
+    def round_trip(payload: bytes) -> bytes:
+        sealed = io.BytesIO()
+        encrypt_stream(io.BytesIO(payload), sealed, PASS)
+        sealed.seek(0)
+        opened = io.BytesIO()
+        decrypt_stream(sealed, opened, PASS)
+        return opened.getvalue()
+
+    async with asyncio.timeout(240):  # each derivation is well under a second unloaded
+        results = await asyncio.gather(*(asyncio.to_thread(round_trip, p) for p in payloads))
+    assert results == payloads
+
+
+@pytest.mark.sim
+async def test_save_progress_counts_the_bytes_tar_read(sim_service, sim_env):
+    """tar's checkpoint echo counts records already; the progress was that count times
+    another 1024 ("280 GiB / 286 MiB")."""
+    await sim_service.new("web", recipe=SIM_RECIPE)
+    filled = subprocess.run(
+        [
+            HBTUI_BIN,
+            "exec",
+            "web",
+            "--",
+            "sh",
+            "-c",
+            "head -c 40000000 /dev/urandom > ~/workspace/big.bin",
+        ],
+        env=sim_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert filled.returncode == 0, filled.stderr
+    seen: list[Transfer] = []
+    await sim_service.save(
+        "web",
+        passphrase=PASS,
+        verify=False,
+        report=lambda e: seen.append(e) if isinstance(e, Transfer) else None,
+    )
+    saving = [t for t in seen if t.label == "saving" and t.total]
+    assert saving, "no progress with a total"
+    total = saving[-1].total
+    assert 40_000_000 <= total < 60_000_000
+    assert max(t.done for t in saving) <= total * 1.1  # never past what /data holds

@@ -1,0 +1,169 @@
+"""Hostile files are errors, not hangs or tracebacks (issue 19, item 4): a FIFO, socket or
+device in place of a state file, and a symlink loop in a recipe, are one line naming the
+path, at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import HBTUI_BIN, SIM_RECIPE
+
+from hbtui.paths import UnreadableFile, read_state
+
+BASE = "bases/local/ubuntu-24.04-000000000000.json"
+# Each state file, and verbs that read it.
+STATE_FILES = [
+    ("config.toml", ("ls",)),
+    ("config.toml", ("base", "ls")),
+    ("registry.toml", ("ls",)),
+    ("registry.toml", ("new", "web", "-q")),
+    ("secrets.json", ("secrets", "ls")),
+    ("secrets.json", ("secrets", "set", "github")),
+    ("secrets.hbx", ("secrets", "set", "github")),
+    (BASE, ("base", "ls")),
+    (BASE, ("new", "web", "-q")),
+    ("locks/boxes/local--web.lock", ("new", "web", "-q")),
+]
+
+
+def run(
+    *args: str, env: dict[str, str], input: str = ""
+) -> tuple[subprocess.CompletedProcess, float]:
+    began = time.monotonic()
+    done = subprocess.run(
+        [HBTUI_BIN, *args], env=env, capture_output=True, text=True, input=input, timeout=60
+    )
+    return done, time.monotonic() - began
+
+
+def fifo_at(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize(
+    ("relative", "argv"), STATE_FILES, ids=lambda v: " ".join(v) if isinstance(v, tuple) else v
+)
+def test_a_fifo_for_a_state_file_is_one_line_naming_it(sim_env, relative, argv):
+    env = {
+        **sim_env,
+        "HBTUI_RECIPE": str(SIM_RECIPE),
+        "HBTUI_SECRETS_PASSPHRASE": "pass",
+    }
+    if relative == "secrets.hbx":  # the file store, so that the value goes there
+        (Path(env["HBTUI_HOME"]) / "config.toml").write_text('[secrets]\nstore = "file"\n')
+    path = Path(env["HBTUI_HOME"]) / relative
+    fifo_at(path)
+    done, took = run(*argv, env=env, input="value\n")
+    assert done.returncode != 0
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")
+    assert str(path) in done.stderr and "not a regular file" in done.stderr
+    assert took < 10, f"{took:.1f}s"  # well within a second unloaded; never a hang
+    assert "Traceback" not in done.stderr
+
+
+def test_every_kind_of_non_file_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    sock_path = tmp_path / "sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    link = tmp_path / "link-to-fifo"
+    link.symlink_to(fifo)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    try:
+        for path, kind in [
+            (fifo, "a FIFO"),
+            (link, "a FIFO"),
+            (Path("/dev/zero"), "a character device"),
+            (folder, "a folder"),
+        ]:
+            with pytest.raises(UnreadableFile, match=kind) as caught:
+                read_state(path)
+            assert str(path) in caught.value.message
+        with pytest.raises(UnreadableFile, match="cannot read it"):
+            read_state(sock_path)  # a socket cannot even be opened
+    finally:
+        sock.close()
+    assert read_state(tmp_path / "absent") is None
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 100)
+    with pytest.raises(UnreadableFile, match="over 10 bytes"):
+        read_state(big, limit=10)
+
+
+def test_a_fifo_for_a_box_lock_is_no_busy_note(hbtui_home):
+    """Listings read each box's lock record: a FIFO there reads as no record."""
+    from hbtui.wiring import build_service
+
+    boxes = build_service()._boxes
+    fifo_at(boxes.locks.path("local", "web"))
+    assert boxes.busy("web", "local") == ""
+
+
+def test_a_fifo_left_in_scratch_does_not_hang_the_sweep(hbtui_home):
+    from hbtui.core import scratch
+    from hbtui.paths import resolve_paths
+
+    paths = resolve_paths()
+    top = scratch.root(paths)
+    top.mkdir(parents=True, exist_ok=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    note = top / f"extract-{dead.pid}-x{scratch.NOTE_SUFFIX}"
+    os.mkfifo(note)
+    assert note in scratch.sweep(paths) and not note.exists()
+
+
+def test_a_fifo_for_known_hosts_is_one_line(tmp_path):
+    from hbtui.remote.knownhosts import load_known_hosts
+
+    fifo_at(tmp_path / "known_hosts")
+    with pytest.raises(UnreadableFile, match="known_hosts: it is a FIFO"):
+        load_known_hosts(tmp_path / "known_hosts")
+
+
+# -- a symlink loop in a recipe -----------------------------------------------------------
+
+
+def looping_recipe(tmp_path: Path) -> tuple[Path, Path]:
+    recipe = tmp_path / "recipe"
+    shutil.copytree(SIM_RECIPE, recipe)
+    link = recipe / "guest" / "loop"
+    link.symlink_to(recipe / "guest" / "loop2")
+    (recipe / "guest" / "loop2").symlink_to(link)
+    return recipe, link
+
+
+@pytest.mark.sim
+def test_a_symlink_loop_in_a_recipe_is_one_line_naming_the_link(sim_env, tmp_path):
+    env = {**sim_env, "HBTUI_RECIPE": str(SIM_RECIPE)}
+    done, _ = run("new", "web", "-q", env=env)
+    assert done.returncode == 0, done.stderr
+    recipe, _link = looping_recipe(tmp_path)
+    looping = {**env, "HBTUI_RECIPE": str(recipe)}
+    for argv in (("new", "web2", "-q"), ("base", "build", "-q"), ("repair", "web", "-q")):
+        done, took = run(*argv, env=looping)
+        assert done.returncode != 0, argv
+        assert done.stderr.count("\n") == 1 and "symlink loop" in done.stderr, (argv, done.stderr)
+        assert str(recipe / "guest" / "loop") in done.stderr and "Traceback" not in done.stderr
+    # inspect shows the recipe as unreadable and goes on.
+    done, _ = run("inspect", "web", "--json", env=looping)
+    assert done.returncode == 0, done.stderr
+    assert "symlink loop" in json.loads(done.stdout)["sections"]["Recipe"]["configured recipe"]
+    # The box the repair refused is as it was: running and ready, not "failed".
+    listed = json.loads(run("ls", "--json", env=env)[0].stdout)
+    assert [(b["name"], b["state"], b["provisioning"]) for b in listed] == [
+        ("web", "running", "ready")
+    ]
+    assert run("ls", "--json", env=looping)[0].returncode == 0
+    assert not any(b["name"] == "web2" for b in json.loads(run("ls", "--json", env=env)[0].stdout))
