@@ -228,6 +228,12 @@ async def test_a_machine_that_does_not_say_is_adopted_as_unknown(sim_service, si
     assert "does not say which credentials" in keys and "has no credentials" not in keys
     inspected = json.loads(subprocess.run([HBTUI_BIN, "inspect", "old", "--json"], **run).stdout)
     assert inspected["sections"]["Keys and network"]["credentials"] == "unknown (adopted)"
+    # Made again, it would lose the policy it has: credentials add/rm refuse, change nothing.
+    changed = subprocess.run([HBTUI_BIN, "credentials", "old", "add", "github"], **run)
+    assert changed.returncode != 0 and "egress policy of 'old' is unknown" in changed.stderr
+    assert "Traceback" not in changed.stderr
+    again = subprocess.run([HBTUI_BIN, "egress", "old", "--json"], **run).stdout
+    assert json.loads(again)["egress"] == "unknown"
 
 
 # -- the engine's own words: timeouts and multi-line failures -----------------------------

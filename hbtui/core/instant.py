@@ -321,6 +321,13 @@ async def change_credentials(
     record = boxes.registry.read().get(name, host_name)
     if record is None:
         raise UsageError(f"{name!r} is an orphan; adopt it first: hbtui adopt {name}")
+    if record.egress == creds.UNKNOWN:
+        # Adopted from a machine that did not say: a remake would silently open it.
+        raise UsageError(
+            f"the egress policy of {name!r} is unknown (adopted from a machine that did not "
+            "record it), so it cannot be made again with the same policy; keep its "
+            "credentials, or make a new box with the ones wanted"
+        )
     current = split_list(record.credentials)
     for gone in remove:
         if gone not in current:
