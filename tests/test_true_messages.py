@@ -436,3 +436,33 @@ def test_a_preset_whose_variable_changed_is_shown_as_the_box_has_it(sim_env, hbt
     assert "mine: MINE_OLD for api.example.com" in shown.stdout
     assert "the preset now says MINE_NEW" in shown.stderr
     assert "hbtui credentials web rm mine, then add mine" in shown.stderr
+
+
+@pytest.mark.sim
+async def test_a_box_whose_preset_variable_changed_starts_with_its_own_binding(
+    sim_env, hbtui_home, monkeypatch
+):
+    """The engine reads a credential's value from the variable the machine was made with:
+    start hands the value over under that name, not the preset's new one."""
+    config = hbtui_home / "config.toml"
+    config.write_text('[credentials.mine]\nenv_var = "MINE_OLD"\nhosts = "api.example.com"\n')
+    monkeypatch.setenv("HBTUI_SECRETS_PASSPHRASE", "a passphrase for the tests")
+    from hbtui.wiring import build_service
+
+    service = build_service()
+    service.set_secret("mine", "the-value")
+    await service.new("web", recipe=SIM_RECIPE, credentials=["mine"])
+    await service.stop("web")
+    config.write_text('[credentials.mine]\nenv_var = "MINE_NEW"\nhosts = "api.example.com"\n')
+    service = build_service()
+    host = await service._boxes.hosts.get()
+    handed: list[dict[str, str]] = []
+    real_start = host.engine.start
+
+    async def start(name, **kwargs):
+        handed.append(dict(kwargs.get("secrets") or {}))
+        return await real_start(name, **kwargs)
+
+    monkeypatch.setattr(host.engine, "start", start)
+    await service.start("web")
+    assert handed == [{"MINE_OLD": "the-value"}]

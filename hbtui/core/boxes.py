@@ -118,14 +118,18 @@ class Lifecycle:
             paths, config, lambda confirm: get_secrets_passphrase(confirm=confirm)
         )
 
-    def secret_env(self, record: BoxRecord | None) -> dict[str, str]:
+    def secret_env(
+        self, record: BoxRecord | None, bound: dict[str, str] | None = None
+    ) -> dict[str, str]:
         """The values of a box's credentials, by the variable each is bound to: what its
-        engine `start` (and nothing else) gets in its environment."""
+        engine `start` (and nothing else) gets in its environment. `bound` is what an
+        existing machine was made with (a preset's variable may have changed since)."""
         if record is None:
             return {}
         env = {}
         for name in split_list(record.credentials):
-            env[creds.preset(self.config, name).env_var] = self.secrets.get(name)
+            var = (bound or {}).get(name) or creds.preset(self.config, name).env_var
+            env[var] = self.secrets.get(name)
         return env
 
     def _bindings(self, record: BoxRecord) -> str:
@@ -568,8 +572,13 @@ class Lifecycle:
     async def boot(self, host: Host, name: str) -> None:
         """Start the machine, branchable if the box was made so."""
         record = self.registry.read().get(name, host.name)
+        bound = (
+            bound_variables(await host.engine.find(name)) if record and record.credentials else {}
+        )
         await host.engine.start(
-            name, branchable=bool(record and record.branchable), secrets=self.secret_env(record)
+            name,
+            branchable=bool(record and record.branchable),
+            secrets=self.secret_env(record, bound),
         )
 
     async def start(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
