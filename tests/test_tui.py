@@ -22,13 +22,9 @@ from tui_fakes import FakeService, frozen_clock
 from hbtui.core.service import Service
 from hbtui.events import LogLine, Phase
 from hbtui.tui.app import HbtuiApp
-from hbtui.tui.screens.dialogs import (
-    DeleteDialog,
-    ExtractDialog,
-    LoadDialog,
-    NewBoxDialog,
-    SaveDialog,
-)
+from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
+from hbtui.tui.dialogs.delete import DeleteDialog
+from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.main import KEYS
 from hbtui.tui.screens.progress import ProgressScreen, TransferMeter

@@ -16,17 +16,14 @@ from textual.widgets import Button, DataTable, Input, Label
 from tui_fakes import NOW, FakeService, frozen_clock, view
 
 from hbtui.core.backups import ArchiveEntry
-from hbtui.tui.app import HbtuiApp, open_in_browser
-from hbtui.tui.screens.confirm import ConfirmDialog
-from hbtui.tui.screens.dialogs import (
-    DeleteDialog,
-    ExtractDialog,
-    LoadDialog,
-    NewBoxDialog,
-    SaveDialog,
-    UrlDialog,
-)
+from hbtui.tui.app import HbtuiApp
+from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
+from hbtui.tui.dialogs.confirm import ConfirmDialog
+from hbtui.tui.dialogs.delete import DeleteDialog
+from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.dialogs.url import UrlDialog
 from hbtui.tui.screens.help import HelpScreen
+from hbtui.tui.system import open_in_browser
 from hbtui.tui.widgets.box_table import cells
 from hbtui.tui.widgets.port_grid import PortGrid
 

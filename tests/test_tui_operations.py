@@ -21,9 +21,10 @@ from tui_fakes import NOW, FakeService, view
 from hbtui.core.views import BOX, MISSING, BoxView
 from hbtui.events import Phase, Step
 from hbtui.tui.activity import Activity
-from hbtui.tui.app import made_something
-from hbtui.tui.screens.confirm import ConfirmDialog, QuitScreen
-from hbtui.tui.screens.dialogs import LoadRequest, NewBoxDialog, SaveDialog, SaveRequest
+from hbtui.tui.dialogs.archive import LoadRequest, SaveDialog, SaveRequest
+from hbtui.tui.dialogs.confirm import ConfirmDialog, QuitScreen
+from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.operations import made_something
 from hbtui.tui.screens.main import KEYS
 from hbtui.tui.screens.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
 from hbtui.tui.widgets.box_table import cells

@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
-from hbtui.tui.screens.dialogs import DIALOG_CSS
+from hbtui.tui.dialogs.base import DIALOG_CSS
 from hbtui.tui.screens.main import KEYS
 
 # Keys that belong to widgets rather than to the dashboard's actions.

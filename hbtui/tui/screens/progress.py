@@ -24,8 +24,8 @@ from textual.widgets import Button, Label, ProgressBar
 
 from hbtui.events import Event, LogLine, Notice, Phase, Step, Transfer
 from hbtui.present import duration, human_bytes
-from hbtui.tui.messages import Operation
-from hbtui.tui.screens.dialogs import DIALOG_CSS
+from hbtui.tui.dialogs.base import DIALOG_CSS
+from hbtui.tui.operations import Operation
 
 
 class TransferMeter:
