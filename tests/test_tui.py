@@ -790,7 +790,9 @@ async def test_a_box_another_process_holds_says_so_in_its_row(static_service):
     """A save run by `hbtui save` in another terminal shows in the dashboard's row."""
     from dataclasses import replace
 
-    static_service.boxes[0] = replace(static_service.boxes[0], busy="save (pid 4242)")
+    from hbtui.core.views import Busy
+
+    static_service.boxes[0] = replace(static_service.boxes[0], busy=Busy("save", 4242))
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)

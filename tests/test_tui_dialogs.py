@@ -6,6 +6,7 @@ dialogs (tests/__snapshots__/test_tui_dialogs/).
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from textual.widgets import Button, DataTable, Input, Label
 from tui_fakes import NOW, FakeService, frozen_clock, view
 
 from hbtui.core.backups import ArchiveEntry
+from hbtui.core.views import Busy
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
 from hbtui.tui.dialogs.confirm import ConfirmDialog
@@ -156,7 +158,7 @@ async def test_new_checks_the_port_as_you_type(service, typed, problem):
 
 @pytest.mark.parametrize("key, kind", [("w", SaveDialog), ("d", DeleteDialog)])
 async def test_save_and_delete_refuse_a_box_another_process_is_busy_with(service, key, kind):
-    service.boxes[0] = replace(service.boxes[0], busy="save (pid 4242)")
+    service.boxes[0] = replace(service.boxes[0], busy=Busy("save", 4242))
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -182,8 +184,9 @@ async def test_save_refuses_a_box_busy_with_an_operation_of_this_dashboard(servi
 
 
 async def test_a_quiesced_box_can_still_be_saved(service):
-    """What an interrupted save left ("quiesced ...") is no operation running."""
-    service.boxes[0] = replace(service.boxes[0], busy="quiesced since 12:00 (lease lapsed)")
+    """What an interrupted save left (its quiesce lease, held by no process) is no
+    operation running."""
+    service.boxes[0] = replace(service.boxes[0], busy=Busy("save", lease_end=time.time() + 60))
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)

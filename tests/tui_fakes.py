@@ -34,7 +34,18 @@ from hbtui.core.views import (
     ProvisionLog,
 )
 from hbtui.errors import Cancelled, HbtuiError, UsageError
-from hbtui.events import Event, LogLine, Notice, Phase, Report, Step, Transfer, ignore
+from hbtui.events import (
+    Event,
+    LogLine,
+    Notice,
+    Phase,
+    Report,
+    Reserved,
+    Stage,
+    Step,
+    Transfer,
+    ignore,
+)
 from hbtui.names import LOCAL, check_name
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -239,7 +250,8 @@ class FakeService:
         if any((b.name, b.host) == (name, host) for b in self.boxes):  # before anything is made
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
         port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
-        report(Phase(f"creating machine {name} (port {port})"))
+        report(Reserved(host, name, port))
+        report(Phase(f"creating machine {name} (port {port})", Stage.CREATE))
         self.boxes.append(
             view(name, port, host=host, provisioning="provisioning", created="2026-11-29T12:00:00Z")
         )
@@ -259,7 +271,7 @@ class FakeService:
             raise
         i = self._find(name, host)
         self.boxes[i] = replace(self.boxes[i], provisioning="ready")
-        report(Phase(f"{name} is ready at {self.boxes[i].url}"))
+        report(Phase(f"{name} is ready at {self.boxes[i].url}", Stage.DONE))
         return self.boxes[i]
 
     async def _rollback(self, name: str, host: str, report: Report) -> None:
@@ -374,11 +386,12 @@ class FakeService:
         if any((b.name, b.host) == (name, host) for b in self.boxes):
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
         port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
-        report(Phase(f"branching {source} into {name} (port {port})"))
+        report(Reserved(host, name, port))
+        report(Phase(f"branching {source} into {name} (port {port})", Stage.CREATE))
         await self._pause()
         child = replace(src, name=name, port=port, url=f"http://127.0.0.1:{port}/", parent=source)
         self.boxes.append(child)
-        report(Phase(f"{name} is ready at {child.url}"))
+        report(Phase(f"{name} is ready at {child.url}", Stage.DONE))
         return child
 
     def recipe_dir(self, recipe: Path | None = None) -> Path:
@@ -455,7 +468,8 @@ class FakeService:
         check_name(name)
         self._called("load", archive, name, host, passphrase, recipe)
         await self._transfer("checking", report)
-        report(Phase(f"creating machine {name}"))
+        report(Reserved(host, name, 4820))
+        report(Phase(f"creating machine {name}", Stage.CREATE))
         made = view(name, 4820, host=host, created="2026-11-29T12:00:00Z")
         self.boxes.append(made)
         return made

@@ -36,7 +36,7 @@ from hbtui.core.registry import FAILED, READY, utc_now
 from hbtui.core.scratch import scratch, staged_beside
 from hbtui.core.views import BOX, ORPHAN, BoxView
 from hbtui.errors import Cancelled, HbtuiError, UsageError
-from hbtui.events import Notice, Phase, Report, Transfer, ignore
+from hbtui.events import MachineState, Notice, Phase, Report, Stage, Transfer, ignore
 from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths
 
@@ -190,7 +190,7 @@ async def save(
             ) from None
     _can_write_beside(target)  # before the box is paused, not after it was packed
     part_bytes = boxes.config.archive.part_size_mib * 2**20
-    was_running = view.state == "running"
+    was_running = view.state == MachineState.RUNNING
     if not was_running:
         report(Phase(f"starting {name} to read its /data"))
         await boxes.boot(host, name)
@@ -471,7 +471,7 @@ async def load(
     size = archive.stat().st_size
     progress = _from_thread(report, size, "checking")
 
-    report(Phase(f"decrypting and checking {archive.name} before creating anything"))
+    report(Phase(f"decrypting and checking {archive.name} before creating anything", Stage.CHECK))
     await asyncio.to_thread(_check_contents, archive, kind, passphrase, progress)
 
     view = await boxes.new(
@@ -496,7 +496,7 @@ async def load(
                 f"decrypting parts into {where}: {exc.strerror or exc}; box {name!r} was removed"
             ) from None
         raise
-    report(Phase(f"loaded {archive.name} into {name}"))
+    report(Phase(f"loaded {archive.name} into {name}", Stage.DONE))
     return await boxes.get(name, host_name)
 
 
@@ -523,7 +523,7 @@ async def _restore_parts(
     size: int,
     report: Report,
 ) -> None:
-    report(Phase("copying /data into the box part by part"))
+    report(Phase("copying /data into the box part by part", Stage.RESTORE))
     loop = asyncio.get_running_loop()
     parts: asyncio.Queue[Path | None] = asyncio.Queue(maxsize=1)
     taken: asyncio.Queue[int] = asyncio.Queue()

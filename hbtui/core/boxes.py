@@ -31,10 +31,20 @@ from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
 from hbtui.core.scratch import scratch
 from hbtui.core.secrets import Secrets
-from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, ProvisionLog, view_of
+from hbtui.core.views import MISSING, ORPHAN, BoxView, Busy, HostListing, ProvisionLog, view_of
 from hbtui.engine import EngineError, Machine, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
-from hbtui.events import Event, LogLine, Notice, Phase, Report, ignore
+from hbtui.events import (
+    Event,
+    LogLine,
+    MachineState,
+    Notice,
+    Phase,
+    Report,
+    Reserved,
+    Stage,
+    ignore,
+)
 from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths, make_folder
 
@@ -70,19 +80,18 @@ class Lifecycle:
             env[creds.preset(self.config, name).env_var] = self.secrets.get(name)
         return env
 
-    def busy(self, name: str, host_name: str) -> str:
+    def busy(self, name: str, host_name: str) -> Busy | None:
         """What another process holds the box for now, or what an interrupted operation
         left it in. This process's own operations are its front end's to show: a listing
         read while one ended must not outlive it as "busy"."""
         record = self.locks.record(host_name, name)
         if record is None:
-            return ""
+            return None
         if record.alive:
-            return "" if record.pid == os.getpid() else f"{record.operation} (pid {record.pid})"
+            return None if record.pid == os.getpid() else Busy(record.operation, record.pid)
         if record.quiesced_until > time.time():
-            back = datetime.fromtimestamp(record.quiesced_until).strftime("%H:%M:%S")
-            return f"quiesced: {record.operation} was interrupted; services return by {back}"
-        return ""
+            return Busy(record.operation, lease_end=record.quiesced_until)
+        return None
 
     @staticmethod
     def _with_keys(view: BoxView, stored: set[str]) -> BoxView:
@@ -299,11 +308,14 @@ class Lifecycle:
                 )
             )
 
+        report(Reserved(host_name, name, chosen))
         log_path = self.new_provision_log_path(name, host_name)
         created = False
         try:
             if branch_of is not None:
-                report(Phase(f"branching {branch_of.name} into {name} (port {chosen})"))
+                report(
+                    Phase(f"branching {branch_of.name} into {name} (port {chosen})", Stage.CREATE)
+                )
                 making = host.engine.branch(
                     branch_of.name,
                     name,
@@ -313,7 +325,7 @@ class Lifecycle:
                     secrets=secrets,
                 )
             else:
-                report(Phase(f"creating machine {name} (port {chosen})"))
+                report(Phase(f"creating machine {name} (port {chosen})", Stage.CREATE))
                 making = host.engine.create(self.spec(wanted, chosen, pack))
             # A create or branch cut off half-way can leave engine state no delete finds:
             # let it finish even when cancelled, then roll back what it made.
@@ -357,7 +369,7 @@ class Lifecycle:
                 rec = self.registry.read().get(name, host_name)
             else:
                 rec = await self.registry.update(name, host_name, status=READY, owner_pid=0)
-                report(Phase(f"{name} is ready at {host.url(chosen)}"))
+                report(Phase(f"{name} is ready at {host.url(chosen)}", Stage.DONE))
         except BaseException as exc:
             await asyncio.shield(self._rollback(host, name, created, report))
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
@@ -484,7 +496,7 @@ class Lifecycle:
 
     async def stop(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
         host, view = await self.require(name, host_name)
-        if view.state == "running":
+        if view.state == MachineState.RUNNING:
             if view.provisioning == FAILED:
                 # Its recipe may not have installed the guest tools: no quiesce to ask for.
                 report(Notice(f"{name} failed provisioning: stopping it without quiescing"))
@@ -551,7 +563,7 @@ class Lifecycle:
         if view.port is None:
             raise UsageError(f"{name!r} has no port; adopt it first: hbtui adopt {name}")
         recipe_dir = self.recipe_dir(recipe)
-        if view.state != "running":
+        if view.state != MachineState.RUNNING:
             report(Phase(f"starting {name}"))
             await self.boot(host, name)
         record = await self.registry.update(
@@ -603,7 +615,7 @@ class Lifecycle:
     ) -> BoxView:
         _host, view = await self.require(name, host_name)
         self.refuse_unprovisioned(view)
-        if view.state != "running":
+        if view.state != MachineState.RUNNING:
             view = await self.start(name, host_name, report=report)
         return view
 
@@ -656,7 +668,7 @@ class Lifecycle:
         presets = [creds.preset(self.config, n) for n in names]
         missing = [n for n in names if n not in self.secrets.names()]
         plaintext = None
-        if view.state == "running" and view.provisioning == READY:
+        if view.state == MachineState.RUNNING and view.provisioning == READY:
             managed = [p.env_var for p in creds.presets(self.config).values()]
             plaintext = await guest.plaintext_keys(host, name, managed)
         return creds.CredentialReport(name, host_name, presets, missing, plaintext)

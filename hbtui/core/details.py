@@ -160,7 +160,7 @@ async def details(boxes: Lifecycle, backups: Path, name: str, host_name: str = L
     box = [("name", view.name), ("host", view.host), ("kind", view.kind), ("state", view.state)]
     box.append(("provisioning", view.provisioning + (f": {view.error}" if view.error else "")))
     if view.busy:
-        box.append(("busy", view.busy))
+        box.append(("busy", str(view.busy)))
     box.append(("created", view.created or "unknown"))
     resources = [
         ("image", view.image or "unknown"),

@@ -39,8 +39,8 @@ class BoxActions(WebAndShell):
         activity = self.activities.get((view.host, view.name))
         if activity is not None and activity.running:
             busy = activity.operation
-        elif view.busy and not view.busy.startswith("quiesced"):
-            busy = view.busy
+        elif view.busy is not None and view.busy.held:  # another process runs one on it
+            busy = str(view.busy)
         else:
             return False
         self.notify(

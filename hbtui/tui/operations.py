@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from textual.message import Message
 
 from hbtui.errors import HbtuiError
-from hbtui.events import Event, Phase, Report
+from hbtui.events import Event, Report
 from hbtui.tui.activity import Activity, BoxKey
 
 if TYPE_CHECKING:
@@ -36,15 +36,6 @@ if TYPE_CHECKING:
     from hbtui.core.service import Service
 
 Call = Callable[[Report], Awaitable[object]]  # one Service call, given its Report
-
-# The core's first phase once it has reserved a new box's name and port
-# (hbtui.core.boxes, Lifecycle.make; load makes its box the same way). Until
-# then a making operation has made nothing, so it owns no row.
-MADE_PHASES = ("creating machine ", "branching ")
-
-
-def made_something(event: Event) -> bool:
-    return isinstance(event, Phase) and event.message.startswith(MADE_PHASES)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -129,7 +120,7 @@ class Operation:
         self.unmade: Activity | None = None
         if makes and key is not None:
             self.unmade = Activity(key)
-            self.unmade.begin(name)
+            self.unmade.begin(name, makes=True)
         self.progress: ProgressView | None = None  # the progress screen showing it
         self.dialog: WaitingDialog | None = None  # the new-box dialog waiting on it
         self.then: Callable[[], None] | None = None  # run once it has ended well

@@ -19,7 +19,7 @@ from textual.worker import Worker
 
 from hbtui.core.views import BoxView
 from hbtui.errors import Cancelled, HbtuiError
-from hbtui.events import Phase
+from hbtui.events import Phase, Reserved
 from hbtui.tui.activity import Activity, BoxKey
 from hbtui.tui.operations import (
     Call,
@@ -28,7 +28,6 @@ from hbtui.tui.operations import (
     OperationFinished,
     Request,
     describe_error,
-    made_something,
 )
 from hbtui.tui.queries import Queries
 
@@ -120,7 +119,7 @@ class Running(Queries):
             if progress is not None:
                 progress.show(event)
         if unmade is not None:
-            if not any(made_something(e) for e in message.events):
+            if not any(isinstance(e, Reserved) for e in message.events):
                 return  # nothing made yet: no row to show it in
             self._made(operation, unmade)
         if key is not None:

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.app import SuspendNotSupported
 
 from hbtui.core.views import BoxView
+from hbtui.events import MachineState
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.messages import ListingWanted, WebReady
 from hbtui.tui.operations import Operation, StartRequest, describe_error
@@ -26,7 +27,7 @@ from hbtui.tui.system import no_browser_reason
 if TYPE_CHECKING:
     from hbtui.core.hosts import WebAccess
 
-STARTABLE = ("stopped", "created")  # states `o` offers to start a box from
+STARTABLE = (MachineState.STOPPED, MachineState.CREATED)  # states `o` offers to start a box from
 
 
 class WebAndShell(Running):
@@ -39,7 +40,7 @@ class WebAndShell(Running):
             return
         if view.state in STARTABLE:
             self._offer_start(view)
-        elif view.state != "running":
+        elif view.state != MachineState.RUNNING:
             self.notify(f"{view.name} is {view.state}: its web UI is not up", severity="warning")
         else:
             self._open_web(view)

@@ -29,6 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
 from hbtui.core.views import BOX, MISSING, BoxView, HostListing
+from hbtui.events import MachineState
 from hbtui.names import LOCAL
 from hbtui.tui.activity import Activity, BoxKey, row_key
 from hbtui.tui.messages import (
@@ -258,7 +259,7 @@ class MainScreen(Screen[None]):
             )
         self.bases = message.bases
         self.show_listing(listing, message.asked_at)
-        running = [(v.host, v.name) for v in listing.boxes if v.state == "running"]
+        running = [(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING]
         self.post_message(StatsWanted(running))
         if self.ports_visible:
             self._want_ports()
@@ -323,7 +324,7 @@ class MainScreen(Screen[None]):
             name=key[1],
             host=key[0],
             kind=BOX,
-            state="failed" if failed else "creating",
+            state=MachineState.FAILED if failed else MachineState.CREATING,
             provisioning="failed" if failed else "provisioning",
         )
 
@@ -407,7 +408,12 @@ class MainScreen(Screen[None]):
     def _want_workload(self) -> None:
         key = self.log_pane.key
         view = self.selected_view()
-        if key is None or view is None or view.kind == MISSING or view.state == "creating":
+        if (
+            key is None
+            or view is None
+            or view.kind == MISSING
+            or view.state == MachineState.CREATING
+        ):
             return
         self.post_message(WorkloadLogWanted(key))
 

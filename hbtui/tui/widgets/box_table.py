@@ -25,6 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from hbtui.core.views import BOX, MISSING, BoxStats, BoxView
+from hbtui.events import MachineState
 from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
 from hbtui.tui.activity import Activity, BoxKey, row_key
 
@@ -78,7 +79,7 @@ def url_style(view: BoxView) -> str:
     """A URL that answers is underlined; one of a box that is not running is dimmed."""
     if not view.url:
         return ""
-    return "underline" if view.state == "running" else "dim"
+    return "underline" if view.state == MachineState.RUNNING else "dim"
 
 
 def usage_text(usage: BoxStats | None) -> Text:
@@ -105,7 +106,7 @@ def cells(
 ) -> tuple[Text, ...]:
     shown_state = view.state
     if activity is not None and activity.making:  # listed before its machine exists: "missing"
-        shown_state = "creating"
+        shown_state = MachineState.CREATING
     state = shown_state if view.kind in (BOX, MISSING) else f"{shown_state} ({view.kind})"
     if activity is not None and activity.running:
         prov = progress_text(activity)
@@ -125,7 +126,7 @@ def cells(
         Text(view.image or ""),
         Text(str(view.cpus or ""), justify="right"),
         Text(f"{view.memory_mib} MiB" if view.memory_mib else "", justify="right"),
-        usage_text(usage if view.state == "running" else None),
+        usage_text(usage if view.state == MachineState.RUNNING else None),
         keys_text(view),
         prov,
         Text(age(view.created, now), justify="right"),
