@@ -286,7 +286,7 @@ async def test_start_and_stop(static_service):
 
 
 async def test_a_busy_box_refuses_a_second_operation(static_service):
-    static_service.step_delay = 0.3
+    static_service.stalled = True  # still making when `s` comes, however loaded the machine
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -370,6 +370,7 @@ async def test_save_dialog_returns_a_request_and_progress_shows_bytes(static_ser
 
 async def test_cancelling_an_archive_operation_cancels_its_worker(static_service):
     static_service.step_delay = 0.3
+    static_service.stalled = True  # still saving when Cancel is clicked, however loaded
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)

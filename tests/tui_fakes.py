@@ -116,8 +116,9 @@ class FakeService:
         self.boxes = list(boxes if boxes is not None else sample_boxes())
         self.host_errors = dict(host_errors or {})
         self.step_delay = step_delay  # seconds between scripted progress events
-        # A new box's steps last until cancelled: a test that cancels one needs it still
-        # running however loaded the machine is (step_delay still times the rollback).
+        # A new box's steps, and a transfer after its first MiB, last until cancelled: a
+        # test that cancels one needs it still running however loaded the machine is
+        # (step_delay still times the rollback).
         self.stalled = False
         # Set to an Event, a rollback waits for it: a test sees the app wait for it.
         self.rollback_gate: asyncio.Event | None = None
@@ -438,6 +439,8 @@ class FakeService:
         total = 8 * 1024 * 1024
         for done in range(0, total + 1, total // 8):
             report(Transfer(done, total, label))
+            if self.stalled and done:
+                await asyncio.Event().wait()
             await self._pause()
 
     async def save(
