@@ -21,12 +21,12 @@ from tui_fakes import FakeService, frozen_clock
 
 from hbtui.core.service import Service
 from hbtui.events import LogLine, Phase
+from hbtui.tui.actions import ACTIONS, MAIN
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
 from hbtui.tui.dialogs.delete import DeleteDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.help import HelpScreen
-from hbtui.tui.screens.main import KEYS
 from hbtui.tui.screens.progress import ProgressScreen, TransferMeter
 from hbtui.tui.widgets.port_grid import PortGrid
 
@@ -625,13 +625,31 @@ async def test_keymap_remaps_and_palette_lists_every_action(static_service):
         assert isinstance(app.screen, NewBoxDialog)
         await pilot.press("escape")
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {title for _i, _k, action, _l, title, _h in KEYS if action != "app.quit"} <= titles
+        assert {a.title for a in ACTIONS if a.scope == MAIN and a.title} <= titles
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         table = app.screen.query_one("#keys")
         rows_ = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert ["new", "^n"] == rows_[2][:2] or rows_[2][1] in ("ctrl+n", "^n")
-        assert {r[0] for r in rows_} >= {ident for ident, *_ in KEYS}
+        assert {r[0] for r in rows_} == {a.id for a in ACTIONS}  # every key, each remappable
+
+
+async def test_keymap_remaps_the_tables_and_the_logs_keys_too(static_service):
+    static_service.config.keymap = {"down": "ctrl+n", "log-wrap": "ctrl+w"}
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        first = app.main.table.selected_key()
+        await pilot.press("j")  # down's old keys are gone
+        assert app.main.table.selected_key() == first
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: app.main.table.selected_key() != first)
+        log = app.main.log_pane.visible_view
+        log.focus()
+        await pilot.press("W")
+        assert not log.wrap
+        await pilot.press("ctrl+w")
+        await until(pilot, lambda: log.wrap)
 
 
 async def test_palette_commands_run_app_and_screen_actions(static_service):

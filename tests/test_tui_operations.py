@@ -20,11 +20,11 @@ from tui_fakes import NOW, FakeService, view
 
 from hbtui.core.views import BOX, MISSING, BoxView
 from hbtui.events import Phase, Reserved, Stage, Step
+from hbtui.tui.actions import BY_ID, MAIN
 from hbtui.tui.activity import Activity
 from hbtui.tui.dialogs.archive import LoadRequest, SaveDialog, SaveRequest
 from hbtui.tui.dialogs.confirm import ConfirmDialog, QuitScreen
 from hbtui.tui.dialogs.new import NewBoxDialog
-from hbtui.tui.screens.main import KEYS
 from hbtui.tui.screens.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
 from hbtui.tui.widgets.box_table import cells
 from hbtui.tui.widgets.port_grid import PortGrid
@@ -379,7 +379,8 @@ async def test_cancel_key_asks_then_rolls_back_as_a_notice(service):
 
 
 def test_cancel_is_a_key_in_the_keymap():
-    assert ("cancel", "c", "app.cancel_operation") in [k[:3] for k in KEYS]
+    cancel = BY_ID["cancel"]
+    assert (cancel.keys, cancel.action, cancel.scope) == ("c", "app.cancel_operation", MAIN)
 
 
 # -- against the simulator: the phases the dashboard reads ------------------------------------

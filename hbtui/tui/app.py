@@ -26,9 +26,10 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from hbtui.config import check_keymap
+from hbtui.tui.actions import MAIN, default_keys, in_scope, scopes
 from hbtui.tui.box_actions import BoxActions
 from hbtui.tui.operations import describe_error
-from hbtui.tui.screens.main import KEYS, MainScreen
+from hbtui.tui.screens.main import MainScreen
 
 TEXTUAL_DUPLICATES = ("Quit", "Keys")  # Textual's palette entries the dashboard has its own of
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
@@ -59,7 +60,7 @@ class HbtuiApp(BoxActions):
     def _apply_keymap(self) -> None:
         """`[keymap]` as checked by the config layer: what is wrong is said, and those
         actions keep their default keys."""
-        check = check_keymap(self.config.keymap, {ident: key for ident, key, *_ in KEYS})
+        check = check_keymap(self.config.keymap, default_keys(), scopes())
         self.keymap = check.keymap
         if check.keymap:
             self.set_keymap(check.keymap)
@@ -116,11 +117,15 @@ class HbtuiApp(BoxActions):
             if command.title not in TEXTUAL_DUPLICATES:
                 yield command
         if isinstance(screen, MainScreen):
-            for ident, key, action, _label, title, help_text in KEYS:
-                keys = self.keymap.get(ident, key).split(",")
+            for action in in_scope(MAIN):
+                if not action.title:
+                    continue
+                keys = self.keymap.get(action.id, action.keys).split(",")
                 shown = self.get_key_display(Binding(keys[0].strip(), ""))
                 yield SystemCommand(
-                    title, f"key {shown} · {help_text}", partial(self.run_action, action, screen)
+                    action.title,
+                    f"key {shown} · {action.help}",
+                    partial(self.run_action, action.action, screen),
                 )
 
     # -- notifications -----------------------------------------------------------------------

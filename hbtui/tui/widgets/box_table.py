@@ -18,7 +18,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -27,7 +27,9 @@ from textual.strip import Strip
 from hbtui.core.views import BOX, MISSING, BoxStats, BoxView
 from hbtui.events import MachineState
 from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
+from hbtui.tui.actions import TABLE
 from hbtui.tui.activity import Activity, BoxKey, row_key
+from hbtui.tui.keys import bindings
 
 COLUMNS = (
     ("name", "Box"),
@@ -191,14 +193,7 @@ class BoxTable(ScrollView, can_focus=True):
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor(-1)", "Cursor up", show=False),
-        Binding("down,j", "cursor(1)", "Cursor down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home,ctrl+home,g", "cursor_to(0)", "First box", show=False),
-        Binding("end,ctrl+end,G", "cursor_to(-1)", "Last box", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(TABLE)  # see hbtui/tui/actions.py
 
     class Sorted(Message):
         """The sort changed by a click on the header."""
