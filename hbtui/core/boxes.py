@@ -26,7 +26,7 @@ from hbtui.core import recipe as recipes
 from hbtui.core.bases import BaseBook, NewPlan, StaleBase
 from hbtui.core.hosts import Host, HostPool, WebAccess
 from hbtui.core.oplock import BoxLocks
-from hbtui.core.passphrase import get_secrets_passphrase
+from hbtui.core.passphrase import PassphraseSource, get_secrets_passphrase
 from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
 from hbtui.core.scratch import scratch
@@ -59,7 +59,13 @@ def host_flag(host_name: str) -> str:
 
 
 class Lifecycle:
-    def __init__(self, paths: Paths, config: Config, hosts: HostPool) -> None:
+    def __init__(
+        self,
+        paths: Paths,
+        config: Config,
+        hosts: HostPool,
+        secrets_passphrase: PassphraseSource | None = None,
+    ) -> None:
         self.paths = paths
         self.config = config
         self.hosts = hosts
@@ -67,7 +73,9 @@ class Lifecycle:
         self.locks = BoxLocks(paths.locks_dir / "boxes")
         self.bases = BaseBook(paths.data_dir / "bases")
         self.secrets = Secrets(
-            paths, config, lambda confirm: get_secrets_passphrase(confirm=confirm)
+            paths,
+            config,
+            secrets_passphrase or (lambda confirm: get_secrets_passphrase(confirm=confirm)),
         )
 
     def secret_env(self, record: BoxRecord | None) -> dict[str, str]:

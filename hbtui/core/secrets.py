@@ -80,12 +80,16 @@ class FileStore:
     def _load(self) -> dict[str, str]:
         if self._values is not None:
             return self._values
-        from hbtui.archive import ArchiveError, WrongPassphrase, decrypt_stream
-
         if not self.path.exists():
             self._values = {}
             return self._values
-        self._key = self._passphrase(False)
+        return self.unlock(self._passphrase(False))
+
+    def unlock(self, key: bytes) -> dict[str, str]:
+        """Read the file with `key` (kept for the next write); SecretsError if it fails."""
+        from hbtui.archive import ArchiveError, WrongPassphrase, decrypt_stream
+
+        self._key = key
         out = io.BytesIO()
         try:
             with open(self.path, "rb") as fh:
@@ -213,6 +217,13 @@ class Secrets:
             else:
                 self._stores[kind] = FileStore(self.file_path, self._passphrase)
         return self._stores[kind]
+
+    def unlock(self, passphrase: bytes) -> None:
+        """Open the encrypted file with a passphrase a front end asked for itself."""
+        store = self.store(FILE)
+        assert isinstance(store, FileStore)
+        if store.path.exists():
+            store.unlock(passphrase)
 
     def names(self) -> list[str]:
         return sorted(self._index())

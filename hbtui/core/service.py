@@ -24,6 +24,7 @@ from hbtui.core.boxes import Lifecycle
 from hbtui.core.credentials import CredentialReport, EgressReport, Preset
 from hbtui.core.hostbook import HostBook
 from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
+from hbtui.core.passphrase import PassphraseSource
 from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
@@ -47,12 +48,15 @@ class Service:
         config: Config,
         *,
         remote: Callable[[], RemoteHosts] | None = None,
+        secrets_passphrase: PassphraseSource | None = None,
     ) -> None:
+        """`secrets_passphrase`: where the encrypted secrets file's passphrase comes from
+        (default: the environment, else a prompt on the terminal)."""
         self.paths = paths
         self.config = config
         scratch.sweep(paths)  # plaintext a killed hbtui left behind
         self._hosts = HostPool(paths, config, remote)
-        self._boxes = Lifecycle(paths, config, self._hosts)
+        self._boxes = Lifecycle(paths, config, self._hosts, secrets_passphrase)
         self._book = HostBook(paths, config, self._hosts, self._boxes.registry)
 
     async def close(self) -> None:
@@ -192,6 +196,11 @@ class Service:
 
     def credential_presets(self) -> list[Preset]:
         return sorted(creds.presets(self.config).values(), key=lambda p: p.name)
+
+    def unlock_secrets(self, passphrase: bytes) -> None:
+        """Open the encrypted secrets file with a passphrase the front end asked for
+        (the dashboard's dialog); SecretsError when it does not open it."""
+        self._boxes.secrets.unlock(passphrase)
 
     def secrets(self) -> list[SecretInfo]:
         """Every stored secret: its name, where it is kept, the boxes using it (no value)."""

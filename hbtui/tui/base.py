@@ -76,6 +76,8 @@ class DashboardBase(App[None]):
         self._list_again = False  # ... and another listing was asked for meanwhile
         self._ports_worker: Worker[None] | None = None
         self._web: dict[BoxKey, WebAccess] = {}  # forwards kept until the dashboard ends
+        self._unlocking = False  # the secrets passphrase dialog is up
+        self._after_unlock: list[Callable[[], object]] = []  # operations it will run again
         self._quitting = False
         self._exit_status = 0  # 128 + the signal that ended the dashboard, if one did
         self.usage_history: dict[BoxKey, deque[BoxStats]] = {}  # live figures, newest last

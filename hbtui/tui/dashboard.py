@@ -31,9 +31,11 @@ def run_dashboard() -> int:
         # turned collection off for the start-up).
         gc.freeze()
         gc.enable()
+        from hbtui.core.passphrase import secrets_passphrase_without_prompt
         from hbtui.wiring import build_service
 
-        return build_service(paths, config)
+        # Never a prompt on the terminal: the App asks in a dialog (see Running).
+        return build_service(paths, config, secrets_passphrase=secrets_passphrase_without_prompt)
 
     app = HbtuiApp(connect, config=config)
 

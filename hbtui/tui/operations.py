@@ -124,6 +124,7 @@ class Operation:
         self.progress: ProgressView | None = None  # the progress screen showing it
         self.dialog: WaitingDialog | None = None  # the new-box dialog waiting on it
         self.then: Callable[[], None] | None = None  # run once it has ended well
+        self.call: Call | None = None  # the Service call, to run it again (once unlocked)
         self._target = target
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
@@ -173,7 +174,8 @@ class OperationEvents(Message):
 
 class OperationFinished(Message):
     """The operation returned `result`, or failed with the one-line `error` (and `hint`);
-    `cancelled`: it was cancelled and rolled back, and `error` says what was undone."""
+    `cancelled`: it was cancelled and rolled back, and `error` says what was undone;
+    `locked`: it stopped before doing anything, for want of the secrets passphrase."""
 
     def __init__(
         self,
@@ -182,6 +184,7 @@ class OperationFinished(Message):
         error: str = "",
         hint: str = "",
         cancelled: bool = False,
+        locked: bool = False,
     ) -> None:
         super().__init__()
         self.operation = operation
@@ -189,3 +192,4 @@ class OperationFinished(Message):
         self.error = error
         self.hint = hint
         self.cancelled = cancelled
+        self.locked = locked  # it needs the secrets file's passphrase, which nobody gave

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.worker import Worker
 
+from hbtui.core.passphrase import SecretsPassphraseNeeded
 from hbtui.core.views import BoxView
 from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import Phase, Reserved
@@ -72,6 +73,7 @@ class Running(Queries):
             activity.begin(name)
             self.main.box_changed(key)
         self.operations.append(operation)
+        operation.call = call
         operation.worker = self.run_worker(
             partial(self._operate, operation, call),
             group=OPERATIONS,
@@ -83,7 +85,7 @@ class Running(Queries):
     async def _operate(self, operation: Operation, call: Call) -> None:
         result: object = None
         error = hint = ""
-        cancelled = False
+        cancelled = locked = False
         try:
             result = await call(operation.report)
         except asyncio.CancelledError:
@@ -91,12 +93,14 @@ class Running(Queries):
             raise
         except Cancelled as exc:  # the core rolled back and says what it undid
             error, cancelled = exc.message, True
+        except SecretsPassphraseNeeded as exc:  # the dashboard asks (see _ask_to_unlock)
+            error, locked = exc.message, True
         except Exception as exc:
             error = describe_error(exc)
             hint = (exc.hint or "") if isinstance(exc, HbtuiError) else ""
         finally:
             operation.flush()  # the last events go before the end
-            self.post_message(OperationFinished(operation, result, error, hint, cancelled))
+            self.post_message(OperationFinished(operation, result, error, hint, cancelled, locked))
 
     def _activity_of(self, operation: Operation) -> Activity | None:
         if operation.unmade is not None:
@@ -157,9 +161,17 @@ class Running(Queries):
             self.operations.remove(operation)
         if operation.unmade is not None:
             self._refused(message)
+            if message.locked:
+                self._ask_to_unlock(operation, again=None)  # the dialog's Create tries again
             self.refresh_listing()
             return
         activity = self.activities.get(key) if key is not None else None
+        if message.locked:
+            if key is not None and activity is not None:
+                activity.finish("waiting for the secrets passphrase", cancelled=True)
+                self.main.box_changed(key)
+            self._ask_to_unlock(operation, again=operation.call)
+            return
         if activity is not None:
             if message.hint:
                 activity.append(f"\x1b[2m{message.hint}\x1b[0m")
@@ -187,6 +199,26 @@ class Running(Queries):
             else:
                 self.main.box_changed(key)
         self.refresh_listing()
+
+    def _ask_to_unlock(self, operation: Operation, again: Call | None) -> None:
+        """The secrets file's passphrase, in a dialog (one at a time, for every operation
+        that waits for it); each waiting operation runs again once the file is open."""
+        from hbtui.tui.dialogs.secrets import SecretsPassphraseDialog
+
+        if again is not None:
+            self._after_unlock.append(
+                partial(self.run_operation, operation.key, operation.name, again)
+            )
+        if self._unlocking:
+            return
+        self._unlocking = True
+        self.push_screen(SecretsPassphraseDialog(self.service, operation.label), self._unlocked)
+
+    def _unlocked(self, unlocked: bool | None) -> None:
+        self._unlocking = False
+        waiting, self._after_unlock = self._after_unlock, []
+        for run_again in waiting if unlocked else ():
+            run_again()
 
     def _show_progress(self, operation: Operation | None, title: str) -> None:
         from hbtui.tui.screens.progress import ProgressScreen
