@@ -11,7 +11,7 @@ import time
 import pytest
 
 from hbtui.config import load_config
-from hbtui.core.boxes import Lifecycle
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import HostPool
 from hbtui.core.oplock import BoxBusy
 from hbtui.core.views import Busy
@@ -31,10 +31,10 @@ asyncio.run(main())
 
 
 @pytest.fixture
-def boxes(hbtui_home) -> Lifecycle:
+def boxes(hbtui_home) -> BoxOperations:
     paths = resolve_paths()
     config = load_config(paths)
-    return Lifecycle(paths, config, HostPool(paths, config))
+    return BoxOperations(paths, config, HostPool(paths, config))
 
 
 async def test_a_box_this_process_holds_is_not_busy_to_its_own_listing(boxes):

@@ -27,10 +27,10 @@ from hbtui.core.secrets import SecretInfo
 from hbtui.core.views import (
     BOX,
     BoxDetails,
+    BoxListing,
     BoxStats,
     BoxView,
     DetailSection,
-    HostListing,
     ProvisionLog,
 )
 from hbtui.errors import Cancelled, HbtuiError, UsageError
@@ -163,11 +163,11 @@ class FakeService:
 
     async def list_boxes(
         self, *, include_foreign: bool = False, hosts: list[str] | None = None
-    ) -> HostListing:
+    ) -> BoxListing:
         self.list_calls += 1
         if "list_boxes" in self.broken:
             raise RuntimeError(self.broken["list_boxes"])
-        return HostListing(list(self.boxes), dict(self.host_errors))
+        return BoxListing(list(self.boxes), dict(self.host_errors))
 
     async def details(self, name: str, host: str = LOCAL) -> BoxDetails:
         self._called("details", name, host)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from hbtui.core import guest
 from hbtui.core import scratch as scratches
-from hbtui.core.boxes import Lifecycle
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.registry import FAILED, READY, utc_now
 from hbtui.core.scratch import scratch, staged_beside
@@ -148,7 +148,7 @@ def _can_write_beside(target: Path) -> None:
     os.unlink(tmp)
 
 
-def default_archive_path(boxes: Lifecycle, name: str) -> Path:
+def default_archive_path(boxes: BoxOperations, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return boxes.config.backups_dir(boxes.paths) / f"{name}-{stamp}{ARCHIVE_SUFFIX}"
 
@@ -159,7 +159,7 @@ async def _guest_rm(host: Host, name: str, path: str) -> None:
 
 
 async def save(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     name: str,
     host_name: str = LOCAL,
     *,
@@ -454,7 +454,7 @@ def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSin
 
 
 async def load(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     archive: Path,
     name: str,
     host_name: str = LOCAL,
@@ -500,7 +500,7 @@ async def load(
     return await boxes.get(name, host_name)
 
 
-async def _remove_quietly(boxes: Lifecycle, name: str, host_name: str) -> None:
+async def _remove_quietly(boxes: BoxOperations, name: str, host_name: str) -> None:
     try:
         await boxes.remove(name, host_name)
     except (HbtuiError, OSError):
@@ -514,7 +514,7 @@ async def _remove_quietly(boxes: Lifecycle, name: str, host_name: str) -> None:
 
 
 async def _restore_parts(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     host: Host,
     name: str,
     archive: Path,

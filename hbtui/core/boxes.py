@@ -31,7 +31,7 @@ from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
 from hbtui.core.scratch import scratch
 from hbtui.core.secrets import Secrets
-from hbtui.core.views import MISSING, ORPHAN, BoxView, Busy, HostListing, ProvisionLog, view_of
+from hbtui.core.views import MISSING, ORPHAN, BoxListing, BoxView, Busy, ProvisionLog, view_of
 from hbtui.engine import EngineError, Machine, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import (
@@ -58,7 +58,10 @@ def host_flag(host_name: str) -> str:
     return "" if host_name == LOCAL else f" --host {host_name}"
 
 
-class Lifecycle:
+class BoxOperations:
+    """Every operation on boxes, on every host: list, make, start, stop, remove, adopt,
+    repair, and the ways into a box; with the registry, the locks and the secrets."""
+
     def __init__(
         self,
         paths: Paths,
@@ -131,7 +134,7 @@ class Lifecycle:
 
     async def list_boxes(
         self, *, include_foreign: bool = False, hosts: list[str] | None = None
-    ) -> HostListing:
+    ) -> BoxListing:
         """Every host at once; a remote host that cannot be reached is reported, never
         fatal. This machine's own failures (a damaged registry, an engine that fails or a
         wrong state dir) are errors, not "unreachable"."""
@@ -154,7 +157,7 @@ class Lifecycle:
                 errors[name] = str(result) or type(result).__name__
             else:
                 boxes.extend(result)
-        return HostListing(boxes, errors)
+        return BoxListing(boxes, errors)
 
     async def get(self, name: str, host_name: str = LOCAL) -> BoxView:
         host = await self.hosts.get(host_name)

@@ -18,7 +18,7 @@ from pathlib import Path
 from hbtui.config import split_list
 from hbtui.core import credentials as creds
 from hbtui.core import recipe as recipes
-from hbtui.core.boxes import Lifecycle
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.registry import BoxRecord
 from hbtui.core.views import BoxDetails, BoxStats, DetailSection
 from hbtui.engine import EngineError
@@ -92,7 +92,9 @@ def parse_stats(data: dict[str, object]) -> BoxStats | None:
     return BoxStats(cpu_percent=cpu, memory_mib=memory, memory_limit_mib=limit)
 
 
-async def stats(boxes: Lifecycle, names: list[str], host_name: str = LOCAL) -> dict[str, BoxStats]:
+async def stats(
+    boxes: BoxOperations, names: list[str], host_name: str = LOCAL
+) -> dict[str, BoxStats]:
     """Resource use of these running boxes, asked for all at once; a box the engine cannot
     say anything about (stopped meanwhile, an engine without stats) is left out."""
     if not names:
@@ -126,7 +128,7 @@ def last_archive(backups: Path, name: str) -> Path | None:
     return found[-1] if found else None
 
 
-def _recipe_lines(boxes: Lifecycle, made_with: str) -> list[tuple[str, str]]:
+def _recipe_lines(boxes: BoxOperations, made_with: str) -> list[tuple[str, str]]:
     lines = [("made with version", made_with or "unknown (adopted, or made before versions)")]
     try:
         folder = boxes.recipe_dir(None)
@@ -148,7 +150,9 @@ def _egress_line(record: BoxRecord | None) -> str:
     return policy.describe()
 
 
-async def details(boxes: Lifecycle, backups: Path, name: str, host_name: str = LOCAL) -> BoxDetails:
+async def details(
+    boxes: BoxOperations, backups: Path, name: str, host_name: str = LOCAL
+) -> BoxDetails:
     """One box in full: the row, what the registry and the engine hold, its files."""
     view = await boxes.get(name, host_name)
     record = boxes.registry.read().get(name, host_name)

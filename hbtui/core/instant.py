@@ -2,7 +2,7 @@
 
 `build_base` provisions a builder box with the whole recipe, generalizes it
 (the recipe's `generalize.sh` removes what is per box), stops it and packs it;
-`Lifecycle.new` then makes boxes from that pack and runs only the per-box
+`BoxOperations.new` then makes boxes from that pack and runs only the per-box
 step. `branch` makes a box with another box's `/data` and installed state:
 through the engine's `machine branch` when the source runs branchable (memory
 included), otherwise by packing the stopped source and creating from the pack.
@@ -24,7 +24,7 @@ from hbtui.core import credentials as creds
 from hbtui.core import guest
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
-from hbtui.core.boxes import Lifecycle, host_flag
+from hbtui.core.boxes import BoxOperations, host_flag
 from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
 from hbtui.core.registry import BoxRecord
@@ -51,7 +51,7 @@ async def _to_the_end(work: Awaitable[T]) -> T:
         raise
 
 
-def _per_box_recipe(boxes: Lifecycle, recipe: Path | None, doing: str) -> Path:
+def _per_box_recipe(boxes: BoxOperations, recipe: Path | None, doing: str) -> Path:
     recipe_dir = boxes.recipe_dir(recipe)
     problem = recipes.base_problem(recipe_dir)
     if problem:
@@ -60,7 +60,7 @@ def _per_box_recipe(boxes: Lifecycle, recipe: Path | None, doing: str) -> Path:
 
 
 async def build_base(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     *,
     host_name: str = LOCAL,
     image: str | None = None,
@@ -131,7 +131,7 @@ async def build_base(
 
 
 async def _generalize(
-    boxes: Lifecycle, host: Host, view: BoxView, recipe_dir: Path, report: Report
+    boxes: BoxOperations, host: Host, view: BoxView, recipe_dir: Path, report: Report
 ) -> None:
     """Quiesce the builder, remove what is per box, stop it."""
     await guest.quiesce(host, view.name, report)
@@ -152,14 +152,14 @@ async def _generalize(
 
 
 async def _clean_up_build(
-    boxes: Lifecycle, host: Host, builder: str, superseded: str, report: Report
+    boxes: BoxOperations, host: Host, builder: str, superseded: str, report: Report
 ) -> None:
     await _remove_builder(boxes, builder, host.name, report)
     if superseded:
         await host.files.remove_tree(superseded)
 
 
-async def _remove_builder(boxes: Lifecycle, name: str, host_name: str, report: Report) -> None:
+async def _remove_builder(boxes: BoxOperations, name: str, host_name: str, report: Report) -> None:
     try:
         await boxes.remove(name, host_name, report=report)
     except (HbtuiError, OSError) as exc:
@@ -171,7 +171,7 @@ async def _remove_builder(boxes: Lifecycle, name: str, host_name: str, report: R
         )
 
 
-async def remove_base(boxes: Lifecycle, ident: str, host_name: str = LOCAL) -> Base:
+async def remove_base(boxes: BoxOperations, ident: str, host_name: str = LOCAL) -> Base:
     base = boxes.bases.require(host_name, ident)
     host = await boxes.hosts.get(host_name)
     if not base.made_in(host.files.bases_dir()):
@@ -187,7 +187,7 @@ async def remove_base(boxes: Lifecycle, ident: str, host_name: str = LOCAL) -> B
 
 
 async def verify_bases(
-    boxes: Lifecycle, ident: str | None = None, host_name: str = LOCAL
+    boxes: BoxOperations, ident: str | None = None, host_name: str = LOCAL
 ) -> list[BaseCheck]:
     chosen = [boxes.bases.require(host_name, ident)] if ident else boxes.bases.manifests(host_name)
     host = await boxes.hosts.get(host_name)
@@ -195,7 +195,7 @@ async def verify_bases(
 
 
 async def branch(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     source: str,
     name: str,
     *,
@@ -246,7 +246,7 @@ async def branch(
             await _to_the_end(_start_again(boxes, host, src, report))
 
 
-async def _refuse_taken(boxes: Lifecycle, host: Host, wanted: BoxRecord) -> None:
+async def _refuse_taken(boxes: BoxOperations, host: Host, wanted: BoxRecord) -> None:
     """The name and port checks `make` makes again under its lock, made early."""
     registry = boxes.registry.read()
     if registry.get(wanted.name, host.name) is not None:
@@ -261,7 +261,7 @@ async def _refuse_taken(boxes: Lifecycle, host: Host, wanted: BoxRecord) -> None
 
 @contextlib.asynccontextmanager
 async def _packed(
-    boxes: Lifecycle, host: Host, name: str, *, stop: bool, report: Report
+    boxes: BoxOperations, host: Host, name: str, *, stop: bool, report: Report
 ) -> AsyncIterator[Path]:
     """The box's disk as a pack in a private folder, removed when the block ends; the box
     is quiesced and stopped first when `stop` (a running box cannot be packed)."""
@@ -275,7 +275,7 @@ async def _packed(
 
 
 @contextlib.asynccontextmanager
-async def _pack_folder(boxes: Lifecycle, host: Host) -> AsyncIterator[str]:
+async def _pack_folder(boxes: BoxOperations, host: Host) -> AsyncIterator[str]:
     """A folder on the host for a pack of a box's disk (its /data in plaintext): here,
     the private scratch folder; on a remote host, one beside its bases."""
     if host.name == LOCAL:
@@ -290,7 +290,7 @@ async def _pack_folder(boxes: Lifecycle, host: Host) -> AsyncIterator[str]:
         await _to_the_end(host.files.remove_tree(folder))
 
 
-async def _start_again(boxes: Lifecycle, host: Host, src: BoxRecord, report: Report) -> None:
+async def _start_again(boxes: BoxOperations, host: Host, src: BoxRecord, report: Report) -> None:
     """The source was running before the branch: it runs again after, come what may."""
     try:
         report(Phase(f"starting {src.name} again"))
@@ -307,7 +307,7 @@ async def _start_again(boxes: Lifecycle, host: Host, src: BoxRecord, report: Rep
 
 
 async def change_credentials(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     name: str,
     host_name: str = LOCAL,
     *,
@@ -364,7 +364,7 @@ async def change_credentials(
 
 
 async def _remake(
-    boxes: Lifecycle, host: Host, old: BoxRecord, new: BoxRecord, pack: Path, report: Report
+    boxes: BoxOperations, host: Host, old: BoxRecord, new: BoxRecord, pack: Path, report: Report
 ) -> None:
     """Replace the machine with one made from `pack` as `new` says; if that fails, make
     it again as `old` was; if even that fails, keep the pack (the box's disk) safe."""
@@ -386,7 +386,7 @@ async def _remake(
     await boxes.registry.update(old.name, old.host, credentials=new.credentials, allow=new.allow)
 
 
-async def _start_if_there(boxes: Lifecycle, host: Host, src: BoxRecord, report: Report) -> None:
+async def _start_if_there(boxes: BoxOperations, host: Host, src: BoxRecord, report: Report) -> None:
     """After a failed or cancelled change, a box that ran runs again, if its machine is
     there (its disk may have been kept aside instead)."""
     try:

@@ -20,7 +20,7 @@ from hbtui.core import backups, scratch
 from hbtui.core import credentials as creds
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, BaseCheck, NewPlan
-from hbtui.core.boxes import Lifecycle
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.credentials import CredentialReport, EgressReport, Preset
 from hbtui.core.hostbook import HostBook
 from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
@@ -28,7 +28,7 @@ from hbtui.core.passphrase import PassphraseSource
 from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
-from hbtui.core.views import BoxDetails, BoxStats, BoxView, HostListing, ProvisionLog
+from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -56,7 +56,7 @@ class Service:
         self.config = config
         scratch.sweep(paths)  # plaintext a killed hbtui left behind
         self._hosts = HostPool(paths, config, remote)
-        self._boxes = Lifecycle(paths, config, self._hosts, secrets_passphrase)
+        self._boxes = BoxOperations(paths, config, self._hosts, secrets_passphrase)
         self._book = HostBook(paths, config, self._hosts, self._boxes.registry)
 
     async def close(self) -> None:
@@ -70,7 +70,7 @@ class Service:
 
     async def list_boxes(
         self, *, include_foreign: bool = False, hosts: list[str] | None = None
-    ) -> HostListing:
+    ) -> BoxListing:
         return await self._boxes.list_boxes(include_foreign=include_foreign, hosts=hosts)
 
     @contextlib.asynccontextmanager

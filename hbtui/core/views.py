@@ -76,7 +76,9 @@ class BoxView:
 
 
 @dataclass(frozen=True)
-class HostListing:
+class BoxListing:
+    """The boxes listed on every host, and the hosts that could not be listed."""
+
     boxes: list[BoxView]
     errors: dict[str, str]  # host -> why it could not be listed
 

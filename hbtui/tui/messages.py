@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 from hbtui.core.ports import PortSlot
-from hbtui.core.views import BoxStats, HostListing
+from hbtui.core.views import BoxListing, BoxStats
 from hbtui.events import Event
 from hbtui.tui.activity import BoxKey
 
@@ -66,7 +66,7 @@ class ListingLoaded(Message):
     operation reported about a box after that is newer than this answer."""
 
     def __init__(
-        self, listing: HostListing | None, asked_at: float, error: str = "", bases: int = 0
+        self, listing: BoxListing | None, asked_at: float, error: str = "", bases: int = 0
     ) -> None:
         super().__init__()
         self.listing = listing

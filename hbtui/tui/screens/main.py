@@ -28,7 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
-from hbtui.core.views import BOX, MISSING, BoxView, HostListing
+from hbtui.core.views import BOX, MISSING, BoxListing, BoxView
 from hbtui.events import MachineState
 from hbtui.names import LOCAL
 from hbtui.tui.actions import BY_ID, COMMANDS, MAIN
@@ -69,7 +69,7 @@ class MainScreen(Screen[None]):
         self.activities = activities  # the App's, which operations feed; read here
         self.clock = clock
         self.refresh_seconds = refresh_seconds
-        self.listing: HostListing | None = None
+        self.listing: BoxListing | None = None
         self.follow_key: BoxKey | None = None  # select this box as soon as it has a row
         self._listed: dict[BoxKey, BoxView] = {}  # the listing, with `_reported` applied
         # What operations returned about boxes (None: gone), and when: newer than
@@ -123,9 +123,7 @@ class MainScreen(Screen[None]):
     def on_listing_loaded(self, message: ListingLoaded) -> None:
         listing = message.listing
         if listing is None:  # the listing failed as a whole: keep the rows, say why
-            listing = HostListing(
-                self.listing.boxes if self.listing else [], {LOCAL: message.error}
-            )
+            listing = BoxListing(self.listing.boxes if self.listing else [], {LOCAL: message.error})
         self.bases = message.bases
         self.show_listing(listing, message.asked_at)
         running = [(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING]
@@ -135,7 +133,7 @@ class MainScreen(Screen[None]):
         if self.log_pane.workload_visible:
             self._want_workload()
 
-    def show_listing(self, listing: HostListing, asked_at: float | None = None) -> None:
+    def show_listing(self, listing: BoxListing, asked_at: float | None = None) -> None:
         """Show a listing asked for at `asked_at` (time.monotonic(); None: just now)."""
         self.listing = listing
         since = time.monotonic() if asked_at is None else asked_at
@@ -159,7 +157,7 @@ class MainScreen(Screen[None]):
             self._listed[key] = view
         self.box_changed(key)
 
-    def _show_status(self, listing: HostListing) -> None:
+    def _show_status(self, listing: BoxListing) -> None:
         if listing.errors:
             line = "  ".join(
                 f"[b red]host {h} unreachable:[/] {escape(why)}"
