@@ -119,7 +119,7 @@ def _archive_pattern(name: str) -> re.Pattern[str]:
     return re.compile(re.escape(name) + r"-\d{8}T\d{6}Z\.hbx")
 
 
-def last_archive(backups: Path, name: str) -> Path | None:
+def newest_archive(backups: Path, name: str) -> Path | None:
     """The box's newest archive under its default name in the backups folder."""
     if not backups.is_dir():
         return None
@@ -178,7 +178,7 @@ async def details(
         network.append(("port inside the box", str(record.guest_port)))
     labels = sorted(machine.labels.items()) if machine is not None else []
     save: list[tuple[str, str]] = [("when", view.last_save or "never")]
-    archive = await asyncio.to_thread(last_archive, backups, name)
+    archive = await asyncio.to_thread(newest_archive, backups, name)
     if archive is not None:
         save.append(("newest archive", str(archive)))
         save.append(("size", human_bytes(os.path.getsize(archive))))

@@ -379,7 +379,8 @@ class Service:
         return backups.resolve_archive(text, self.backups_dir())
 
     def last_archive(self) -> Path | None:
-        """The archive picked last (in any run), if it is still there."""
+        """The archive picked last in a Load or Extract (in any run), if it is still there:
+        what "last archive" means everywhere (a box's newest save is `newest_archive`)."""
         return backups.last_choice(self.paths)
 
     def remember_archive(self, archive: Path) -> None:
