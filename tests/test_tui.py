@@ -24,8 +24,8 @@ from hbtui.events import LogLine, Phase
 from hbtui.tui.actions import ACTIONS, MAIN
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
-from hbtui.tui.dialogs.delete import DeleteDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.dialogs.remove import RemoveDialog
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.progress import ProgressScreen, TransferMeter
 from hbtui.tui.widgets.port_grid import PortGrid
@@ -265,9 +265,9 @@ async def test_delete_needs_the_typed_name(static_service):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("d")
-        assert isinstance(app.screen, DeleteDialog)
+        assert isinstance(app.screen, RemoveDialog)
         await pilot.press(*"alp", "enter")
-        assert isinstance(app.screen, DeleteDialog) and app.screen.query_one("#ok").disabled
+        assert isinstance(app.screen, RemoveDialog) and app.screen.query_one("#ok").disabled
         await pilot.press(*"ha", "enter")
         await until(pilot, lambda: app.main.table.row_count == 3)
         assert ("remove", "alpha", "local") in static_service.calls
@@ -757,7 +757,7 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, m
             what=lambda: f"the row to be idle; notes: {notes(app)}",
         )
         await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, DeleteDialog), timeout=10)
+        await until(pilot, lambda: isinstance(app.screen, RemoveDialog), timeout=10)
         await pilot.press(*"s1", "enter")
         await until(
             pilot,

@@ -21,8 +21,8 @@ from hbtui.core.views import Busy
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
 from hbtui.tui.dialogs.confirm import ConfirmDialog
-from hbtui.tui.dialogs.delete import DeleteDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.dialogs.remove import RemoveDialog
 from hbtui.tui.dialogs.url import UrlDialog
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.system import open_in_browser
@@ -156,7 +156,7 @@ async def test_new_checks_the_port_as_you_type(service, typed, problem):
         assert dialog.query_one("#ok", Button).disabled == bool(problem)
 
 
-@pytest.mark.parametrize("key, kind", [("w", SaveDialog), ("d", DeleteDialog)])
+@pytest.mark.parametrize("key, kind", [("w", SaveDialog), ("d", RemoveDialog)])
 async def test_save_and_delete_refuse_a_box_another_process_is_busy_with(service, key, kind):
     service.boxes[0] = replace(service.boxes[0], busy=Busy("save", 4242))
     app = make_app(service)

@@ -65,12 +65,12 @@ ACTIONS: tuple[Action, ...] = (
     Action("start", "s", "app.start_box", "Start", "Start box", "Start the selected box"),
     Action("stop", "x", "app.stop_box", "Stop", "Stop box", "Quiesce and stop the selected box"),
     Action(
-        "delete",
+        "remove",
         "d",
-        "app.delete_box",
-        "Delete",
-        "Delete box",
-        "Delete the selected box after typing its name",
+        "app.remove_box",
+        "Remove",
+        "Remove box",
+        "Remove the selected box after typing its name",
     ),
     Action(
         "save",
@@ -256,7 +256,8 @@ BY_ID = {a.id: a for a in ACTIONS}
 ALIASES = {
     "q": "quit",
     "shell": "enter",
-    "rm": "delete",
+    "rm": "remove",
+    "delete": "remove",
     "describe": "details",
     "inspect": "details",
 }

@@ -21,8 +21,8 @@ from hbtui.tui.web_shell import WebAndShell
 
 if TYPE_CHECKING:
     from hbtui.tui.dialogs.archive import ExtractRequest, LoadRequest, SaveRequest
-    from hbtui.tui.dialogs.delete import DeleteRequest
     from hbtui.tui.dialogs.new import BranchRequest
+    from hbtui.tui.dialogs.remove import RemoveRequest
 
 
 class BoxActions(WebAndShell):
@@ -83,8 +83,8 @@ class BoxActions(WebAndShell):
             self.run_request(StopRequest(view.name, view.host))
         self.main.clear_marks()
 
-    def action_delete_box(self) -> None:
-        from hbtui.tui.dialogs.delete import DeleteDialog
+    def action_remove_box(self) -> None:
+        from hbtui.tui.dialogs.remove import RemoveDialog
 
         view = self._need_box()
         if view is None:
@@ -100,9 +100,9 @@ class BoxActions(WebAndShell):
                 self.main.redraw()
             return
         if not self._refuse_busy(view):
-            self.push_screen(DeleteDialog(view), self._delete)
+            self.push_screen(RemoveDialog(view), self._remove)
 
-    def _delete(self, request: DeleteRequest | None) -> None:
+    def _remove(self, request: RemoveRequest | None) -> None:
         if request is not None:
             self.run_request(request)
 

@@ -191,7 +191,7 @@ class Running(Queries):
         if operation.then is not None and not error:
             operation.then()
         if key is not None:
-            if operation.name == "delete" and not error:
+            if operation.name == "remove" and not error:
                 self.activities.pop(key, None)  # the box is gone, and its log with it
                 self.main.box_reported(key, None)
             elif isinstance(message.result, BoxView):  # the box as the call left it

@@ -55,8 +55,8 @@ from hbtui.tui.widgets.port_grid import PortGrid
 Clock = Callable[[], datetime]
 
 # Operations whose box is not listed (yet) still get a row while they run or
-# after they failed; a delete's box is meant to go away.
-NO_ROW_OPERATIONS = ("", "delete")
+# after they failed; a removed box is meant to go away.
+NO_ROW_OPERATIONS = ("", "remove")
 
 
 class MainScreen(Screen[None]):

@@ -1,4 +1,4 @@
-"""Deleting a box: type its name to confirm, and the request that removes it."""
+"""Removing a box: type its name to confirm, and the request that removes it."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class DeleteRequest:
+class RemoveRequest:
     name: str
     host: str
 
-    operation: ClassVar[str] = "delete"
+    operation: ClassVar[str] = "remove"
     makes: ClassVar[bool] = False
 
     @property
@@ -37,10 +37,10 @@ class DeleteRequest:
         return service.remove(self.name, self.host, report=report)
 
 
-class DeleteDialog(Dialog[DeleteRequest]):
-    """Type the box's name to delete it."""
+class RemoveDialog(Dialog[RemoveRequest]):
+    """Type the box's name to remove it."""
 
-    TITLE_TEXT = "Delete box"
+    TITLE_TEXT = "Remove box"
 
     def __init__(self, view: BoxView) -> None:
         super().__init__()
@@ -50,7 +50,7 @@ class DeleteDialog(Dialog[DeleteRequest]):
         v = self.view
         yield Static(
             Text.assemble(
-                "Delete ",
+                "Remove ",
                 (v.name, "bold"),
                 f" on {v.host}" if v.host != LOCAL else "",
                 "? Its machine and its /data are removed and port ",
@@ -65,7 +65,7 @@ class DeleteDialog(Dialog[DeleteRequest]):
         yield Label(f"Type {v.name} to confirm")
         yield Field(placeholder=v.name, id="confirm")
         with Horizontal(classes="buttons"):
-            yield Button("Delete", variant="error", id="ok", disabled=True)
+            yield Button("Remove", variant="error", id="ok", disabled=True)
             yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
@@ -79,4 +79,4 @@ class DeleteDialog(Dialog[DeleteRequest]):
     @on(Button.Pressed, "#ok")
     def confirm(self) -> None:
         if self.query_one("#confirm", Input).value.strip() == self.view.name:
-            self.dismiss(DeleteRequest(self.view.name, self.view.host))
+            self.dismiss(RemoveRequest(self.view.name, self.view.host))
