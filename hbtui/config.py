@@ -610,12 +610,19 @@ def _keys(text: str) -> list[str]:
     return [k.strip() for k in text.split(",") if k.strip()]
 
 
-def check_keymap(keymap: Mapping[str, str], defaults: Mapping[str, str]) -> KeymapCheck:
-    """`[keymap]` against the dashboard's action ids and their default keys.
+def check_keymap(
+    keymap: Mapping[str, str],
+    defaults: Mapping[str, str],
+    scopes: Mapping[str, str] | None = None,
+) -> KeymapCheck:
+    """`[keymap]` against the dashboard's action ids, their default keys and their scopes
+    (keys clash only within one scope; none given: one scope for all).
 
-    An unknown id is dropped, and so is every entry whose key would then be bound
-    to two actions (counting the defaults of the ids not remapped); dropping one
-    brings its default back, so the check repeats until nothing clashes.
+    An unknown id is dropped. A key bound to two actions of one scope goes to one of
+    them: the one for which it is the default, else the first remapped one (in the
+    order of `defaults`); each other entry on it is dropped, bringing its default back,
+    so the check repeats until nothing clashes. Each clash is one line: the key, the
+    entries dropped, and which action keeps it.
     """
     problems = [
         f"[keymap] {plain(ident)}: no such action (known: {', '.join(defaults)})"
@@ -624,21 +631,30 @@ def check_keymap(keymap: Mapping[str, str], defaults: Mapping[str, str]) -> Keym
     ]
     kept = {ident: keys for ident, keys in keymap.items() if ident in defaults}
     while True:
-        owners: dict[str, list[str]] = {}
+        owners: dict[tuple[str, str], list[str]] = {}
         for ident, default in defaults.items():
+            scope = scopes.get(ident, "") if scopes else ""
             for key in dict.fromkeys(_keys(kept.get(ident, default))):
-                owners.setdefault(key, []).append(ident)
-        clashes = {key: ids for key, ids in owners.items() if len(ids) > 1}
-        dropped = sorted({i for ids in clashes.values() for i in ids if i in kept})
-        if not dropped:
+                owners.setdefault((scope, key), []).append(ident)
+        clash = next(
+            (
+                (key, ids)
+                for (_scope, key), ids in owners.items()
+                if len(ids) > 1 and any(i in kept for i in ids)
+            ),
+            None,
+        )
+        if clash is None:  # no entry clashes (the defaults are the table's own)
             return KeymapCheck(kept, problems)
-        for ident in dropped:
-            key = next(k for k, ids in clashes.items() if ident in ids)
-            others = " and ".join(i for i in clashes[key] if i != ident)
-            problems.append(
-                f"[keymap] {plain(ident)} = {show(kept.pop(ident))}: {plain(key)} is "
-                f"also bound to {others}; {ident} keeps its default ({defaults[ident]})"
-            )
+        key, ids = clash
+        keeper = next((i for i in ids if i not in kept), ids[0])
+        dropped = [i for i in ids if i != keeper and i in kept]
+        entries = ", ".join(f"{plain(i)} = {show(kept.pop(i))}" for i in dropped)
+        back = ", ".join(f"{i} ({defaults[i]})" for i in dropped)
+        problems.append(
+            f"[keymap] {entries}: {plain(key)} is also bound to {keeper}, which keeps it; "
+            f"back to the default: {back}"
+        )
 
 
 def _where(source: Path | None) -> str:

@@ -3,19 +3,60 @@
 A core operation takes a `Report` callable and calls it with these events;
 the CLI turns them into rich progress bars and log lines, the dashboard into
 its log pane, progress bars and notifications. The core never formats output.
+
+What a front end acts on travels as data, never as the wording of a message:
+`Reserved` says a box's name and port are taken, `Phase.stage` names the
+stages a front end shows, `MachineState` names the states. A message's text
+is for people; rewording one changes nothing else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Stage(StrEnum):
+    """The stages of making or loading a box that a front end shows as steps."""
+
+    CHECK = "check"  # an archive is decrypted and checked before anything is made
+    CREATE = "create"  # the box's machine is created (or branched)
+    RESTORE = "restore"  # an archive's /data is copied into the box
+    DONE = "done"  # the box is ready (made, or loaded)
+
+
+class MachineState:
+    """A box's state as rows show it: the engine's word for its machine, or, for a
+    box an operation is making (or failed to), the dashboard's."""
+
+    RUNNING = "running"
+    STOPPED = "stopped"
+    CREATED = "created"  # made, never started
+    STARTING = "starting"
+    UNKNOWN = "unknown"  # the engine said nothing
+    MISSING = "missing"  # in the registry, but the engine has no such machine
+    CREATING = "creating"  # being made, no machine listed yet
+    FAILED = "failed"  # making it failed
 
 
 @dataclass(frozen=True)
 class Phase:
-    """A new stage of an operation began ("creating machine", "verifying")."""
+    """A new stage of an operation began ("creating machine", "verifying"); `stage` says
+    which, for the stages a front end keys on (None: it only informs)."""
 
     message: str
+    stage: Stage | None = None
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """A box's name and port are reserved on `host`: from here on the operation has made
+    something, and the box has a row (a refusal before this touched no box)."""
+
+    host: str
+    name: str
+    port: int
 
 
 @dataclass(frozen=True)
@@ -51,7 +92,7 @@ class Notice:
     message: str
 
 
-Event = Phase | LogLine | Step | Transfer | Notice
+Event = Phase | Reserved | LogLine | Step | Transfer | Notice
 Report = Callable[[Event], None]
 
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from hbtui.events import MachineState
+
 STATE_STYLE = {
-    "running": "green",
-    "stopped": "yellow",
-    "created": "cyan",
-    "starting": "cyan",
-    "creating": "cyan",
-    "failed": "bold red",
-    "missing": "red",
+    MachineState.RUNNING: "green",
+    MachineState.STOPPED: "yellow",
+    MachineState.CREATED: "cyan",
+    MachineState.STARTING: "cyan",
+    MachineState.CREATING: "cyan",
+    MachineState.FAILED: "bold red",
+    MachineState.MISSING: "red",
     "unreachable": "red",
     "orphan": "magenta",
 }

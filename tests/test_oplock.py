@@ -3,15 +3,18 @@ a box busy; this process's own does not (its front end shows it as an activity).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 
 import pytest
 
 from hbtui.config import load_config
-from hbtui.core.boxes import Lifecycle
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import HostPool
 from hbtui.core.oplock import BoxBusy
+from hbtui.core.views import Busy
 from hbtui.paths import resolve_paths
 
 HOLDER = """
@@ -28,16 +31,16 @@ asyncio.run(main())
 
 
 @pytest.fixture
-def boxes(hbtui_home) -> Lifecycle:
+def boxes(hbtui_home) -> BoxOperations:
     paths = resolve_paths()
     config = load_config(paths)
-    return Lifecycle(paths, config, HostPool(paths, config))
+    return BoxOperations(paths, config, HostPool(paths, config))
 
 
 async def test_a_box_this_process_holds_is_not_busy_to_its_own_listing(boxes):
     async with boxes.locks.hold("local", "b", "start"):
-        assert boxes.busy("b", "local") == ""
-    assert boxes.busy("b", "local") == ""
+        assert boxes.busy("b", "local") is None
+    assert boxes.busy("b", "local") is None
 
 
 async def test_a_box_another_process_holds_is_busy_with_its_operation_and_pid(boxes):
@@ -49,11 +52,27 @@ async def test_a_box_another_process_holds_is_busy_with_its_operation_and_pid(bo
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        assert boxes.busy("b", "local") == f"save (pid {holder.pid})"
+        busy = boxes.busy("b", "local")
+        assert busy == Busy("save", holder.pid) and busy.held
+        assert str(busy) == f"save (pid {holder.pid})"
         with pytest.raises(BoxBusy, match=rf"busy with save \(pid {holder.pid}\)"):
             async with boxes.locks.hold("local", "b", "stop"):
                 pass
     finally:
         holder.communicate("", timeout=30)
     assert holder.returncode == 0
-    assert boxes.busy("b", "local") == ""  # a clean end empties the record
+    assert boxes.busy("b", "local") is None  # a clean end empties the record
+
+
+def test_a_killed_holders_quiesce_lease_is_busy_but_held_by_nobody(boxes):
+    """What a front end keys on is data: the lease's end, and that no process holds it."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    until = time.time() + 60
+    boxes.locks.folder.mkdir(parents=True, exist_ok=True)
+    boxes.locks.path("local", "b").write_text(
+        json.dumps({"operation": "save", "pid": dead.pid, "since": 0, "quiesced_until": until})
+    )
+    busy = boxes.busy("b", "local")
+    assert busy == Busy("save", 0, until) and not busy.held
+    assert str(busy).startswith("quiesced: save was interrupted; services return by ")

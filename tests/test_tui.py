@@ -21,16 +21,12 @@ from tui_fakes import FakeService, frozen_clock
 
 from hbtui.core.service import Service
 from hbtui.events import LogLine, Phase
+from hbtui.tui.actions import ACTIONS, MAIN
 from hbtui.tui.app import HbtuiApp
-from hbtui.tui.screens.dialogs import (
-    DeleteDialog,
-    ExtractDialog,
-    LoadDialog,
-    NewBoxDialog,
-    SaveDialog,
-)
+from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
+from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.dialogs.remove import RemoveDialog
 from hbtui.tui.screens.help import HelpScreen
-from hbtui.tui.screens.main import KEYS
 from hbtui.tui.screens.progress import ProgressScreen, TransferMeter
 from hbtui.tui.widgets.port_grid import PortGrid
 
@@ -269,9 +265,9 @@ async def test_delete_needs_the_typed_name(static_service):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("d")
-        assert isinstance(app.screen, DeleteDialog)
+        assert isinstance(app.screen, RemoveDialog)
         await pilot.press(*"alp", "enter")
-        assert isinstance(app.screen, DeleteDialog) and app.screen.query_one("#ok").disabled
+        assert isinstance(app.screen, RemoveDialog) and app.screen.query_one("#ok").disabled
         await pilot.press(*"ha", "enter")
         await until(pilot, lambda: app.main.table.row_count == 3)
         assert ("remove", "alpha", "local") in static_service.calls
@@ -290,7 +286,7 @@ async def test_start_and_stop(static_service):
 
 
 async def test_a_busy_box_refuses_a_second_operation(static_service):
-    static_service.step_delay = 0.3
+    static_service.stalled = True  # still making when `s` comes, however loaded the machine
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -374,6 +370,7 @@ async def test_save_dialog_returns_a_request_and_progress_shows_bytes(static_ser
 
 async def test_cancelling_an_archive_operation_cancels_its_worker(static_service):
     static_service.step_delay = 0.3
+    static_service.stalled = True  # still saving when Cancel is clicked, however loaded
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -628,13 +625,31 @@ async def test_keymap_remaps_and_palette_lists_every_action(static_service):
         assert isinstance(app.screen, NewBoxDialog)
         await pilot.press("escape")
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {title for _i, _k, action, _l, title, _h in KEYS if action != "app.quit"} <= titles
+        assert {a.title for a in ACTIONS if a.scope == MAIN and a.title} <= titles
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         table = app.screen.query_one("#keys")
         rows_ = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert ["new", "^n"] == rows_[2][:2] or rows_[2][1] in ("ctrl+n", "^n")
-        assert {r[0] for r in rows_} >= {ident for ident, *_ in KEYS}
+        assert {r[0] for r in rows_} == {a.id for a in ACTIONS}  # every key, each remappable
+
+
+async def test_keymap_remaps_the_tables_and_the_logs_keys_too(static_service):
+    static_service.config.keymap = {"down": "ctrl+n", "log-wrap": "ctrl+w"}
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        first = app.main.table.selected_key()
+        await pilot.press("j")  # down's old keys are gone
+        assert app.main.table.selected_key() == first
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: app.main.table.selected_key() != first)
+        log = app.main.log_pane.visible_view
+        log.focus()
+        await pilot.press("W")
+        assert not log.wrap
+        await pilot.press("ctrl+w")
+        await until(pilot, lambda: log.wrap)
 
 
 async def test_palette_commands_run_app_and_screen_actions(static_service):
@@ -742,7 +757,7 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, m
             what=lambda: f"the row to be idle; notes: {notes(app)}",
         )
         await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, DeleteDialog), timeout=10)
+        await until(pilot, lambda: isinstance(app.screen, RemoveDialog), timeout=10)
         await pilot.press(*"s1", "enter")
         await until(
             pilot,
@@ -794,7 +809,9 @@ async def test_a_box_another_process_holds_says_so_in_its_row(static_service):
     """A save run by `hbtui save` in another terminal shows in the dashboard's row."""
     from dataclasses import replace
 
-    static_service.boxes[0] = replace(static_service.boxes[0], busy="save (pid 4242)")
+    from hbtui.core.views import Busy
+
+    static_service.boxes[0] = replace(static_service.boxes[0], busy=Busy("save", 4242))
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)

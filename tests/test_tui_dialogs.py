@@ -6,6 +6,7 @@ dialogs (tests/__snapshots__/test_tui_dialogs/).
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,17 +17,15 @@ from textual.widgets import Button, DataTable, Input, Label
 from tui_fakes import NOW, FakeService, frozen_clock, view
 
 from hbtui.core.backups import ArchiveEntry
-from hbtui.tui.app import HbtuiApp, open_in_browser
-from hbtui.tui.screens.confirm import ConfirmDialog
-from hbtui.tui.screens.dialogs import (
-    DeleteDialog,
-    ExtractDialog,
-    LoadDialog,
-    NewBoxDialog,
-    SaveDialog,
-    UrlDialog,
-)
+from hbtui.core.views import Busy
+from hbtui.tui.app import HbtuiApp
+from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
+from hbtui.tui.dialogs.confirm import ConfirmDialog
+from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.dialogs.remove import RemoveDialog
+from hbtui.tui.dialogs.url import UrlDialog
 from hbtui.tui.screens.help import HelpScreen
+from hbtui.tui.system import open_in_browser
 from hbtui.tui.widgets.box_table import cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
@@ -157,9 +156,9 @@ async def test_new_checks_the_port_as_you_type(service, typed, problem):
         assert dialog.query_one("#ok", Button).disabled == bool(problem)
 
 
-@pytest.mark.parametrize("key, kind", [("w", SaveDialog), ("d", DeleteDialog)])
+@pytest.mark.parametrize("key, kind", [("w", SaveDialog), ("d", RemoveDialog)])
 async def test_save_and_delete_refuse_a_box_another_process_is_busy_with(service, key, kind):
-    service.boxes[0] = replace(service.boxes[0], busy="save (pid 4242)")
+    service.boxes[0] = replace(service.boxes[0], busy=Busy("save", 4242))
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -185,8 +184,9 @@ async def test_save_refuses_a_box_busy_with_an_operation_of_this_dashboard(servi
 
 
 async def test_a_quiesced_box_can_still_be_saved(service):
-    """What an interrupted save left ("quiesced ...") is no operation running."""
-    service.boxes[0] = replace(service.boxes[0], busy="quiesced since 12:00 (lease lapsed)")
+    """What an interrupted save left (its quiesce lease, held by no process) is no
+    operation running."""
+    service.boxes[0] = replace(service.boxes[0], busy=Busy("save", lease_end=time.time() + 60))
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -360,7 +360,7 @@ async def test_a_bad_keymap_is_reported_at_start_and_the_defaults_kept(service):
         await until(pilot, lambda: app.main.table.row_count == 4)
         [note] = [n for n in notes(app) if "keymap" in n]
         assert "frobnicate: no such action" in note
-        assert 'new = "s": s is also bound to start; new keeps its default (n)' in note
+        assert 'new = "s": s is also bound to start, which keeps it; ' in note
         assert app.keymap == {"help": "f1"}
         await pilot.press("n")  # new kept its key
         await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))

@@ -10,7 +10,7 @@ from test_tui_dialogs import opened, operations_done, service, text_of  # noqa: 
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.core.bases import Base, NewPlan
-from hbtui.tui.screens.dialogs import BranchDialog, NewBoxDialog
+from hbtui.tui.dialogs.new import BranchDialog, NewBoxDialog
 
 BASE = Base(
     id="ubuntu-24.04-5699fbee178d",

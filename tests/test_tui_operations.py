@@ -19,12 +19,12 @@ from textual.widgets import Input, ProgressBar
 from tui_fakes import NOW, FakeService, view
 
 from hbtui.core.views import BOX, MISSING, BoxView
-from hbtui.events import Phase, Step
+from hbtui.events import Phase, Reserved, Stage, Step
+from hbtui.tui.actions import BY_ID, MAIN
 from hbtui.tui.activity import Activity
-from hbtui.tui.app import made_something
-from hbtui.tui.screens.confirm import ConfirmDialog, QuitScreen
-from hbtui.tui.screens.dialogs import LoadRequest, NewBoxDialog, SaveDialog, SaveRequest
-from hbtui.tui.screens.main import KEYS
+from hbtui.tui.dialogs.archive import LoadRequest, SaveDialog, SaveRequest
+from hbtui.tui.dialogs.confirm import ConfirmDialog, QuitScreen
+from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
 from hbtui.tui.widgets.box_table import cells
 from hbtui.tui.widgets.port_grid import PortGrid
@@ -265,7 +265,7 @@ async def test_the_dialog_closes_once_the_box_exists_and_escape_cancels_before(s
 def test_a_box_being_made_is_creating_not_missing():
     listed = BoxView(name="m", host="local", kind=MISSING, state="missing", provisioning="p")
     making = Activity(("local", "m"))
-    making.begin("new")
+    making.begin("new", makes=True)
     assert cells(listed, making, NOW)[2].plain == "creating"
     making.finish()
     assert cells(listed, making, NOW)[2].plain == "missing"  # made, and then lost its machine
@@ -326,19 +326,21 @@ async def test_events_arriving_while_the_dashboard_closes_draw_nothing(service, 
         assert not progress.query("#bytes")
 
 
-def test_load_stages_follow_the_cores_phases():
+def test_load_stages_follow_the_cores_stages_not_its_words():
     seen = [
         load_stage(e)
         for e in (
-            Phase("decrypting and checking b.hbx before creating anything"),
+            Phase("any words at all", Stage.CHECK),
             Phase("reserving a port"),
-            Phase("creating machine copy (port 4791)"),
+            Reserved("local", "copy", 4791),
+            Phase("creating machine copy (port 4791)"),  # no stage: the words mean nothing
+            Phase("reworded", Stage.CREATE),
             Step(1, 6, "base"),
-            Phase("copying /data into the box part by part"),
-            Phase("loaded b.hbx into copy"),
+            Phase("reworded", Stage.RESTORE),
+            Phase("reworded", Stage.DONE),
         )
     ]
-    assert seen == [0, None, 1, 2, 3, 4]
+    assert seen == [0, None, None, None, 1, 2, 3, 4]
     assert stages_text(2, failed=False).plain == (
         "✓ decrypt+check › ✓ create › ▶ provision › restore › ready"
     )
@@ -377,7 +379,8 @@ async def test_cancel_key_asks_then_rolls_back_as_a_notice(service):
 
 
 def test_cancel_is_a_key_in_the_keymap():
-    assert ("cancel", "c", "app.cancel_operation") in [k[:3] for k in KEYS]
+    cancel = BY_ID["cancel"]
+    assert (cancel.keys, cancel.action, cancel.scope) == ("c", "app.cancel_operation", MAIN)
 
 
 # -- against the simulator: the phases the dashboard reads ------------------------------------
@@ -387,13 +390,16 @@ def test_cancel_is_a_key_in_the_keymap():
 async def test_the_cores_phases_are_the_ones_the_dashboard_reads(
     sim_service, tmp_path, monkeypatch
 ):
-    """A box is reserved when `made_something` says so, not before; a load passes
-    through every stage the progress window names, in order."""
+    """The core says when a box is reserved (`Reserved`, with its host, name and port),
+    before anything is made; a load passes through every stage the progress window
+    names, in order."""
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
     made: list = []
-    await sim_service.new("orig", report=made.append)
-    first = next(i for i, e in enumerate(made) if made_something(e))
-    assert not any(isinstance(e, Step) for e in made[:first])  # nothing provisioned before
+    view = await sim_service.new("orig", report=made.append)
+    reserved = [i for i, e in enumerate(made) if isinstance(e, Reserved)]
+    assert len(reserved) == 1
+    assert made[reserved[0]] == Reserved("local", "orig", view.port)
+    assert not any(isinstance(e, Step) for e in made[: reserved[0]])  # nothing provisioned before
     archive = tmp_path / "orig.hbx"
     await sim_service.save("orig", output=archive, passphrase=b"pw", verify=False)
     loaded: list = []

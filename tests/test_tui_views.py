@@ -23,9 +23,9 @@ from tui_fakes import FakeService, frozen_clock
 from hbtui.core.details import parse_stats
 from hbtui.core.views import BoxStats
 from hbtui.tui.app import HbtuiApp
-from hbtui.tui.screens.bulk import BulkSaveDialog
+from hbtui.tui.dialogs.bulk import BulkSaveDialog
+from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.details import DetailsScreen
-from hbtui.tui.screens.dialogs import NewBoxDialog
 from hbtui.tui.widgets.command_line import CommandLine
 
 sim = pytest.mark.sim

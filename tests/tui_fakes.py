@@ -27,14 +27,25 @@ from hbtui.core.secrets import SecretInfo
 from hbtui.core.views import (
     BOX,
     BoxDetails,
+    BoxListing,
     BoxStats,
     BoxView,
     DetailSection,
-    HostListing,
     ProvisionLog,
 )
 from hbtui.errors import Cancelled, HbtuiError, UsageError
-from hbtui.events import Event, LogLine, Notice, Phase, Report, Step, Transfer, ignore
+from hbtui.events import (
+    Event,
+    LogLine,
+    Notice,
+    Phase,
+    Report,
+    Reserved,
+    Stage,
+    Step,
+    Transfer,
+    ignore,
+)
 from hbtui.names import LOCAL, check_name
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -105,8 +116,9 @@ class FakeService:
         self.boxes = list(boxes if boxes is not None else sample_boxes())
         self.host_errors = dict(host_errors or {})
         self.step_delay = step_delay  # seconds between scripted progress events
-        # A new box's steps last until cancelled: a test that cancels one needs it still
-        # running however loaded the machine is (step_delay still times the rollback).
+        # A new box's steps, and a transfer after its first MiB, last until cancelled: a
+        # test that cancels one needs it still running however loaded the machine is
+        # (step_delay still times the rollback).
         self.stalled = False
         # Set to an Event, a rollback waits for it: a test sees the app wait for it.
         self.rollback_gate: asyncio.Event | None = None
@@ -151,11 +163,11 @@ class FakeService:
 
     async def list_boxes(
         self, *, include_foreign: bool = False, hosts: list[str] | None = None
-    ) -> HostListing:
+    ) -> BoxListing:
         self.list_calls += 1
         if "list_boxes" in self.broken:
             raise RuntimeError(self.broken["list_boxes"])
-        return HostListing(list(self.boxes), dict(self.host_errors))
+        return BoxListing(list(self.boxes), dict(self.host_errors))
 
     async def details(self, name: str, host: str = LOCAL) -> BoxDetails:
         self._called("details", name, host)
@@ -239,7 +251,8 @@ class FakeService:
         if any((b.name, b.host) == (name, host) for b in self.boxes):  # before anything is made
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
         port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
-        report(Phase(f"creating machine {name} (port {port})"))
+        report(Reserved(host, name, port))
+        report(Phase(f"creating machine {name} (port {port})", Stage.CREATE))
         self.boxes.append(
             view(name, port, host=host, provisioning="provisioning", created="2026-11-29T12:00:00Z")
         )
@@ -259,7 +272,7 @@ class FakeService:
             raise
         i = self._find(name, host)
         self.boxes[i] = replace(self.boxes[i], provisioning="ready")
-        report(Phase(f"{name} is ready at {self.boxes[i].url}"))
+        report(Phase(f"{name} is ready at {self.boxes[i].url}", Stage.DONE))
         return self.boxes[i]
 
     async def _rollback(self, name: str, host: str, report: Report) -> None:
@@ -374,11 +387,12 @@ class FakeService:
         if any((b.name, b.host) == (name, host) for b in self.boxes):
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
         port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
-        report(Phase(f"branching {source} into {name} (port {port})"))
+        report(Reserved(host, name, port))
+        report(Phase(f"branching {source} into {name} (port {port})", Stage.CREATE))
         await self._pause()
         child = replace(src, name=name, port=port, url=f"http://127.0.0.1:{port}/", parent=source)
         self.boxes.append(child)
-        report(Phase(f"{name} is ready at {child.url}"))
+        report(Phase(f"{name} is ready at {child.url}", Stage.DONE))
         return child
 
     def recipe_dir(self, recipe: Path | None = None) -> Path:
@@ -425,6 +439,8 @@ class FakeService:
         total = 8 * 1024 * 1024
         for done in range(0, total + 1, total // 8):
             report(Transfer(done, total, label))
+            if self.stalled and done:
+                await asyncio.Event().wait()
             await self._pause()
 
     async def save(
@@ -455,7 +471,8 @@ class FakeService:
         check_name(name)
         self._called("load", archive, name, host, passphrase, recipe)
         await self._transfer("checking", report)
-        report(Phase(f"creating machine {name}"))
+        report(Reserved(host, name, 4820))
+        report(Phase(f"creating machine {name}", Stage.CREATE))
         made = view(name, 4820, host=host, created="2026-11-29T12:00:00Z")
         self.boxes.append(made)
         return made

@@ -328,7 +328,7 @@ def _main(argv: list[str] | None) -> int:
             # collecting while they are made only delays the first frame (~15 ms
             # here). run_dashboard turns collection back on once the frame is up.
             gc.disable()
-            from hbtui.tui.app import run_dashboard
+            from hbtui.tui.dashboard import run_dashboard
 
             return run_dashboard()
         if not args.run:  # a group without its action: `hbtui hosts`

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from hbtui.cli.output import Invocation, box_table, print_json
 from hbtui.environment import child_env
 from hbtui.errors import UsageError
-from hbtui.events import LogLine, Step
+from hbtui.events import LogLine, MachineState, Step
 from hbtui.names import LOCAL
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def cmd_start(inv: Invocation) -> int:
 def cmd_stop(inv: Invocation) -> int:
     with inv.reporter() as rep:
         view = inv.call(inv.service.stop(inv.args.name, inv.host, report=rep))
-    return _state_done(inv, view, "stopped")
+    return _state_done(inv, view, MachineState.STOPPED)
 
 
 def _state_done(inv: Invocation, view: BoxView, verb: str) -> int:

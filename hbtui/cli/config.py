@@ -46,10 +46,9 @@ def _notes(service: Service) -> list[str]:
     except HbtuiError as exc:
         notes = [f"recipe: {exc.message}"]
     if service.config.keymap:  # the dashboard's keys are read only when there are remaps
-        from hbtui.tui.screens.main import KEYS
+        from hbtui.tui.actions import default_keys, scopes  # the table, without Textual
 
-        defaults = {ident: key for ident, key, *_ in KEYS}
-        notes += check_keymap(service.config.keymap, defaults).problems
+        notes += check_keymap(service.config.keymap, default_keys(), scopes()).problems
     return notes
 
 

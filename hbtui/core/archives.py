@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from hbtui.core import guest
 from hbtui.core import scratch as scratches
-from hbtui.core.boxes import Lifecycle
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.registry import FAILED, READY, utc_now
 from hbtui.core.scratch import scratch, staged_beside
 from hbtui.core.views import BOX, ORPHAN, BoxView
 from hbtui.errors import Cancelled, HbtuiError, UsageError
-from hbtui.events import Notice, Phase, Report, Transfer, ignore
+from hbtui.events import MachineState, Notice, Phase, Report, Stage, Transfer, ignore
 from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths, naming
 
@@ -149,7 +149,7 @@ def _can_write_beside(target: Path) -> None:
     os.unlink(tmp)
 
 
-def default_archive_path(boxes: Lifecycle, name: str) -> Path:
+def default_archive_path(boxes: BoxOperations, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return boxes.config.backups_dir(boxes.paths) / f"{name}-{stamp}{ARCHIVE_SUFFIX}"
 
@@ -160,7 +160,7 @@ async def _guest_rm(host: Host, name: str, path: str) -> None:
 
 
 async def save(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     name: str,
     host_name: str = LOCAL,
     *,
@@ -191,7 +191,7 @@ async def save(
             ) from None
     _can_write_beside(target)  # before the box is paused, not after it was packed
     part_bytes = boxes.config.archive.part_size_mib * 2**20
-    was_running = view.state == "running"
+    was_running = view.state == MachineState.RUNNING
     if not was_running:
         report(Phase(f"starting {name} to read its /data"))
         await boxes.boot(host, name)
@@ -456,7 +456,7 @@ def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSin
 
 
 async def load(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     archive: Path,
     name: str,
     host_name: str = LOCAL,
@@ -473,7 +473,7 @@ async def load(
     size = archive.stat().st_size
     progress = _from_thread(report, size, "checking")
 
-    report(Phase(f"decrypting and checking {archive.name} before creating anything"))
+    report(Phase(f"decrypting and checking {archive.name} before creating anything", Stage.CHECK))
     await asyncio.to_thread(_check_contents, archive, kind, passphrase, progress)
 
     view = await boxes.new(
@@ -498,11 +498,11 @@ async def load(
                 f"decrypting parts into {where}: {exc.strerror or exc}; box {name!r} was removed"
             ) from None
         raise
-    report(Phase(f"loaded {archive.name} into {name}"))
+    report(Phase(f"loaded {archive.name} into {name}", Stage.DONE))
     return await boxes.get(name, host_name)
 
 
-async def _remove_quietly(boxes: Lifecycle, name: str, host_name: str) -> None:
+async def _remove_quietly(boxes: BoxOperations, name: str, host_name: str) -> None:
     try:
         await boxes.remove(name, host_name)
     except (HbtuiError, OSError):
@@ -516,7 +516,7 @@ async def _remove_quietly(boxes: Lifecycle, name: str, host_name: str) -> None:
 
 
 async def _restore_parts(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     host: Host,
     name: str,
     archive: Path,
@@ -525,7 +525,7 @@ async def _restore_parts(
     size: int,
     report: Report,
 ) -> None:
-    report(Phase("copying /data into the box part by part"))
+    report(Phase("copying /data into the box part by part", Stage.RESTORE))
     loop = asyncio.get_running_loop()
     parts: asyncio.Queue[Path | None] = asyncio.Queue(maxsize=1)
     taken: asyncio.Queue[int] = asyncio.Queue()

@@ -35,16 +35,26 @@ from hbtui.core import recipe as recipes
 from hbtui.core.bases import BaseBook, NewPlan, StaleBase
 from hbtui.core.hosts import Host, HostPool, WebAccess
 from hbtui.core.oplock import BoxLocks
-from hbtui.core.passphrase import get_secrets_passphrase
+from hbtui.core.passphrase import PassphraseSource, get_secrets_passphrase
 from hbtui.core.ports import PortSlot, allocate, port_map
 from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
 from hbtui.core.remakes import Remake, RemakeJournal
 from hbtui.core.scratch import scratch
 from hbtui.core.secrets import Secrets
-from hbtui.core.views import MISSING, ORPHAN, BoxView, HostListing, ProvisionLog, view_of
+from hbtui.core.views import MISSING, ORPHAN, BoxListing, BoxView, Busy, ProvisionLog, view_of
 from hbtui.engine import EngineError, Machine, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
-from hbtui.events import Event, LogLine, Notice, Phase, Report, ignore
+from hbtui.events import (
+    Event,
+    LogLine,
+    MachineState,
+    Notice,
+    Phase,
+    Report,
+    Reserved,
+    Stage,
+    ignore,
+)
 from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths, make_folder
 
@@ -105,8 +115,17 @@ def host_flag(host_name: str) -> str:
     return "" if host_name == LOCAL else f" --host {host_name}"
 
 
-class Lifecycle:
-    def __init__(self, paths: Paths, config: Config, hosts: HostPool) -> None:
+class BoxOperations:
+    """Every operation on boxes, on every host: list, make, start, stop, remove, adopt,
+    repair, and the ways into a box; with the registry, the locks and the secrets."""
+
+    def __init__(
+        self,
+        paths: Paths,
+        config: Config,
+        hosts: HostPool,
+        secrets_passphrase: PassphraseSource | None = None,
+    ) -> None:
         self.paths = paths
         self.config = config
         self.hosts = hosts
@@ -115,7 +134,9 @@ class Lifecycle:
         self.bases = BaseBook(paths.data_dir / "bases")
         self.remakes = RemakeJournal(paths.data_dir / "remakes")
         self.secrets = Secrets(
-            paths, config, lambda confirm: get_secrets_passphrase(confirm=confirm)
+            paths,
+            config,
+            secrets_passphrase or (lambda confirm: get_secrets_passphrase(confirm=confirm)),
         )
 
     def secret_env(
@@ -137,22 +158,21 @@ class Lifecycle:
         names = split_list(record.credentials)
         return ",".join(f"{n}={creds.preset(self.config, n).env_var}" for n in names)
 
-    def busy(self, name: str, host_name: str, state: str = "running") -> str:
+    def busy(self, name: str, host_name: str, state: str = MachineState.RUNNING) -> Busy | None:
         """What another process holds the box for now, or what an interrupted operation
         left it in. This process's own operations are its front end's to show: a listing
         read while one ended must not outlive it as "busy". A box not running has no
         services to return (`start` resumes them), so its lapsing quiesce is not news."""
         if self.remakes.pending(host_name, name) is not None:
-            return f"remake interrupted: its disk is safe; finish it with: {remakes.hint(name, host_name)}"
+            return Busy("remake", repair=remakes.hint(name, host_name))
         record = self.locks.record(host_name, name)
         if record is None:
-            return ""
+            return None
         if record.alive:
-            return "" if record.pid == os.getpid() else f"{record.operation} (pid {record.pid})"
-        if state == "running" and record.quiesced_until > time.time():
-            back = datetime.fromtimestamp(record.quiesced_until).strftime("%H:%M:%S")
-            return f"quiesced: {record.operation} was interrupted; services return by {back}"
-        return ""
+            return None if record.pid == os.getpid() else Busy(record.operation, record.pid)
+        if state == MachineState.RUNNING and record.quiesced_until > time.time():
+            return Busy(record.operation, lease_end=record.quiesced_until)
+        return None
 
     @staticmethod
     def _with_keys(view: BoxView, stored: set[str]) -> BoxView:
@@ -184,7 +204,7 @@ class Lifecycle:
 
     async def list_boxes(
         self, *, include_foreign: bool = False, hosts: list[str] | None = None
-    ) -> HostListing:
+    ) -> BoxListing:
         """Every host at once; a remote host that cannot be reached is reported, never
         fatal. This machine's own failures (a damaged registry, an engine that fails or a
         wrong state dir) are errors, not "unreachable"."""
@@ -207,7 +227,7 @@ class Lifecycle:
                 errors[name] = str(result) or type(result).__name__
             else:
                 boxes.extend(result)
-        return HostListing(boxes, errors)
+        return BoxListing(boxes, errors)
 
     async def get(self, name: str, host_name: str = LOCAL) -> BoxView:
         host = await self.hosts.get(host_name)
@@ -403,11 +423,14 @@ class Lifecycle:
                 )
             )
 
+        report(Reserved(host_name, name, chosen))
         log_path = self.new_provision_log_path(name, host_name)
         created = False
         try:
             if branch_of is not None:
-                report(Phase(f"branching {branch_of.name} into {name} (port {chosen})"))
+                report(
+                    Phase(f"branching {branch_of.name} into {name} (port {chosen})", Stage.CREATE)
+                )
                 making = host.engine.branch(
                     branch_of.name,
                     name,
@@ -417,7 +440,7 @@ class Lifecycle:
                     secrets=secrets,
                 )
             else:
-                report(Phase(f"creating machine {name} (port {chosen})"))
+                report(Phase(f"creating machine {name} (port {chosen})", Stage.CREATE))
                 making = host.engine.create(self.spec(wanted, chosen, pack))
             # A create or branch cut off half-way can leave engine state no delete finds:
             # let it finish even when cancelled, then roll back what it made.
@@ -461,7 +484,7 @@ class Lifecycle:
                 rec = self.registry.read().get(name, host_name)
             else:
                 rec = await self.registry.update(name, host_name, status=READY, owner_pid=0)
-                report(Phase(f"{name} is ready at {host.url(chosen)}"))
+                report(Phase(f"{name} is ready at {host.url(chosen)}", Stage.DONE))
         except BaseException as exc:
             await asyncio.shield(self._rollback(host, name, created, report))
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
@@ -593,7 +616,7 @@ class Lifecycle:
 
     async def stop(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
         host, view = await self.require(name, host_name)
-        if view.state == "running":
+        if view.state == MachineState.RUNNING:
             if view.provisioning == FAILED:
                 # Its recipe may not have installed the guest tools: no quiesce to ask for.
                 report(Notice(f"{name} failed provisioning: stopping it without quiescing"))
@@ -674,7 +697,7 @@ class Lifecycle:
             raise UsageError(f"{name!r} has no port; adopt it first: hbtui adopt {name}")
         recipe_dir = self.recipe_dir(recipe)
         version = recipes.recipe_version(recipe_dir)  # every file read before a change
-        if view.state != "running":
+        if view.state != MachineState.RUNNING:
             report(Phase(f"starting {name}"))
             await self.boot(host, name)
         record = await self.registry.update(
@@ -736,7 +759,7 @@ class Lifecycle:
     ) -> BoxView:
         _host, view = await self.require(name, host_name)
         self.refuse_unprovisioned(view)
-        if view.state != "running":
+        if view.state != MachineState.RUNNING:
             view = await self.start(name, host_name, report=report)
         return view
 
@@ -789,7 +812,7 @@ class Lifecycle:
         presets = [creds.preset(self.config, n) for n in names]
         missing = [n for n in names if n not in self.secrets.names()]
         plaintext = None
-        if view.state == "running" and view.provisioning == READY:
+        if view.state == MachineState.RUNNING and view.provisioning == READY:
             managed = [p.env_var for p in creds.presets(self.config).values()]
             plaintext = await guest.plaintext_keys(host, name, managed)
         known = record is None or record.egress != creds.UNKNOWN

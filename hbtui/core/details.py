@@ -18,7 +18,7 @@ from pathlib import Path
 from hbtui.config import split_list
 from hbtui.core import credentials as creds
 from hbtui.core import recipe as recipes
-from hbtui.core.boxes import Lifecycle
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.registry import BoxRecord
 from hbtui.core.views import BoxDetails, BoxStats, DetailSection
 from hbtui.engine import EngineError
@@ -92,7 +92,9 @@ def parse_stats(data: dict[str, object]) -> BoxStats | None:
     return BoxStats(cpu_percent=cpu, memory_mib=memory, memory_limit_mib=limit)
 
 
-async def stats(boxes: Lifecycle, names: list[str], host_name: str = LOCAL) -> dict[str, BoxStats]:
+async def stats(
+    boxes: BoxOperations, names: list[str], host_name: str = LOCAL
+) -> dict[str, BoxStats]:
     """Resource use of these running boxes, asked for all at once; a box the engine cannot
     say anything about (stopped meanwhile, an engine without stats) is left out."""
     if not names:
@@ -117,7 +119,7 @@ def _archive_pattern(name: str) -> re.Pattern[str]:
     return re.compile(re.escape(name) + r"-\d{8}T\d{6}Z\.hbx")
 
 
-def last_archive(backups: Path, name: str) -> Path | None:
+def newest_archive(backups: Path, name: str) -> Path | None:
     """The box's newest archive under its default name in the backups folder."""
     if not backups.is_dir():
         return None
@@ -126,7 +128,7 @@ def last_archive(backups: Path, name: str) -> Path | None:
     return found[-1] if found else None
 
 
-def _recipe_lines(boxes: Lifecycle, made_with: str) -> list[tuple[str, str]]:
+def _recipe_lines(boxes: BoxOperations, made_with: str) -> list[tuple[str, str]]:
     lines = [("made with version", made_with or "unknown (adopted, or made before versions)")]
     try:
         folder = boxes.recipe_dir(None)
@@ -148,7 +150,9 @@ def _egress_line(record: BoxRecord | None) -> str:
     return policy.describe()
 
 
-async def details(boxes: Lifecycle, backups: Path, name: str, host_name: str = LOCAL) -> BoxDetails:
+async def details(
+    boxes: BoxOperations, backups: Path, name: str, host_name: str = LOCAL
+) -> BoxDetails:
     """One box in full: the row, what the registry and the engine hold, its files."""
     view = await boxes.get(name, host_name)
     record = boxes.registry.read().get(name, host_name)
@@ -160,7 +164,7 @@ async def details(boxes: Lifecycle, backups: Path, name: str, host_name: str = L
     box = [("name", view.name), ("host", view.host), ("kind", view.kind), ("state", view.state)]
     box.append(("provisioning", view.provisioning + (f": {view.error}" if view.error else "")))
     if view.busy:
-        box.append(("busy", view.busy))
+        box.append(("busy", str(view.busy)))
     box.append(("created", view.created or "unknown"))
     resources = [
         ("image", view.image or "unknown"),
@@ -174,7 +178,7 @@ async def details(boxes: Lifecycle, backups: Path, name: str, host_name: str = L
         network.append(("port inside the box", str(record.guest_port)))
     labels = sorted(machine.labels.items()) if machine is not None else []
     save: list[tuple[str, str]] = [("when", view.last_save or "never")]
-    archive = await asyncio.to_thread(last_archive, backups, name)
+    archive = await asyncio.to_thread(newest_archive, backups, name)
     if archive is not None:
         save.append(("newest archive", str(archive)))
         save.append(("size", human_bytes(os.path.getsize(archive))))

@@ -19,7 +19,7 @@ from hbtui.core import oplock
 from hbtui.core import recipe as recipes
 from hbtui.core.hosts import Host
 from hbtui.errors import HbtuiError
-from hbtui.events import LogLine, Notice, Phase, Report, Step
+from hbtui.events import LogLine, MachineState, Notice, Phase, Report, Step
 from hbtui.paths import naming
 
 READY_TIMEOUT = 180.0  # seconds for executor to answer after provisioning
@@ -97,7 +97,7 @@ async def wait_ready(
         if await host.http_ok(port):
             return
         machine = await host.engine.find(name)
-        if machine is None or machine.state not in ("running", "starting"):
+        if machine is None or machine.state not in (MachineState.RUNNING, MachineState.STARTING):
             state = machine.state if machine else "gone"
             raise ProvisionFailed(f"box {name} stopped while waiting for executor (state: {state})")
         await asyncio.sleep(0.5)

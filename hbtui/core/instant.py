@@ -2,7 +2,7 @@
 
 `build_base` provisions a builder box with the whole recipe, generalizes it
 (the recipe's `generalize.sh` removes what is per box), stops it and packs it;
-`Lifecycle.new` then makes boxes from that pack and runs only the per-box
+`BoxOperations.new` then makes boxes from that pack and runs only the per-box
 step. `branch` makes a box with another box's `/data` and installed state:
 through the engine's `machine branch` when the source runs branchable (memory
 included), otherwise by packing the stopped source and creating from the pack.
@@ -23,7 +23,7 @@ from hbtui.core import credentials as creds
 from hbtui.core import guest, remakes
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
-from hbtui.core.boxes import Lifecycle, done_despite_cancel, host_flag, shown_value, to_the_end
+from hbtui.core.boxes import BoxOperations, done_despite_cancel, host_flag, shown_value, to_the_end
 from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
 from hbtui.core.registry import BoxRecord
@@ -36,7 +36,7 @@ from hbtui.names import LOCAL, check_name
 from hbtui.present import human_bytes
 
 
-def _per_box_recipe(boxes: Lifecycle, recipe: Path | None, doing: str) -> Path:
+def _per_box_recipe(boxes: BoxOperations, recipe: Path | None, doing: str) -> Path:
     recipe_dir = boxes.recipe_dir(recipe)
     problem = recipes.base_problem(recipe_dir)
     if problem:
@@ -45,7 +45,7 @@ def _per_box_recipe(boxes: Lifecycle, recipe: Path | None, doing: str) -> Path:
 
 
 async def build_base(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     *,
     host_name: str = LOCAL,
     image: str | None = None,
@@ -117,7 +117,7 @@ async def build_base(
 
 
 async def _generalize(
-    boxes: Lifecycle, host: Host, view: BoxView, recipe_dir: Path, report: Report
+    boxes: BoxOperations, host: Host, view: BoxView, recipe_dir: Path, report: Report
 ) -> None:
     """Quiesce the builder, remove what is per box, stop it."""
     await guest.quiesce(host, view.name, report)
@@ -138,14 +138,14 @@ async def _generalize(
 
 
 async def _clean_up_build(
-    boxes: Lifecycle, host: Host, builder: str, superseded: str, report: Report
+    boxes: BoxOperations, host: Host, builder: str, superseded: str, report: Report
 ) -> None:
     await _remove_builder(boxes, builder, host.name, report)
     if superseded:
         await host.files.remove_tree(superseded)
 
 
-async def _remove_builder(boxes: Lifecycle, name: str, host_name: str, report: Report) -> None:
+async def _remove_builder(boxes: BoxOperations, name: str, host_name: str, report: Report) -> None:
     try:
         await boxes.remove(name, host_name, report=report)
     except (HbtuiError, OSError) as exc:
@@ -157,7 +157,7 @@ async def _remove_builder(boxes: Lifecycle, name: str, host_name: str, report: R
         )
 
 
-async def remove_base(boxes: Lifecycle, ident: str, host_name: str = LOCAL) -> Base:
+async def remove_base(boxes: BoxOperations, ident: str, host_name: str = LOCAL) -> Base:
     base = boxes.bases.require(host_name, ident)
     host = await boxes.hosts.get(host_name)
     if not base.made_in(host.files.bases_dir()):
@@ -173,7 +173,7 @@ async def remove_base(boxes: Lifecycle, ident: str, host_name: str = LOCAL) -> B
 
 
 async def verify_bases(
-    boxes: Lifecycle, ident: str | None = None, host_name: str = LOCAL
+    boxes: BoxOperations, ident: str | None = None, host_name: str = LOCAL
 ) -> list[BaseCheck]:
     chosen = [boxes.bases.require(host_name, ident)] if ident else boxes.bases.manifests(host_name)
     host = await boxes.hosts.get(host_name)
@@ -181,7 +181,7 @@ async def verify_bases(
 
 
 async def branch(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     source: str,
     name: str,
     *,
@@ -239,7 +239,7 @@ async def branch(
     return made
 
 
-async def _refuse_taken(boxes: Lifecycle, host: Host, wanted: BoxRecord) -> None:
+async def _refuse_taken(boxes: BoxOperations, host: Host, wanted: BoxRecord) -> None:
     """The name and port checks `make` makes again under its lock, made early."""
     registry = boxes.registry.read()
     if registry.get(wanted.name, host.name) is not None:
@@ -254,7 +254,7 @@ async def _refuse_taken(boxes: Lifecycle, host: Host, wanted: BoxRecord) -> None
 
 @contextlib.asynccontextmanager
 async def _packed(
-    boxes: Lifecycle, host: Host, name: str, *, stop: bool, report: Report
+    boxes: BoxOperations, host: Host, name: str, *, stop: bool, report: Report
 ) -> AsyncIterator[Path]:
     """The box's disk as a pack in a private folder, removed when the block ends; the box
     is quiesced and stopped first when `stop` (a running box cannot be packed)."""
@@ -273,7 +273,7 @@ async def _quiesce_and_stop(host: Host, name: str, report: Report) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _pack_folder(boxes: Lifecycle, host: Host) -> AsyncIterator[str]:
+async def _pack_folder(boxes: BoxOperations, host: Host) -> AsyncIterator[str]:
     """A folder on the host for a pack of a box's disk (its /data in plaintext): here,
     the private scratch folder; on a remote host, one beside its bases."""
     if host.name == LOCAL:
@@ -288,7 +288,7 @@ async def _pack_folder(boxes: Lifecycle, host: Host) -> AsyncIterator[str]:
         await to_the_end(host.files.remove_tree(folder))
 
 
-async def _start_again(boxes: Lifecycle, host: Host, src: BoxRecord, report: Report) -> None:
+async def _start_again(boxes: BoxOperations, host: Host, src: BoxRecord, report: Report) -> None:
     """The source was running before the branch: it runs again after, come what may."""
     try:
         report(Phase(f"starting {src.name} again"))
@@ -305,7 +305,7 @@ async def _start_again(boxes: Lifecycle, host: Host, src: BoxRecord, report: Rep
 
 
 async def change_credentials(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     name: str,
     host_name: str = LOCAL,
     *,
@@ -375,7 +375,7 @@ async def change_credentials(
 
 
 async def _pack_for_remake(
-    boxes: Lifecycle,
+    boxes: BoxOperations,
     host: Host,
     old: BoxRecord,
     new: BoxRecord,
@@ -401,7 +401,7 @@ async def _pack_for_remake(
     return remake
 
 
-async def _start_if_there(boxes: Lifecycle, host: Host, src: BoxRecord, report: Report) -> None:
+async def _start_if_there(boxes: BoxOperations, host: Host, src: BoxRecord, report: Report) -> None:
     """After a failed or cancelled change, a box that ran runs again, if its machine is
     there (its disk may have been kept aside instead)."""
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import termios
+from collections.abc import Callable
 
 from hbtui.environment import SECRET_ENV, SECRETS_PASSPHRASE_ENV
 from hbtui.errors import UsageError
@@ -22,6 +23,8 @@ __all__ = [
     "PassphraseError",
     "PassphraseUnavailable",
     "PassphraseMismatch",
+    "SecretsPassphraseNeeded",
+    "PassphraseSource",
     "scrub_environment",
     "get_passphrase",
 ]
@@ -44,6 +47,14 @@ class PassphraseUnavailable(PassphraseError):
 
 class PassphraseMismatch(PassphraseError):
     """The two entries typed when encrypting differ."""
+
+
+class SecretsPassphraseNeeded(PassphraseError):
+    """The secrets file is locked and this front end does not prompt on the terminal
+    (the dashboard): it asks in its own way, then calls `Service.unlock_secrets`."""
+
+
+PassphraseSource = Callable[[bool], bytes]  # (confirm: asked twice) -> the passphrase
 
 
 def _wipe_initial_environ(names: tuple[str, ...]) -> None:
@@ -169,16 +180,33 @@ def get_passphrase(
     return _prompt(tty_path, prompt, confirm)
 
 
-def get_secrets_passphrase(*, confirm: bool, tty_path: str = "/dev/tty") -> bytes:
-    """The passphrase of the encrypted secrets file: HBTUI_SECRETS_PASSPHRASE (scrubbed
-    like the archive's), else a no-echo prompt, twice when the file is new."""
+def secrets_passphrase_from_environment() -> bytes | None:
+    """HBTUI_SECRETS_PASSPHRASE (scrubbed like the archive's), or None when it was not set."""
     if not _scrubbed or SECRETS_PASSPHRASE_ENV in os.environ:
         scrub_environment()
-    if _secrets_stash is not None:
-        if not _secrets_stash:
-            raise PassphraseError(f"the passphrase in {SECRETS_PASSPHRASE_ENV} is empty")
-        return _secrets_stash
+    if _secrets_stash is not None and not _secrets_stash:
+        raise PassphraseError(f"the passphrase in {SECRETS_PASSPHRASE_ENV} is empty")
+    return _secrets_stash
+
+
+def get_secrets_passphrase(*, confirm: bool, tty_path: str = "/dev/tty") -> bytes:
+    """The passphrase of the encrypted secrets file: HBTUI_SECRETS_PASSPHRASE, else a
+    no-echo prompt, twice when the file is new (the CLI's source)."""
+    found = secrets_passphrase_from_environment()
+    if found is not None:
+        return found
     return _prompt(tty_path, "Secrets passphrase: ", confirm, SECRETS_PASSPHRASE_ENV)
+
+
+def secrets_passphrase_without_prompt(confirm: bool) -> bytes:
+    """A front end's source that never reads the terminal (the dashboard's: a prompt
+    there would block its event loop): the environment's, else SecretsPassphraseNeeded."""
+    found = secrets_passphrase_from_environment()
+    if found is None:
+        raise SecretsPassphraseNeeded(
+            f"the secrets file is locked: type its passphrase, or set {SECRETS_PASSPHRASE_ENV}"
+        )
+    return found
 
 
 def read_secret_value(prompt: str, *, tty_path: str = "/dev/tty") -> str:

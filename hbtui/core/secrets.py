@@ -137,16 +137,22 @@ class FileStore:
     def _load(self) -> dict[str, str]:
         if self._values is not None:
             return self._values
-        from hbtui.archive import ArchiveError, WrongPassphrase, decrypt_stream
-
         sealed = read_state(self.path)
         if sealed is None:
             self._values = {}
             return self._values
-        self._key = self._passphrase(False)
+        # A key this process already has (asked once, or given by `unlock`) reads it again.
+        return self.unlock(self._key or self._passphrase(False), sealed)
+
+    def unlock(self, key: bytes, sealed: bytes | None = None) -> dict[str, str]:
+        """Read the file with `key` (kept for the next write); SecretsError if it fails."""
+        from hbtui.archive import ArchiveError, WrongPassphrase, decrypt_stream
+
+        if sealed is None:
+            sealed = read_state(self.path) or b""
         out = io.BytesIO()
         try:
-            decrypt_stream(io.BytesIO(sealed), out, self._key)
+            decrypt_stream(io.BytesIO(sealed), out, key)
             raw = json.loads(out.getvalue() or b"{}")
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
@@ -160,6 +166,7 @@ class FileStore:
                 f"the secrets file {self.path} cannot be read: {exc}",
                 hint="restore it from a copy, or move it away and set the secrets again",
             ) from None
+        self._key = key  # only a key that opened the file is kept
         self._values = {k: v for k, v in raw.items() if isinstance(v, str)}
         return self._values
 
@@ -300,6 +307,13 @@ class Secrets:
         except SecretsError as exc:
             return exc.message
         return ""
+
+    def unlock(self, passphrase: bytes) -> None:
+        """Open the encrypted file with a passphrase a front end asked for itself."""
+        store = self.store(FILE)
+        assert isinstance(store, FileStore)
+        if store.path.exists():
+            store.unlock(passphrase)
 
     def names(self) -> list[str]:
         return sorted(self._index())

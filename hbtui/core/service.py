@@ -21,14 +21,15 @@ from hbtui.core import backups, leftovers, scratch
 from hbtui.core import credentials as creds
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, BaseCheck, NewPlan
-from hbtui.core.boxes import Lifecycle
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.credentials import CredentialReport, EgressReport, Preset
 from hbtui.core.hostbook import HostBook
 from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
+from hbtui.core.passphrase import PassphraseSource
 from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
-from hbtui.core.views import BoxDetails, BoxStats, BoxView, HostListing, ProvisionLog
+from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -49,12 +50,15 @@ class Service:
         config: Config,
         *,
         remote: Callable[[], RemoteHosts] | None = None,
+        secrets_passphrase: PassphraseSource | None = None,
     ) -> None:
+        """`secrets_passphrase`: where the encrypted secrets file's passphrase comes from
+        (default: the environment, else a prompt on the terminal)."""
         self.paths = paths
         self.config = config
         scratch.sweep(paths)  # plaintext a killed hbtui left behind
         self._hosts = HostPool(paths, config, remote)
-        self._boxes = Lifecycle(paths, config, self._hosts)
+        self._boxes = BoxOperations(paths, config, self._hosts, secrets_passphrase)
         # Packs of killed base builds and remakes that nothing names.
         leftovers.sweep(self._hosts.local_bases_dir, self._boxes.bases, self._boxes.remakes)
         self._book = HostBook(paths, config, self._hosts, self._boxes.registry)
@@ -70,7 +74,7 @@ class Service:
 
     async def list_boxes(
         self, *, include_foreign: bool = False, hosts: list[str] | None = None
-    ) -> HostListing:
+    ) -> BoxListing:
         return await self._boxes.list_boxes(include_foreign=include_foreign, hosts=hosts)
 
     @contextlib.asynccontextmanager
@@ -196,6 +200,11 @@ class Service:
 
     def credential_presets(self) -> list[Preset]:
         return sorted(creds.presets(self.config).values(), key=lambda p: p.name)
+
+    def unlock_secrets(self, passphrase: bytes) -> None:
+        """Open the encrypted secrets file with a passphrase the front end asked for
+        (the dashboard's dialog); SecretsError when it does not open it."""
+        self._boxes.secrets.unlock(passphrase)
 
     def secrets(self) -> list[SecretInfo]:
         """Every stored secret: its name, where it is kept, the boxes using it (no value)."""
@@ -383,7 +392,8 @@ class Service:
         return backups.resolve_archive(text, self.backups_dir())
 
     def last_archive(self) -> Path | None:
-        """The archive picked last (in any run), if it is still there."""
+        """The archive picked last in a Load or Extract (in any run), if it is still there:
+        what "last archive" means everywhere (a box's newest save is `newest_archive`)."""
         return backups.last_choice(self.paths)
 
     def remember_archive(self, archive: Path) -> None:

@@ -25,6 +25,32 @@ FOREIGN = "foreign"  # not made by hbtui (shown with --all)
 
 
 @dataclass(frozen=True)
+class Busy:
+    """Why a box cannot take an operation now: another process holds it for `operation`
+    (`pid`), or a holder was killed while the box was quiesced and its services come
+    back at `lease_end` (time.time(); `pid` 0), or a killed remake left the box's disk in
+    a pack that `repair` makes the machine from."""
+
+    operation: str
+    pid: int = 0  # the process holding the box now; 0: none (an interrupted operation's lease)
+    lease_end: float = 0.0  # an interrupted quiesce runs out then (0: no lease)
+    repair: str = ""  # an interrupted remake kept the box's disk: the command that finishes it
+
+    @property
+    def held(self) -> bool:
+        """Another process is running `operation` on the box now."""
+        return self.pid != 0
+
+    def __str__(self) -> str:
+        if self.held:
+            return f"{self.operation} (pid {self.pid})"
+        if self.repair:
+            return f"{self.operation} interrupted: its disk is safe; finish it with: {self.repair}"
+        back = datetime.fromtimestamp(self.lease_end).strftime("%H:%M:%S")
+        return f"quiesced: {self.operation} was interrupted; services return by {back}"
+
+
+@dataclass(frozen=True)
 class BoxView:
     """One row of `hbtui ls`, as both front ends show it."""
 
@@ -41,7 +67,7 @@ class BoxView:
     provisioning: str = ""
     last_save: str = ""
     error: str = ""
-    busy: str = ""  # what an operation is doing to it now ("save (pid 12)"), or "quiesced ..."
+    busy: Busy | None = None  # another process's operation on it, or an interrupted one's lease
     base: str = ""  # the base it was made from ("" : the whole recipe ran in it)
     parent: str = ""  # the box it was branched from
     branchable: bool = False  # can be branched at once (started branchable)
@@ -50,11 +76,13 @@ class BoxView:
     egress: str = ""  # open | private-blocked | allow-list ("" : unknown, made elsewhere)
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        return {**asdict(self), "busy": str(self.busy) if self.busy else ""}
 
 
 @dataclass(frozen=True)
-class HostListing:
+class BoxListing:
+    """The boxes listed on every host, and the hosts that could not be listed."""
+
     boxes: list[BoxView]
     errors: dict[str, str]  # host -> why it could not be listed
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hbtui.events import MachineState
+
 HBTUI_LABEL = "hbtui"  # every machine hbtui creates carries hbtui=1
 
 
@@ -36,7 +38,7 @@ class Machine:
 
     @property
     def running(self) -> bool:
-        return self.state == "running"
+        return self.state == MachineState.RUNNING
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Machine:
@@ -48,7 +50,7 @@ class Machine:
         ports = d.get("ports")
         return cls(
             name=str(d["name"]),
-            state=str(d.get("state") or "unknown"),
+            state=str(d.get("state") or MachineState.UNKNOWN),
             pid=opt_int("pid"),
             cpus=opt_int("cpus"),
             memory_mib=opt_int("memory_mib"),

@@ -18,9 +18,6 @@ MAX_LINES = 5000
 
 BoxKey = tuple[str, str]  # (host, name)
 
-# Operations that make their box: while one runs, the box is `creating`.
-MAKING = ("new", "load")
-
 
 def row_key(key: BoxKey) -> str:
     return f"{key[0]}/{key[1]}"
@@ -32,6 +29,7 @@ class Activity:
 
     key: BoxKey
     operation: str = ""
+    makes: bool = False  # the operation makes the box (new, branch, load): it is `creating`
     running: bool = False
     phase: str = ""
     step: Step | None = None
@@ -39,8 +37,9 @@ class Activity:
     lines: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LINES))
     written: int = 0  # lines appended ever, so a viewer can tell what it missed
 
-    def begin(self, operation: str) -> None:
+    def begin(self, operation: str, *, makes: bool = False) -> None:
         self.operation = operation
+        self.makes = makes
         self.running = True
         self.phase = operation
         self.step = None
@@ -66,8 +65,8 @@ class Activity:
 
     @property
     def making(self) -> bool:
-        """A new or load is making this box right now."""
-        return self.running and self.operation in MAKING
+        """A new, branch or load is making this box right now."""
+        return self.running and self.makes
 
     def finish(self, error: str = "", *, cancelled: bool = False) -> None:
         """The operation ended; a cancelled one is no failure (the core rolled it back)."""

@@ -5,31 +5,23 @@ Workers never touch widgets: each one ends by posting a result message
 The main screen never touches the Service: it posts a `...Wanted` message,
 which bubbles up to the App, and gets a `...Loaded` message back.
 
-An `Operation` is one core call that changes something (new, start, save,
-...). Its `report` is the Report the core call gets; events reported in one
-burst (before the event loop next turns) travel together in one
-`OperationEvents` message, so a recipe printing thousands of lines costs one
-message per burst, not one per line.
+An operation's own messages (its events, its end) live with it, in
+operations.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from hbtui.core.ports import PortSlot
-from hbtui.core.views import BoxStats, HostListing
+from hbtui.core.views import BoxListing, BoxStats
 from hbtui.events import Event
 from hbtui.tui.activity import BoxKey
 
 if TYPE_CHECKING:
-    from textual.message_pump import MessagePump
-    from textual.worker import Worker
-
     from hbtui.core.hosts import WebAccess
 
 # -- the main screen asks ----------------------------------------------------------------
@@ -74,7 +66,7 @@ class ListingLoaded(Message):
     operation reported about a box after that is newer than this answer."""
 
     def __init__(
-        self, listing: HostListing | None, asked_at: float, error: str = "", bases: int = 0
+        self, listing: BoxListing | None, asked_at: float, error: str = "", bases: int = 0
     ) -> None:
         super().__init__()
         self.listing = listing
@@ -123,81 +115,7 @@ class WebReady(Message):
         self.access = access
 
 
-# -- operations --------------------------------------------------------------------------
-
-
-class Operation:
-    """One core call the App runs in a worker, and the way its events reach the UI."""
-
-    def __init__(self, name: str, key: BoxKey | None, target: MessagePump) -> None:
-        self.name = name  # "new", "save", ...: the word the log and notifications use
-        self.key = key  # the box it concerns; None when it concerns none (extract)
-        self.worker: Worker[None] | None = None
-        self._target = target
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
-        self._lock = threading.Lock()
-        self._pending: list[Event] = []
-
-    @property
-    def label(self) -> str:
-        """`new echo`: what notifications call it."""
-        return f"{self.name} {self.key[1]}" if self.key else self.name
-
-    def report(self, event: Event) -> None:
-        """The Report the core call gets; any thread may call it."""
-        with self._lock:
-            self._pending.append(event)
-            if len(self._pending) > 1:
-                return  # a flush is already on its way
-        if threading.get_ident() == self._loop_thread:
-            self._loop.call_soon(self.flush)
-        else:
-            try:
-                self._loop.call_soon_threadsafe(self.flush)
-            except RuntimeError:  # the dashboard has closed: nobody is watching
-                pass
-
-    def flush(self) -> None:
-        """Post what was reported since the last flush (on the event loop's thread)."""
-        with self._lock:
-            events, self._pending = self._pending, []
-        if events:
-            self._target.post_message(OperationEvents(self, tuple(events)))
-
-    def cancel(self) -> None:
-        """Cancel the worker; the core rolls back what the call made."""
-        if self.worker is not None:
-            self.worker.cancel()
-
-
-class OperationEvents(Message):
-    """Progress events of one operation, in the order they were reported."""
-
-    def __init__(self, operation: Operation, events: tuple[Event, ...]) -> None:
-        super().__init__()
-        self.operation = operation
-        self.events = events
-
-
-class OperationFinished(Message):
-    """The operation returned `result`, or failed with the one-line `error` (and `hint`);
-    `cancelled`: it was cancelled and rolled back, and `error` says what was undone."""
-
-    def __init__(
-        self,
-        operation: Operation,
-        result: object,
-        error: str = "",
-        hint: str = "",
-        cancelled: bool = False,
-    ) -> None:
-        super().__init__()
-        self.operation = operation
-        self.result = result
-        self.error = error
-        self.hint = hint
-        self.cancelled = cancelled
+# -- live figures ------------------------------------------------------------------------
 
 
 class StatsWanted(Message):

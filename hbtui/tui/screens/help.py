@@ -11,20 +11,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
-from hbtui.tui.screens.dialogs import DIALOG_CSS
-from hbtui.tui.screens.main import KEYS
-
-# Keys that belong to widgets rather than to the dashboard's actions.
-OTHER_KEYS = (
-    ("↑ ↓ PgUp PgDn", "move in the table or the focused log"),
-    ("tab / shift+tab", "move focus: table, log, port grid"),
-    ("end", "in a log: jump to the end and follow again"),
-    ("/  n N", "in a log: search it, next/previous match (esc clears)"),
-    ("W  E  f", "in a log: wrap long lines, jump to the last error, full screen"),
-    ("← → ↑ ↓ enter", "in the port grid: move, use the port (new-box dialog)"),
-    ("ctrl+p", "command palette: every action by name"),
-    ("esc", "close a dialog, clear the filter"),
-)
+from hbtui.tui.actions import ACTIONS, SCOPE_NAMES
+from hbtui.tui.dialogs.base import DIALOG_CSS
 
 
 class HelpScreen(ModalScreen[None]):
@@ -47,7 +35,8 @@ class HelpScreen(ModalScreen[None]):
                     ("hbtui config path", "italic"),
                     "), by id: ",
                     ('new = "ctrl+n"', "bold"),
-                    ". Ids are the first column.",
+                    ". Ids are the first column. Textual's own: tab moves the focus, ctrl+p "
+                    "opens the command palette, esc closes a dialog.",
                 ),
                 classes="hint",
             )
@@ -61,11 +50,11 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("Id")
         table.add_column("Key")
         table.add_column("Does", width=does)
-        for ident, key, _action, _label, title, help_text in KEYS:
-            keys = self.keymap.get(ident, key)
+        for action in ACTIONS:
+            keys = self.keymap.get(action.id, action.keys)
             shown = ", ".join(
                 self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(",")
             )
-            table.add_row(ident, Text(shown, style="bold"), f"{title}: {help_text}", height=None)
-        for key, what in OTHER_KEYS:
-            table.add_row("", Text(key, style="bold"), what, height=None)
+            where = SCOPE_NAMES[action.scope] or action.title
+            what = f"{where}: {action.help}" if where else action.help
+            table.add_row(action.id, Text(shown, style="bold"), what, height=None)

@@ -7,11 +7,11 @@ which log tab is up. It never calls the Service: it asks the App with a
 an operation reported on a box (`box_changed`) or that it should follow a
 box an operation is making (`follow`).
 
-Key bindings name actions once, in KEYS: the App's (operations, help, quit)
-as `app.X`, the screen's own (filter, sort, log tab, ports, refresh) bare,
-so the footer, the command palette and the keymap see one set of ids. None
-is a priority binding: the focused widget's own keys (enter in the filter
-box or on a port of the allocator) win over the screen's.
+Its keys come from the actions table (hbtui/tui/actions.py, scope MAIN):
+the App's (operations, help, quit) as `app.X`, the screen's own (filter,
+sort, log tab, ports, refresh) bare. None is a priority binding: the
+focused widget's own keys (enter in the filter box or on a port of the
+allocator) win over the screen's.
 """
 
 from __future__ import annotations
@@ -23,14 +23,17 @@ from typing import ClassVar
 
 from rich.markup import escape
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
-from hbtui.core.views import BOX, MISSING, BoxView, HostListing
+from hbtui.core.views import BOX, MISSING, BoxListing, BoxView
+from hbtui.events import MachineState
 from hbtui.names import LOCAL
+from hbtui.tui.actions import BY_ID, COMMANDS, MAIN
 from hbtui.tui.activity import Activity, BoxKey, row_key
+from hbtui.tui.keys import bindings
 from hbtui.tui.messages import (
     ListingLoaded,
     ListingWanted,
@@ -51,146 +54,13 @@ from hbtui.tui.widgets.port_grid import PortGrid
 
 Clock = Callable[[], datetime]
 
-# (id, key, action, footer label, palette title, palette help)
-KEYS: tuple[tuple[str, str, str, str, str, str], ...] = (
-    (
-        "enter",
-        "enter",
-        "app.enter_box",
-        "Shell",
-        "Shell in the box",
-        "Open a shell as agent in the box's tmux session (the dashboard steps aside)",
-    ),
-    ("open", "o", "app.open_web", "Web", "Open web UI", "Open the box's executor URL in a browser"),
-    ("new", "n", "app.new_box", "New", "New box", "Create and provision a new box"),
-    (
-        "branch",
-        "b",
-        "app.branch_box",
-        "Branch",
-        "Branch box",
-        "A new box with the selected box's /data and installed state, its own name and port",
-    ),
-    ("start", "s", "app.start_box", "Start", "Start box", "Start the selected box"),
-    ("stop", "x", "app.stop_box", "Stop", "Stop box", "Quiesce and stop the selected box"),
-    (
-        "delete",
-        "d",
-        "app.delete_box",
-        "Delete",
-        "Delete box",
-        "Delete the selected box after typing its name",
-    ),
-    (
-        "save",
-        "w",
-        "app.save_box",
-        "Save",
-        "Save box",
-        "Save the selected box to an encrypted archive",
-    ),
-    ("load", "l", "app.load_box", "Load", "Load archive", "Make a new box from an archive"),
-    (
-        "cancel",
-        "c",
-        "app.cancel_operation",
-        "Cancel op",
-        "Cancel operation",
-        "Cancel the selected box's running operation; what it did is rolled back",
-    ),
-    (
-        "extract",
-        "e",
-        "app.extract_archive",
-        "Extract",
-        "Extract archive",
-        "Unpack an archive's files into a folder",
-    ),
-    (
-        "details",
-        "i",
-        "app.show_details",
-        "Info",
-        "Box details",
-        "Everything about the selected box, with its live CPU and memory",
-    ),
-    ("refresh", "r", "refresh_now", "Refresh", "Refresh", "List the boxes again now"),
-    ("filter", "slash", "filter", "Filter", "Filter boxes", "Show only boxes matching words"),
-    ("sort", "S", "cycle_sort", "Sort", "Cycle sort column", "Sort by the next column"),
-    ("reverse", "R", "reverse_sort", "Reverse", "Reverse sort", "Sort the other way round"),
-    (
-        "mark",
-        "space",
-        "toggle_mark",
-        "Mark",
-        "Mark box",
-        "Mark or unmark the selected box: start, stop and save act on every marked box",
-    ),
-    (
-        "command",
-        "colon",
-        "command_line",
-        "Cmd",
-        "Command line",
-        "Type an action and a box: ':stop web1', ':new', ':q' (tab completes)",
-    ),
-    (
-        "logs",
-        "t",
-        "toggle_logs",
-        "Logs",
-        "Toggle log tab",
-        "Switch between the operation log and the workload log",
-    ),
-    (
-        "fullscreen",
-        "f",
-        "toggle_log_full",
-        "Full log",
-        "Full-screen log",
-        "The log pane takes the whole screen, focused; f again brings the table back",
-    ),
-    (
-        "ports",
-        "p",
-        "toggle_ports",
-        "Ports",
-        "Port allocator",
-        "Show or hide the map of the port range",
-    ),
-    ("help", "question_mark", "app.help", "Help", "Help", "Every key and what it does"),
-    ("quit", "q", "app.quit", "Quit", "Quit", "Leave the dashboard (operations are cancelled)"),
-)
-
-# What `:` accepts: every id of KEYS, and the words k9s, vim and docker users type.
-COMMANDS: dict[str, str] = {
-    **{ident: ident for ident, *_ in KEYS if ident not in ("command", "mark")},
-    "q": "quit",
-    "shell": "enter",
-    "rm": "delete",
-    "describe": "details",
-    "inspect": "details",
-}
-
 # Operations whose box is not listed (yet) still get a row while they run or
-# after they failed; a delete's box is meant to go away.
-NO_ROW_OPERATIONS = ("", "delete")
+# after they failed; a removed box is meant to go away.
+NO_ROW_OPERATIONS = ("", "remove")
 
 
 class MainScreen(Screen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        *(
-            Binding(
-                key,
-                action,
-                label,
-                id=ident,
-                show=ident not in ("reverse", "mark", "command", "fullscreen"),
-            )
-            for ident, key, action, label, _title, _help in KEYS
-        ),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(MAIN)
 
     def __init__(
         self, activities: dict[BoxKey, Activity], clock: Clock, refresh_seconds: float
@@ -199,7 +69,7 @@ class MainScreen(Screen[None]):
         self.activities = activities  # the App's, which operations feed; read here
         self.clock = clock
         self.refresh_seconds = refresh_seconds
-        self.listing: HostListing | None = None
+        self.listing: BoxListing | None = None
         self.follow_key: BoxKey | None = None  # select this box as soon as it has a row
         self._listed: dict[BoxKey, BoxView] = {}  # the listing, with `_reported` applied
         # What operations returned about boxes (None: gone), and when: newer than
@@ -253,19 +123,17 @@ class MainScreen(Screen[None]):
     def on_listing_loaded(self, message: ListingLoaded) -> None:
         listing = message.listing
         if listing is None:  # the listing failed as a whole: keep the rows, say why
-            listing = HostListing(
-                self.listing.boxes if self.listing else [], {LOCAL: message.error}
-            )
+            listing = BoxListing(self.listing.boxes if self.listing else [], {LOCAL: message.error})
         self.bases = message.bases
         self.show_listing(listing, message.asked_at)
-        running = [(v.host, v.name) for v in listing.boxes if v.state == "running"]
+        running = [(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING]
         self.post_message(StatsWanted(running))
         if self.ports_visible:
             self._want_ports()
         if self.log_pane.workload_visible:
             self._want_workload()
 
-    def show_listing(self, listing: HostListing, asked_at: float | None = None) -> None:
+    def show_listing(self, listing: BoxListing, asked_at: float | None = None) -> None:
         """Show a listing asked for at `asked_at` (time.monotonic(); None: just now)."""
         self.listing = listing
         since = time.monotonic() if asked_at is None else asked_at
@@ -289,7 +157,7 @@ class MainScreen(Screen[None]):
             self._listed[key] = view
         self.box_changed(key)
 
-    def _show_status(self, listing: HostListing) -> None:
+    def _show_status(self, listing: BoxListing) -> None:
         if listing.errors:
             line = "  ".join(
                 f"[b red]host {h} unreachable:[/] {escape(why)}"
@@ -323,7 +191,7 @@ class MainScreen(Screen[None]):
             name=key[1],
             host=key[0],
             kind=BOX,
-            state="failed" if failed else "creating",
+            state=MachineState.FAILED if failed else MachineState.CREATING,
             provisioning="failed" if failed else "provisioning",
         )
 
@@ -407,7 +275,12 @@ class MainScreen(Screen[None]):
     def _want_workload(self) -> None:
         key = self.log_pane.key
         view = self.selected_view()
-        if key is None or view is None or view.kind == MISSING or view.state == "creating":
+        if (
+            key is None
+            or view is None
+            or view.kind == MISSING
+            or view.state == MachineState.CREATING
+        ):
             return
         self.post_message(WorkloadLogWanted(key))
 
@@ -540,8 +413,7 @@ class MainScreen(Screen[None]):
             if key is None or not self.table.select(key):
                 self.notify(f"{message.box} is hidden by the filter", severity="warning")
                 return
-        action = next(action for ident, _key, action, *_ in KEYS if ident == message.ident)
-        await self.run_action(action)
+        await self.run_action(BY_ID[message.ident].action)
 
     def on_command_line_closed(self, _message: CommandLine.Closed) -> None:
         self.table.focus()

@@ -22,10 +22,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, ProgressBar
 
-from hbtui.events import Event, LogLine, Notice, Phase, Step, Transfer
+from hbtui.events import Event, LogLine, Notice, Phase, Stage, Step, Transfer
 from hbtui.present import duration, human_bytes
-from hbtui.tui.messages import Operation
-from hbtui.tui.screens.dialogs import DIALOG_CSS
+from hbtui.tui.dialogs.base import DIALOG_CSS
+from hbtui.tui.operations import Operation
 
 
 class TransferMeter:
@@ -54,26 +54,18 @@ class TransferMeter:
         return text
 
 
-# A load's stages, and the first event of each (the core's phases: hbtui.core.archives.load,
-# then Lifecycle.make for the box, then the restore).
+# A load's stages, as the progress window names them: its first Phase with a
+# stage (the core's hbtui.events.Stage), or its first recipe step, begins each.
 LOAD_STAGES = ("decrypt+check", "create", "provision", "restore", "ready")
-LOAD_STAGE_PHASES = (
-    ("decrypting and checking ", 0),
-    ("creating machine ", 1),
-    ("branching ", 1),
-    ("copying /data ", 3),
-    ("loaded ", 4),
-)
+STAGE_INDEX = {Stage.CHECK: 0, Stage.CREATE: 1, Stage.RESTORE: 3, Stage.DONE: 4}
 
 
 def load_stage(event: Event) -> int | None:
     """The stage of a load this event begins, if it begins one."""
     if isinstance(event, Step):
         return 2
-    if isinstance(event, Phase):
-        return next(
-            (i for prefix, i in LOAD_STAGE_PHASES if event.message.startswith(prefix)), None
-        )
+    if isinstance(event, Phase) and event.stage is not None:
+        return STAGE_INDEX.get(event.stage)
     return None
 
 

@@ -18,15 +18,18 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from hbtui.core.views import BOX, MISSING, BoxStats, BoxView
+from hbtui.events import MachineState
 from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
+from hbtui.tui.actions import TABLE
 from hbtui.tui.activity import Activity, BoxKey, row_key
+from hbtui.tui.keys import bindings
 
 COLUMNS = (
     ("name", "Box"),
@@ -78,7 +81,7 @@ def url_style(view: BoxView) -> str:
     """A URL that answers is underlined; one of a box that is not running is dimmed."""
     if not view.url:
         return ""
-    return "underline" if view.state == "running" else "dim"
+    return "underline" if view.state == MachineState.RUNNING else "dim"
 
 
 def usage_text(usage: BoxStats | None) -> Text:
@@ -105,7 +108,7 @@ def cells(
 ) -> tuple[Text, ...]:
     shown_state = view.state
     if activity is not None and activity.making:  # listed before its machine exists: "missing"
-        shown_state = "creating"
+        shown_state = MachineState.CREATING
     state = shown_state if view.kind in (BOX, MISSING) else f"{shown_state} ({view.kind})"
     if activity is not None and activity.running:
         prov = progress_text(activity)
@@ -125,7 +128,7 @@ def cells(
         Text(view.image or ""),
         Text(str(view.cpus or ""), justify="right"),
         Text(f"{view.memory_mib} MiB" if view.memory_mib else "", justify="right"),
-        usage_text(usage if view.state == "running" else None),
+        usage_text(usage if view.state == MachineState.RUNNING else None),
         keys_text(view),
         prov,
         Text(age(view.created, now), justify="right"),
@@ -190,14 +193,7 @@ class BoxTable(ScrollView, can_focus=True):
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor(-1)", "Cursor up", show=False),
-        Binding("down,j", "cursor(1)", "Cursor down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home,ctrl+home,g", "cursor_to(0)", "First box", show=False),
-        Binding("end,ctrl+end,G", "cursor_to(-1)", "Last box", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(TABLE)  # see hbtui/tui/actions.py
 
     class Sorted(Message):
         """The sort changed by a click on the header."""

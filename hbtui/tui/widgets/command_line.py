@@ -65,7 +65,7 @@ class CommandLine(Input):
     """
 
     class Run(Message):
-        """A command to run: its id (a KEYS id) and the box it names, if any."""
+        """A command to run: its id (an id of the actions table) and the box it names, if any."""
 
         def __init__(self, ident: str, box: str | None) -> None:
             super().__init__()
@@ -76,7 +76,7 @@ class CommandLine(Input):
         """The line was closed; focus goes back to the table."""
 
     def __init__(self, commands: dict[str, str], **kwargs: Any) -> None:
-        """`commands`: every word the line accepts -> the KEYS id it runs."""
+        """`commands`: every word the line accepts -> the action id it runs."""
         super().__init__(placeholder=":action [box]   tab completes, esc closes", **kwargs)
         self.commands = commands
         self.names: list[str] = []

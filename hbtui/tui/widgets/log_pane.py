@@ -39,7 +39,9 @@ from textual.widgets import ContentSwitcher, Input, ProgressBar, Static
 
 from hbtui.events import Step
 from hbtui.names import LOCAL
+from hbtui.tui.actions import LOG
 from hbtui.tui.activity import MAX_LINES, Activity, BoxKey
+from hbtui.tui.keys import bindings
 
 # The view grows at most once every FLUSH_SECONDS while output pours in.
 FLUSH_SECONDS = 0.05
@@ -97,17 +99,7 @@ class LogView(ScrollView, can_focus=True):
     appended), so lines arriving between two syncs never shift what is drawn.
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # Short labels: while the log has the focus they come first in the footer.
-        Binding("slash", "start_search", "Search"),
-        Binding("n", "next_match(1)", "Next"),
-        Binding("N", "next_match(-1)", "Prev"),
-        Binding("W", "toggle_wrap", "Wrap"),
-        Binding("E", "last_error", "Error"),
-        Binding("f", "screen.toggle_log_full", "Full"),
-        Binding("end", "follow", "Follow", show=False),
-        Binding("escape", "clear_search", "Clear search", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(LOG)  # see hbtui/tui/actions.py
 
     DEFAULT_CSS = """
     LogView { background: $surface; color: $foreground; overflow-y: scroll; }

@@ -12,13 +12,15 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
+from hbtui.tui.actions import PORTS
+from hbtui.tui.keys import bindings
 
 GLYPH = {USED: ("■", "cyan"), BUSY: ("■", "yellow"), FREE: ("·", "green")}
 CELL = 2  # columns per port
@@ -31,13 +33,7 @@ class PortGrid(Widget, can_focus=True):
     PortGrid { height: auto; padding: 0 1; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "move(-1)", "previous port", show=False),
-        Binding("right", "move(1)", "next port", show=False),
-        Binding("up", "move_row(-1)", "port above", show=False),
-        Binding("down", "move_row(1)", "port below", show=False),
-        Binding("enter", "pick", "use this port", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(PORTS)  # see hbtui/tui/actions.py
 
     cursor: reactive[int] = reactive(0)
     highlight_box: reactive[str] = reactive("")

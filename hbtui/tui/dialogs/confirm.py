@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from hbtui.tui.screens.dialogs import DIALOG_CSS
+from hbtui.tui.dialogs.base import DIALOG_CSS
 
 
 class ConfirmDialog(ModalScreen[bool]):

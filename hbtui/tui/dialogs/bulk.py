@@ -8,7 +8,8 @@ from textual.app import ComposeResult
 from textual.widgets import Checkbox, Static
 
 from hbtui.core.views import BoxView
-from hbtui.tui.screens.dialogs import SaveDialog, SaveRequest, _passphrase_inputs
+from hbtui.tui.dialogs.archive import SaveDialog, SaveRequest
+from hbtui.tui.dialogs.base import passphrase_inputs
 
 
 class BulkSaveDialog(SaveDialog):
@@ -24,7 +25,7 @@ class BulkSaveDialog(SaveDialog):
             f"Save {len(self.views)} boxes ({names}) to encrypted archives in the backups "
             "folder, one each, all with this passphrase (each box is paused while it is saved)."
         )
-        yield from _passphrase_inputs(twice=True)
+        yield from passphrase_inputs(twice=True)
         yield Checkbox("Verify each archive after writing it", value=True, id="verify")
 
     def request(self) -> SaveRequest:

@@ -1,0 +1,281 @@
+"""Every key of the dashboard, in one table that knows nothing of Textual.
+
+Each `Action` is one thing a key does, where it does it, and what it is
+called: its id (the `[keymap]` name a user remaps it by), its default keys,
+the Textual action it runs, its scope (the main screen, the box table, the
+log, the port grid), and its label, title and help. From this one table
+come the bindings of each scope (`hbtui.tui.keys.bindings`), the command
+palette, the help screen, the `:` command line, the `[keymap]` check and
+what `hbtui config show` says of it. A key is bound once in a scope; a
+widget's key shadows the screen's while that widget has the focus (in the
+log, `n` is the next match, not a new box).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAIN = "main"  # the main screen: wherever the focus is on it, unless a widget has the key
+TABLE = "table"  # the box table, while it has the focus
+LOG = "log"  # the log, while it has the focus
+PORTS = "ports"  # the port allocator's grid, while it has the focus
+
+SCOPE_NAMES = {MAIN: "", TABLE: "in the table", LOG: "in a log", PORTS: "in the port grid"}
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str  # the [keymap] name
+    keys: str  # the default keys, comma-separated, as Textual names them
+    action: str  # what it runs: "app.X" on the App, bare on its scope's widget or screen
+    label: str  # the footer's word
+    title: str  # the command palette's entry ("": none)
+    help: str  # what it does
+    scope: str = MAIN
+    show: bool = True  # in the footer
+    command: bool = True  # in the palette and the `:` line (main-screen actions only)
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action(
+        "enter",
+        "enter",
+        "app.enter_box",
+        "Shell",
+        "Shell in the box",
+        "Open a shell as agent in the box's tmux session (the dashboard steps aside)",
+    ),
+    Action(
+        "open",
+        "o",
+        "app.open_web",
+        "Web",
+        "Open web UI",
+        "Open the box's executor URL in a browser",
+    ),
+    Action("new", "n", "app.new_box", "New", "New box", "Create and provision a new box"),
+    Action(
+        "branch",
+        "b",
+        "app.branch_box",
+        "Branch",
+        "Branch box",
+        "A new box with the selected box's /data and installed state, its own name and port",
+    ),
+    Action("start", "s", "app.start_box", "Start", "Start box", "Start the selected box"),
+    Action("stop", "x", "app.stop_box", "Stop", "Stop box", "Quiesce and stop the selected box"),
+    Action(
+        "remove",
+        "d",
+        "app.remove_box",
+        "Remove",
+        "Remove box",
+        "Remove the selected box after typing its name",
+    ),
+    Action(
+        "save",
+        "w",
+        "app.save_box",
+        "Save",
+        "Save box",
+        "Save the selected box to an encrypted archive",
+    ),
+    Action("load", "l", "app.load_box", "Load", "Load archive", "Make a new box from an archive"),
+    Action(
+        "cancel",
+        "c",
+        "app.cancel_operation",
+        "Cancel op",
+        "Cancel operation",
+        "Cancel the selected box's running operation; what it did is rolled back",
+    ),
+    Action(
+        "extract",
+        "e",
+        "app.extract_archive",
+        "Extract",
+        "Extract archive",
+        "Unpack an archive's files into a folder",
+    ),
+    Action(
+        "details",
+        "i",
+        "app.show_details",
+        "Info",
+        "Box details",
+        "Everything about the selected box, with its live CPU and memory",
+    ),
+    Action("refresh", "r", "refresh_now", "Refresh", "Refresh", "List the boxes again now"),
+    Action("filter", "slash", "filter", "Filter", "Filter boxes", "Show only boxes matching words"),
+    Action("sort", "S", "cycle_sort", "Sort", "Cycle sort column", "Sort by the next column"),
+    Action(
+        "reverse",
+        "R",
+        "reverse_sort",
+        "Reverse",
+        "Reverse sort",
+        "Sort the other way round",
+        show=False,
+    ),
+    Action(
+        "mark",
+        "space",
+        "toggle_mark",
+        "Mark",
+        "Mark box",
+        "Mark or unmark the selected box: start, stop and save act on every marked box",
+        show=False,
+        command=False,
+    ),
+    Action(
+        "command",
+        "colon",
+        "command_line",
+        "Cmd",
+        "Command line",
+        "Type an action and a box: ':stop web1', ':new', ':q' (tab completes)",
+        show=False,
+        command=False,
+    ),
+    Action(
+        "logs",
+        "t",
+        "toggle_logs",
+        "Logs",
+        "Toggle log tab",
+        "Switch between the operation log and the workload log",
+    ),
+    Action(
+        "fullscreen",
+        "f",
+        "toggle_log_full",
+        "Full log",
+        "Full-screen log",
+        "The log pane takes the whole screen, focused; f again brings the table back",
+        show=False,
+    ),
+    Action(
+        "ports",
+        "p",
+        "toggle_ports",
+        "Ports",
+        "Port allocator",
+        "Show or hide the map of the port range",
+    ),
+    Action("help", "question_mark", "app.help", "Help", "Help", "Every key and what it does"),
+    Action(
+        "quit", "q", "app.quit", "Quit", "Quit", "Leave the dashboard (operations are cancelled)"
+    ),
+    Action(
+        "clear-filter",
+        "escape",
+        "clear_filter",
+        "Clear filter",
+        "",  # esc: not worth a palette entry
+        "Clear the filter and hide its box",
+        show=False,
+        command=False,
+    ),
+    # -- the box table ---------------------------------------------------------------------
+    Action("up", "up,k", "cursor(-1)", "Up", "", "The box above", TABLE, False, False),
+    Action("down", "down,j", "cursor(1)", "Down", "", "The box below", TABLE, False, False),
+    Action("page-up", "pageup", "page(-1)", "Page up", "", "A page up", TABLE, False, False),
+    Action("page-down", "pagedown", "page(1)", "Page down", "", "A page down", TABLE, False, False),
+    Action(
+        "first",
+        "home,ctrl+home,g",
+        "cursor_to(0)",
+        "First",
+        "",
+        "The first box",
+        TABLE,
+        False,
+        False,
+    ),
+    Action(
+        "last", "end,ctrl+end,G", "cursor_to(-1)", "Last", "", "The last box", TABLE, False, False
+    ),
+    # -- the log (short labels: while the log has the focus they come first in the footer) --
+    Action(
+        "log-search", "slash", "start_search", "Search", "", "Search the log", LOG, command=False
+    ),
+    Action("log-next", "n", "next_match(1)", "Next", "", "The next match", LOG, command=False),
+    Action(
+        "log-previous", "N", "next_match(-1)", "Prev", "", "The previous match", LOG, command=False
+    ),
+    Action(
+        "log-wrap", "W", "toggle_wrap", "Wrap", "", "Wrap long lines, or not", LOG, command=False
+    ),
+    Action(
+        "log-error", "E", "last_error", "Error", "", "Jump to the last error", LOG, command=False
+    ),
+    Action(
+        "log-follow",
+        "end",
+        "follow",
+        "Follow",
+        "",
+        "Jump to the end, follow again",
+        LOG,
+        False,
+        False,
+    ),
+    Action(
+        "log-clear-search",
+        "escape",
+        "clear_search",
+        "Clear search",
+        "",
+        "Clear the search",
+        LOG,
+        False,
+        False,
+    ),
+    # -- the port allocator's grid ----------------------------------------------------------
+    Action("port-left", "left", "move(-1)", "", "", "The previous port", PORTS, False, False),
+    Action("port-right", "right", "move(1)", "", "", "The next port", PORTS, False, False),
+    Action("port-up", "up", "move_row(-1)", "", "", "The port above", PORTS, False, False),
+    Action("port-down", "down", "move_row(1)", "", "", "The port below", PORTS, False, False),
+    Action(
+        "port-pick",
+        "enter",
+        "pick",
+        "",
+        "",
+        "A new box on this free port",
+        PORTS,
+        False,
+        False,
+    ),
+)
+
+BY_ID = {a.id: a for a in ACTIONS}
+
+# What `:` accepts: the main screen's commands by id, and the words k9s, vim and docker
+# users type for them.
+ALIASES = {
+    "q": "quit",
+    "shell": "enter",
+    "rm": "remove",
+    "delete": "remove",
+    "describe": "details",
+    "inspect": "details",
+}
+COMMANDS: dict[str, str] = {
+    **{a.id: a.id for a in ACTIONS if a.command},
+    **ALIASES,
+}
+
+
+def in_scope(scope: str) -> tuple[Action, ...]:
+    return tuple(a for a in ACTIONS if a.scope == scope)
+
+
+def default_keys() -> dict[str, str]:
+    """Each id's default keys, for the `[keymap]` check."""
+    return {a.id: a.keys for a in ACTIONS}
+
+
+def scopes() -> dict[str, str]:
+    """Each id's scope: keys clash only within one."""
+    return {a.id: a.scope for a in ACTIONS}

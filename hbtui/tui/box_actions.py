@@ -1,0 +1,168 @@
+"""The keys that act on boxes: each opens its dialog (or acts at once) and runs the
+request the dialog returns.
+
+Dialogs are imported when first used: the first frame does not need them.
+A box busy with an operation, here or in another hbtui process, is refused
+before any dialog is filled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hbtui.core.views import BoxView
+from hbtui.errors import HbtuiError
+from hbtui.tui.activity import BoxKey
+from hbtui.tui.operations import StartRequest, StopRequest
+from hbtui.tui.web_shell import WebAndShell
+
+if TYPE_CHECKING:
+    from hbtui.tui.dialogs.archive import ExtractRequest, LoadRequest, SaveRequest
+    from hbtui.tui.dialogs.new import BranchRequest
+    from hbtui.tui.dialogs.remove import RemoveRequest
+
+
+class BoxActions(WebAndShell):
+    def _chosen(self) -> list[BoxView]:
+        """The marked boxes (a bulk action), else the selected one."""
+        views = self.main.chosen_views()
+        if not views:
+            self.notify("select a box first", severity="warning")
+        return views
+
+    def _refuse_busy(self, view: BoxView) -> bool:
+        """Say so (before any dialog is filled) when the box is busy with an operation,
+        here or in another hbtui process (the core's per-box lock)."""
+        activity = self.activities.get((view.host, view.name))
+        if activity is not None and activity.running:
+            busy = activity.operation
+        elif view.busy is not None and view.busy.held:  # another process runs one on it
+            busy = str(view.busy)
+        else:
+            return False
+        self.notify(
+            f"{view.name} is busy with {busy}; try again when it is done", severity="warning"
+        )
+        return True
+
+    def _taken(self) -> set[BoxKey]:
+        """(host, name) of every box listed or being made: names a new box cannot have."""
+        listing = self.main.listing
+        taken = {(b.host, b.name) for b in listing.boxes} if listing is not None else set()
+        return taken | {key for key, a in self.activities.items() if a.running}
+
+    def action_new_box(self, port: int | None = None) -> None:
+        """The new-box dialog (with `port` picked, from the port allocator); it posts its
+        request (see Running.on_new_box_dialog_requested) and stays until the box exists."""
+        from hbtui.tui.dialogs.new import NewBoxDialog
+
+        self.push_screen(NewBoxDialog(self.service, self._taken(), port=port))
+
+    def action_branch_box(self) -> None:
+        from hbtui.tui.dialogs.new import BranchDialog
+
+        view = self._need_box()
+        if view is None or self._refuse_busy(view):
+            return
+        self.push_screen(BranchDialog(self.service, view, self._taken()), self._branch)
+
+    def _branch(self, request: BranchRequest | None) -> None:
+        if request is not None:
+            self.run_request(request)
+
+    def action_start_box(self) -> None:
+        for view in self._chosen():
+            self.run_request(StartRequest(view.name, view.host))
+        self.main.clear_marks()
+
+    def action_stop_box(self) -> None:
+        for view in self._chosen():
+            self.run_request(StopRequest(view.name, view.host))
+        self.main.clear_marks()
+
+    def action_remove_box(self) -> None:
+        from hbtui.tui.dialogs.remove import RemoveDialog
+
+        view = self._need_box()
+        if view is None:
+            return
+        key = (view.host, view.name)
+        if not self.main.listed(key):
+            # A row for a creation that failed: nothing exists, just forget it.
+            activity = self.activities.get(key)
+            if activity is not None and activity.running:
+                self.notify(f"{view.name} is busy with {activity.operation}", severity="warning")
+            else:
+                self.activities.pop(key, None)
+                self.main.redraw()
+            return
+        if not self._refuse_busy(view):
+            self.push_screen(RemoveDialog(view), self._remove)
+
+    def _remove(self, request: RemoveRequest | None) -> None:
+        if request is not None:
+            self.run_request(request)
+
+    def action_save_box(self) -> None:
+        from hbtui.tui.dialogs.archive import SaveDialog
+
+        views = self._chosen()
+        if any(self._refuse_busy(view) for view in views):
+            return
+        if len(views) == 1:
+            self.push_screen(SaveDialog(views[0]), self._save)
+        elif views:
+            from hbtui.tui.dialogs.bulk import BulkSaveDialog
+
+            self.push_screen(BulkSaveDialog(views), partial(self._save_all, views))
+
+    def _save_all(self, views: list[BoxView], request: SaveRequest | None) -> None:
+        """One passphrase for every marked box; each saves to the backups folder, and its
+        progress shows in its row and log (one progress window per box would pile up)."""
+        if request is None:
+            return
+        self.main.clear_marks()
+        for view in views:
+            self.run_request(replace(request, name=view.name, host=view.host))
+
+    def _save(self, request: SaveRequest | None) -> None:
+        if request is not None:
+            self._show_progress(self.run_request(request), f"Saving {request.name}")
+
+    def action_load_box(self) -> None:
+        from hbtui.tui.dialogs.archive import LoadDialog
+
+        self.push_screen(LoadDialog(self.service, self._taken()), self._load)
+
+    def _remember(self, archive: Path) -> None:
+        """The archive picked, offered first by the next Load or Extract (in any run)."""
+        try:
+            self.service.remember_archive(archive)
+        except HbtuiError as exc:
+            self.notify(exc.message, title="cannot remember the archive", severity="warning")
+
+    def _load(self, request: LoadRequest | None) -> None:
+        if request is None:
+            return
+        self._remember(request.archive)
+        operation = self.run_request(request)
+        self._show_progress(operation, f"Loading {request.archive.name} into {request.name}")
+
+    def action_extract_archive(self) -> None:
+        from hbtui.tui.dialogs.archive import ExtractDialog
+
+        self.push_screen(ExtractDialog(self.service), self._extract)
+
+    def _extract(self, request: ExtractRequest | None) -> None:
+        if request is None:
+            return
+        self._remember(request.archive)
+        self._show_progress(self.run_request(request), f"Extracting {request.archive.name}")
+
+    def action_help(self) -> None:
+        from hbtui.tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen(self.keymap))

@@ -1,0 +1,50 @@
+"""`hbtui` with no verb: build the App over the Service the CLI would use, and run it."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from typing import TYPE_CHECKING
+
+from hbtui.tui.app import HbtuiApp
+
+if TYPE_CHECKING:
+    from hbtui.core.service import Service
+
+
+def run_dashboard() -> int:
+    """`hbtui` with no verb: the Service the CLI would use, and the App over it.
+
+    The recipe for boxes made here comes from the config or `HBTUI_RECIPE`,
+    resolved by the core as for `hbtui new`.
+    """
+    from hbtui.config import load_config
+    from hbtui.paths import resolve_paths
+    from hbtui.tui.terminal import dashboard_driver
+
+    paths = resolve_paths()
+    config = load_config(paths)  # a broken config is one line before the screen changes
+    paths.ensure()
+
+    def connect() -> Service:
+        # The first frame is up (the first listing asks for the Service): what
+        # start-up made lives on, so collections from now on skip it (the CLI
+        # turned collection off for the start-up).
+        gc.freeze()
+        gc.enable()
+        from hbtui.core.passphrase import secrets_passphrase_without_prompt
+        from hbtui.wiring import build_service
+
+        # Never a prompt on the terminal: the App asks in a dialog (see Running).
+        return build_service(paths, config, secrets_passphrase=secrets_passphrase_without_prompt)
+
+    app = HbtuiApp(connect, config=config, driver_class=dashboard_driver())
+
+    async def run() -> None:
+        try:
+            await app.run_async()
+        finally:
+            await app.close_service()
+
+    asyncio.run(run())
+    return app.return_code or 0

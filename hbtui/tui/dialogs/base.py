@@ -1,0 +1,170 @@
+"""What every dialog shares: the frame, the text field, the form, and the checks of a
+box name, a host and a port that several dialogs make.
+
+A dialog only collects input: submitting it dismisses it with a request (each
+feature's module defines its own, next to its dialog) holding the values as
+they were at that moment, and the App runs the request. A dialog may ask the
+Service read-only questions (the port map, whether a file is an archive or a
+folder a recipe, the backups folder's archives) but never changes anything.
+Fields are checked as they are typed, so a request that leaves a dialog has
+no problem the dialog could have seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select
+
+from hbtui.core.ports import BUSY, USED, PortSlot
+from hbtui.names import LOCAL
+
+DIALOG_CSS = Path(__file__).with_name("dialogs.tcss")
+
+R = TypeVar("R")
+
+
+class Field(Input):
+    """A dialog's text field: enter submits the value as it was when enter was typed.
+
+    Input's enter binding runs only once the key has bubbled up to the App, and
+    by then the field may have taken the keys typed after it (`rr2`, enter, `z`
+    submitted `rr2z`). Here enter is handled in the field's own queue, in the
+    order the keys came.
+    """
+
+    async def _on_key(self, event: events.Key) -> None:
+        # Textual calls Input's own handler after this one unless the default is prevented.
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            await self.action_submit()
+
+
+class Dialog(ModalScreen[R | None]):
+    """A centred box with a title; escape cancels (dismisses with None)."""
+
+    CSS_PATH = DIALOG_CSS  # read when the first dialog opens, not at startup
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    TITLE_TEXT = ""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.TITLE_TEXT, classes="dialog-title")
+            yield from self.compose_body()
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#cancel")
+    def cancel_pressed(self) -> None:
+        self.action_cancel()
+
+    @staticmethod
+    def as_submitted(event: Message) -> None:
+        """Keys typed just after enter can reach a field before its Submitted message
+        reaches the dialog: put the value back as it was submitted."""
+        if isinstance(event, Input.Submitted):
+            event.input.value = event.value
+
+
+def int_or_none(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+def host_select(hosts: list[str]) -> ComposeResult:
+    """A host choice, shown only when there is more than this machine."""
+    if len(hosts) > 1:
+        yield Label("Host")
+        yield Select([(h, h) for h in hosts], value=LOCAL, allow_blank=False, id="host")
+
+
+def port_problem(text: str, slots: list[PortSlot], host: str) -> str | None:
+    """Why a typed port cannot be the new box's (the host's port map, once loaded)."""
+    if text in ("", "auto"):
+        return None
+    if not text.isdigit():
+        return "the port is 'auto' or a number"
+    port = int(text)
+    if slots and not slots[0].port <= port <= slots[-1].port:
+        return f"port {port} is outside {host}'s range {slots[0].port}-{slots[-1].port}"
+    slot = next((s for s in slots if s.port == port), None)
+    if slot is not None and slot.state == USED:
+        return f"port {port} is used by box {slot.box}"
+    if slot is not None and slot.state == BUSY:
+        return f"port {port} is busy: another program on {host} listens there"
+    return None
+
+
+def name_taken(name: str, host: str, taken: Collection[tuple[str, str]]) -> str | None:
+    return f"a box named {name} exists on {host}" if (host, name) in taken else None
+
+
+class FormDialog(Dialog[R]):
+    """A form for an archive operation: checked on submit, dismissed with its request."""
+
+    START_LABEL = "Start"
+
+    def compose_body(self) -> ComposeResult:
+        yield from self.compose_form()
+        yield Label("", id="error", classes="problem")
+        with Horizontal(classes="buttons"):
+            yield Button(self.START_LABEL, variant="primary", id="ok")
+            yield Button("Cancel", id="cancel")
+
+    def compose_form(self) -> ComposeResult:
+        yield from ()
+
+    def on_mount(self) -> None:
+        self.query(Input).first().focus()
+
+    def problem(self) -> str | None:
+        """Why the form cannot be submitted yet (None: it can)."""
+        return None
+
+    def request(self) -> R:
+        """The form's values as a request (called once, when they pass `problem`)."""
+        raise NotImplementedError
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def submit(self, event: Input.Submitted | Button.Pressed) -> None:
+        self.as_submitted(event)
+        problem = self.problem()
+        self.query_one("#error", Label).update(problem or "")
+        if not problem:
+            self.dismiss(self.request())
+
+    def text(self, selector: str) -> str:
+        return self.query_one(selector, Input).value.strip()
+
+    def path_or_none(self, selector: str) -> Path | None:
+        text = self.text(selector)
+        return Path(text).expanduser() if text else None
+
+    def take_passphrase(self) -> bytes:
+        """The typed passphrase as bytes; the input boxes are wiped."""
+        secret = self.query_one("#passphrase", Input).value.encode()
+        for widget in self.query(".secret").results(Input):
+            widget.value = ""
+        return secret
+
+
+def passphrase_inputs(twice: bool) -> ComposeResult:
+    yield Label("Passphrase")
+    yield Field(password=True, id="passphrase", classes="secret")
+    if twice:
+        yield Label("Passphrase again")
+        yield Field(password=True, id="passphrase2", classes="secret")

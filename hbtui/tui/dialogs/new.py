@@ -1,0 +1,482 @@
+"""Making a box from the dashboard: the New box dialog and the Branch dialog, and the
+requests they return (each knows the Service call that runs it)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from hbtui.config import EGRESS_MODES, host_pattern_problem, split_list
+from hbtui.core.ports import PortSlot
+from hbtui.core.views import BoxView
+from hbtui.errors import HbtuiError
+from hbtui.events import Report
+from hbtui.names import LOCAL, name_problem
+from hbtui.tui.dialogs.base import (
+    Dialog,
+    Field,
+    host_select,
+    int_or_none,
+    name_taken,
+    port_problem,
+)
+from hbtui.tui.widgets.port_grid import PortGrid
+
+if TYPE_CHECKING:
+    from hbtui.core.service import Service
+
+
+@dataclass(frozen=True)
+class NewBoxRequest:
+    name: str
+    host: str
+    image: str  # "": the configured default
+    cpus: int | None
+    memory_mib: int | None
+    port: int | None  # None: any free port
+    recipe: Path | None = None  # None: the configured one
+    use_base: bool = True  # from a base of the recipe when there is one
+    branchable: bool = False
+    credentials: tuple[str, ...] = ()  # presets whose keys the engine holds for the box
+    egress: str = ""  # "": the configured policy
+    allow: tuple[str, ...] = ()
+
+    operation: ClassVar[str] = "new"
+    makes: ClassVar[bool] = True
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.host, self.name)
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.new(
+            self.name,
+            host=self.host,
+            image=self.image or None,
+            cpus=self.cpus,
+            memory_mib=self.memory_mib,
+            port=self.port,
+            recipe=self.recipe,
+            use_base=self.use_base,
+            branchable=self.branchable,
+            credentials=list(self.credentials),
+            egress=self.egress or None,
+            allow=list(self.allow) if self.egress == "allow-list" else None,
+            report=report,
+        )
+
+
+@dataclass(frozen=True)
+class BranchRequest:
+    source: str
+    name: str
+    host: str
+    port: int | None  # None: any free port
+
+    operation: ClassVar[str] = "branch"
+    makes: ClassVar[bool] = True
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.host, self.name)
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.branch(self.source, self.name, self.host, port=self.port, report=report)
+
+
+class NewBoxDialog(Dialog[NewBoxRequest]):
+    """Name, image, recipe, CPUs, memory, port: each checked as you type (the name's
+    rule and that no box on the host has it; a recipe folder; a free port in range)."""
+
+    TITLE_TEXT = "New box"
+
+    class Requested(Message):
+        """Create was pressed: the App starts `request`, then dismisses the dialog once
+        the box exists, or calls `refused` (the dialog stays open)."""
+
+        def __init__(self, dialog: NewBoxDialog, request: NewBoxRequest) -> None:
+            super().__init__()
+            self.dialog = dialog
+            self.request = request
+
+    def __init__(
+        self,
+        service: Service,
+        taken: Collection[tuple[str, str]] = (),
+        *,
+        port: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.service = service
+        self.taken = taken  # (host, name) of the boxes there are
+        self.port = port  # picked in the main screen's port allocator
+        self.pending: NewBoxRequest | None = None  # sent, not yet made or refused
+        self._close_when_current = False
+        self.cancel_request: Callable[[], None] | None = None  # given by the App
+
+    def compose_body(self) -> ComposeResult:
+        defaults = self.service.config.defaults
+        yield Label("Name")
+        yield Field(placeholder="a-z, 0-9 and -", id="name")
+        yield Label("", id="name-problem", classes="problem")
+        yield from host_select(self.service.host_names())
+        with Horizontal(classes="row"):
+            with Vertical():
+                yield Label("Image")
+                yield Field(value=defaults.image, id="image")
+            with Vertical(classes="wide"):
+                yield Label("Recipe (a folder with provision/provision.sh)")
+                yield Field(value=self._configured_recipe(), id="recipe")
+        yield Label("", id="recipe-problem", classes="problem")
+        with Horizontal(classes="row"):
+            yield Checkbox("From a base when there is one", value=defaults.use_bases, id="use-base")
+            yield Checkbox("Branchable", value=defaults.branchable, id="branchable")
+        yield Label("", id="plan", classes="hint")
+        with Horizontal(classes="row"):
+            with Vertical(classes="wide"):
+                yield Label("Credentials (presets; the keys stay out)")
+                yield Field(
+                    value=defaults.credentials, placeholder="anthropic,github", id="credentials"
+                )
+            with Vertical():
+                yield Label("Egress")
+                yield Select(
+                    [(mode, mode) for mode in EGRESS_MODES],
+                    value=defaults.egress,
+                    allow_blank=False,
+                    id="egress",
+                )
+        yield Label("", id="credentials-problem", classes="problem")
+        yield Label("Allow list (hosts, comma-separated)", id="allow-label")
+        yield Field(value=defaults.allow, placeholder="pypi.org,*.npmjs.org", id="allow")
+        yield Label("", id="allow-problem", classes="problem")
+        with Horizontal(classes="row"):
+            with Vertical():
+                yield Label("CPUs")
+                yield Field(value=str(defaults.cpus), type="integer", id="cpus")
+            with Vertical():
+                yield Label("Memory (MiB)")
+                yield Field(value=str(defaults.memory_mib), type="integer", id="memory")
+            with Vertical():
+                yield Label("Port")
+                yield Field(value=str(self.port) if self.port else "auto", id="port")
+        yield Label("", id="port-problem", classes="problem")
+        yield Label("Pick a free port below (enter or click), or leave auto", classes="hint")
+        yield PortGrid(id="new-port-grid")
+        status = Label("", id="request-status")
+        status.display = False  # until Create is pressed
+        yield status
+        with Horizontal(classes="buttons"):
+            yield Button("Create", variant="primary", id="ok", disabled=True)
+            yield Button("Cancel", id="cancel")
+
+    def _configured_recipe(self) -> str:
+        """The recipe `new` would use: the setting resolved, or as set when it is wrong."""
+        try:
+            return str(self.service.recipe_dir())
+        except HbtuiError:
+            return self.service.config.recipe_setting()
+
+    def on_mount(self) -> None:
+        self.query_one("#name", Input).focus()
+        self._presets = {p.name for p in self.service.credential_presets()}
+        self._stored = {s.name for s in self.service.secrets()}
+        self.load_ports()
+        self.check()
+
+    def problems(self) -> dict[str, str | None]:
+        """What is wrong with each field now, by the id of its problem line."""
+        name = self.query_one("#name", Input).value.strip()
+        recipe = self.query_one("#recipe", Input).value.strip()
+        return {
+            "#name-problem": (name_problem(name) if name else None)
+            or name_taken(name, self.host, self.taken),
+            "#recipe-problem": self._recipe_problem(recipe),
+            "#credentials-problem": self._credentials_problem(),
+            "#allow-problem": self._allow_problem(),
+            "#port-problem": port_problem(
+                self.query_one("#port", Input).value.strip(),
+                self.query_one(PortGrid).slots,
+                self.host,
+            ),
+        }
+
+    def _credentials_problem(self) -> str | None:
+        for name in split_list(self.query_one("#credentials", Input).value):
+            if name not in self._presets:
+                return f"no preset {name!r}; known: {', '.join(sorted(self._presets))}"
+            if name not in self._stored:
+                return f"no secret {name!r} stored: hbtui secrets set {name}"
+        return None
+
+    def _allow_problem(self) -> str | None:
+        allow_list = self.query_one("#egress", Select).value == "allow-list"
+        self.query_one("#allow", Input).display = allow_list
+        self.query_one("#allow-label", Label).display = allow_list
+        if not allow_list:
+            return None
+        hosts = split_list(self.query_one("#allow", Input).value)
+        bad = next((h for h in hosts if host_pattern_problem(h)), None)
+        if bad:
+            return f"{bad!r}: {host_pattern_problem(bad)}"
+        if not hosts and not split_list(self.query_one("#credentials", Input).value):
+            return "an allow list needs a host (or a credential, whose hosts it adds)"
+        return None
+
+    def _show_plan(self) -> None:
+        """How the box will be made: from a base (fast) or with the whole recipe, and why."""
+        label = self.query_one("#plan", Label)
+        recipe = self.query_one("#recipe", Input).value.strip()
+        try:
+            plan = self.service.new_plan(
+                host=self.host,
+                image=self.query_one("#image", Input).value.strip() or None,
+                recipe=Path(recipe) if recipe else None,
+                use_base=self.query_one("#use-base", Checkbox).value,
+            )
+        except (HbtuiError, OSError, RuntimeError):
+            label.update("")
+            return
+        if plan.fast:
+            label.update(Text(f"⚡ {plan.why}", "green"))
+        elif plan.stale:
+            label.update(Text(f"⚠ {plan.why}: untick 'From a base' or {plan.hint}", "yellow"))
+        else:
+            label.update(Text(plan.why + (f"; {plan.hint}" if plan.hint else ""), "dim"))
+
+    def _recipe_problem(self, text: str) -> str | None:
+        if not text:
+            return "which recipe? (a folder with provision/provision.sh)"
+        try:
+            self.service.recipe_dir(Path(text))
+        except (HbtuiError, OSError, RuntimeError) as exc:  # RuntimeError: ~user unknown
+            return str(exc)
+        return None
+
+    def check(self) -> bool:
+        """Show each field's problem; Create only when there is none and a name."""
+        problems = self.problems()
+        for selector, problem in problems.items():
+            label = self.query_one(selector, Label)
+            label.update(problem or "")
+            label.display = bool(problem)  # a line only when there is something to say
+        ok = not any(problems.values()) and bool(self.query_one("#name", Input).value.strip())
+        self.query_one("#ok", Button).disabled = not ok
+        self._show_plan()
+        return ok
+
+    @property
+    def host(self) -> str:
+        select = self.query("#host")
+        return str(select.first(Select).value) if select else LOCAL
+
+    @work(exclusive=True, group="ports", exit_on_error=False)
+    async def load_ports(self) -> None:
+        """Read-only: the chosen host's port map for the grid."""
+        grid = self.query_one(PortGrid)
+        try:
+            grid.set_slots(await self.service.ports(self.host))
+        except Exception as exc:
+            self.query_one(".hint", Label).update(Text(f"port map unavailable: {exc}", "red"))
+        self.check()  # the typed port against this host's map
+
+    @on(Select.Changed, "#host")
+    def host_changed(self) -> None:
+        self.load_ports()
+        self.check()
+
+    @on(Input.Changed, "#name")
+    @on(Input.Changed, "#recipe")
+    @on(Input.Changed, "#image")
+    @on(Input.Changed, "#credentials")
+    @on(Input.Changed, "#allow")
+    @on(Select.Changed, "#egress")
+    @on(Checkbox.Changed, "#use-base")
+    def field_changed(self) -> None:
+        self.check()
+
+    @on(Input.Changed, "#port")
+    def port_typed(self, event: Input.Changed) -> None:
+        port = int_or_none(event.value)
+        grid = self.query_one(PortGrid)
+        grid.picked = port
+        if port is not None:
+            grid.move_to(port)
+        grid.refresh()
+        self.check()
+
+    @on(PortGrid.Picked)
+    def port_picked(self, event: PortGrid.Picked) -> None:
+        self.query_one("#port", Input).value = str(event.port)
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def create(self, event: Input.Submitted | Button.Pressed) -> None:
+        if self.pending is not None:
+            return
+        self.as_submitted(event)
+        name = self.query_one("#name", Input).value.strip()
+        if not self.check():
+            self.query_one("#name", Input).focus()
+            return
+        port = int_or_none(self.query_one("#port", Input).value)
+        self._send(
+            NewBoxRequest(
+                name=name,
+                host=self.host,
+                image=self.query_one("#image", Input).value.strip(),
+                cpus=int_or_none(self.query_one("#cpus", Input).value),
+                memory_mib=int_or_none(self.query_one("#memory", Input).value),
+                port=port,
+                recipe=self.service.recipe_dir(Path(self.query_one("#recipe", Input).value)),
+                use_base=self.query_one("#use-base", Checkbox).value,
+                branchable=self.query_one("#branchable", Checkbox).value,
+                credentials=tuple(split_list(self.query_one("#credentials", Input).value)),
+                egress=str(self.query_one("#egress", Select).value),
+                allow=tuple(split_list(self.query_one("#allow", Input).value)),
+            )
+        )
+
+    def _send(self, request: NewBoxRequest) -> None:
+        """Lock the form (keys typed meanwhile change nothing) and hand the request over."""
+        self.pending = request
+        self._lock(True)
+        self.query_one("#request-status", Label).display = True
+        self.query_one("#request-status", Label).update(
+            Text(f"creating {request.name}… (esc cancels)", "cyan")
+        )
+        self.post_message(self.Requested(self, request))
+
+    def _lock(self, locked: bool) -> None:
+        for widget in self.query("Input, Select, Checkbox, PortGrid, Button"):
+            widget.disabled = locked
+        if not locked:
+            self.check()  # Create as the fields allow
+
+    def refused(self, error: str, *, cancelled: bool = False) -> None:
+        """The request ended before any box existed: say why and stay open (cancelled: close)."""
+        self.pending = None
+        self.cancel_request = None
+        if cancelled:
+            self.close()
+            return
+        self._lock(False)
+        self.query_one("#request-status", Label).update(Text(error, "bold red"))
+        self.query_one("#name", Input).focus()
+
+    def close(self) -> None:
+        """Dismiss now, or as soon as no other screen is above this one (a question)."""
+        if self.app.screen is self:
+            self.dismiss(None)
+        else:
+            self._close_when_current = True
+
+    def on_screen_resume(self) -> None:
+        if self._close_when_current:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        if self.pending is None:
+            self.dismiss(None)
+        elif self.cancel_request is not None:
+            self.cancel_request()  # the App closes the dialog once it has rolled back
+            self.query_one("#request-status", Label).update(
+                Text(f"cancelling {self.pending.name}…", "yellow")
+            )
+
+
+class BranchDialog(Dialog[BranchRequest]):
+    """A new box with the selected box's /data and installed state: its name and port,
+    checked as typed, and which way the branch will go."""
+
+    TITLE_TEXT = "Branch box"
+
+    def __init__(self, service: Service, view: BoxView, taken: Collection[tuple[str, str]]) -> None:
+        super().__init__()
+        self.service = service
+        self.view = view
+        self.taken = taken
+        self.slots: list[PortSlot] = []
+
+    def compose_body(self) -> ComposeResult:
+        v = self.view
+        if v.branchable:
+            how = Text.assemble(
+                ("⚡ ", "green"),
+                f"{v.name} runs branchable: the engine branches it at once, memory included; "
+                f"{v.name} keeps running.",
+            )
+        else:
+            how = Text.assemble(
+                ("⚠ ", "yellow"),
+                f"{v.name} is not branchable: it is stopped, its disk packed, and started "
+                "again; its running processes are not carried over. "
+                "(Make boxes with --branchable to branch them at once.)",
+            )
+        yield Static(how, classes="hint")
+        yield Label("Name of the new box")
+        yield Field(value=f"{v.name}-b", placeholder="a-z, 0-9 and -", id="name")
+        yield Label("", id="name-problem", classes="problem")
+        yield Label("Port")
+        yield Field(value="auto", id="port")
+        yield Label("", id="port-problem", classes="problem")
+        with Horizontal(classes="buttons"):
+            yield Button("Branch", variant="primary", id="ok")
+            yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#name", Input).focus()
+        self.load_ports()
+        self.check()
+
+    @work(exclusive=True, group="ports", exit_on_error=False)
+    async def load_ports(self) -> None:
+        try:
+            self.slots = await self.service.ports(self.view.host)
+        except Exception as exc:
+            self.notify(f"port map unavailable: {exc}", severity="warning")
+        self.check()
+
+    def check(self) -> bool:
+        name = self.query_one("#name", Input).value.strip()
+        problems = {
+            "#name-problem": (name_problem(name) if name else "the new box needs a name")
+            or name_taken(name, self.view.host, self.taken),
+            "#port-problem": port_problem(
+                self.query_one("#port", Input).value.strip(), self.slots, self.view.host
+            ),
+        }
+        for selector, problem in problems.items():
+            label = self.query_one(selector, Label)
+            label.update(problem or "")
+            label.display = bool(problem)
+        ok = not any(problems.values())
+        self.query_one("#ok", Button).disabled = not ok
+        return ok
+
+    @on(Input.Changed)
+    def field_changed(self) -> None:
+        self.check()
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def branch(self, event: Input.Submitted | Button.Pressed) -> None:
+        self.as_submitted(event)
+        if self.check():
+            self.dismiss(
+                BranchRequest(
+                    self.view.name,
+                    self.query_one("#name", Input).value.strip(),
+                    self.view.host,
+                    int_or_none(self.query_one("#port", Input).value),
+                )
+            )

@@ -1,0 +1,82 @@
+"""Removing a box: type its name to confirm, and the request that removes it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Button, Input, Label, Static
+
+from hbtui.core.views import BoxView
+from hbtui.events import Report
+from hbtui.names import LOCAL
+from hbtui.tui.dialogs.base import Dialog, Field
+
+if TYPE_CHECKING:
+    from hbtui.core.service import Service
+
+
+@dataclass(frozen=True)
+class RemoveRequest:
+    name: str
+    host: str
+
+    operation: ClassVar[str] = "remove"
+    makes: ClassVar[bool] = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.host, self.name)
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.remove(self.name, self.host, report=report)
+
+
+class RemoveDialog(Dialog[RemoveRequest]):
+    """Type the box's name to remove it."""
+
+    TITLE_TEXT = "Remove box"
+
+    def __init__(self, view: BoxView) -> None:
+        super().__init__()
+        self.view = view
+
+    def compose_body(self) -> ComposeResult:
+        v = self.view
+        yield Static(
+            Text.assemble(
+                "Remove ",
+                (v.name, "bold"),
+                f" on {v.host}" if v.host != LOCAL else "",
+                "? Its machine and its /data are removed and port ",
+                str(v.port or "-"),
+                " is freed.",
+            )
+        )
+        if v.last_save:
+            yield Static(f"Last save: {v.last_save}", classes="hint")
+        else:
+            yield Static(Text("This box was never saved.", style="bold yellow"))
+        yield Label(f"Type {v.name} to confirm")
+        yield Field(placeholder=v.name, id="confirm")
+        with Horizontal(classes="buttons"):
+            yield Button("Remove", variant="error", id="ok", disabled=True)
+            yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm", Input).focus()
+
+    @on(Input.Changed, "#confirm")
+    def typed(self, event: Input.Changed) -> None:
+        self.query_one("#ok", Button).disabled = event.value.strip() != self.view.name
+
+    @on(Input.Submitted, "#confirm")
+    @on(Button.Pressed, "#ok")
+    def confirm(self) -> None:
+        if self.query_one("#confirm", Input).value.strip() == self.view.name:
+            self.dismiss(RemoveRequest(self.view.name, self.view.host))

@@ -1,0 +1,69 @@
+"""The secrets file's passphrase, asked in a dialog: the dashboard never prompts on the
+terminal (a read there would stop its event loop). The dialog opens the file through
+the Service and dismisses with True once it is open; a wrong passphrase is said in it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Button, Input, Label, Static
+
+from hbtui.environment import SECRETS_PASSPHRASE_ENV
+from hbtui.errors import HbtuiError
+from hbtui.tui.dialogs.base import Dialog, Field
+
+if TYPE_CHECKING:
+    from hbtui.core.service import Service
+
+
+class SecretsPassphraseDialog(Dialog[bool]):
+    TITLE_TEXT = "Secrets passphrase"
+
+    def __init__(self, service: Service, why: str) -> None:
+        super().__init__()
+        self.service = service
+        self.why = why  # what needs the secrets ("start web")
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(
+            f"{self.why} needs the keys in the encrypted secrets file. Its passphrase "
+            f"opens it for this session (set {SECRETS_PASSPHRASE_ENV} before starting "
+            "hbtui to skip this question)."
+        )
+        yield Label("Passphrase")
+        yield Field(password=True, id="passphrase", classes="secret")
+        yield Label("", id="error", classes="problem")
+        with Horizontal(classes="buttons"):
+            yield Button("Unlock", variant="primary", id="ok")
+            yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#passphrase", Input).focus()
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def submit(self, event: Input.Submitted | Button.Pressed) -> None:
+        self.as_submitted(event)
+        field = self.query_one("#passphrase", Input)
+        typed, field.value = field.value.encode(), ""
+        if not typed:
+            self.query_one("#error", Label).update("type the passphrase")
+            return
+        self.query_one("#ok", Button).disabled = True
+        self.unlock(typed)
+
+    @work(exclusive=True, group="unlock", exit_on_error=False)
+    async def unlock(self, passphrase: bytes) -> None:
+        """Decrypting is a thread's work: the loop goes on meanwhile."""
+        try:
+            await asyncio.to_thread(self.service.unlock_secrets, passphrase)
+        except HbtuiError as exc:
+            self.query_one("#error", Label).update(exc.message)
+            self.query_one("#ok", Button).disabled = False
+            self.query_one("#passphrase", Input).focus()
+            return
+        self.dismiss(True)

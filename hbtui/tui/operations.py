@@ -1,0 +1,195 @@
+"""A running operation as one record, the requests that start one, and their messages.
+
+An `Operation` is one core call that changes something (new, start, save,
+...), run by the App in a worker. The record holds everything the dashboard
+keeps about it while it runs: its worker, the log of a making operation the
+core has not reserved a box for yet, the progress screen or the new-box
+dialog watching it, and what to do once it has ended well (open the box's web
+UI, after a start `o` asked for).
+Its `report` is the Report the core call gets; events reported in one burst
+(before the event loop next turns) travel together in one `OperationEvents`
+message, so a recipe printing thousands of lines costs one message per
+burst, not one per line.
+
+A request (a dialog's result, or `StartRequest`/`StopRequest`) knows which
+Service call runs it; the App only starts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from textual.message import Message
+
+from hbtui.errors import HbtuiError
+from hbtui.events import Event, Report
+from hbtui.tui.activity import Activity, BoxKey
+
+if TYPE_CHECKING:
+    from textual.message_pump import MessagePump
+    from textual.worker import Worker
+
+    from hbtui.core.service import Service
+
+Call = Callable[[Report], Awaitable[object]]  # one Service call, given its Report
+
+
+def describe_error(exc: BaseException) -> str:
+    """The one line a notification shows for a failure (a bug's type when it says nothing)."""
+    if isinstance(exc, HbtuiError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class Request(Protocol):
+    """What a dialog returns: the operation it starts, the box it concerns, and the call."""
+
+    operation: ClassVar[str]  # "new", "save", ...: the word the log and notifications use
+    makes: ClassVar[bool]  # it makes its box (new, branch, load)
+
+    @property
+    def key(self) -> BoxKey | None: ...
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]: ...
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    name: str
+    host: str
+
+    operation: ClassVar[str] = "start"
+    makes: ClassVar[bool] = False
+
+    @property
+    def key(self) -> BoxKey:
+        return (self.host, self.name)
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.start(self.name, self.host, report=report)
+
+
+@dataclass(frozen=True)
+class StopRequest:
+    name: str
+    host: str
+
+    operation: ClassVar[str] = "stop"
+    makes: ClassVar[bool] = False
+
+    @property
+    def key(self) -> BoxKey:
+        return (self.host, self.name)
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.stop(self.name, self.host, report=report)
+
+
+class ProgressView(Protocol):
+    """A screen that shows one operation's progress (the archive operations')."""
+
+    def show(self, event: Event) -> None: ...
+
+    def finished(self, error: str, *, cancelled: bool = False) -> None: ...
+
+
+class WaitingDialog(Protocol):
+    """A dialog that stays open until its operation has made its box, or was refused."""
+
+    def close(self) -> None: ...
+
+    def refused(self, error: str, *, cancelled: bool = False) -> None: ...
+
+
+class Operation:
+    """One core call the App runs in a worker, the way its events reach the UI, and what
+    the dashboard keeps about it until it ends."""
+
+    def __init__(
+        self, name: str, key: BoxKey | None, target: MessagePump, *, makes: bool = False
+    ) -> None:
+        self.name = name  # "new", "save", ...: the word the log and notifications use
+        self.key = key  # the box it concerns; None when it concerns none (extract)
+        self.worker: Worker[None] | None = None
+        # A making operation's log, kept off every row until the core has reserved its box
+        # (then it becomes the box's activity and this is None).
+        self.unmade: Activity | None = None
+        if makes and key is not None:
+            self.unmade = Activity(key)
+            self.unmade.begin(name, makes=True)
+        self.progress: ProgressView | None = None  # the progress screen showing it
+        self.dialog: WaitingDialog | None = None  # the new-box dialog waiting on it
+        self.then: Callable[[], None] | None = None  # run once it has ended well
+        self.call: Call | None = None  # the Service call, to run it again (once unlocked)
+        self._target = target
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._lock = threading.Lock()
+        self._pending: list[Event] = []
+
+    @property
+    def label(self) -> str:
+        """`new echo`: what notifications call it."""
+        return f"{self.name} {self.key[1]}" if self.key else self.name
+
+    def report(self, event: Event) -> None:
+        """The Report the core call gets; any thread may call it."""
+        with self._lock:
+            self._pending.append(event)
+            if len(self._pending) > 1:
+                return  # a flush is already on its way
+        if threading.get_ident() == self._loop_thread:
+            self._loop.call_soon(self.flush)
+        else:
+            try:
+                self._loop.call_soon_threadsafe(self.flush)
+            except RuntimeError:  # the dashboard has closed: nobody is watching
+                pass
+
+    def flush(self) -> None:
+        """Post what was reported since the last flush (on the event loop's thread)."""
+        with self._lock:
+            events, self._pending = self._pending, []
+        if events:
+            self._target.post_message(OperationEvents(self, tuple(events)))
+
+    def cancel(self) -> None:
+        """Cancel the worker; the core rolls back what the call made."""
+        if self.worker is not None:
+            self.worker.cancel()
+
+
+class OperationEvents(Message):
+    """Progress events of one operation, in the order they were reported."""
+
+    def __init__(self, operation: Operation, events: tuple[Event, ...]) -> None:
+        super().__init__()
+        self.operation = operation
+        self.events = events
+
+
+class OperationFinished(Message):
+    """The operation returned `result`, or failed with the one-line `error` (and `hint`);
+    `cancelled`: it was cancelled and rolled back, and `error` says what was undone;
+    `locked`: it stopped before doing anything, for want of the secrets passphrase."""
+
+    def __init__(
+        self,
+        operation: Operation,
+        result: object,
+        error: str = "",
+        hint: str = "",
+        cancelled: bool = False,
+        locked: bool = False,
+    ) -> None:
+        super().__init__()
+        self.operation = operation
+        self.result = result
+        self.error = error
+        self.hint = hint
+        self.cancelled = cancelled
+        self.locked = locked  # it needs the secrets file's passphrase, which nobody gave

@@ -1,0 +1,140 @@
+"""The read-only questions the dashboard asks the Service, each in a worker.
+
+The main screen posts a `...Wanted` message; the answer comes back to it as
+a `...Loaded` message. None of these changes anything, and a failure here
+is shown where the answer would be (the status line, the log pane), never
+as a crash.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from functools import partial
+from typing import TYPE_CHECKING
+
+from hbtui.core.views import BoxStats
+from hbtui.errors import HbtuiError
+from hbtui.tui.activity import MAX_LINES, BoxKey
+from hbtui.tui.base import DashboardBase
+from hbtui.tui.messages import (
+    ListingLoaded,
+    ListingWanted,
+    PortsLoaded,
+    PortsWanted,
+    ProvisionLogLoaded,
+    ProvisionLogWanted,
+    StatsLoaded,
+    StatsWanted,
+    WorkloadLogLoaded,
+    WorkloadLogWanted,
+)
+from hbtui.tui.operations import describe_error
+
+if TYPE_CHECKING:
+    from hbtui.tui.screens.details import DetailsScreen
+
+HISTORY = 60  # live figures kept per box: two minutes at the default refresh
+
+
+class Queries(DashboardBase):
+    def on_listing_wanted(self, _message: ListingWanted) -> None:
+        self.refresh_listing()
+
+    def refresh_listing(self) -> None:
+        """Start one `list_boxes()` unless one is running (then list again after it)."""
+        if self._paused:
+            return
+        if self._listing:
+            self._list_again = True
+            return
+        self._listing = True
+        self._start(self._list_boxes, "refresh")
+
+    async def _list_boxes(self) -> None:
+        try:
+            while True:
+                self._list_again = False
+                asked_at = time.monotonic()
+                try:
+                    listing = await self.service.list_boxes()
+                    message = ListingLoaded(listing, asked_at, bases=len(self.service.bases()))
+                except Exception as exc:  # the dashboard must outlive a broken engine
+                    message = ListingLoaded(None, asked_at, describe_error(exc))
+                self._to_main(message)
+                if not self._list_again:
+                    return
+        finally:
+            self._listing = False
+
+    def on_ports_wanted(self, message: PortsWanted) -> None:
+        if self._ports_worker is None or self._ports_worker.is_finished:
+            self._ports_worker = self._start(partial(self._ports, message.host), "ports")
+
+    async def _ports(self, host: str) -> None:
+        try:
+            self._to_main(PortsLoaded(host, await self.service.ports(host)))
+        except Exception as exc:
+            self._to_main(PortsLoaded(host, [], describe_error(exc)))
+
+    def on_workload_log_wanted(self, message: WorkloadLogWanted) -> None:
+        self._start(partial(self._workload_log, message.key), "workload", exclusive=True)
+
+    async def _workload_log(self, key: BoxKey) -> None:
+        try:
+            text = await self.service.workload_logs(key[1], key[0], tail=MAX_LINES)
+        except Exception as exc:
+            text = f"\x1b[31m{describe_error(exc)}\x1b[0m"
+        self._to_main(WorkloadLogLoaded(key, text))
+
+    def on_provision_log_wanted(self, message: ProvisionLogWanted) -> None:
+        self._start(partial(self._provision_log, message.key), "provision-log")
+
+    async def _provision_log(self, key: BoxKey) -> None:
+        try:
+            log = await self.service.provision_log(key[1], key[0], tail=MAX_LINES)
+        except (HbtuiError, OSError):
+            return  # a box without a readable log just shows none
+        if log is not None:
+            self._to_main(ProvisionLogLoaded(key, log.path, log.events))
+
+    # -- details and live figures --------------------------------------------------------------
+
+    def action_show_details(self) -> None:
+        from hbtui.tui.screens.details import DetailsScreen
+
+        if view := self._need_box():
+            key = (view.host, view.name)
+            screen = DetailsScreen(key, self.usage_history)
+            self.push_screen(screen)
+            self._start(partial(self._details, screen), "details", exclusive=True)
+
+    async def _details(self, screen: DetailsScreen) -> None:
+        host, name = screen.key
+        try:
+            details = await self.service.details(name, host)
+        except Exception as exc:
+            screen.show(None, describe_error(exc))
+            return
+        screen.show(details)
+
+    def on_stats_wanted(self, message: StatsWanted) -> None:
+        """Live figures for the running boxes, unless the last ask is still out."""
+        if self._stats_worker is None or self._stats_worker.is_finished:
+            self._stats_worker = self._start(partial(self._stats, message.keys), "stats")
+
+    async def _stats(self, keys: list[BoxKey]) -> None:
+        by_host: dict[str, list[str]] = {}
+        for host, name in keys:
+            by_host.setdefault(host, []).append(name)
+        usage: dict[BoxKey, BoxStats] = {}
+        for host, names in by_host.items():
+            try:
+                found = await self.service.stats(names, host)
+            except Exception:  # no figures is not worth a notification every refresh
+                continue
+            for name, figures in found.items():
+                usage[(host, name)] = figures
+                history = self.usage_history.setdefault((host, name), deque(maxlen=HISTORY))
+                history.append(figures)
+        self._to_main(StatsLoaded(usage))
