@@ -217,7 +217,8 @@ async def test_a_failed_creation_shows_in_row_pane_and_notification(static_servi
         await until(pilot, lambda: key in app.activities and app.activities[key].error)
         await until(pilot, lambda: column(app, "local/fail-one", 2) == "failed")
         assert "failed at step 3/3" in rows(app)["local/fail-one"]
-        assert "failed" in str(app.main.log_pane.query_one("#log-header").render())
+        header = app.main.log_pane.query_one("#log-header")
+        await until(pilot, lambda: "failed" in str(header.render()))  # caught up every 50 ms
         assert any("new fail-one failed" in n for n in notes(app))
         app.main.table.select(key)
         await pilot.press("d")  # nothing was made: the row is just forgotten

@@ -5,6 +5,10 @@ from with what it was drawn from last time, rebuilds and repaints only the
 rows that differ, and re-sorts only when a row came, went or changed its
 sort key, so the cursor and the scroll position survive every tick and a
 tick costs in proportion to what changed, not to the number of boxes.
+
+Over ~500 lines on purpose: the row cache, the diffing, the sort, the filter
+and the marks are one Line API widget and change together; the cell text
+(`cells` and its helpers) is the part that could move out first.
 """
 
 from __future__ import annotations

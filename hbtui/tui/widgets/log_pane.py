@@ -10,6 +10,10 @@ exactly the buffer, and the whole log stays in the kept file.
 Inside the log: `/` searches (n/N next/previous, matches highlighted), `W`
 wraps long lines, `E` jumps to the last error, `f` gives the log the whole
 screen, `end` follows again.
+
+Over ~500 lines on purpose: the view (rows, wrap, search, follow) is one Line
+API widget whose parts share its row map; the pane around it is small. The
+search is the part that could move out first.
 """
 
 from __future__ import annotations
