@@ -111,8 +111,10 @@ def test_a_stopped_box_has_no_services_to_return(hbtui_home):
         "quiesced_until": time.time() + 600,
     }
     boxes.locks.path("local", "web").write_text(json.dumps(record))
-    assert boxes.busy("web", "local", "running").startswith("quiesced: stop was interrupted")
-    assert boxes.busy("web", "local", "stopped") == ""
+    busy = boxes.busy("web", "local", "running")
+    assert busy is not None and not busy.held and busy.lease_end == record["quiesced_until"]
+    assert str(busy).startswith("quiesced: stop was interrupted")
+    assert boxes.busy("web", "local", "stopped") is None
 
 
 def _stale_base_of(recipe_dir, sim_service) -> None:
