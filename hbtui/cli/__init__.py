@@ -73,6 +73,12 @@ BRANCHABLE = arg(
     default=None,
     help="start it so that it can be branched at once, memory included",
 )
+SESSION = arg(
+    "--session",
+    type=given,
+    metavar="ID",
+    help="the agent session (an id or its first characters) when there are several",
+)
 
 VERBS: tuple[Verb, ...] = (
     Verb("doctor", "config:cmd_doctor", "check that this host can run boxes", host=False,
@@ -194,6 +200,16 @@ VERBS: tuple[Verb, ...] = (
                  NAME, arg("--fingerprint", metavar="SHA256:...",
                            help="trust without asking, only if the key has this fingerprint"))),
     )),
+    Verb("agents", "agents:cmd_agents",
+         "the coding agents in running boxes: working, needs you, idle, ended", json=True,
+         args=(arg("boxes", nargs="*", metavar="BOX"),
+               arg("--watch", action="store_true", help="refresh every 2 s until Ctrl-C"))),
+    Verb("approve", "agents:cmd_approve", "allow what a box's agent asks permission for",
+         args=(NAME, SESSION)),
+    Verb("deny", "agents:cmd_deny", "refuse what a box's agent asks permission for",
+         args=(NAME, SESSION)),
+    Verb("send", "agents:cmd_send", "type a line (and Enter) into a box's agent",
+         args=(NAME, arg("text", metavar="TEXT"), SESSION)),
     Verb("version", "config:cmd_version", "print the version", host=False),
 )  # fmt: skip
 
