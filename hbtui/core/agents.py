@@ -282,7 +282,7 @@ def _pick(
         raise AgentError(f"box {name} has no live agent session")
     if len(candidates) > 1:
         ids = ", ".join(s.session_id[:8] for s in candidates)
-        what = "sessions wait for an answer" if pending else "agent sessions"
+        what = "sessions waiting for an answer" if pending else "agent sessions"
         raise AgentError(
             f"box {name} has {len(candidates)} {what} ({ids}): name one with --session"
         )
