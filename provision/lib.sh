@@ -158,7 +158,10 @@ step_agent_settings() {
     local mode=${HB_AGENT_PERMISSIONS:-ask} wait=${HB_AGENT_DECISION_SECONDS:-30} permissions
     case $mode in
         ask) permissions='{"defaultMode": "default", "disableBypassPermissionsMode": "disable"}' ;;
-        skip) permissions='{"defaultMode": "bypassPermissions"}' ;;
+        # Without skipDangerousModePermissionPrompt Claude asks at every start whether
+        # bypass mode is accepted (checked with 2.1.332).
+        skip) permissions='{"defaultMode": "bypassPermissions"},
+  "skipDangerousModePermissionPrompt": true' ;;
         *) hb_die "HB_AGENT_PERMISSIONS must be ask or skip (got '$mode')" ;;
     esac
     [[ $wait =~ ^[0-9]{1,4}$ ]] || hb_die "HB_AGENT_DECISION_SECONDS must be a number of seconds"

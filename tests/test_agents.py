@@ -136,3 +136,26 @@ def test_a_box_cannot_flood_the_listing():
     many = {"sessions": [entry(session_id=f"s{i:05d}") for i in range(1000)]}
     rows = parse_listing("b1", "local", json.dumps(many).encode())
     assert len(rows) == agents.SESSIONS_MAX
+
+
+def test_skip_is_only_for_an_allow_list_box_with_managed_keys():
+    from hbtui.core import credentials as creds
+    from hbtui.errors import UsageError
+
+    anthropic = [creds.BUILT_IN["anthropic"]]
+    assert creds.agent_permissions_for(None, creds.OPEN, []) == "ask"
+    assert creds.agent_permissions_for("skip", creds.ALLOW_LIST, anthropic) == "skip"
+    for egress, presets in ((creds.OPEN, anthropic), (creds.ALLOW_LIST, [])):
+        with pytest.raises(UsageError, match="allow-list"):
+            creds.agent_permissions_for("skip", egress, presets)
+    with pytest.raises(UsageError):
+        creds.agent_permissions_for("yolo", creds.ALLOW_LIST, anthropic)
+
+
+def test_the_box_setting_reaches_the_recipe():
+    from hbtui.core import credentials as creds
+    from hbtui.core.registry import BoxRecord
+
+    assert creds.recipe_settings(BoxRecord("b1", 4800)) == {"HB_AGENT_PERMISSIONS": "ask"}
+    skip = BoxRecord("b1", 4800, agent_permissions="skip")
+    assert creds.recipe_settings(skip) == {"HB_AGENT_PERMISSIONS": "skip"}

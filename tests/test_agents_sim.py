@@ -7,6 +7,7 @@ The box has its own network namespace, so the fake listens on the box's loopback
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -218,6 +219,14 @@ printf '{{"session_id":"second","status":"needs-you","pid":%s,"proc_start":"%s",
 def test_hostile_status_files_each_give_a_sane_row_and_bad_input_one_line(sim_env):
     made = hbtui("new", "b1", "--recipe", str(SIM_RECIPE), "-q", env=sim_env, timeout=300)
     assert made.returncode == 0, made.stdout + made.stderr
+    [listed] = json.loads(hbtui("ls", "--json", env=sim_env).stdout)
+    assert listed["agent_permissions"] == "ask"
+    settings = in_box(sim_env, "cat /etc/claude-code/managed-settings.json")
+    assert json.loads(settings)["permissions"]["defaultMode"] == "default"
+    refused = hbtui("new", "b2", "--recipe", str(SIM_RECIPE), "--agent-permissions", "skip",
+                    env=sim_env)  # fmt: skip
+    one_error_line(refused, "allow-list")
+    assert [b["name"] for b in json.loads(hbtui("ls", "--json", env=sim_env).stdout)] == ["b1"]
     in_box(sim_env, HOSTILE)
     rows = {s["session_id"]: s for s in sessions(sim_env)}
     assert rows["big"]["status"] == "error" and "too large" in rows["big"]["error"]
@@ -230,6 +239,31 @@ def test_hostile_status_files_each_give_a_sane_row_and_bad_input_one_line(sim_en
     assert escape["waiting_for"].startswith("Bash: ls") and escape["waiting_for"].endswith("done")
     table = hbtui("agents", env=sim_env)
     assert table.returncode == 0 and "\x1b]" not in table.stdout and "too large" in table.stdout
+
+    # A pane that prints terminal commands: only its colours reach the host.
+    in_box(
+        sim_env,
+        "tmux new-session -d -s shady -x 80 -y 10 "
+        "\"printf '\\033]0;pwned\\007\\033[31mred\\033[0m \\033]52;c;ZXZpbA==\\007"
+        "ok\\n'; sleep 600\"",
+    )
+    pane_id = in_box(sim_env, "tmux list-panes -t shady -F '#{pane_id}'").strip()
+
+    async def screen() -> str:
+        from hbtui.wiring import build_service
+
+        service = build_service()
+        try:
+            return await service.agent_pane("b1", pane_id)
+        finally:
+            await service.close()
+
+    deadline = time.monotonic() + 30
+    shown = asyncio.run(screen())
+    while "ok" not in shown and time.monotonic() < deadline:
+        shown = asyncio.run(screen())
+    assert "\x1b[31mred\x1b[39m ok" in shown  # tmux re-encodes the colours it kept
+    assert "\x1b]" not in shown and "pwned" not in shown and "ZXZpbA" not in shown
 
     # Two sessions wait and none is named: one line, nothing done.
     one_error_line(hbtui("approve", "b1", env=sim_env), "2 sessions", "--session")

@@ -102,6 +102,9 @@ VERBS: tuple[Verb, ...] = (
         arg("--egress", choices=["open", "private-blocked", "allow-list"],
             help="what the box may reach (default from config: private-blocked)"),
         arg("--allow", action="append", metavar="HOST", help="a host of its allow list; repeatable"),
+        arg("--agent-permissions", choices=["ask", "skip"],
+            help="ask (default): agents ask before running commands; skip: they ask nothing "
+                 "(needs --egress allow-list and a --credential)"),
         QUIET)),
     Verb("branch", "bases:cmd_branch", "a new box with another box's /data and installed state",
          json=True, args=(

@@ -127,6 +127,7 @@ class Service(AgentOperations):
         credentials: list[str] | None = None,
         egress: str | None = None,
         allow: list[str] | None = None,
+        agent_permissions: str | None = None,
         report: Report = ignore,
     ) -> BoxView:
         async with self._holding(name, host, "new"):
@@ -144,6 +145,7 @@ class Service(AgentOperations):
                 credentials=credentials,
                 egress=egress,
                 allow=allow,
+                agent_permissions=agent_permissions,
                 report=report,
             )
 
