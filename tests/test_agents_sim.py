@@ -273,9 +273,35 @@ def test_hostile_status_files_each_give_a_sane_row_and_bad_input_one_line(sim_en
     one_error_line(hbtui("approve", "b1", "--session", "dead", env=sim_env), "no live")
     one_error_line(hbtui("send", "b1", "a\x1b]0;x\x07", env=sim_env), "control")
     one_error_line(hbtui("agents", "nosuch", env=sim_env), "nosuch")
+    # The agent disappears while its request is pending: one line, nothing done.
+    in_box(sim_env, "pkill -x sleep")
+    gone = {s["session_id"]: s["status"] for s in sessions(sim_env)}
+    assert gone["escape"] == gone["second"] == "ended"
+    one_error_line(hbtui("approve", "b1", "--session", "escape", env=sim_env), "no live")
+    one_error_line(hbtui("approve", "b1", env=sim_env), "nothing is pending")
     assert hbtui("stop", "b1", env=sim_env).returncode == 0
     one_error_line(hbtui("approve", "b1", env=sim_env), "stopped")
     stopped = json.loads(hbtui("agents", "b1", "--json", env=sim_env).stdout)
     assert stopped == [
         {"box": "b1", "host": "local", "error": "the box is stopped", "sessions": []}
     ]
+
+
+def test_watch_refreshes_until_interrupted(sim_env):
+    import signal
+
+    proc = subprocess.Popen(
+        [HBTUI_BIN, "agents", "--watch", "--json"],
+        env=sim_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline().strip() == "[]"  # no box: an empty table each time
+        assert proc.stdout.readline().strip() == "[]"  # and again, 2 s later
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()

@@ -209,6 +209,8 @@ async def _box_agents(boxes: Lifecycle, view: BoxView, limits: _Limits) -> BoxAg
         except (EngineError, HbtuiError, OSError, TimeoutError) as exc:
             return BoxAgents(view.name, view.host, error=_why(exc))
     if code != 0:
+        if "unknown command 'agents'" in err:
+            err = f"its recipe predates hb agents; bring it up to date: hbtui repair {view.name}"
         return BoxAgents(view.name, view.host, error=err or f"hb agents exited with {code}")
     try:
         return BoxAgents(view.name, view.host, parse_listing(view.name, view.host, out))
