@@ -77,8 +77,8 @@ def wait_session(env, predicate, timeout: float = 90.0) -> dict:
         for s in sessions(env):
             if predicate(s):
                 return s
-            seen.append((s["status"], s["waiting_for"]))
-    raise AssertionError(f"no session as wanted within {timeout} s; saw {seen[-5:]}")
+            seen.append((s["agent"], s["session_id"][:8], s["status"], s["waiting_for"]))
+    raise AssertionError(f"no session as wanted within {timeout} s; saw {seen[-10:]}")
 
 
 def in_box(env, script: str, input: str | None = None) -> str:
@@ -215,6 +215,18 @@ printf '{{"session_id":"escape","status":"needs-you","pid":%s,"proc_start":"%s",
 printf '{{"session_id":"second","status":"needs-you","pid":%s,"proc_start":"%s","since":%s,"waiting_for":"Bash: true"}}' $pid "$start" $now > second.json
 """
 
+# Works for a while (its screen changes), asks, does what it was allowed, then waits.
+FAKE_CODEX = """
+import time
+for i in range(12):
+    print(f"thinking {i}", flush=True)
+    time.sleep(0.4)
+if input("Allow command `touch codex-ran`? (y/n) ").strip() == "y":
+    open("codex-ran", "w").close()
+    print("done", flush=True)
+time.sleep(600)
+"""
+
 
 def test_hostile_status_files_each_give_a_sane_row_and_bad_input_one_line(sim_env):
     made = hbtui("new", "b1", "--recipe", str(SIM_RECIPE), "-q", env=sim_env, timeout=300)
@@ -279,6 +291,17 @@ def test_hostile_status_files_each_give_a_sane_row_and_bad_input_one_line(sim_en
     assert gone["escape"] == gone["second"] == "ended"
     one_error_line(hbtui("approve", "b1", "--session", "escape", env=sim_env), "no live")
     one_error_line(hbtui("approve", "b1", env=sim_env), "nothing is pending")
+
+    # An agent with no hooks (a stand-in named codex): its screen says what it does.
+    in_box(sim_env, "cat > ~/fake_codex.py", input=FAKE_CODEX)
+    in_box(sim_env, "tmux new-session -d -s cx -x 80 -y 20 'exec -a codex python3 ~/fake_codex.py'")
+    wait_session(sim_env, lambda s: s["agent"] == "codex" and s["status"] == "working")
+    asked = wait_session(sim_env, lambda s: s["agent"] == "codex" and s["status"] == "needs-you")
+    assert asked["waiting_for"] == "Allow command `touch codex-ran`? (y/n)"
+    assert hbtui("send", "b1", "y", env=sim_env).returncode == 0
+    wait_session(sim_env, lambda s: s["agent"] == "codex" and s["status"] == "idle")
+    assert exists(sim_env, f"{WORKSPACE}/codex-ran")
+
     assert hbtui("stop", "b1", env=sim_env).returncode == 0
     one_error_line(hbtui("approve", "b1", env=sim_env), "stopped")
     stopped = json.loads(hbtui("agents", "b1", "--json", env=sim_env).stdout)

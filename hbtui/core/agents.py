@@ -45,7 +45,7 @@ HB = f"{recipes.GUEST_BIN}/hb"
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _PANE = re.compile(r"%[0-9]{1,6}")
 _REQUEST = re.compile(r"[0-9a-f]{4,32}")
-_AGENTS = ("claude", "codex")
+_AGENTS = ("claude", "codex", "hermes")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
