@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +163,45 @@ def test_the_box_setting_reaches_the_recipe():
     assert creds.recipe_settings(BoxRecord("b1", 4800)) == {"HB_AGENT_PERMISSIONS": "ask"}
     skip = BoxRecord("b1", 4800, agent_permissions="skip")
     assert creds.recipe_settings(skip) == {"HB_AGENT_PERMISSIONS": "skip"}
+
+
+def test_a_pane_of_100000_lines_is_cut_to_its_last_lines():
+    lines = [f"\x1b[32mline {i}\x1b[0m \x1b]52;c;ZXZpbA==\x07" for i in range(100_000)]
+    text = agents.screen_text("\n".join(lines).encode())
+    assert len(text.encode()) <= agents.PANE_MAX
+    assert text.splitlines()[-1] == "\x1b[32mline 99999\x1b[0m "
+    assert text.splitlines()[0].startswith("\x1b[32mline ")  # whole lines only
+    assert "ZXZpbA" not in text
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("tmux") is None, reason="needs node and tmux"
+)
+def test_the_box_helper_captures_at_most_500_lines(tmp_path):
+    """hb-agents itself caps a capture (here on the host, against a private tmux server)."""
+    env = {**os.environ, "TMUX_TMPDIR": str(tmp_path), "HOME": str(tmp_path)}
+    env.pop("TMUX", None)
+    tmux = ["tmux", "-f", "/dev/null"]
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "tall", "-x", "80", "-y", "2000",
+         "seq 100000; sleep 600"],
+        env=env, check=True,
+    )  # fmt: skip
+    try:
+        helper = Path(__file__).resolve().parents[1] / "guest" / "hb-agents"
+        pane = subprocess.run(
+            [*tmux, "list-panes", "-t", "tall", "-F", "#{pane_id}"],
+            env=env, capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        for _ in range(100):
+            shown = subprocess.run(
+                ["node", str(helper), "pane", pane], env=env, capture_output=True, text=True
+            )
+            if "100000" in shown.stdout:
+                break
+        assert shown.returncode == 0, shown.stderr
+        assert "100000" in shown.stdout and len(shown.stdout.split("\n")) <= 500
+        bad = subprocess.run(["node", str(helper), "pane", "%0;rm"], env=env, capture_output=True)
+        assert bad.returncode == 2
+    finally:
+        subprocess.run([*tmux, "kill-server"], env=env, capture_output=True)

@@ -345,7 +345,16 @@ async def pane(boxes: Lifecycle, name: str, host: str, pane_id: str) -> str:
     code, out, err = await _exec(boxes, view, ["pane", pane_id])
     if code != 0:
         raise AgentError(f"box {name}: {err or f'hb agents pane exited with {code}'}")
-    return ansi.keep_colours(out[-PANE_MAX:].decode("utf-8", errors="replace"))
+    return screen_text(out)
+
+
+def screen_text(output: bytes) -> str:
+    """A pane capture as the host may draw it: its last PANE_MAX bytes, whole lines,
+    colours kept and every other terminal sequence removed."""
+    tail = output[-PANE_MAX:]
+    if len(output) > PANE_MAX and b"\n" in tail:
+        tail = tail[tail.index(b"\n") + 1 :]
+    return ansi.keep_colours(tail.decode("utf-8", errors="replace"))
 
 
 class AgentOperations:
