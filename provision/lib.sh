@@ -104,17 +104,20 @@ step_data_skeleton() {
     done
 }
 
-# hb, hb-workload, hb-as-agent, the agent helpers (hb-agent-hook, hb-agents), the login
+# hb, hb-workload, hb-as-agent, the agent helpers (hb-agent-hook, hb-agents and their
+# hb-agents-lib.js), the login
 # profile and tmux.conf from the recipe's guest/.
 step_guest_files() {
     local src=$HB_RECIPE_DIR/guest f
-    for f in hb hb-workload hb-as-agent hb-agent-hook hb-agents profile.sh tmux.conf; do
+    for f in hb hb-workload hb-as-agent hb-agent-hook hb-agents hb-agents-lib.js profile.sh \
+        tmux.conf; do
         [[ -f $src/$f ]] || hb_die "missing guest file $src/$f"
     done
     install -d -m 0755 "$HB_ROOT" "$HB_BIN" "$HB_TOOLING" "$HB_ROOT/run"
     for f in hb hb-workload hb-as-agent hb-agent-hook hb-agents; do
         install -m 0755 "$src/$f" "$HB_BIN/$f"
     done
+    install -m 0644 "$src/hb-agents-lib.js" "$HB_BIN/hb-agents-lib.js"
     install -d -m 0755 /etc/profile.d
     install -m 0644 "$src/profile.sh" "$HB_PROFILE"
     install -m 0644 "$src/tmux.conf" /etc/tmux.conf
