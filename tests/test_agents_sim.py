@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HBTUI_BIN, SIM_RECIPE
+from test_remote import ok, trusted_host  # noqa: F401 - a fixture
 
 pytestmark = [
     pytest.mark.sim,
@@ -344,3 +345,44 @@ def test_watch_refreshes_until_interrupted(sim_env):
     finally:
         proc.kill()
         proc.wait()
+
+
+# A session of a stand-in agent: `cat` in a tmux pane keeps every line typed into it, and a
+# status file names the pane, as hb-agent-hook would write it.
+STAND_IN = f"""
+set -e
+mkdir -p {STATE}
+tmux new-session -d -s main -x 80 -y 10 'cat > ~/typed'
+pane=$(tmux list-panes -t main -F '#{{pane_id}}')
+pid=$(tmux list-panes -t main -F '#{{pane_pid}}')
+start=$(python3 -c 'import sys; s=open(f"/proc/{{sys.argv[1]}}/stat").read(); print(s[s.rindex(")")+2:].split()[19])' $pid)
+printf '{{"session_id":"s-%s","status":"needs-you","pid":%s,"proc_start":"%s","since":%s,"pane":"%s","waiting_for":"Bash: make"}}' \\
+    "$(hostname)" $pid "$start" $(date +%s) $pane > {STATE}/s-$(hostname).json
+"""
+
+
+def test_agents_across_hosts_and_text_sent_over_ssh_stays_text(trusted_host, sim_env):  # noqa: F811
+    env, _state, _server = trusted_host
+    local = {k: sim_env[k] for k in ("HBTUI_SMOLVM", "HBTUI_SMOLVM_STATE_DIR")}
+    env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE), **local)
+    ok(hbtui("new", "lb1", "-q", env=env, timeout=300))
+    ok(hbtui("new", "rb1", "--host", "r1", "-q", env=env, timeout=300))
+    for box, host in (("lb1", "local"), ("rb1", "r1")):
+        ok(hbtui("exec", box, "--host", host, "--", "sh", "-c", STAND_IN, env=env))
+    rows = json.loads(ok(hbtui("agents", "--json", env=env)).stdout)
+    got = {(r["host"], r["box"]): [s["session_id"] for s in r["sessions"]] for r in rows}
+    assert got == {("local", "lb1"): ["s-lb1"], ("r1", "rb1"): ["s-rb1"]}
+
+    # Text for the agent goes as argv through the engine and SSH: no shell sees it.
+    text = 'it\'s $(touch /tmp/pwned) `id` "quoted" ; echo x | cat && rm -rf ~'
+    ok(hbtui("send", "rb1", text, "--host", "r1", env=env))
+    typed = ""
+    for _ in range(100):  # until the pane's `cat` has written the line
+        typed = hbtui("exec", "rb1", "--host", "r1", "--", "cat", "../typed", env=env).stdout
+        if typed:
+            break
+    assert typed == text + "\n"
+    gone = hbtui("exec", "rb1", "--host", "r1", "--", "test", "-e", "/tmp/pwned", env=env)
+    assert gone.returncode != 0
+    for box, host in (("lb1", "local"), ("rb1", "r1")):
+        ok(hbtui("rm", box, "--host", host, "--force", env=env))
