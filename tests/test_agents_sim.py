@@ -51,6 +51,9 @@ cd {WORKSPACE}
 exec claude
 SH
 chmod +x ~/run-claude.sh
+git -C {WORKSPACE} init -q -b main
+GIT_COMMITTER_DATE=2020-01-01T00:00:00Z \
+    git -C {WORKSPACE} -c user.name=t -c user.email=t@b commit -q --allow-empty -m start
 setsid python3 ~/fake_api.py 18555 ~/api.log >~/api.out 2>&1 </dev/null &
 tmux new-session -d -s main -x 150 -y 50 ~/run-claude.sh
 """
@@ -173,8 +176,14 @@ def test_real_claude_asks_and_hbtui_approves_denies_and_sees_it_end(sim_env):
     ok = hbtui("approve", "b1", env=sim_env)
     assert ok.returncode == 0 and "through its hook" in ok.stdout, ok.stdout + ok.stderr
     wait_session(sim_env, lambda s: s["status"] == "working", timeout=30)
-    wait_session(sim_env, lambda s: s["status"] == "idle", timeout=60)
+    done = wait_session(sim_env, lambda s: s["status"] == "idle", timeout=60)
     assert exists(sim_env, f"{WORKSPACE}/ran")
+    # What the session did: tokens from its transcript, the workspace's git state.
+    assert done["tokens_in"] > 0 and done["tokens_out"] > 0
+    assert done["git"] == {"branch": "main", "changed": 1, "commits": 0}
+    in_box(sim_env, "git add ran && git -c user.name=t -c user.email=t@b commit -qm ran")
+    [after] = sessions(sim_env)
+    assert after["git"] == {"branch": "main", "changed": 0, "commits": 1}
 
     # 2. Deny through the hook: the command never runs, the turn ends.
     ask(sim_env, f"touch {WORKSPACE}/denied")
