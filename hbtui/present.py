@@ -38,7 +38,12 @@ def age(created: str | None, now: datetime | None = None) -> str:
     then = _parse_created(created) if created else None
     if then is None:
         return ""
-    secs = int(((now or datetime.now(UTC)) - then).total_seconds())
+    return elapsed(((now or datetime.now(UTC)) - then).total_seconds())
+
+
+def elapsed(seconds: float) -> str:
+    """`3d`, `5h`, `12m`, `40s`: the largest whole unit."""
+    secs = int(seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if secs >= size:
             return f"{secs // size}{unit}"

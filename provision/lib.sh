@@ -104,16 +104,20 @@ step_data_skeleton() {
     done
 }
 
-# hb, hb-workload, hb-as-agent, the login profile and tmux.conf from the recipe's guest/.
+# hb, hb-workload, hb-as-agent, the agent helpers (hb-agent-hook, hb-agents and their
+# hb-agents-lib.js), the login
+# profile and tmux.conf from the recipe's guest/.
 step_guest_files() {
     local src=$HB_RECIPE_DIR/guest f
-    for f in hb hb-workload hb-as-agent profile.sh tmux.conf; do
+    for f in hb hb-workload hb-as-agent hb-agent-hook hb-agents hb-agents-lib.js profile.sh \
+        tmux.conf; do
         [[ -f $src/$f ]] || hb_die "missing guest file $src/$f"
     done
     install -d -m 0755 "$HB_ROOT" "$HB_BIN" "$HB_TOOLING" "$HB_ROOT/run"
-    for f in hb hb-workload hb-as-agent; do
+    for f in hb hb-workload hb-as-agent hb-agent-hook hb-agents; do
         install -m 0755 "$src/$f" "$HB_BIN/$f"
     done
+    install -m 0644 "$src/hb-agents-lib.js" "$HB_BIN/hb-agents-lib.js"
     install -d -m 0755 /etc/profile.d
     install -m 0644 "$src/profile.sh" "$HB_PROFILE"
     install -m 0644 "$src/tmux.conf" /etc/tmux.conf
@@ -145,6 +149,47 @@ step_env_file() {
     rm -f "$HB_AGENT_HOME/.config/hermes-box/mcp-wired"
 }
 
+# Claude Code's managed settings (/etc/claude-code/managed-settings.json, which the agent
+# cannot override): every hook event goes to hb-agent-hook, so `hb agents` knows what each
+# session does without reading its screen; and the permission mode is the box's setting,
+# HB_AGENT_PERMISSIONS: `ask` (the default: Claude asks before it runs a command; "auto",
+# Claude's own default, needs a check on Anthropic's server) or `skip` (asks nothing; hbtui
+# allows it only for a box whose egress is an allow list and whose keys the engine holds).
+# HB_AGENT_DECISION_SECONDS: how long a permission request waits for hbtui's answer while
+# Claude's own prompt is on screen (default 30).
+step_agent_settings() {
+    local mode=${HB_AGENT_PERMISSIONS:-ask} wait=${HB_AGENT_DECISION_SECONDS:-30} permissions
+    case $mode in
+        ask) permissions='{"defaultMode": "default", "disableBypassPermissionsMode": "disable"}' ;;
+        # Without skipDangerousModePermissionPrompt Claude asks at every start whether
+        # bypass mode is accepted (checked with 2.1.332).
+        skip) permissions='{"defaultMode": "bypassPermissions"},
+  "skipDangerousModePermissionPrompt": true' ;;
+        *) hb_die "HB_AGENT_PERMISSIONS must be ask or skip (got '$mode')" ;;
+    esac
+    [[ $wait =~ ^[0-9]{1,4}$ ]] || hb_die "HB_AGENT_DECISION_SECONDS must be a number of seconds"
+    local hook=$HB_BIN/hb-agent-hook event sep='' tmp
+    install -d -m 0755 /etc/claude-code
+    tmp=$(mktemp /etc/claude-code/.managed-settings.XXXXXX)
+    {
+        printf '{\n  "hooks": {'
+        for event in SessionStart UserPromptSubmit PreToolUse PermissionRequest PostToolUse \
+            Notification Stop SessionEnd; do
+            printf '%s\n    "%s": [{"matcher": "*", "hooks": [{"type": "command", "command": "%s", "timeout": %d}]}]' \
+                "$sep" "$event" "$hook" $((wait + 30))
+            sep=,
+        done
+        printf '\n  },\n  "permissions": %s\n}\n' "$permissions"
+    } >"$tmp"
+    chmod 0644 "$tmp"
+    mv -f "$tmp" /etc/claude-code/managed-settings.json
+    hb_env_set HB_AGENT_PERMISSIONS "$mode"
+    hb_env_set HB_AGENT_DECISION_SECONDS "$wait"
+    install -d -m 0700 -o "$HB_AGENT" -g "$HB_AGENT" "$HB_AGENT_HOME/.local/state/hermes-box" \
+        "$HB_AGENT_HOME/.local/state/hermes-box/agents"
+    hb_log "claude-code: hooks to hb-agent-hook, permissions $mode"
+}
+
 # Checks that the guest helpers work in place; shared by every recipe.
 hb_verify_guest() {
     local f
@@ -172,6 +217,7 @@ HB_PER_BOX_PATHS=(
     "$HB_AGENT_HOME/.config/hermes-box/executor-mcp.env"        # its MCP token
     "$HB_AGENT_HOME/.config/hermes-box/mcp-wired"
     "$HB_AGENT_HOME/.claude" "$HB_AGENT_HOME/.claude.json"      # agent logins
+    "$HB_AGENT_HOME/.local/state/hermes-box/agents"             # agent session status
     "$HB_AGENT_HOME/.codex/auth.json" "$HB_AGENT_HOME/.config/gh" "$HB_AGENT_HOME/.git-credentials"
     "$HB_AGENT_HOME/.hermes/.env" "$HB_AGENT_HOME/.hermes/auth.json"
     "$HB_AGENT_HOME/.bash_history" "$HB_AGENT_HOME/.python_history" "$HB_AGENT_HOME/.lesshst"
@@ -231,7 +277,7 @@ step_box_identity() {
 
 # The per-box step: what a box made from a base (or branched) needs of its own.
 hb_first_boot() {
-    hb_run_steps box-identity data-skeleton finish
+    hb_run_steps box-identity data-skeleton agent-settings finish
     [[ ${HB_DRY_RUN:-0} == 1 ]] || hb_wake_workload
 }
 

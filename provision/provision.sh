@@ -179,4 +179,4 @@ step_verify() {
     hb_verify_guest
 }
 
-hb_run_steps base-packages agent-user data-skeleton node npm-tools uv hermes guest-files env-file verify finish
+hb_run_steps base-packages agent-user data-skeleton node npm-tools uv hermes guest-files env-file agent-settings verify finish

@@ -74,7 +74,7 @@ def test_a_box_from_a_base_is_ready_with_its_own_name_and_port(sim_env, tmp_path
     out = hbtui("new", "b2", env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"from the base {built['id']}" in out.stdout
-    assert "step 1/3 box-identity" in out.stdout and "executor-standin" not in out.stdout
+    assert "step 1/4 box-identity" in out.stdout and "executor-standin" not in out.stdout
     [box] = ls_json(env)
     assert (box["name"], box["state"], box["provisioning"], box["base"]) == (
         "b2",

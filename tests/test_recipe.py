@@ -21,7 +21,15 @@ REAL = ROOT
 SIM = ROOT / "tests" / "recipes" / "sim"
 RECIPES = {"real": REAL, "sim": SIM}
 MARKER = re.compile(r"^::hbtui:: step (\d+)/(\d+) ([a-z0-9][a-z0-9-]*)$")
-SHARED_STEPS = ["agent-user", "data-skeleton", "guest-files", "env-file", "verify", "finish"]
+SHARED_STEPS = [
+    "agent-user",
+    "data-skeleton",
+    "guest-files",
+    "env-file",
+    "agent-settings",
+    "verify",
+    "finish",
+]
 AS_AGENT = ROOT / "guest" / "hb-as-agent"
 
 
@@ -115,6 +123,7 @@ def test_real_recipe_steps() -> None:
         "hermes",
         "guest-files",
         "env-file",
+        "agent-settings",
         "verify",
         "finish",
     ]
@@ -128,7 +137,7 @@ def test_sim_recipe_links_to_the_real_files() -> None:
 
 
 def test_guest_files_exist_and_are_executable() -> None:
-    for name in ("hb", "hb-workload", "hb-as-agent"):
+    for name in ("hb", "hb-workload", "hb-as-agent", "hb-agent-hook", "hb-agents"):
         path = ROOT / "guest" / name
         assert path.is_file() and os.access(path, os.X_OK), name
     for name in ("profile.sh", "tmux.conf"):
@@ -293,6 +302,7 @@ def test_every_recipe_has_a_per_box_step_and_a_generalize_step(name: str) -> Non
     assert [MARKER.match(line).group(3) for line in first_boot] == [
         "box-identity",
         "data-skeleton",
+        "agent-settings",
         "finish",
     ]
     generalize = dry_run(RECIPES[name], "generalize.sh")

@@ -75,6 +75,12 @@ BRANCHABLE = arg(
     default=None,
     help="start it so that it can be branched at once, memory included",
 )
+SESSION = arg(
+    "--session",
+    type=given,
+    metavar="ID",
+    help="the agent session (an id or its first characters) when there are several",
+)
 
 VERBS: tuple[Verb, ...] = (
     Verb("doctor", "config:cmd_doctor", "check that this host can run boxes", host=False,
@@ -98,6 +104,9 @@ VERBS: tuple[Verb, ...] = (
         arg("--egress", choices=["open", "private-blocked", "allow-list"],
             help="what the box may reach (default from config: private-blocked)"),
         arg("--allow", action="append", metavar="HOST", help="a host of its allow list; repeatable"),
+        arg("--agent-permissions", choices=["ask", "skip"],
+            help="ask (default): agents ask before running commands; skip: they ask nothing "
+                 "(needs --egress allow-list and a --credential)"),
         QUIET)),
     Verb("branch", "bases:cmd_branch", "a new box with another box's /data and installed state",
          json=True, args=(
@@ -201,6 +210,16 @@ VERBS: tuple[Verb, ...] = (
                  NAME, arg("--fingerprint", metavar="SHA256:...",
                            help="trust without asking, only if the key has this fingerprint"))),
     )),
+    Verb("agents", "agents:cmd_agents",
+         "the coding agents in running boxes: working, needs you, idle, ended", json=True,
+         args=(arg("boxes", nargs="*", metavar="BOX"),
+               arg("--watch", action="store_true", help="refresh every 2 s until Ctrl-C"))),
+    Verb("approve", "agents:cmd_approve", "allow what a box's agent asks permission for",
+         args=(NAME, SESSION)),
+    Verb("deny", "agents:cmd_deny", "refuse what a box's agent asks permission for",
+         args=(NAME, SESSION)),
+    Verb("send", "agents:cmd_send", "type a line (and Enter) into a box's agent",
+         args=(NAME, arg("text", metavar="TEXT"), SESSION)),
     Verb("version", "config:cmd_version", "print the version", host=False),
 )  # fmt: skip
 

@@ -56,6 +56,7 @@ def cmd_new(inv: Invocation) -> int:
                 credentials=a.credentials,
                 egress=a.egress,
                 allow=a.allow,
+                agent_permissions=a.agent_permissions,
                 report=rep,
             )
         )

@@ -331,6 +331,7 @@ class BoxOperations:
         credentials: list[str] | None = None,
         egress: str | None = None,
         allow: list[str] | None = None,
+        agent_permissions: str | None = None,
         keep_provisioning: bool = False,
         report: Report = ignore,
     ) -> BoxView:
@@ -347,6 +348,7 @@ class BoxOperations:
         image = image or self.config.defaults.image
         presets = creds.chosen(self.config, credentials)
         policy = creds.egress_for(self.config, egress, allow, presets)
+        permissions = creds.agent_permissions_for(agent_permissions, policy.mode, presets)
         recipe_dir = self.recipe_dir(recipe)
         recipe_version = recipes.recipe_version(recipe_dir)  # hashed before taking the lock
         plan = self.plan(host_name, image, recipe_dir, recipe_version, use_base=use_base)
@@ -368,6 +370,7 @@ class BoxOperations:
                 credentials=",".join(p.name for p in presets),
                 egress=policy.mode,
                 allow=",".join(policy.allow),
+                agent_permissions=permissions,
             ),
             recipe_dir,
             pack=Path(base.pack) if base else None,
@@ -471,6 +474,7 @@ class BoxOperations:
                     report,
                     scratch_dir=tmp,
                     script=recipes.PROVISION if whole else recipes.FIRST_BOOT,
+                    settings=creds.recipe_settings(wanted),
                 )
             await guest.wait_ready(host, name, chosen, report)
             if not start:
@@ -708,7 +712,14 @@ class BoxOperations:
         try:
             with scratch(self.paths, "recipe") as tmp:
                 await guest.provision(
-                    host, name, inner_port, recipe_dir, log_path, report, scratch_dir=tmp
+                    host,
+                    name,
+                    inner_port,
+                    recipe_dir,
+                    log_path,
+                    report,
+                    scratch_dir=tmp,
+                    settings=creds.recipe_settings(record) if record else None,
                 )
             await guest.resume(host, name, report)
             await guest.wait_ready(host, name, view.port, report)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hbtui.config import Config, split_list
+from hbtui.core.registry import BoxRecord
 from hbtui.errors import UsageError
 
 OPEN = "open"
@@ -151,6 +152,32 @@ def egress_for(
     if not hosts:
         raise UsageError("--egress allow-list needs at least one --allow HOST or a credential")
     return Egress(mode, tuple(hosts))
+
+
+# What a box's coding agents may do unasked (the recipe's HB_AGENT_PERMISSIONS): `ask`
+# before running a command, or `skip` asking. Skipping is only for a box that cannot send
+# what it reads anywhere but its allow list, and that holds no key of its own.
+ASK = "ask"
+SKIP = "skip"
+
+
+def agent_permissions_for(wanted: str | None, egress: str, presets: list[Preset]) -> str:
+    """The permission mode a new box gets; `skip` refused unless its egress is an allow
+    list and its agents' keys are managed credentials."""
+    mode = wanted or ASK
+    if mode not in (ASK, SKIP):
+        raise UsageError(f"--agent-permissions is {ASK} or {SKIP}, not {mode!r}")
+    if mode == SKIP and (egress != ALLOW_LIST or not presets):
+        raise UsageError(
+            "--agent-permissions skip needs --egress allow-list and at least one --credential "
+            "(an agent that asks nothing may only reach its allow list, with managed keys)"
+        )
+    return mode
+
+
+def recipe_settings(record: BoxRecord) -> dict[str, str]:
+    """The box's settings the recipe reads from its environment."""
+    return {"HB_AGENT_PERMISSIONS": record.agent_permissions or ASK}
 
 
 def engine_allow_pattern(host: str) -> str:

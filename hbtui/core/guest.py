@@ -46,9 +46,11 @@ async def provision(
     *,
     scratch_dir: Path,
     script: str = recipes.PROVISION,
+    settings: dict[str, str] | None = None,
 ) -> None:
     """Copy the recipe in (its tarball made in `scratch_dir`) and run `script` of it
-    (the whole recipe, or its per-box step); every output line also goes to `log_path`."""
+    (the whole recipe, or its per-box step) with the box's `settings` in its environment;
+    every output line also goes to `log_path`."""
     report(Phase("copying the recipe into the box"))
     tar_path = scratch_dir / "recipe.tar"
     try:
@@ -61,7 +63,7 @@ async def provision(
     stream = host.engine.exec_stream(
         name,
         recipes.provision_command(script),
-        env={"HB_BOX": name, "HB_PORT": str(port)},
+        env={"HB_BOX": name, "HB_PORT": str(port), **(settings or {})},
         timeout=PROVISION_TIMEOUT,
     )
     with open(log_path, "a", encoding="utf-8") as log:

@@ -108,6 +108,8 @@ class BoxRecord:
     credentials: str = ""
     egress: str = ""  # "": made before hbtui set egress policies (open)
     allow: str = ""
+    # What its coding agents may do unasked: "ask" (or "": before this setting) or "skip".
+    agent_permissions: str = field(default="", metadata=rule(choices=("", "ask", "skip")))
 
     @property
     def inner_port(self) -> int:

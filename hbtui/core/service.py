@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hbtui.config import Config, HostSettings, config_to_dict, split_list
 from hbtui.core import backups, leftovers, scratch
 from hbtui.core import credentials as creds
+from hbtui.core.agents import AgentOperations
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, BaseCheck, NewPlan
 from hbtui.core.boxes import BoxOperations
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 # `ls` should not pay for tar, tempfile or platform probing at start-up.
 
 
-class Service:
+class Service(AgentOperations):
     def __init__(
         self,
         paths: Paths,
@@ -132,6 +133,7 @@ class Service:
         credentials: list[str] | None = None,
         egress: str | None = None,
         allow: list[str] | None = None,
+        agent_permissions: str | None = None,
         report: Report = ignore,
     ) -> BoxView:
         async with self._holding(name, host, "new"):
@@ -149,6 +151,7 @@ class Service:
                 credentials=credentials,
                 egress=egress,
                 allow=allow,
+                agent_permissions=agent_permissions,
                 report=report,
             )
 

@@ -74,6 +74,7 @@ class BoxView:
     credentials: tuple[str, ...] = ()  # presets whose keys the engine holds for it
     keys_missing: tuple[str, ...] = ()  # of those, the ones with no secret stored
     egress: str = ""  # open | private-blocked | allow-list ("" : unknown, made elsewhere)
+    agent_permissions: str = ""  # ask | skip: what its agents may do unasked ("" : unknown)
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "busy": str(self.busy) if self.busy else ""}
@@ -122,6 +123,7 @@ def view_of(record: BoxRecord | None, machine: Machine | None, host: Host) -> Bo
             branchable=bool(machine and machine.branchable),
             credentials=tuple(split_list(record.credentials)),
             egress=record.egress or "open",
+            agent_permissions=record.agent_permissions or "ask",
         )
     if machine is None:
         raise ValueError("a view needs a registry record, a machine, or both")

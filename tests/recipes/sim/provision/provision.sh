@@ -42,4 +42,4 @@ step_verify() {
     hb_verify_guest
 }
 
-hb_run_steps host-tools agent-user data-skeleton executor-standin guest-files env-file verify finish
+hb_run_steps host-tools agent-user data-skeleton executor-standin guest-files env-file agent-settings verify finish

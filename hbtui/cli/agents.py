@@ -1,0 +1,139 @@
+"""Agent verbs: agents (a table across boxes and hosts), approve, deny, send."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from hbtui.cli.output import Invocation, print_json
+from hbtui.present import elapsed
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from hbtui.core.agents import BoxAgents
+
+STATUS_STYLE = {
+    "needs-you": "bold yellow",
+    "working": "cyan",
+    "idle": "green",
+    "ended": "dim",
+    "error": "red",
+}
+WATCH_SECONDS = 2.0
+
+
+def _since(when: float | None, now: float) -> str:
+    return "" if when is None else elapsed(max(0.0, now - when))
+
+
+def _tokens(n_in: int | None, n_out: int | None) -> str:
+    if n_in is None and n_out is None:
+        return ""
+    total = (n_in or 0) + (n_out or 0)
+    return f"{total / 1000:.1f}k" if total >= 1000 else str(total)
+
+
+def agents_table(rows: list[BoxAgents], *, show_host: bool) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    now = time.time()
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    headers = (
+        ["BOX"]
+        + (["HOST"] if show_host else [])
+        + ["AGENT", "SESSION", "STATUS", "SINCE", "WAITING FOR", "PANE", "TOKENS", "GIT"]
+    )
+    for header in headers:
+        table.add_column(header, no_wrap=header != "WAITING FOR", overflow="fold")
+    for row in rows:
+        lead = [Text(row.box or "-")] + ([Text(row.host)] if show_host else [])
+        if row.error:
+            blanks = [Text("")] * 2
+            table.add_row(*lead, *blanks, Text("error", style="red"), Text(""), Text(row.error))
+            continue
+        if not row.sessions:
+            table.add_row(*lead, Text("-"), Text(""), Text("no agent", style="dim"))
+            continue
+        for s in row.sessions:
+            git = ""
+            if s.git is not None:
+                git = f"{s.git.branch} ±{s.git.changed} +{s.git.commits}"
+            table.add_row(
+                *lead,
+                Text(s.agent),
+                Text(s.session_id[:8]),
+                Text(s.status, style=STATUS_STYLE.get(s.status, "")),
+                Text(_since(s.since, now)),
+                Text(s.error or s.waiting_for),
+                Text(s.pane),
+                Text(_tokens(s.tokens_in, s.tokens_out)),
+                Text(git),
+            )
+    return table
+
+
+def _show(inv: Invocation, rows: list[BoxAgents]) -> None:
+    if inv.json:
+        print_json([r.to_json() for r in rows])
+    elif rows:
+        show_host = len({r.host for r in rows}) > 1
+        inv.out.print(agents_table(rows, show_host=show_host))
+    else:
+        inv.out.print("No running boxes.")
+
+
+def cmd_agents(inv: Invocation) -> int:
+    boxes = inv.args.boxes or None
+    hosts = [inv.args.host] if inv.args.host else None
+    if not inv.args.watch:
+        rows = inv.call(inv.service.agents(boxes, hosts))
+        _show(inv, rows)
+        return 1 if rows and all(r.error for r in rows) else 0
+
+    async def watch() -> None:
+        import asyncio
+
+        while True:
+            rows = await inv.service.agents(boxes, hosts)
+            if not inv.json and sys.stdout.isatty():
+                sys.stdout.write("\x1b[H\x1b[2J")
+            _show(inv, rows)
+            sys.stdout.flush()
+            await asyncio.sleep(WATCH_SECONDS)
+
+    try:
+        inv.call(watch())
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def _decide(inv: Invocation, decision: str) -> int:
+    answer = inv.call(
+        inv.service.answer_agent(inv.args.name, decision, inv.host, session=inv.args.session)
+    )
+    s = answer.session
+    done = "approved" if decision == "allow" else "denied"
+    how = "through its hook" if answer.via == "hook" else "at its prompt"
+    what = f": {s.waiting_for}" if s.waiting_for else ""
+    sys.stdout.write(f"{done} {s.agent} session {s.session_id[:8]} ({how}){what}\n")
+    return 0
+
+
+def cmd_approve(inv: Invocation) -> int:
+    return _decide(inv, "allow")
+
+
+def cmd_deny(inv: Invocation) -> int:
+    return _decide(inv, "deny")
+
+
+def cmd_send(inv: Invocation) -> int:
+    s = inv.call(
+        inv.service.send_to_agent(inv.args.name, inv.args.text, inv.host, session=inv.args.session)
+    )
+    sys.stdout.write(f"sent to {s.agent} session {s.session_id[:8]} (pane {s.pane})\n")
+    return 0

@@ -1,0 +1,398 @@
+"""The coding agents in boxes: what each session does, and answering it from the host.
+
+One `hb agents --json` exec per running box per refresh (a bounded number at once, remote
+hosts included) gives every agent session of the box; `hb agents decide|send|pane` answer
+a permission request, type a line, or show the agent's screen. Everything a box says is
+untrusted: its output is size-capped and parsed against the schema below, text fields
+lose every control character, and nothing of it ever reaches a host shell (the in-box
+helper gets it as argv through the engine's exec).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+from hbtui.core import ansi
+from hbtui.core import recipe as recipes
+from hbtui.core.boxes import BoxOperations
+from hbtui.core.hosts import HostPool
+from hbtui.core.views import BOX, BoxView
+from hbtui.engine import EngineError
+from hbtui.errors import HbtuiError, UsageError
+from hbtui.events import MachineState
+from hbtui.names import LOCAL, check_name
+
+WORKING = "working"
+NEEDS_YOU = "needs-you"
+IDLE = "idle"
+ENDED = "ended"
+ERROR = "error"
+STATUSES = (WORKING, NEEDS_YOU, IDLE, ENDED, ERROR)
+
+CONCURRENCY = 8  # execs at once across all boxes and hosts
+EXEC_TIMEOUT = 15.0
+OUTPUT_MAX = 2 * 1024 * 1024  # what one box may answer `hb agents --json` with
+PANE_MAX = 512 * 1024
+SESSIONS_MAX = 200  # per box
+TEXT_MAX = 300
+SEND_MAX = 4096
+HB = f"{recipes.GUEST_BIN}/hb"
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+_PANE = re.compile(r"%[0-9]{1,6}")
+_REQUEST = re.compile(r"[0-9a-f]{4,32}")
+_AGENTS = ("claude", "codex", "hermes")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+class AgentError(HbtuiError):
+    """Nothing to answer, no such session, or a box that cannot be asked."""
+
+
+@dataclass(frozen=True)
+class GitState:
+    branch: str
+    changed: int  # files with changes (staged, unstaged or untracked)
+    commits: int  # commits on HEAD since the session started
+
+
+@dataclass(frozen=True)
+class AgentSession:
+    """One agent session in a box, as `hb agents --json` reported it (checked)."""
+
+    box: str
+    host: str
+    agent: str
+    session_id: str
+    status: str
+    since: float | None = None  # UNIX time of the last change of status
+    waiting_for: str = ""  # the tool and its command, or the question; one line
+    pane: str = ""  # its tmux pane ("%3")
+    request: str = ""  # a permission request the box's hook waits for hbtui to answer
+    cwd: str = ""
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    git: GitState | None = None
+    error: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BoxAgents:
+    """A box's sessions, or why they could not be read (the other boxes still show)."""
+
+    box: str
+    host: str
+    sessions: tuple[AgentSession, ...] = ()
+    error: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "box": self.box,
+            "host": self.host,
+            "error": self.error,
+            "sessions": [s.to_json() for s in self.sessions],
+        }
+
+
+@dataclass(frozen=True)
+class Answer:
+    session: AgentSession
+    via: str  # "hook" (the structured path) or "keys" (the agent's own prompt)
+    decision: str = ""
+
+
+@dataclass
+class _Limits:
+    semaphore: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(CONCURRENCY))
+
+
+def _text(value: object, limit: int = TEXT_MAX) -> str:
+    if not isinstance(value, str):
+        return ""
+    flat = ansi.plain(value)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _time(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and 0 < number < 1e11 else None
+
+
+def _match(pattern: re.Pattern[str], value: object) -> str:
+    return value if isinstance(value, str) and pattern.fullmatch(value) else ""
+
+
+def _git(value: object) -> GitState | None:
+    if not isinstance(value, dict):
+        return None
+    changed, commits = _count(value.get("changed")), _count(value.get("commits"))
+    if changed is None or commits is None:
+        return None
+    return GitState(_text(value.get("branch"), 100), changed, commits)
+
+
+def parse_session(box: str, host: str, raw: object) -> AgentSession:
+    """One session entry, checked field by field; one that breaks the schema is an
+    `error` row saying so, never a crash and never trusted."""
+    if not isinstance(raw, dict):
+        return AgentSession(box, host, "?", "?", ERROR, error="a session entry is not an object")
+    sid = _match(_SESSION_ID, raw.get("session_id"))
+    agent = raw.get("agent") if raw.get("agent") in _AGENTS else "?"
+    status = raw.get("status")
+    if not sid or status not in STATUSES:
+        return AgentSession(
+            box, host, str(agent), sid or "?", ERROR, error="session entry breaks the schema"
+        )
+    tokens = raw.get("tokens") if isinstance(raw.get("tokens"), dict) else {}
+    assert isinstance(tokens, dict)
+    return AgentSession(
+        box=box,
+        host=host,
+        agent=str(agent),
+        session_id=sid,
+        status=str(status),
+        since=_time(raw.get("since")),
+        waiting_for=_text(raw.get("waiting_for")) if status == NEEDS_YOU else "",
+        pane=_match(_PANE, raw.get("pane")),
+        request=_match(_REQUEST, raw.get("request")) if status == NEEDS_YOU else "",
+        cwd=_text(raw.get("cwd"), 400),
+        tokens_in=_count(tokens.get("input")),
+        tokens_out=_count(tokens.get("output")),
+        git=_git(raw.get("git")),
+        error=_text(raw.get("error")),
+    )
+
+
+def parse_listing(box: str, host: str, output: bytes) -> tuple[AgentSession, ...]:
+    """`hb agents --json` output, size-capped and checked; junk raises AgentError."""
+    if len(output) > OUTPUT_MAX:
+        raise AgentError(f"the box answered {len(output)} bytes (more than {OUTPUT_MAX})")
+    try:
+        data = json.loads(output.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise AgentError("the box's answer is not JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
+        raise AgentError("the box's answer has no session list")
+    entries = data["sessions"][:SESSIONS_MAX]
+    return tuple(parse_session(box, host, entry) for entry in entries)
+
+
+def _why(exc: BaseException) -> str:
+    return _text(str(exc) or type(exc).__name__, 200)
+
+
+async def _exec(boxes: BoxOperations, view: BoxView, argv: list[str]) -> tuple[int, bytes, str]:
+    host = await boxes.hosts.get(view.host)
+    done = await host.engine.exec(view.name, [HB, "agents", *argv], timeout=EXEC_TIMEOUT)
+    return done.returncode, done.stdout, _text(done.stderr.decode(errors="replace"), 200)
+
+
+async def _box_agents(boxes: BoxOperations, view: BoxView, limits: _Limits) -> BoxAgents:
+    async with limits.semaphore:
+        try:
+            code, out, err = await _exec(boxes, view, ["--json"])
+        except (EngineError, HbtuiError, OSError, TimeoutError) as exc:
+            return BoxAgents(view.name, view.host, error=_why(exc))
+    if code != 0:
+        if "unknown command 'agents'" in err:
+            err = f"its recipe predates hb agents; bring it up to date: hbtui repair {view.name}"
+        return BoxAgents(view.name, view.host, error=err or f"hb agents exited with {code}")
+    try:
+        return BoxAgents(view.name, view.host, parse_listing(view.name, view.host, out))
+    except AgentError as exc:
+        return BoxAgents(view.name, view.host, error=exc.message)
+
+
+async def listing(
+    boxes: BoxOperations, names: Iterable[str] | None = None, hosts: list[str] | None = None
+) -> list[BoxAgents]:
+    """Every running box's sessions (or the named boxes', stopped ones saying so); a host
+    that cannot be listed is a row with its reason."""
+    found = await boxes.list_boxes(hosts=hosts)
+    wanted = set(names) if names is not None else None
+    rows: list[BoxAgents] = [
+        BoxAgents("", host, error=_why(Exception(why)))
+        for host, why in sorted(found.errors.items())
+    ]
+    targets = []
+    for view in found.boxes:
+        if view.kind != BOX or (wanted is not None and view.name not in wanted):
+            continue
+        if view.state != MachineState.RUNNING:
+            if wanted is not None:
+                rows.append(BoxAgents(view.name, view.host, error=f"the box is {view.state}"))
+            continue
+        targets.append(view)
+    if wanted is not None:
+        missing = wanted - {v.name for v in found.boxes if v.kind == BOX}
+        if missing and not found.errors:
+            raise UsageError(f"no box named {sorted(missing)[0]!r}; see: hbtui ls")
+    limits = _Limits()
+    answers = await asyncio.gather(*(_box_agents(boxes, v, limits) for v in targets))
+    rows.extend(answers)
+    return sorted(rows, key=lambda r: (r.host != LOCAL, r.host, r.box))
+
+
+async def _running(boxes: BoxOperations, name: str, host: str) -> BoxView:
+    view = await boxes.get(name, host)
+    if view.kind != BOX:
+        raise AgentError(f"box {name} is {view.kind}: hbtui cannot reach its agents")
+    if view.state != MachineState.RUNNING:
+        raise AgentError(f"box {name} is {view.state}: start it first (hbtui start {name})")
+    return view
+
+
+def _pick(
+    sessions: tuple[AgentSession, ...], name: str, wanted: str | None, pending: bool
+) -> AgentSession:
+    """The session to act on: the named one (an id or a prefix of at least 4 characters),
+    or the only candidate; anything else is one line naming the choices."""
+    live = [s for s in sessions if s.status not in (ENDED, ERROR)]
+    if wanted:
+        chosen = [s for s in live if s.session_id == wanted] or [
+            s for s in live if len(wanted) >= 4 and s.session_id.startswith(wanted)
+        ]
+        if not chosen:
+            raise AgentError(f"box {name} has no live agent session {wanted!r}")
+        if len(chosen) > 1:
+            raise AgentError(f"session {wanted!r} matches several in box {name}: give more of it")
+        session = chosen[0]
+        if pending and session.status != NEEDS_YOU:
+            raise AgentError(
+                f"nothing is pending in box {name}: session {wanted} is {session.status}"
+            )
+        return session
+    candidates = [s for s in live if s.status == NEEDS_YOU] if pending else live
+    if not candidates:
+        if pending:
+            raise AgentError(f"nothing is pending in box {name}")
+        raise AgentError(f"box {name} has no live agent session")
+    if len(candidates) > 1:
+        ids = ", ".join(s.session_id[:8] for s in candidates)
+        what = "sessions waiting for an answer" if pending else "agent sessions"
+        raise AgentError(
+            f"box {name} has {len(candidates)} {what} ({ids}): name one with --session"
+        )
+    return candidates[0]
+
+
+async def _sessions(boxes: BoxOperations, view: BoxView) -> tuple[AgentSession, ...]:
+    row = await _box_agents(boxes, view, _Limits())
+    if row.error:
+        raise AgentError(f"box {view.name}: {row.error}")
+    return row.sessions
+
+
+async def decide(
+    boxes: BoxOperations, name: str, host: str, decision: str, session: str | None = None
+) -> Answer:
+    """Allow or deny the permission request a session waits on: through the box's hook
+    when it waits for hbtui, else through the agent's own prompt in its pane."""
+    if decision not in ("allow", "deny"):
+        raise UsageError("a decision is allow or deny")
+    view = await _running(boxes, name, host)
+    chosen = _pick(await _sessions(boxes, view), name, session, pending=True)
+    code, out, err = await _exec(
+        boxes, view, ["decide", chosen.session_id, chosen.request or "-", decision]
+    )
+    if code == 3:
+        raise AgentError(f"nothing is pending in box {name}: {err}")
+    if code != 0:
+        raise AgentError(f"box {name}: {err or f'hb agents decide exited with {code}'}")
+    try:
+        via = json.loads(out[:4096].decode()).get("via")
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        via = None
+    return Answer(chosen, via if via in ("hook", "keys") else "keys", decision)
+
+
+async def send(
+    boxes: BoxOperations, name: str, host: str, text: str, session: str | None = None
+) -> AgentSession:
+    """Type one line into a session's pane and press Enter (an answer, or the next prompt)."""
+    if not text.strip() or len(text) > SEND_MAX or _CONTROL.search(text):
+        raise UsageError(f"the text is one line of up to {SEND_MAX} characters, no control ones")
+    view = await _running(boxes, name, host)
+    chosen = _pick(await _sessions(boxes, view), name, session, pending=False)
+    if not chosen.pane:
+        raise AgentError(f"session {chosen.session_id[:8]} in box {name} runs in no tmux pane")
+    code, _out, err = await _exec(boxes, view, ["send", chosen.pane, text])
+    if code != 0:
+        raise AgentError(f"box {name}: {err or f'hb agents send exited with {code}'}")
+    return chosen
+
+
+async def pane(boxes: BoxOperations, name: str, host: str, pane_id: str) -> str:
+    """The pane's screen with only its colours kept (safe to draw on the host)."""
+    if not _PANE.fullmatch(pane_id):
+        raise UsageError(f"not a tmux pane id: {pane_id!r} (like %3)")
+    view = await _running(boxes, name, host)
+    code, out, err = await _exec(boxes, view, ["pane", pane_id])
+    if code != 0:
+        raise AgentError(f"box {name}: {err or f'hb agents pane exited with {code}'}")
+    return screen_text(out)
+
+
+def screen_text(output: bytes) -> str:
+    """A pane capture as the host may draw it: its last PANE_MAX bytes, whole lines,
+    colours kept and every other terminal sequence removed."""
+    tail = output[-PANE_MAX:]
+    if len(output) > PANE_MAX and b"\n" in tail:
+        tail = tail[tail.index(b"\n") + 1 :]
+    return ansi.keep_colours(tail.decode("utf-8", errors="replace"))
+
+
+class AgentOperations:
+    """The Service's agent methods (it inherits them: one door, this file for the concern)."""
+
+    _boxes: BoxOperations
+    _hosts: HostPool
+
+    def _check(self, names: Iterable[str], hosts: Iterable[str]) -> None:
+        for name in names:
+            check_name(name)
+        for host in hosts:
+            if host not in self._hosts.names():
+                raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
+
+    async def agents(
+        self, boxes: list[str] | None = None, hosts: list[str] | None = None
+    ) -> list[BoxAgents]:
+        """The agent sessions of every running box (or of these boxes), one row per box."""
+        self._check(boxes or [], hosts or [])
+        return await listing(self._boxes, boxes, hosts)
+
+    async def answer_agent(
+        self, name: str, decision: str, host: str = LOCAL, *, session: str | None = None
+    ) -> Answer:
+        """Allow or deny the permission request an agent in the box waits on."""
+        self._check([name], [host])
+        return await decide(self._boxes, name, host, decision, session)
+
+    async def send_to_agent(
+        self, name: str, text: str, host: str = LOCAL, *, session: str | None = None
+    ) -> AgentSession:
+        """Type one line and Enter into the agent's pane."""
+        self._check([name], [host])
+        return await send(self._boxes, name, host, text, session)
+
+    async def agent_pane(self, name: str, pane_id: str, host: str = LOCAL) -> str:
+        """An agent's screen, colours kept, every other terminal sequence removed."""
+        self._check([name], [host])
+        return await pane(self._boxes, name, host, pane_id)
