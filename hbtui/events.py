@@ -34,6 +34,7 @@ class MachineState:
     STOPPED = "stopped"
     CREATED = "created"  # made, never started
     STARTING = "starting"
+    STOPPING = "stopping"  # the dashboard's word while its stop runs
     UNKNOWN = "unknown"  # the engine said nothing
     MISSING = "missing"  # in the registry, but the engine has no such machine
     CREATING = "creating"  # being made, no machine listed yet

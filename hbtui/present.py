@@ -16,6 +16,7 @@ STATE_STYLE = {
     MachineState.STOPPED: "yellow",
     MachineState.CREATED: "cyan",
     MachineState.STARTING: "cyan",
+    MachineState.STOPPING: "cyan",
     MachineState.CREATING: "cyan",
     MachineState.FAILED: "bold red",
     MachineState.MISSING: "red",

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from hbtui.config import split_list
 from hbtui.core.hosts import Host
-from hbtui.core.registry import BoxRecord
+from hbtui.core.registry import PROVISIONING, BoxRecord
 from hbtui.engine import Machine
-from hbtui.events import Event
+from hbtui.events import Event, MachineState
 
 # The kinds of rows `ls` shows.
 BOX = "box"  # made by hbtui, machine present
@@ -78,6 +78,11 @@ class BoxView:
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "busy": str(self.busy) if self.busy else ""}
+
+    @property
+    def being_made(self) -> bool:
+        """Reserved by a live hbtui (`new`, `branch`, `load`) whose machine is not made yet."""
+        return self.state == MachineState.MISSING and self.provisioning == PROVISIONING
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ at most `MAX_LINES` strings.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -36,6 +37,10 @@ class Activity:
     error: str = ""
     lines: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LINES))
     written: int = 0  # lines appended ever, so a viewer can tell what it missed
+    ended_at: float = 0.0  # time.monotonic() when the operation ended
+    # The box's (state, provisioning) in the first listing asked for after a failure: once
+    # the box shows something else it has moved on (started or repaired elsewhere).
+    failed_as: tuple[str, str] | None = None
 
     def begin(self, operation: str, *, makes: bool = False) -> None:
         self.operation = operation
@@ -44,6 +49,7 @@ class Activity:
         self.phase = operation
         self.step = None
         self.error = ""
+        self.failed_as = None
         self.append(f"\x1b[1m── {operation} ──\x1b[0m")
 
     def append(self, text: str) -> None:
@@ -68,9 +74,20 @@ class Activity:
         """A new, branch or load is making this box right now."""
         return self.running and self.makes
 
+    def settle(self, state: str, provisioning: str, asked_at: float) -> None:
+        """A listing asked for at `asked_at` shows the box so: the first after a failure
+        says what the failure left."""
+        if self.error and self.failed_as is None and asked_at >= self.ended_at:
+            self.failed_as = (state, provisioning)
+
+    def failure_stands(self, state: str, provisioning: str) -> bool:
+        """A failure shows on its row until the box is listed otherwise than it left it."""
+        return bool(self.error) and self.failed_as in (None, (state, provisioning))
+
     def finish(self, error: str = "", *, cancelled: bool = False) -> None:
         """The operation ended; a cancelled one is no failure (the core rolled it back)."""
         self.running = False
+        self.ended_at = time.monotonic()
         self.error = "" if cancelled else error
         if cancelled:
             self.append(f"\x1b[33m⊘ {self.operation}: {error or 'cancelled'}\x1b[0m")

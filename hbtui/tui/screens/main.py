@@ -144,6 +144,9 @@ class MainScreen(Screen[None]):
                 self._listed.pop(key, None)
             else:
                 self._listed[key] = view
+        for key, activity in self.activities.items():
+            if activity.error and (listed := self._listed.get(key)) is not None:
+                activity.settle(listed.state, listed.provisioning, since)
         self.redraw()
         self._show_status(listing)
 

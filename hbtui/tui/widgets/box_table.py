@@ -34,6 +34,7 @@ from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
 from hbtui.tui.actions import TABLE
 from hbtui.tui.activity import Activity, BoxKey, row_key
 from hbtui.tui.keys import bindings
+from hbtui.tui.operations import StartRequest, StopRequest
 
 COLUMNS = (
     ("name", "Box"),
@@ -50,8 +51,14 @@ COLUMNS = (
     ("age", "Age"),
 )
 
-# When the table is too narrow, columns go in this order (name and state always stay).
-COLLAPSE_ORDER = ("url", "image", "age", "cpus", "mem", "keys", "host", "port", "live", "prov")
+# The widest a column grows; longer text ends in "…". Box names are at most 40 characters and
+# states short, so those two (and the port) always fit an 80-column terminal.
+CAPS = {"host": 16, "url": 32, "image": 24, "keys": 16, "prov": 40}
+
+# When the table is too narrow, columns go in this order (name and state always stay);
+# Provisioning first narrows to what is left, down to PROV_MIN, before it goes.
+COLLAPSE_ORDER = ("url", "image", "age", "cpus", "mem", "keys", "host", "live", "prov", "port")
+PROV_MIN = 12
 
 # Sort orders the `sort` key cycles through: (column id, key on a BoxView).
 SORTS: tuple[tuple[str, Callable[[BoxView], tuple[Any, ...]]], ...] = (
@@ -63,7 +70,16 @@ SORTS: tuple[tuple[str, Callable[[BoxView], tuple[Any, ...]]], ...] = (
     ("age", lambda v: (v.created or "", v.name)),
 )
 
+_IDS = [ident for ident, _ in COLUMNS]
+_CAPS = [CAPS.get(ident, 1 << 16) for ident in _IDS]
+
 BAR_WIDTH = 8
+
+# What a row's state says while the dashboard's own start or stop of the box runs.
+PASSING = {
+    StartRequest.operation: MachineState.STARTING,
+    StopRequest.operation: MachineState.STOPPING,
+}
 
 # What a row is drawn from: the box, its age, what of its activity shows, its CPU and memory.
 RowSource = tuple[BoxView, str, tuple[object, ...] | None, BoxStats | None]
@@ -113,10 +129,14 @@ def cells(
     shown_state = view.state
     if activity is not None and activity.making:  # listed before its machine exists: "missing"
         shown_state = MachineState.CREATING
+    elif activity is not None and activity.running and activity.operation in PASSING:
+        shown_state = PASSING[activity.operation]
+    elif view.being_made:
+        shown_state = MachineState.CREATING  # being made (by this or another hbtui), no machine yet
     state = shown_state if view.kind in (BOX, MISSING) else f"{shown_state} ({view.kind})"
     if activity is not None and activity.running:
         prov = progress_text(activity)
-    elif activity is not None and activity.error:
+    elif activity is not None and activity.failure_stands(view.state, view.provisioning):
         prov = Text(f"✗ {activity.operation}: {activity.error}", style="bold red")
     else:
         label = view.provisioning + (f": {view.error}" if view.error else "")
@@ -217,7 +237,10 @@ class BoxTable(ScrollView, can_focus=True):
         self.sort_reverse = False
         # Sortable columns keep room for their ▲/▼ so sorting never shifts the table.
         sortable = {ident for ident, _ in SORTS}
-        self._widths = [cell_len(label) + 2 * (i in sortable) for i, label in COLUMNS]
+        self._least = [cell_len(label) + 2 * (i in sortable) for i, label in COLUMNS]
+        self._widths = list(self._least)  # what the rows shown need, up to each column's cap
+        self._drawn = list(self._widths)  # as drawn: Provisioning narrowed to the table's width
+        self._refit = False  # a row got narrower, or went: columns may give room back
         self._header = self._header_cells()
         self._hidden: frozenset[int] = frozenset()  # columns collapsed for a narrow table
         # row key -> (what the strip was drawn from, the strip)
@@ -311,8 +334,10 @@ class BoxTable(ScrollView, can_focus=True):
             self._sources.pop(key, None)
             self._strips.pop(key, None)
             self._order_stale = True
+            self._refit = True
         for key, view in wanted.items():
             self._put(key, view, activities, now)
+        self._fit()
         self._reorder()
 
     def update_rows(
@@ -324,6 +349,7 @@ class BoxTable(ScrollView, can_focus=True):
             self.views[key] = view
             if key in self._shown:
                 self._put(key, view, activities, now)
+        self._fit()
         self._reorder()
 
     def _put(
@@ -342,6 +368,7 @@ class BoxTable(ScrollView, can_focus=True):
                 activity.operation,
                 activity.phase,
                 activity.step,
+                activity.failed_as,
             ),
             usage,
         )
@@ -352,15 +379,38 @@ class BoxTable(ScrollView, can_focus=True):
         if old is None or SORTS[self.sort_index][1](old[0]) != SORTS[self.sort_index][1](view):
             self._order_stale = True
         new = cells(view, activity, now, usage)
+        before = self._shown.get(key)
         self._shown[key] = new
-        widths = [max(w, c.cell_len) for w, c in zip(self._widths, new, strict=False)]
+        if before is not None and any(
+            min(o.cell_len, cap) >= w > n.cell_len
+            for o, n, w, cap in zip(before, new, self._widths, _CAPS, strict=True)
+        ):
+            self._refit = True  # this row held a column open and no longer does
+        widths = [
+            max(w, min(c.cell_len, cap)) for w, c, cap in zip(self._widths, new, _CAPS, strict=True)
+        ]
         if widths != self._widths:
-            self._widths = widths
-            self._look += 1
-            self._resize()
-            self.refresh()
+            self._set_widths(widths)
         elif (index := self._index.get(key)) is not None:
             self._refresh_rows(index)
+
+    def _fit(self) -> None:
+        """Give room back once the row that held a column open got narrower or went."""
+        if not self._refit:
+            return
+        self._refit = False
+        widths = list(self._least)
+        for row in self._shown.values():
+            widths = [max(w, c.cell_len) for w, c in zip(widths, row, strict=True)]
+        widths = [min(w, cap) for w, cap in zip(widths, _CAPS, strict=True)]
+        if widths != self._widths:
+            self._set_widths(widths)
+
+    def _set_widths(self, widths: list[int]) -> None:
+        self._widths = widths
+        self._look += 1
+        self._resize()
+        self.refresh()
 
     def _reorder(self) -> None:
         """Sort only when a row came, went or changed its sort key; the cursor stays on its box."""
@@ -382,24 +432,29 @@ class BoxTable(ScrollView, can_focus=True):
 
     def _resize(self) -> None:
         self._collapse()
-        shown = [w for i, w in enumerate(self._widths) if i not in self._hidden]
+        shown = [w for i, w in enumerate(self._drawn) if i not in self._hidden]
         self.virtual_size = Size(sum(shown) + 2 * len(shown), len(self._order) + 1)
 
     def _collapse(self) -> None:
         """Hide columns, least useful first, until the rest fit the table's width."""
         room = self.scrollable_content_region.width
         hidden: set[int] = set()
-        ids = [ident for ident, _ in COLUMNS]
+        drawn = list(self._widths)
 
         def needed() -> int:
-            return sum(w + 2 for i, w in enumerate(self._widths) if i not in hidden)
+            return sum(w + 2 for i, w in enumerate(drawn) if i not in hidden)
 
         for ident in COLLAPSE_ORDER:
             if room <= 0 or needed() <= room:
                 break
-            hidden.add(ids.index(ident))
-        if frozenset(hidden) != self._hidden:
-            self._hidden = frozenset(hidden)
+            index = _IDS.index(ident)
+            over = needed() - room
+            if ident == "prov" and drawn[index] - over >= max(PROV_MIN, self._least[index]):
+                drawn[index] -= over  # narrowed, its text ends in "…"
+                break
+            hidden.add(index)
+        if frozenset(hidden) != self._hidden or drawn != self._drawn:
+            self._hidden, self._drawn = frozenset(hidden), drawn
             self._look += 1
             self.refresh()
 
@@ -446,7 +501,7 @@ class BoxTable(ScrollView, can_focus=True):
         """A click on a sortable column's label sorts by it; a second click reverses."""
         sorts = [ident for ident, _ in SORTS]
         left = 1
-        for i, ((ident, _label), width) in enumerate(zip(COLUMNS, self._widths, strict=True)):
+        for i, ((ident, _label), width) in enumerate(zip(COLUMNS, self._drawn, strict=True)):
             if i in self._hidden:
                 continue
             if left <= x < left + width and ident in sorts:
@@ -511,9 +566,12 @@ class BoxTable(ScrollView, can_focus=True):
             style += self.get_component_rich_style("box-table--cursor")
             post = Style.from_color(color=style.color)
         line = Text("●", style="bold magenta", end="") if mark else Text(" ", end="")
-        for i, (cell, width) in enumerate(zip(row, self._widths, strict=False)):
+        for i, (cell, width) in enumerate(zip(row, self._drawn, strict=False)):
             if i in self._hidden:
                 continue
+            if cell.cell_len > width:
+                cell = cell.copy()
+                cell.truncate(width, overflow="ellipsis")
             gap = " " * (width - cell.cell_len)
             if cell.justify == "right":
                 line.append(gap)

@@ -1,0 +1,105 @@
+"""The dashboard tells the truth (issue 19, item 8): what a row, a dialog, the filter and
+the footer show is what is so, at any terminal size and whatever a box's log text says."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from test_tui import column, make_app, rows, until
+from tui_fakes import FakeService, sample_boxes, view
+
+from hbtui.core.views import MISSING
+
+SMALL = (80, 24)
+LONG_ERROR = "step 4/6 agent-tools: curl: (28) Failed to connect to registry.npmjs.org port 443"
+
+
+def drawn_rows(app) -> list[str]:
+    table = app.main.table
+    return [table.render_line(y).text for y in range(1, table.row_count + 1)]
+
+
+async def test_a_long_provisioning_text_leaves_name_state_and_port_at_80x24():
+    boxes = sample_boxes()
+    boxes[2] = replace(boxes[2], error=LONG_ERROR)  # gamma: "failed: step 4/6 ..." (~90 cells)
+    service = FakeService(boxes)
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        table = app.main.table
+        head = table.render_line(0).text
+        assert {"Box", "State", "Port"} <= set(head.split())
+        for box, line in zip(sorted(boxes, key=lambda b: b.name), drawn_rows(app), strict=True):
+            assert len(line.rstrip()) <= table.size.width
+            assert box.name in line and box.state in line and str(box.port) in line, line
+        assert "…" in next(line for line in drawn_rows(app) if "gamma" in line)
+
+
+async def test_columns_give_room_back_when_the_text_shrinks():
+    service = FakeService()
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        table = app.main.table
+        before = table.render_line(0).text
+        assert {"URL", "Image", "Age"} <= set(before.split())
+        service.boxes[2] = replace(service.boxes[2], error=LONG_ERROR)
+        app.main.action_refresh_now()
+        await until(pilot, lambda: any("curl" in line for line in drawn_rows(app)))
+        assert {"URL", "Image", "Age"} <= set(table.render_line(0).text.split())
+        service.boxes[2] = sample_boxes()[2]
+        app.main.action_refresh_now()
+        await until(pilot, lambda: not any("curl" in line for line in drawn_rows(app)))
+        await until(pilot, lambda: table.render_line(0).text == before)
+
+
+async def test_a_failure_mark_goes_once_the_box_is_listed_otherwise():
+    service = FakeService()
+    service.broken["start"] = "the engine said no"
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        app.main.table.select(("local", "beta"))
+        await pilot.press("s")
+        await until(pilot, lambda: "✗" in rows(app)["local/beta"])
+        calls = service.list_calls
+        app.main.action_refresh_now()  # the listing after the failure: still stopped
+        await until(pilot, lambda: service.list_calls > calls and not app._listing)
+        await pilot.pause(0.1)
+        assert "✗ start: RuntimeError" in rows(app)["local/beta"]
+        del service.broken["start"]
+        service.boxes[1] = replace(service.boxes[1], state="running")  # started elsewhere
+        app.main.action_refresh_now()
+        await until(pilot, lambda: column(app, "local/beta", 2) == "running")
+        assert "✗" not in rows(app)["local/beta"]
+
+
+async def test_a_box_being_stopped_says_stopping():
+    service = FakeService()
+    gate = asyncio.Event()
+    stop = service.stop
+
+    async def slow_stop(name, host="local", *, report):
+        await gate.wait()
+        return await stop(name, host, report=report)
+
+    service.stop = slow_stop
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        app.main.table.select(("local", "alpha"))
+        await pilot.press("x")
+        await until(pilot, lambda: column(app, "local/alpha", 2) == "stopping")
+        gate.set()
+        await until(pilot, lambda: column(app, "local/alpha", 2) == "stopped")
+
+
+async def test_a_box_listed_while_it_is_made_says_creating():
+    """A branch (or new, or load) is listed from its reservation before its machine
+    exists: by another hbtui, or by this one before the Reserved event arrives."""
+    making = replace(view("twig", 4820, provisioning="provisioning"), kind=MISSING, state="missing")
+    app = make_app(FakeService([*sample_boxes(), making]), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 5)
+        assert column(app, "local/twig", 2) == "creating"
