@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from pathlib import Path
 
 from test_tui import column, make_app, rows, until
+from textual.widgets import DataTable, Input
 from tui_fakes import FakeService, sample_boxes, view
 
+from hbtui.core.backups import ArchiveEntry
 from hbtui.core.views import MISSING
+from hbtui.tui.dialogs.archive import ExtractDialog
+from hbtui.tui.screens.progress import ProgressScreen
 
 SMALL = (80, 24)
 LONG_ERROR = "step 4/6 agent-tools: curl: (28) Failed to connect to registry.npmjs.org port 443"
@@ -103,3 +108,41 @@ async def test_a_box_listed_while_it_is_made_says_creating():
     async with app.run_test(size=(160, 45)) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 5)
         assert column(app, "local/twig", 2) == "creating"
+
+
+async def test_enter_on_a_save_in_progress_cancels_nothing():
+    service = FakeService()
+    service.stalled = True  # still saving when Enter is pressed, however loaded
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("w")
+        app.screen.query_one("#passphrase", Input).value = "pw"
+        app.screen.query_one("#passphrase2", Input).value = "pw"
+        await pilot.click("#ok")
+        await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
+        progress = app.screen
+        await until(pilot, lambda: "MiB" in str(progress.query_one("#rate").render()))
+        await pilot.press("enter", "enter")
+        await pilot.pause(0.2)
+        assert app.screen is progress and not progress.cancelling
+        assert app.activities[("local", "alpha")].running
+        await pilot.press("escape")  # esc still cancels
+        await until(pilot, lambda: app.screen is not progress)
+
+
+async def test_extract_goes_from_the_picked_archive_to_its_folder_field():
+    service = FakeService()
+    service.archives = [
+        ArchiveEntry(Path("/backups/alpha-1.hbx"), "alpha", "2026-11-29T11:00:05Z", 1, "hbx", True)
+    ]
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("e")
+        dialog = app.screen
+        assert isinstance(dialog, ExtractDialog)
+        await until(pilot, lambda: dialog.query_one("#archives", DataTable).has_focus)
+        await pilot.press("enter", *"/tmp/out")
+        assert dialog.query_one("#dest", Input).value == "/tmp/out"
+        assert dialog.query_one("#passphrase", Input).value == ""

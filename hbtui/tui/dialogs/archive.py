@@ -230,7 +230,8 @@ class ArchiveForm(FormDialog[R]):
     def archive_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
             self._show_choice(Path(event.row_key.value))
-        self.query_one("#passphrase", Input).focus()
+        fields = list(self.query(Input))  # on to the field after the path (Extract: its folder)
+        fields[fields.index(self.query_one("#archive", Input)) + 1].focus()
 
     @on(Input.Changed, "#archive")
     def archive_typed(self, event: Input.Changed) -> None:

@@ -88,6 +88,8 @@ def stages_text(current: int, failed: bool) -> Text:
 
 class ProgressScreen(ModalScreen[None]):
     CSS_PATH = DIALOG_CSS
+    # Nothing focused: an Enter meant for the dialog before must not cancel (esc does).
+    AUTO_FOCUS = ""
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, operation: Operation, title: str) -> None:
@@ -115,7 +117,6 @@ class ProgressScreen(ModalScreen[None]):
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()
         early, self._early = self._early, []
         for event in early:
             self.show(event)
@@ -158,7 +159,9 @@ class ProgressScreen(ModalScreen[None]):
         if self.operation.name == "load":
             self.query_one("#stages", Label).update(stages_text(self.stage, failed=True))
         self.query_one("#error", Label).update(self.error)
-        self.query_one("#cancel", Button).label = "Close"
+        close = self.query_one("#cancel", Button)
+        close.label = "Close"
+        close.focus()  # now Enter may end it: nothing is left to lose
 
     @on(Button.Pressed, "#cancel")
     def cancel_pressed(self) -> None:
