@@ -14,6 +14,7 @@ from tui_fakes import FakeService, sample_boxes, view
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.views import MISSING
 from hbtui.tui.dialogs.archive import ExtractDialog
+from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.progress import ProgressScreen
 
 SMALL = (80, 24)
@@ -146,3 +147,30 @@ async def test_extract_goes_from_the_picked_archive_to_its_folder_field():
         await pilot.press("enter", *"/tmp/out")
         assert dialog.query_one("#dest", Input).value == "/tmp/out"
         assert dialog.query_one("#passphrase", Input).value == ""
+
+
+async def test_the_empty_filter_line_follows_what_is_typed():
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("slash", "z", "z")
+        await until(pilot, lambda: "'zz'" in app.main.table.render_line(1).text)
+        await pilot.press("z")
+        # What the terminal shows (the line as last painted), not what it would draw now.
+        await until(pilot, lambda: "matches&#160;&#x27;zzz&#x27;" in app.export_screenshot())
+
+
+async def test_help_lists_j_k_g_and_G_and_the_cursor_starts_at_the_top():
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        assert app.main.table.selected_key() == ("local", "alpha")
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        table = app.screen.query_one("#keys", DataTable)
+        keys = {
+            table.get_row_at(r)[0]: str(table.get_row_at(r)[1]).split(", ")
+            for r in range(table.row_count)
+        }
+        assert "k" in keys["up"] and "j" in keys["down"]
+        assert "g" in keys["first"] and "G" in keys["last"]

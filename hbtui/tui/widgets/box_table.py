@@ -248,6 +248,7 @@ class BoxTable(ScrollView, can_focus=True):
         self._look = 0  # bumped when styles or column widths change: every strip is stale
         self.cursor_row = 0
         self.filter_text = ""
+        self._empty_said = ""  # what the empty table said when last drawn
         self.usage: dict[BoxKey, BoxStats] = {}  # running boxes' CPU and memory
         self.marked: set[str] = set()  # row keys picked for a bulk action (space)
 
@@ -339,6 +340,8 @@ class BoxTable(ScrollView, can_focus=True):
             self._put(key, view, activities, now)
         self._fit()
         self._reorder()
+        if not self._order and self._empty_said != self._empty_text():
+            self.refresh()  # what the empty table says changed ('zz', then 'zzz')
 
     def update_rows(
         self, views: Iterable[BoxView], activities: dict[BoxKey, Activity], now: datetime
@@ -541,15 +544,17 @@ class BoxTable(ScrollView, can_focus=True):
             strip = self._row_strip(key, self._shown[key], parity, index == self.cursor_row)
         return strip.crop(scroll_x, scroll_x + width)
 
-    def _empty_strip(self, width: int) -> Strip:
+    def _empty_text(self) -> str:
         """What an empty table says: why it is empty, and the way on."""
         if self.views and self.filter_text:
-            text = f" no box matches {self.filter_text!r} (esc clears the filter)"
-        elif self.views:
-            text = " no box to show"
-        else:
-            text = " no boxes yet: n makes one, l loads one from an archive"
-        line = Text(text, style="italic")
+            return f" no box matches {self.filter_text!r} (esc clears the filter)"
+        if self.views:
+            return " no box to show"
+        return " no boxes yet: n makes one, l loads one from an archive"
+
+    def _empty_strip(self, width: int) -> Strip:
+        self._empty_said = self._empty_text()
+        line = Text(self._empty_said, style="italic")
         segments = Segment.apply_style(line.render(self.app.console), self.rich_style)
         return Strip(segments, line.cell_len).extend_cell_length(width, self.rich_style)
 
