@@ -16,6 +16,7 @@ from hbtui.core.views import MISSING
 from hbtui.tui.dialogs.archive import ExtractDialog
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.progress import ProgressScreen
+from hbtui.tui.widgets.command_line import CommandLine, listing
 
 SMALL = (80, 24)
 LONG_ERROR = "step 4/6 agent-tools: curl: (28) Failed to connect to registry.npmjs.org port 443"
@@ -174,3 +175,30 @@ async def test_help_lists_j_k_g_and_G_and_the_cursor_starts_at_the_top():
         }
         assert "k" in keys["up"] and "j" in keys["down"]
         assert "g" in keys["first"] and "G" in keys["last"]
+
+
+async def test_tab_on_the_command_line_lists_what_fits():
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("colon")
+        line = app.main.query_one(CommandLine)
+        await until(pilot, lambda: line.has_focus)
+        await pilot.press("s")
+        fits = sorted(c for c in line.commands if c.startswith("s"))
+        assert len(fits) > 1  # nothing to complete: tab must list them
+        await pilot.press("tab")
+        await until(pilot, lambda: line.border_subtitle)
+        assert str(line.border_subtitle).split() == fits and line.value == "s"
+        assert not line.has_class("-error")
+        await pilot.press("backspace", *"start ", "tab")  # the boxes, after the command
+        await until(pilot, lambda: "alpha" in str(line.border_subtitle))
+        assert {"alpha", "beta", "gamma", "delta"} <= set(str(line.border_subtitle).split())
+        await pilot.press(*"zz", "tab")
+        await until(pilot, lambda: str(line.border_subtitle) == "nothing fits")
+
+
+def test_the_list_of_what_fits_says_how_many_more():
+    assert listing(["alpha", "beta", "gamma"], 80) == "alpha beta gamma"
+    assert listing(["alpha", "beta", "gamma"], 15) == "alpha +2 more"
+    assert listing([], 80) == "nothing fits"

@@ -1,7 +1,8 @@
 """`:` — a command line as in k9s and vim: an action, then maybe a box (`:stop web1`).
 
 Tab completes the action, then the box name (the longest common prefix of what
-fits, shown ahead of the cursor as you type). An unknown command or box is
+fits, shown ahead of the cursor as you type); when nothing more is certain, it lists
+what fits on the line's border. An unknown command or box is
 said on the line's border, in one line, and the line stays open to fix it.
 """
 
@@ -19,21 +20,40 @@ from textual.widgets import Input
 from hbtui.core.views import BoxView
 
 
+def fitting(value: str, commands: Iterable[str], names: Iterable[str]) -> list[str]:
+    """The commands (or, after one, the boxes) that the last word typed could be."""
+    words = value.split(" ")
+    if len(words) > 2:
+        return []
+    pool, typed = (commands, words[0]) if len(words) == 1 else (names, words[1])
+    return sorted({p for p in pool if p.startswith(typed)})
+
+
 def complete(value: str, commands: Iterable[str], names: Iterable[str]) -> str:
     """`value` completed as far as it is unambiguous (the command, then the box)."""
-    words = value.split(" ")
-    if len(words) == 1:
-        pool, typed, head = commands, words[0], ""
-    elif len(words) == 2:
-        pool, typed, head = names, words[1], words[0] + " "
-    else:
-        return value
-    fits = sorted({p for p in pool if p.startswith(typed)})
+    fits = fitting(value, commands, names)
     if not fits:
         return value
+    words = value.split(" ")
+    head = "" if len(words) == 1 else words[0] + " "
     common = os.path.commonprefix(fits)
     done = len(fits) == 1 and len(words) == 1  # a whole command: ready for the box
     return head + common + (" " if done else "")
+
+
+def listing(fits: list[str], width: int) -> str:
+    """What fits, for the line's border: as many as `width` holds, then how many more."""
+    if not fits:
+        return "nothing fits"
+
+    def shown(count: int) -> str:
+        rest = len(fits) - count
+        return " ".join(fits[:count]) + (f" +{rest} more" if rest else "")
+
+    count = len(fits)
+    while count > 1 and len(shown(count)) > width:
+        count -= 1
+    return shown(count)
 
 
 class _Ahead(Suggester):
@@ -92,12 +112,19 @@ class CommandLine(Input):
         self.display = True
         self.focus()
 
-    def say(self, error: str) -> None:
-        self.border_subtitle = error
-        self.set_class(bool(error), "-error")
+    def say(self, text: str, *, error: bool = True) -> None:
+        """One line on the border: an error (red), or what fits (tab)."""
+        self.border_subtitle = text
+        self.set_class(bool(text) and error, "-error")
 
     def action_complete(self) -> None:
-        self.value = self.completed(self.value)
+        """Complete what is unambiguous; when nothing more is, list what fits."""
+        done = self.completed(self.value)
+        if done == self.value:
+            fits = fitting(self.value, self.commands, self.names)
+            self.say(listing(fits, max(self.size.width - 6, 20)), error=not fits)
+            return
+        self.value = done
         self.cursor_position = len(self.value)
 
     def action_close(self) -> None:
