@@ -7,8 +7,10 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from test_tui import column, make_app, rows, until
 from textual.widgets import DataTable, Input
+from textual.widgets._footer import FooterKey
 from tui_fakes import FakeService, sample_boxes, view
 
 from hbtui.core.backups import ArchiveEntry
@@ -17,6 +19,7 @@ from hbtui.tui.dialogs.archive import ExtractDialog
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.progress import ProgressScreen
 from hbtui.tui.widgets.command_line import CommandLine, listing
+from hbtui.tui.widgets.key_footer import KeyFooter
 
 SMALL = (80, 24)
 LONG_ERROR = "step 4/6 agent-tools: curl: (28) Failed to connect to registry.npmjs.org port 443"
@@ -202,3 +205,34 @@ def test_the_list_of_what_fits_says_how_many_more():
     assert listing(["alpha", "beta", "gamma"], 80) == "alpha beta gamma"
     assert listing(["alpha", "beta", "gamma"], 15) == "alpha +2 more"
     assert listing([], 80) == "nothing fits"
+
+
+@pytest.mark.parametrize("key", ["n", "w", "question_mark", "d"])
+async def test_under_a_dialog_the_footer_shows_the_dialogs_keys(key):
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press(key)
+        await until(pilot, lambda: app.screen is not app.main)
+        await pilot.pause(0.2)
+        bottom, _ = app.screen.get_widget_at(1, 44)  # what the terminal's last row shows
+        assert bottom.screen is app.screen and isinstance(bottom, (KeyFooter, FooterKey))
+        shown = {k.key for k in app.screen.query(FooterKey)}
+        assert "escape" in shown
+        assert not shown & {"s", "x", "enter"}  # the main screen's keys are not the dialog's
+
+
+async def test_remapped_keys_keep_their_labels_in_the_footer():
+    service = FakeService()
+    service.config.keymap = {"new": "ctrl+n", "save": "W"}
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(200, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: app.screen is not app.main)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main)
+        await pilot.pause(0.2)
+        footer = {k.key: k.description for k in app.main.query(FooterKey)}
+        assert footer["ctrl+n"] == "New" and footer["W"] == "Save"
+        assert "n" not in footer and "w" not in footer

@@ -26,6 +26,7 @@ from textual.widgets import Button, Input, Label, Select
 
 from hbtui.core.ports import BUSY, USED, PortSlot
 from hbtui.names import LOCAL
+from hbtui.tui.widgets.key_footer import KeyFooter
 
 DIALOG_CSS = Path(__file__).with_name("dialogs.tcss")
 
@@ -60,6 +61,7 @@ class Dialog(ModalScreen[R | None]):
         with Vertical(classes="dialog"):
             yield Label(self.TITLE_TEXT, classes="dialog-title")
             yield from self.compose_body()
+        yield KeyFooter(compact=True)  # this dialog's keys, over the main screen's
 
     def compose_body(self) -> ComposeResult:
         yield from ()

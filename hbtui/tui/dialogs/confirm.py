@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from hbtui.tui.dialogs.base import DIALOG_CSS
+from hbtui.tui.widgets.key_footer import KeyFooter
 
 
 class ConfirmDialog(ModalScreen[bool]):
@@ -43,6 +44,7 @@ class ConfirmDialog(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button(f"{self.yes} (y)", variant="error", id="yes")
                 yield Button(f"{self.no} (n)", id="no")
+        yield KeyFooter(compact=True)  # this screen's keys, over the main screen's
 
     def on_mount(self) -> None:
         self.query_one("#yes", Button).focus()
@@ -70,6 +72,7 @@ class QuitScreen(ModalScreen[None]):
             yield Label("Quitting", classes="dialog-title")
             yield Static("Cancelled; waiting for the rollback of:")
             yield Static(id="operations")
+        yield KeyFooter(compact=True)  # this screen's keys, over the main screen's
 
     def on_mount(self) -> None:
         self.show_progress()

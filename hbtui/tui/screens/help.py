@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Label, Static
 
 from hbtui.tui.actions import ACTIONS, SCOPE_NAMES
 from hbtui.tui.dialogs.base import DIALOG_CSS
+from hbtui.tui.widgets.key_footer import KeyFooter
 
 
 class HelpScreen(ModalScreen[None]):
@@ -40,6 +41,7 @@ class HelpScreen(ModalScreen[None]):
                 ),
                 classes="hint",
             )
+        yield KeyFooter(compact=True)  # this screen's keys, over the main screen's
 
     def on_mount(self) -> None:
         table: DataTable[str | Text] = self.query_one(DataTable)

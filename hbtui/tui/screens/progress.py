@@ -26,6 +26,7 @@ from hbtui.events import Event, LogLine, Notice, Phase, Stage, Step, Transfer
 from hbtui.present import duration, human_bytes
 from hbtui.tui.dialogs.base import DIALOG_CSS
 from hbtui.tui.operations import Operation
+from hbtui.tui.widgets.key_footer import KeyFooter
 
 
 class TransferMeter:
@@ -115,6 +116,7 @@ class ProgressScreen(ModalScreen[None]):
             yield Label("", id="error", classes="problem")
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
+        yield KeyFooter(compact=True)  # this screen's keys, over the main screen's
 
     def on_mount(self) -> None:
         early, self._early = self._early, []
