@@ -53,7 +53,10 @@ COLUMNS = (
 
 # The widest a column grows; longer text ends in "…". Box names are at most 40 characters and
 # states short, so those two (and the port) always fit an 80-column terminal.
-CAPS = {"host": 16, "url": 32, "image": 24, "keys": 16, "prov": 40}
+CAPS = {"host": 16, "url": 32, "image": 24, "keys": 16}
+# Provisioning (an error can be long) takes up to PROV_CAP while the columns are placed,
+# then whatever room is left over, up to its whole text.
+PROV_CAP = 40
 
 # When the table is too narrow, columns go in this order (name and state always stay);
 # Provisioning first narrows to what is left, down to PROV_MIN, before it goes.
@@ -72,6 +75,7 @@ SORTS: tuple[tuple[str, Callable[[BoxView], tuple[Any, ...]]], ...] = (
 
 _IDS = [ident for ident, _ in COLUMNS]
 _CAPS = [CAPS.get(ident, 1 << 16) for ident in _IDS]
+_PROV = _IDS.index("prov")
 
 BAR_WIDTH = 8
 
@@ -443,6 +447,7 @@ class BoxTable(ScrollView, can_focus=True):
         room = self.scrollable_content_region.width
         hidden: set[int] = set()
         drawn = list(self._widths)
+        drawn[_PROV] = min(drawn[_PROV], max(PROV_CAP, self._least[_PROV]))
 
         def needed() -> int:
             return sum(w + 2 for i, w in enumerate(drawn) if i not in hidden)
@@ -452,10 +457,12 @@ class BoxTable(ScrollView, can_focus=True):
                 break
             index = _IDS.index(ident)
             over = needed() - room
-            if ident == "prov" and drawn[index] - over >= max(PROV_MIN, self._least[index]):
+            if index == _PROV and drawn[index] - over >= max(PROV_MIN, self._least[index]):
                 drawn[index] -= over  # narrowed, its text ends in "…"
                 break
             hidden.add(index)
+        if _PROV not in hidden and room > needed():
+            drawn[_PROV] = min(self._widths[_PROV], drawn[_PROV] + room - needed())
         if frozenset(hidden) != self._hidden or drawn != self._drawn:
             self._hidden, self._drawn = frozenset(hidden), drawn
             self._look += 1
