@@ -107,7 +107,7 @@ def test_a_fifo_for_a_box_lock_is_no_busy_note(hbtui_home):
 
     boxes = build_service()._boxes
     fifo_at(boxes.locks.path("local", "web"))
-    assert boxes.busy("web", "local") == ""
+    assert boxes.busy("web", "local") is None
 
 
 def test_a_fifo_left_in_scratch_does_not_hang_the_sweep(hbtui_home):

@@ -236,6 +236,7 @@ class FakeService:
         credentials: list[str] | None = None,
         egress: str | None = None,
         allow: list[str] | None = None,
+        agent_permissions: str | None = None,
         report: Report = ignore,
     ) -> BoxView:
         check_name(name)
@@ -246,6 +247,7 @@ class FakeService:
             "credentials": credentials,
             "egress": egress,
             "allow": allow,
+            "agent_permissions": agent_permissions,
         }
         self.new_recipes[name] = recipe
         if any((b.name, b.host) == (name, host) for b in self.boxes):  # before anything is made

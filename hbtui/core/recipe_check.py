@@ -325,7 +325,8 @@ async def _check_pin(pin: Pin, registries: Registries, timeout: float, limit: in
     url = registries.url(source)
     where = registries.npm if source.registry == "npm" else registries.pypi
     try:
-        document = await asyncio.wait_for(_in_thread(lambda: _fetch(url, timeout, limit)), timeout)
+        async with asyncio.timeout(timeout):
+            document = await _in_thread(lambda: _fetch(url, timeout, limit))
         latest = _latest(source, document)
     except TimeoutError:
         note = f"{where} did not answer within {timeout:g} s"
