@@ -86,6 +86,7 @@ async def test_new_takes_credentials_and_an_egress_policy_checked_as_typed(servi
             "credentials": ["anthropic"],
             "egress": "allow-list",
             "allow": ["pypi.org"],
+            "agent_permissions": None,  # the dialog leaves it to the config's default (ask)
         }
         await operations_done(pilot, app)
 
