@@ -20,6 +20,7 @@ from conftest import SIM_RECIPE
 from test_lifecycle_sim import answers, hbtui, ls_json
 
 from hbtui.core.bases import StaleBase
+from hbtui.core.specs import NewSpec
 from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import Notice, Phase, Step
 
@@ -152,7 +153,7 @@ async def test_the_plan_says_how_new_will_make_a_box(sim_service, tmp_path):
     stale = sim_service.new_plan(recipe=recipe)
     assert stale.stale and not stale.fast
     with pytest.raises(StaleBase):
-        await sim_service.new("s2", recipe=recipe)
+        await sim_service.new(NewSpec("s2", recipe=recipe))
 
 
 async def test_a_recipe_without_a_per_box_step_has_no_base(sim_service, tmp_path):
@@ -170,7 +171,7 @@ async def test_a_failing_per_box_step_rolls_the_new_box_back(sim_service, sim_en
     first_boot.write_text(first_boot.read_text().replace("hb_first_boot", "exit 7"))
     base = await sim_service.build_base(recipe=recipe)
     with pytest.raises(HbtuiError, match="first-boot.sh f1 failed"):
-        await sim_service.new("f1", recipe=recipe)
+        await sim_service.new(NewSpec("f1", recipe=recipe))
     assert (await sim_service.list_boxes()).boxes == []
     assert machines(sim_env) == []
     assert Path(base.pack).is_file()  # the base is not harmed by a box that failed
@@ -283,7 +284,7 @@ async def test_a_cancelled_branch_rolls_back_and_starts_the_source_again(
     sim_service, sim_env, tmp_path
 ):
     recipe = recipe_copy(tmp_path)
-    await sim_service.new("src", recipe=recipe)
+    await sim_service.new(NewSpec("src", recipe=recipe))
     events: list[object] = []
     task = asyncio.ensure_future(
         sim_service.branch("src", "child", report=lambda e: events.append(e))

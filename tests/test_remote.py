@@ -21,6 +21,7 @@ import pytest
 from conftest import HBTUI_BIN, OPENSSH_PORTS, REMOTE_PORTS, SIM_RECIPE, SIM_SMOLVM
 
 from hbtui.core.registry import FAILED, Registry
+from hbtui.core.specs import NewSpec
 from hbtui.engine.runner import RunTimeout
 from hbtui.events import Step
 from hbtui.paths import resolve_paths
@@ -430,7 +431,7 @@ def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
 async def test_open_forward_serves_the_dashboard_and_closes(trusted_host):
     env, state, server = trusted_host
     svc = service()
-    view = await svc.new("rb1", host="r1", recipe=SIM_RECIPE)
+    view = await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE))
     web = await svc.web("rb1", "r1")
     assert web.forwarded
     url, close = web.url, web.close
@@ -457,11 +458,11 @@ async def test_a_dropped_connection_mid_provisioning_rolls_back(trusted_host):
             server.drop_connections()
 
     with pytest.raises(HostUnreachable, match="lost"):
-        await svc.new("rb1", host="r1", recipe=SIM_RECIPE, report=report)
+        await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE), report=report)
     assert dropped
     assert remote_machines(state) == []  # the rollback reconnected and deleted it
     assert Registry(resolve_paths().registry_file).read().on_host("r1") == []
-    view = await svc.new("rb1", host="r1", recipe=SIM_RECIPE)  # and the host still works
+    view = await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE))  # and the host still works
     assert view.state == "running"
     await svc.remove("rb1", "r1")
 
@@ -475,7 +476,7 @@ async def test_a_host_that_stays_down_leaves_a_clearly_resumable_box(trusted_hos
             server.toggle_listening()  # drop everything and refuse new connections
 
     with pytest.raises(HostUnreachable):
-        await svc.new("rb1", host="r1", recipe=SIM_RECIPE, report=report)
+        await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE), report=report)
     row = Registry(resolve_paths().registry_file).read().get("rb1", "r1")
     assert row is not None and row.status == FAILED and "rollback failed" in row.error
     listing = await svc.list_boxes()

@@ -449,11 +449,12 @@ async def test_a_box_whose_preset_variable_changed_starts_with_its_own_binding(
     config = hbtui_home / "config.toml"
     config.write_text('[credentials.mine]\nenv_var = "MINE_OLD"\nhosts = "api.example.com"\n')
     monkeypatch.setenv("HBTUI_SECRETS_PASSPHRASE", "a passphrase for the tests")
+    from hbtui.core.specs import NewSpec
     from hbtui.wiring import build_service
 
     service = build_service()
     service.set_secret("mine", "the-value")
-    await service.new("web", recipe=SIM_RECIPE, credentials=["mine"])
+    await service.new(NewSpec("web", recipe=SIM_RECIPE, credentials=("mine",)))
     await service.stop("web")
     config.write_text('[credentials.mine]\nenv_var = "MINE_NEW"\nhosts = "api.example.com"\n')
     service = build_service()

@@ -20,6 +20,7 @@ from textual.widgets import Button, Input
 from tui_fakes import FakeService, frozen_clock
 
 from hbtui.core.service import Service
+from hbtui.core.specs import NewSpec
 from hbtui.events import LogLine, Phase
 from hbtui.tui.actions import ACTIONS, MAIN
 from hbtui.tui.app import HbtuiApp
@@ -776,7 +777,7 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, m
 @sim
 async def test_sim_save_and_load_round_trip(sim_service, tmp_path, monkeypatch):
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
-    await sim_service.new("orig")
+    await sim_service.new(NewSpec("orig"))
     archive = tmp_path / "orig.hbx"
     app = HbtuiApp(sim_service, refresh_seconds=0.5)
     async with app.run_test(size=SIZE) as pilot:

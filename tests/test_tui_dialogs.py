@@ -110,8 +110,8 @@ async def test_new_shows_the_configured_recipe_and_checks_a_typed_one(service, t
         await pilot.pause()
         assert text_of(dialog, "#recipe-problem") == "" and not ok.disabled
         ok.press()
-        await until(pilot, lambda: "box1" in service.new_recipes, what="new called")
-        assert service.new_recipes["box1"] == SIM_RECIPE.resolve()
+        await until(pilot, lambda: "box1" in service.new_specs, what="new called")
+        assert service.new_specs["box1"].recipe == SIM_RECIPE.resolve()
         await operations_done(pilot, app)
 
 

@@ -48,8 +48,8 @@ async def test_new_says_whether_the_box_comes_from_a_base(service):  # noqa: F81
         assert "untick 'From a base'" in plan_text(dialog)
 
         await pilot.press(*"fresh", "enter")
-        await until(pilot, lambda: "fresh" in service.new_requests, what="new called")
-        assert service.new_requests["fresh"]["use_base"] is True
+        await until(pilot, lambda: "fresh" in service.new_specs, what="new called")
+        assert service.new_specs["fresh"].use_base is True
         await operations_done(pilot, app)
 
 
@@ -79,15 +79,12 @@ async def test_new_takes_credentials_and_an_egress_policy_checked_as_typed(servi
         await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled, what="Create")
         dialog.query_one("#name", Input).focus()
         await pilot.press("enter")
-        await until(pilot, lambda: "k1" in service.new_requests, what="new called")
-        assert service.new_requests["k1"] == {
-            "use_base": True,
-            "branchable": False,
-            "credentials": ["anthropic"],
-            "egress": "allow-list",
-            "allow": ["pypi.org"],
-            "agent_permissions": None,  # the dialog leaves it to the config's default (ask)
-        }
+        await until(pilot, lambda: "k1" in service.new_specs, what="new called")
+        asked = service.new_specs["k1"]
+        assert (asked.use_base, asked.branchable) == (True, False)
+        assert asked.credentials == ("anthropic",)
+        assert (asked.egress, asked.allow) == ("allow-list", ("pypi.org",))
+        assert asked.agent_permissions is None  # the dialog leaves it to the config (ask)
         await operations_done(pilot, app)
 
 

@@ -18,6 +18,7 @@ from textual import events
 from textual.widgets import Input, ProgressBar
 from tui_fakes import NOW, FakeService, view
 
+from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.views import BOX, MISSING, BoxView
 from hbtui.events import Phase, Reserved, Stage, Step
 from hbtui.tui.actions import BY_ID, MAIN
@@ -295,7 +296,7 @@ async def test_load_progress_shows_its_stages_and_stops_on_failure(service, tmp_
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        app._load(LoadRequest(archive=archive, name="copy", host="local", passphrase=b"pw"))
+        app._load(LoadRequest(LoadSpec(archive, "copy"), passphrase=b"pw"))
         await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
         screen = app.screen
         await until(pilot, lambda: "✗ decrypt+check" in str(screen.query_one("#stages").render()))
@@ -312,7 +313,7 @@ async def test_events_arriving_while_the_dashboard_closes_draw_nothing(service, 
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        app._save(SaveRequest("alpha", "local", tmp_path / "a.hbx", b"pw"))
+        app._save(SaveRequest(SaveSpec("alpha", output=tmp_path / "a.hbx"), b"pw"))
         await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
         progress = app.screen
         await until(pilot, lambda: progress.query_one("#bytes", ProgressBar).progress > 0)
@@ -395,15 +396,15 @@ async def test_the_cores_phases_are_the_ones_the_dashboard_reads(
     names, in order."""
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
     made: list = []
-    view = await sim_service.new("orig", report=made.append)
+    view = await sim_service.new(NewSpec("orig"), report=made.append)
     reserved = [i for i, e in enumerate(made) if isinstance(e, Reserved)]
     assert len(reserved) == 1
     assert made[reserved[0]] == Reserved("local", "orig", view.port)
     assert not any(isinstance(e, Step) for e in made[: reserved[0]])  # nothing provisioned before
     archive = tmp_path / "orig.hbx"
-    await sim_service.save("orig", output=archive, passphrase=b"pw", verify=False)
+    await sim_service.save(SaveSpec("orig", output=archive, verify=False), passphrase=b"pw")
     loaded: list = []
-    await sim_service.load(archive, "copy", passphrase=b"pw", report=loaded.append)
+    await sim_service.load(LoadSpec(archive, "copy"), passphrase=b"pw", report=loaded.append)
     stages = [s for s in map(load_stage, loaded) if s is not None]
     assert sorted(set(stages)) == list(range(len(LOAD_STAGES)))
     assert stages == sorted(stages)  # never back to an earlier stage

@@ -13,6 +13,7 @@ from textual.widgets import Input, Label
 
 from hbtui.core import passphrase
 from hbtui.core.passphrase import secrets_passphrase_without_prompt
+from hbtui.core.specs import NewSpec
 from hbtui.tui.dialogs.secrets import SecretsPassphraseDialog
 from hbtui.wiring import build_service
 
@@ -34,7 +35,7 @@ def no_secrets_passphrase(sim_env, monkeypatch):
 async def test_starting_a_keyed_box_asks_for_the_passphrase_in_a_dialog(no_secrets_passphrase):
     setup = build_service(secrets_passphrase=lambda _confirm: b"right")
     setup.set_secret("anthropic", "sk-ant-test")
-    await setup.new("keyed", credentials=["anthropic"])
+    await setup.new(NewSpec("keyed", credentials=("anthropic",)))
     await setup.stop("keyed")
 
     service = build_service(secrets_passphrase=secrets_passphrase_without_prompt)

@@ -21,6 +21,7 @@ from textual.widgets._footer import FooterKey
 from tui_fakes import FakeService, frozen_clock
 
 from hbtui.core.details import parse_stats
+from hbtui.core.specs import NewSpec
 from hbtui.core.views import BoxStats
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.bulk import BulkSaveDialog
@@ -57,7 +58,7 @@ def test_stats_are_read_whatever_the_engine_calls_them(reported, expected):
 @sim
 async def test_sim_details_and_stats_of_a_running_box(sim_service, monkeypatch):
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
-    await sim_service.new("web1")
+    await sim_service.new(NewSpec("web1"))
     details = await sim_service.details("web1")
     sections = {s.title: dict(s.fields) for s in details.sections}
     assert sections["Box"]["state"] == "running"
@@ -318,7 +319,7 @@ def test_details_snapshot(snap_compare, monkeypatch):
 async def test_sim_live_column_and_details_view(sim_service, monkeypatch):
     """Against the simulator: the engine's real figures reach the column and the view."""
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
-    await sim_service.new("live1")
+    await sim_service.new(NewSpec("live1"))
     app = make_app(sim_service, refresh=0.5)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "local/live1" in rows(app), timeout=30, what="the row")

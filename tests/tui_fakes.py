@@ -24,6 +24,7 @@ from hbtui.core.hosts import WebAccess
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import check_recipe, parse_marker
 from hbtui.core.secrets import SecretInfo
+from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.views import (
     BOX,
     BoxDetails,
@@ -133,8 +134,7 @@ class FakeService:
         self.backups = Path("/backups")
         self.archives: list[ArchiveEntry] = []  # the backups folder, newest first
         self.last: Path | None = None  # the archive picked last
-        self.new_recipes: dict[str, Path | None] = {}  # box -> the recipe `new` was given
-        self.new_requests: dict[str, dict[str, Any]] = {}  # box -> what `new` was given
+        self.new_specs: dict[str, NewSpec] = {}  # box -> what `new` was asked for
         self.plan = NewPlan(None, "full provisioning: no base of ubuntu:24.04 for this recipe")
         self.stored_secrets: list[str] = ["anthropic"]
         self.base_list: list[Base] = []
@@ -220,39 +220,14 @@ class FakeService:
             for p in range(lo, hi + 1)
         ]
 
-    async def new(
-        self,
-        name: str,
-        *,
-        host: str = LOCAL,
-        image: str | None = None,
-        cpus: int | None = None,
-        memory_mib: int | None = None,
-        port: int | None = None,
-        recipe: Path | None = None,
-        start: bool = True,
-        use_base: bool = True,
-        branchable: bool | None = None,
-        credentials: list[str] | None = None,
-        egress: str | None = None,
-        allow: list[str] | None = None,
-        agent_permissions: str | None = None,
-        report: Report = ignore,
-    ) -> BoxView:
+    async def new(self, spec: NewSpec, *, report: Report = ignore) -> BoxView:
+        name, host = spec.name, spec.host
         check_name(name)
-        self._called("new", name, host, port)
-        self.new_requests[name] = {
-            "use_base": use_base,
-            "branchable": branchable,
-            "credentials": credentials,
-            "egress": egress,
-            "allow": allow,
-            "agent_permissions": agent_permissions,
-        }
-        self.new_recipes[name] = recipe
+        self._called("new", name, host, spec.port)
+        self.new_specs[name] = spec
         if any((b.name, b.host) == (name, host) for b in self.boxes):  # before anything is made
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
-        port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
+        port = spec.port or next(s.port for s in await self.ports(host) if s.state == FREE)
         report(Reserved(host, name, port))
         report(Phase(f"creating machine {name} (port {port})", Stage.CREATE))
         self.boxes.append(
@@ -445,33 +420,17 @@ class FakeService:
                 await asyncio.Event().wait()
             await self._pause()
 
-    async def save(
-        self,
-        name: str,
-        host: str = LOCAL,
-        *,
-        output: Path | None = None,
-        passphrase: bytes,
-        verify: bool = True,
-        report: Report = ignore,
-    ) -> Path:
-        self._called("save", name, host, output, passphrase, verify)
+    async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
+        name, host, output = spec.name, spec.host, spec.output
+        self._called("save", name, host, output, passphrase, spec.verify)
         self._find(name, host)
         await self._transfer("writing archive", report)
         return output or Path(f"/backups/{name}.hbx")
 
-    async def load(
-        self,
-        archive: Path,
-        name: str,
-        host: str = LOCAL,
-        *,
-        passphrase: bytes,
-        recipe: Path | None = None,
-        report: Report = ignore,
-    ) -> BoxView:
+    async def load(self, spec: LoadSpec, *, passphrase: bytes, report: Report = ignore) -> BoxView:
+        name, host = spec.name, spec.host
         check_name(name)
-        self._called("load", archive, name, host, passphrase, recipe)
+        self._called("load", spec.archive, name, host, passphrase, spec.recipe)
         await self._transfer("checking", report)
         report(Reserved(host, name, 4820))
         report(Phase(f"creating machine {name}", Stage.CREATE))

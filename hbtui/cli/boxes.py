@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hbtui.cli.output import Invocation, box_table, print_json
+from hbtui.core.specs import NewSpec
 from hbtui.environment import child_env
 from hbtui.errors import UsageError
 from hbtui.events import LogLine, MachineState, Step
@@ -43,20 +44,22 @@ def cmd_new(inv: Invocation) -> int:
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.new(
-                a.name,
-                host=inv.host,
-                image=a.image,
-                cpus=a.cpus,
-                memory_mib=a.mem,
-                port=a.port,
-                recipe=_recipe(inv),
-                start=not a.no_start,
-                use_base=not a.no_base,
-                branchable=a.branchable,
-                credentials=a.credentials,
-                egress=a.egress,
-                allow=a.allow,
-                agent_permissions=a.agent_permissions,
+                NewSpec(
+                    a.name,
+                    host=inv.host,
+                    image=a.image,
+                    cpus=a.cpus,
+                    memory_mib=a.mem,
+                    port=a.port,
+                    recipe=_recipe(inv),
+                    start=not a.no_start,
+                    use_base=not a.no_base,
+                    branchable=a.branchable,
+                    credentials=None if a.credentials is None else tuple(a.credentials),
+                    egress=a.egress,
+                    allow=None if a.allow is None else tuple(a.allow),
+                    agent_permissions=a.agent_permissions,
+                ),
                 report=rep,
             )
         )

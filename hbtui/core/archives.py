@@ -34,6 +34,7 @@ from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.registry import FAILED, READY, utc_now
 from hbtui.core.scratch import scratch, staged_beside
+from hbtui.core.specs import NewSpec
 from hbtui.core.views import BOX, ORPHAN, BoxView
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import MachineState, Notice, Phase, Report, Stage, Transfer, ignore
@@ -477,7 +478,7 @@ async def load(
     await asyncio.to_thread(_check_contents, archive, kind, passphrase, progress)
 
     view = await boxes.new(
-        name, host_name=host_name, recipe=recipe, report=report, keep_provisioning=True
+        NewSpec(name, host=host_name, recipe=recipe), report=report, keep_provisioning=True
     )
     host = await boxes.hosts.get(host_name)
     try:

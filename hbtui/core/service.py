@@ -30,6 +30,7 @@ from hbtui.core.passphrase import PassphraseSource
 from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
+from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
@@ -117,43 +118,9 @@ class Service(AgentOperations):
             check_name(name)
         return await details.stats(self._boxes, names, host)
 
-    async def new(
-        self,
-        name: str,
-        *,
-        host: str = LOCAL,
-        image: str | None = None,
-        cpus: int | None = None,
-        memory_mib: int | None = None,
-        port: int | None = None,
-        recipe: Path | None = None,
-        start: bool = True,
-        use_base: bool = True,
-        branchable: bool | None = None,
-        credentials: list[str] | None = None,
-        egress: str | None = None,
-        allow: list[str] | None = None,
-        agent_permissions: str | None = None,
-        report: Report = ignore,
-    ) -> BoxView:
-        async with self._holding(name, host, "new"):
-            return await self._boxes.new(
-                name,
-                host_name=host,
-                image=image,
-                cpus=cpus,
-                memory_mib=memory_mib,
-                port=port,
-                recipe=recipe,
-                start=start,
-                use_base=use_base,
-                branchable=branchable,
-                credentials=credentials,
-                egress=egress,
-                allow=allow,
-                agent_permissions=agent_permissions,
-                report=report,
-            )
+    async def new(self, spec: NewSpec, *, report: Report = ignore) -> BoxView:
+        async with self._holding(spec.name, spec.host, "new"):
+            return await self._boxes.new(spec, report=report)
 
     def new_plan(
         self,
@@ -402,52 +369,34 @@ class Service(AgentOperations):
     def remember_archive(self, archive: Path) -> None:
         backups.remember_choice(self.paths, archive)
 
-    async def save(
-        self,
-        name: str,
-        host: str = LOCAL,
-        *,
-        output: Path | None = None,
-        passphrase: bytes,
-        verify: bool = True,
-        report: Report = ignore,
-    ) -> Path:
+    async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
         from hbtui.core import archives
 
-        async with self._holding(name, host, "save"):
+        async with self._holding(spec.name, spec.host, "save"):
             saved = await archives.save(
                 self._boxes,
-                name,
-                host,
-                output=output,
+                spec.name,
+                spec.host,
+                output=spec.output,
                 passphrase=passphrase,
-                verify_after=verify,
+                verify_after=spec.verify,
                 report=report,
             )
-        if verify:
+        if spec.verify:
             backups.mark_verified(self.paths, saved)
         return saved
 
-    async def load(
-        self,
-        archive: Path,
-        name: str,
-        host: str = LOCAL,
-        *,
-        passphrase: bytes,
-        recipe: Path | None = None,
-        report: Report = ignore,
-    ) -> BoxView:
+    async def load(self, spec: LoadSpec, *, passphrase: bytes, report: Report = ignore) -> BoxView:
         from hbtui.core import archives
 
-        async with self._holding(name, host, "load"):
+        async with self._holding(spec.name, spec.host, "load"):
             return await archives.load(
                 self._boxes,
-                archive,
-                name,
-                host,
+                spec.archive,
+                spec.name,
+                spec.host,
                 passphrase=passphrase,
-                recipe=recipe,
+                recipe=spec.recipe,
                 report=report,
             )
 
