@@ -133,8 +133,16 @@ class Bench:
             log(f"cleanup: {exc}")
         for name in self.machines():
             subprocess.run(
-                [self.engine, "--state-dir", str(self.state_dir)]
-                + ["machine", "delete", "--name", name, "--force"],
+                [
+                    self.engine,
+                    "--state-dir",
+                    str(self.state_dir),
+                    "machine",
+                    "delete",
+                    "--name",
+                    name,
+                    "--force",
+                ],
                 capture_output=True,
             )
 

@@ -205,7 +205,7 @@ def first_paint_user(runs: int) -> tuple[list[float], list[float]]:
 
 def p95(values: list[float]) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
 
 
 async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:

@@ -159,7 +159,7 @@ async def test_the_plan_says_how_new_will_make_a_box(sim_service, tmp_path):
 async def test_a_recipe_without_a_per_box_step_has_no_base(sim_service, tmp_path):
     recipe = recipe_copy(tmp_path)
     (recipe / "provision" / "first-boot.sh").unlink()
-    with pytest.raises(HbtuiError, match="no provision/first-boot.sh"):
+    with pytest.raises(HbtuiError, match=r"no provision/first-boot\.sh"):
         await sim_service.build_base(recipe=recipe)
     plan = sim_service.new_plan(recipe=recipe)
     assert not plan.fast and "first-boot.sh" in plan.why
@@ -170,7 +170,7 @@ async def test_a_failing_per_box_step_rolls_the_new_box_back(sim_service, sim_en
     first_boot = recipe / "provision" / "first-boot.sh"
     first_boot.write_text(first_boot.read_text().replace("hb_first_boot", "exit 7"))
     base = await sim_service.build_base(recipe=recipe)
-    with pytest.raises(HbtuiError, match="first-boot.sh f1 failed"):
+    with pytest.raises(HbtuiError, match=r"first-boot\.sh f1 failed"):
         await sim_service.new(NewSpec("f1", recipe=recipe))
     assert (await sim_service.list_boxes()).boxes == []
     assert machines(sim_env) == []

@@ -41,7 +41,7 @@ def test_bad_values_are_one_line_errors(raw, message):
 
 def test_broken_toml_names_the_file(hbtui_home):
     (hbtui_home / "config.toml").write_text("[defaults\n")
-    with pytest.raises(UsageError, match="config.toml"):
+    with pytest.raises(UsageError, match=r"config\.toml"):
         load_config(resolve_paths())
 
 

@@ -759,10 +759,10 @@ def test_two_rows_on_one_port_are_never_written(tmp_path):
 def test_a_bad_config_is_never_saved(tmp_path):
     cfg = Config()
     cfg.defaults.cpus = 0
-    with pytest.raises(ConfigError, match="defaults.cpus must be an integer 1-256, got 0"):
+    with pytest.raises(ConfigError, match=r"defaults\.cpus must be an integer 1-256, got 0"):
         save_config(paths_in(tmp_path), cfg)
     cfg = Config(hosts={"mac": HostSettings(ssh="me@mac", ports="1-2")})
-    with pytest.raises(ConfigError, match="hosts.mac.ports"):
+    with pytest.raises(ConfigError, match=r"hosts\.mac\.ports"):
         save_config(paths_in(tmp_path), cfg)
     assert not (tmp_path / "config.toml").exists()
 

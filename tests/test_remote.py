@@ -291,7 +291,7 @@ async def test_unknown_key_is_refused_in_process_too(remote_env, asyncssh_server
 
 
 async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
-    env, state, server = trusted_host
+    _env, _state, server = trusted_host
     host = await remote_host("r1")
     runner = host.engine.runner
     assert isinstance(runner, SshRunner)
@@ -335,7 +335,7 @@ async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
 async def test_an_unreachable_host_is_reported_without_blocking_ls(
     trusted_host, free_port, ssh_client_key
 ):
-    env, state, server = trusted_host
+    env, _state, _server = trusted_host
     [dead] = free_port(1)
     ok(
         hbtui(
@@ -360,7 +360,7 @@ async def test_an_unreachable_host_is_reported_without_blocking_ls(
 
 
 def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
-    env, state, server = trusted_host
+    env, state, _server = trusted_host
     env = dict(env, HBTUI_PASSPHRASE=PASSPHRASE)
     ok(hbtui("new", "rb1", "--host", "r1", "--recipe", str(SIM_RECIPE), "-q", env=env))
     assert remote_machines(state) == ["rb1"]
@@ -429,7 +429,7 @@ def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
 
 
 async def test_open_forward_serves_the_dashboard_and_closes(trusted_host):
-    env, state, server = trusted_host
+    _env, _state, server = trusted_host
     svc = service()
     view = await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE))
     web = await svc.web("rb1", "r1")
@@ -448,7 +448,7 @@ async def test_open_forward_serves_the_dashboard_and_closes(trusted_host):
 
 
 async def test_a_dropped_connection_mid_provisioning_rolls_back(trusted_host):
-    env, state, server = trusted_host
+    _env, state, server = trusted_host
     svc = service()
     dropped = []
 
@@ -562,7 +562,7 @@ def test_openssh_server_end_to_end(remote_env, openssh_server, ssh_client_key, t
 
 
 async def test_streamed_output_keeps_its_order_and_status(trusted_host):
-    env, state, server = trusted_host
+    _env, _state, _server = trusted_host
     host = await remote_host("r1")
     stream = host.engine.runner.stream(
         ["sh", "-c", "for i in 1 2 3 4 5 6; do echo out$i; echo err$i >&2; done; exit 4"],

@@ -304,7 +304,7 @@ async def test_a_timeout_says_which_setting_to_raise():
 
     with pytest.raises(EngineTimeout) as caught:
         await Engine("smolvm", runner=Slow(), timeout=45).stop("web")
-    assert "timed out after 45s: smolvm machine stop --name web" == caught.value.message
+    assert caught.value.message == "timed out after 45s: smolvm machine stop --name web"
     assert "[engine] timeout (now 45 s)" in caught.value.hint
 
 
@@ -410,7 +410,7 @@ def test_ctrl_c_while_the_source_starts_again_is_not_interrupted(sim_env, tmp_pa
         if "starting src again" in line:
             branching.send_signal(signal.SIGINT)
             break
-    rest, err = branching.communicate(timeout=300)
+    _rest, err = branching.communicate(timeout=300)
     assert any("starting src again" in line for line in seen), seen
     assert branching.returncode == 0 and "interrupted" not in err, err
     listed = subprocess.run([HBTUI_BIN, "ls", "--json"], env=env, capture_output=True, text=True)

@@ -179,7 +179,7 @@ async def test_filter_and_sort(static_service):
         await pilot.press("S")  # sort by host: lab's delta goes last
         await pilot.pause()
         assert "sort: host" in app.main.sub_title
-        assert list(rows(app))[0] == "lab/delta"
+        assert next(iter(rows(app))) == "lab/delta"
 
 
 async def test_new_box_streams_its_log_and_steps(static_service):
@@ -632,7 +632,7 @@ async def test_keymap_remaps_and_palette_lists_every_action(static_service):
         assert isinstance(app.screen, HelpScreen)
         table = app.screen.query_one("#keys")
         rows_ = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert ["new", "^n"] == rows_[2][:2] or rows_[2][1] in ("ctrl+n", "^n")
+        assert rows_[2][:2] == ["new", "^n"] or rows_[2][1] in ("ctrl+n", "^n")
         assert {r[0] for r in rows_} == {a.id for a in ACTIONS}  # every key, each remappable
 
 

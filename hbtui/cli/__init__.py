@@ -295,7 +295,7 @@ def _usable_streams() -> None:
     Ctrl-C interrupts even when the shell that started hbtui ignored it (`cmd &`)."""
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - lives as long as hbtui
+            setattr(sys, name, open(os.devnull, "w"))
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import webbrowser
@@ -169,10 +170,8 @@ def cmd_open(inv: Invocation) -> int:
         finally:
             await web.close()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         inv.call(open_and_hold())
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
@@ -195,10 +194,8 @@ def cmd_logs(inv: Invocation) -> int:
                 sys.stdout.write(line + "\n")
                 sys.stdout.flush()
 
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             inv.call(follow())
-        except KeyboardInterrupt:
-            pass
         return 0
     sys.stdout.write(inv.call(inv.service.workload_logs(a.name, inv.host, tail=a.tail)))
     return 0

@@ -160,7 +160,7 @@ async def _guest_rm(host: Host, name: str, path: str) -> None:
         await host.engine.exec(name, ["rm", "-rf", "--", path], timeout=60)
 
 
-async def save(
+async def save(  # noqa: C901 (named in pyproject.toml)
     boxes: BoxOperations,
     name: str,
     host_name: str = LOCAL,
@@ -516,7 +516,7 @@ async def _remove_quietly(boxes: BoxOperations, name: str, host_name: str) -> No
         )
 
 
-async def _restore_parts(
+async def _restore_parts(  # noqa: C901 (named in pyproject.toml)
     boxes: BoxOperations,
     host: Host,
     name: str,
@@ -610,7 +610,7 @@ async def _next_taken(taken: asyncio.Queue[int], watcher: asyncio.Future[None]) 
 # -- extract ---------------------------------------------------------------------------
 
 
-async def extract(
+async def extract(  # noqa: C901 (named in pyproject.toml)
     paths: Paths,
     archive: Path,
     dest: Path | None = None,

@@ -374,7 +374,7 @@ class BoxOperations:
             report=report,
         )
 
-    async def make(
+    async def make(  # noqa: C901 (named in pyproject.toml)
         self,
         wanted: BoxRecord,
         recipe_dir: Path,
@@ -804,7 +804,7 @@ class BoxOperations:
         return await host.web(view.port)
 
     async def egress(self, name: str, host_name: str = LOCAL) -> creds.EgressReport:
-        host, view = await self.require(name, host_name)
+        host, _view = await self.require(name, host_name)
         record = self.registry.read().get(name, host_name)
         mode = record.egress if record and record.egress else creds.OPEN
         policy = creds.Egress(mode, tuple(split_list(record.allow)) if record else ())

@@ -335,7 +335,7 @@ class Engine:
             args += ["--workdir", workdir]
         for key, value in (env or {}).items():
             args += ["-e", f"{key}={value}"]
-        return args + ["--", *argv]
+        return [*args, "--", *argv]
 
     async def exec(
         self,

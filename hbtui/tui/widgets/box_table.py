@@ -189,7 +189,7 @@ class BoxTable(ScrollView, can_focus=True):
     from, so a refresh repaints only the rows whose cells changed.
     """
 
-    COMPONENT_CLASSES = {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
         "box-table--header",
         "box-table--cursor",
         "box-table--even-row",
