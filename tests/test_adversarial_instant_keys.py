@@ -11,13 +11,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
-from test_bases_sim import in_box, machines
 
 from hbtui.core import passphrase
 from hbtui.core.specs import NewSpec
 from hbtui.errors import HbtuiError
 from hbtui.events import Phase
+
+from support import HBTUI_BIN, SIM_RECIPE
+from support.cli import in_box, machines
 
 pytestmark = pytest.mark.sim
 

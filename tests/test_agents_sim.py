@@ -15,10 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
-from test_remote import ok, trusted_host  # noqa: F401 - a fixture
+
+from support import HBTUI_BIN, SIM_RECIPE
+from support.cli import ok
 
 pytestmark = [
+    pytest.mark.real_agent,
     pytest.mark.sim,
     pytest.mark.skipif(
         shutil.which("node") is None, reason="node is missing (the box's agent helpers need it)"
@@ -370,7 +372,7 @@ printf '{{"session_id":"s-%s","status":"needs-you","pid":%s,"proc_start":"%s","s
 """
 
 
-def test_agents_across_hosts_and_text_sent_over_ssh_stays_text(trusted_host, sim_env):  # noqa: F811
+def test_agents_across_hosts_and_text_sent_over_ssh_stays_text(trusted_host, sim_env):
     env, _state, _server = trusted_host
     local = {k: sim_env[k] for k in ("HBTUI_SMOLVM", "HBTUI_SMOLVM_STATE_DIR")}
     env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE), **local)

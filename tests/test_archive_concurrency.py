@@ -10,10 +10,11 @@ import os
 import subprocess
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
 
 from hbtui.core.specs import NewSpec, SaveSpec
 from hbtui.events import Transfer
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 PASS = b"a passphrase for the concurrency tests"
 

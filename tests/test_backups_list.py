@@ -13,6 +13,8 @@ from hbtui.core.backups import box_of
 from hbtui.core.specs import NewSpec, SaveSpec
 from hbtui.wiring import build_service
 
+from support import SIM_RECIPE
+
 
 @pytest.fixture
 def service(hbtui_home):
@@ -98,8 +100,6 @@ def test_the_box_comes_from_the_default_file_name(name, box):
 def test_save_and_verify_mark_the_archive_verified(sim_service):
     """The real flow: save with verify marks the archive; the listing says so."""
     import asyncio
-
-    from conftest import SIM_RECIPE
 
     async def flow():
         await sim_service.new(NewSpec("keep", recipe=SIM_RECIPE))

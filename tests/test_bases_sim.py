@@ -16,13 +16,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_lifecycle_sim import answers, hbtui, ls_json
 
 from hbtui.core.bases import StaleBase
 from hbtui.core.specs import NewSpec
 from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import Notice, Phase, Step
+
+from support import SIM_RECIPE
+from support.cli import answers, hbtui, in_box, ls_json, machines, run_ok
 
 pytestmark = pytest.mark.sim
 
@@ -31,34 +32,6 @@ def recipe_copy(tmp_path: Path, name: str = "recipe") -> Path:
     copy = tmp_path / name
     shutil.copytree(SIM_RECIPE, copy, symlinks=False)
     return copy
-
-
-def run_ok(*args: str, env: dict[str, str]) -> str:
-    done = hbtui(*args, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
-def in_box(name: str, *command: str, env: dict[str, str]) -> str:
-    return run_ok("exec", name, "--", *command, env=env).strip()
-
-
-def machines(env: dict[str, str]) -> list[str]:
-    import subprocess
-
-    done = subprocess.run(
-        [
-            env["HBTUI_SMOLVM"],
-            "--state-dir",
-            env["HBTUI_SMOLVM_STATE_DIR"],
-            "machine",
-            "ls",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    return sorted(m["name"] for m in json.loads(done.stdout or "[]"))
 
 
 def test_a_box_from_a_base_is_ready_with_its_own_name_and_port(sim_env, tmp_path):

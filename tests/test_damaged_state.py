@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from conftest import HBTUI_BIN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +34,8 @@ from hbtui.config import (
 from hbtui.core.registry import BoxRecord, Registry, RegistryError
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.paths import Paths
+
+from support import HBTUI_BIN
 
 PROPERTY = settings(
     max_examples=150,

@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
 
 from hbtui.paths import UnreadableFile, read_state
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 BASE = "bases/local/ubuntu-24.04-000000000000.json"
 # Each state file, and verbs that read it.

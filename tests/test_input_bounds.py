@@ -7,10 +7,11 @@ import json
 import subprocess
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
 
 from hbtui.core.specs import NewSpec
 from hbtui.errors import UsageError
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 
 def hbtui(*args: str, env: dict[str, str], input: str | bytes = "") -> subprocess.CompletedProcess:

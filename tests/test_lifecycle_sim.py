@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE, recipe_with
 
 from hbtui.core import guest
 from hbtui.core.guest import ProvisionFailed
@@ -21,23 +18,10 @@ from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import LogLine, Step
 from hbtui.paths import resolve_paths
 
+from support import HBTUI_BIN, SIM_RECIPE, recipe_with
+from support.cli import answers, hbtui, ls_json
+
 pytestmark = pytest.mark.sim
-
-
-def hbtui(
-    *args: str, env: dict[str, str], input: str | None = None, timeout: float = 240
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [HBTUI_BIN, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def answers(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
-            return b"executor" in resp.read()
-    except OSError:
-        return False
 
 
 def wait_for(predicate, timeout: float = 30.0) -> bool:
@@ -47,12 +31,6 @@ def wait_for(predicate, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.25)
     return False
-
-
-def ls_json(env) -> list[dict]:
-    done = hbtui("ls", "--json", env=env)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def test_new_exec_stop_start_rm_through_the_cli(sim_env):

@@ -18,12 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, ROOT
 
 from hbtui.core import recipe_check as rc
 from hbtui.core.bases import Base, BaseBook
 from hbtui.core.recipe import recipe_version
 from hbtui.errors import UsageError
+
+from support import HBTUI_BIN, ROOT
 
 PINS = """\
 # a comment, then the pins

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import asyncssh
 import pytest
-from conftest import HBTUI_BIN, OPENSSH_PORTS, REMOTE_PORTS, SIM_RECIPE, SIM_SMOLVM
 
 from hbtui.core.registry import FAILED, Registry
 from hbtui.core.specs import NewSpec
@@ -31,71 +30,17 @@ from hbtui.remote.hosts import parse_listening
 from hbtui.remote.runner import SshRunner
 from hbtui.target import SshTarget, parse_target
 
+from support import HBTUI_BIN, OPENSSH_PORTS, REMOTE_PORTS, SIM_RECIPE, SIM_SMOLVM
+from support.cli import add_host, hbtui, ok, remote_machines
+
+pytestmark = pytest.mark.remote
+
 PASSPHRASE = "correct horse battery staple"
-
-
-def hbtui(
-    *args: str, env: dict[str, str], input: str | None = None, timeout: float = 240
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [HBTUI_BIN, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
 
 
 def fetch(url: str) -> bytes:
     with urllib.request.urlopen(url, timeout=5) as resp:
         return resp.read()
-
-
-def add_host(
-    env,
-    name: str,
-    server,
-    key: Path,
-    state: Path,
-    ports: str = REMOTE_PORTS,
-    smolvm: str | None = str(SIM_SMOLVM),
-) -> None:
-    args = [
-        "hosts",
-        "add",
-        name,
-        "--ssh",
-        f"root@127.0.0.1:{server.port}",
-        "--identity",
-        str(key),
-        "--state-dir",
-        str(state),
-        "--ports",
-        ports,
-    ]
-    if smolvm:
-        args += ["--smolvm", smolvm]
-    ok(hbtui(*args, env=env))
-
-
-def remote_machines(state: Path) -> list[str]:
-    listed = subprocess.run(
-        [str(SIM_SMOLVM), "--state-dir", str(state), "machine", "ls", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return [m["name"] for m in json.loads(listed.stdout or "[]")]
-
-
-@pytest.fixture
-def trusted_host(remote_env, asyncssh_server, ssh_client_key):
-    """Host `r1` added and trusted; yields (env, remote state dir, server)."""
-    env, state = remote_env
-    add_host(env, "r1", asyncssh_server, ssh_client_key, state)
-    ok(hbtui("hosts", "trust", "r1", "--fingerprint", asyncssh_server.fingerprint, env=env))
-    return env, state, asyncssh_server
 
 
 def service():

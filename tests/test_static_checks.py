@@ -30,11 +30,11 @@ def check(*argv: str) -> None:
 
 
 def test_ruff_lint() -> None:
-    check(tool("ruff"), "check", "hbtui", "tests", "bench")
+    check(tool("ruff"), "check", "hbtui", "tests")
 
 
 def test_ruff_format() -> None:
-    check(tool("ruff"), "format", "--check", "hbtui", "tests", "bench")
+    check(tool("ruff"), "format", "--check", "hbtui", "tests")
 
 
 def test_mypy() -> None:

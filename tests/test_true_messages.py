@@ -10,7 +10,8 @@ import signal
 import subprocess
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 SIGPIPE_STATUS = 128 + signal.SIGPIPE
 

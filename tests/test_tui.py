@@ -13,11 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from textual.css.query import NoMatches
-from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import Button, Input
-from tui_fakes import FakeService, frozen_clock
 
 from hbtui.core.service import Service
 from hbtui.core.specs import NewSpec
@@ -31,75 +27,9 @@ from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.progress import ProgressScreen, TransferMeter
 from hbtui.tui.widgets.port_grid import PortGrid
 
-SIZE = (160, 45)
-
-
-async def until(pilot, predicate, timeout: float = 10.0, what=None) -> None:
-    """Wait for `predicate`; one that cannot be evaluated yet (widgets still
-    mounting) counts as not yet true."""
-    deadline = time.monotonic() + timeout
-
-    def holds() -> bool:
-        try:
-            return bool(predicate())
-        except NoMatches:
-            return False
-
-    while not holds():
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"timed out waiting for {what() if callable(what) else what or predicate}"
-            )
-        await pilot.pause(0.05)
-
-
-def make_app(service, **kwargs) -> HbtuiApp:
-    return HbtuiApp(
-        service, clock=frozen_clock, refresh_seconds=kwargs.pop("refresh", 0.5), **kwargs
-    )
-
-
-def notes(app) -> list[str]:
-    return [f"{n.title} {n.message}" for n in app._notifications]
-
-
-def rows(app) -> dict[str, str]:
-    """The box table as drawn: "host/name" -> that row's text, top to bottom."""
-    table = app.main.table
-    drawn = {}
-    for y in range(1, table.row_count + 1):
-        text = table.render_line(y).text
-        name, host = text.split()[:2]
-        drawn[f"{host}/{name}"] = text
-    return drawn
-
-
-def column(app, key: str, index: int) -> str:
-    """One word of a drawn row: 0 name, 1 host, 2 state, -1 age."""
-    return rows(app)[key].split()[index]
-
-
-def log_text(app) -> str:
-    return "\n".join(app.main.log_pane.log_view.lines)
-
-
-class SuspendableDriver(HeadlessDriver):
-    """A headless driver that can hand the terminal over, like a real one."""
-
-    @property
-    def is_headless(self) -> bool:
-        return False
-
-    @property
-    def can_suspend(self) -> bool:
-        return True
-
-    def suspend_application_mode(self) -> None:
-        pass
-
-    def resume_application_mode(self) -> None:
-        pass
-
+from support import SIM_RECIPE
+from support.pilot import SIZE, SuspendableDriver, column, log_text, make_app, notes, rows, until
+from tui_fakes import FakeService
 
 # -- the fake -------------------------------------------------------------------------------
 

@@ -11,12 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_tui import SIZE, make_app, notes, until
-from textual.widgets import Button, DataTable, Input, Label
-from tui_fakes import NOW, FakeService, frozen_clock, view
+from textual.widgets import Button, DataTable, Input
 
-from hbtui.core.backups import ArchiveEntry
 from hbtui.core.views import Busy
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
@@ -29,64 +25,9 @@ from hbtui.tui.system import open_in_browser
 from hbtui.tui.widgets.box_table import cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
-
-def shelf() -> list[ArchiveEntry]:
-    """Three archives in the fake's backups folder, newest first (as the core lists them)."""
-    return [
-        ArchiveEntry(
-            Path("/backups/alpha-20261129T110000Z.hbx"),
-            "alpha",
-            "2026-11-29T11:00:05Z",
-            734_003_200,
-            "hbx",
-            True,
-        ),
-        ArchiveEntry(
-            Path("/backups/beta-20261127T090000Z.hbx"),
-            "beta",
-            "2026-11-27T09:00:41Z",
-            52_428_800,
-            "hbx",
-            False,
-        ),
-        ArchiveEntry(
-            Path("/backups/web-2025-06-01.tar.gz.gpg"),
-            "",
-            "2025-06-01T08:00:00Z",
-            4096,
-            "legacy",
-            False,
-        ),
-    ]
-
-
-@pytest.fixture
-def service() -> FakeService:
-    fake = FakeService()
-    fake.archives = shelf()
-    return fake
-
-
-def text_of(dialog, selector: str) -> str:
-    return str(dialog.query_one(selector, Label).render())
-
-
-async def operations_done(pilot, app) -> None:
-    """Leave a test only once its operations have ended (their events need the screen)."""
-    await until(
-        pilot,
-        lambda: not any(w.group == "operations" and not w.is_finished for w in app.workers),
-        what="operations to end",
-    )
-    await pilot.pause(0.2)  # and their last messages to reach the screen
-
-
-async def opened(pilot, app, key: str, kind: type):
-    await until(pilot, lambda: app.main.table.row_count == 4, what="4 rows")
-    await pilot.press(key)
-    await until(pilot, lambda: isinstance(app.screen, kind), what=kind.__name__)
-    return app.screen
-
+from support import SIM_RECIPE
+from support.pilot import SIZE, make_app, notes, opened, operations_done, text_of, until
+from tui_fakes import NOW, FakeService, frozen_clock, view
 
 # -- item 6: the recipe is a setting, shown and picked in the New dialog -----------------------
 

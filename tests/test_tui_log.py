@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
-from test_tui import SIZE, make_app, until
-from test_tui_snapshots import blink_off, settle
 from textual.widgets import DataTable, Input
-from tui_fakes import FakeService, frozen_clock
 
 from hbtui.events import LogLine
 from hbtui.tui.activity import MAX_LINES
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.widgets.log_pane import LogView
+
+from support.pilot import SIZE, blink_off, make_app, settle, until
+from tui_fakes import FakeService, frozen_clock
 
 ALPHA, BETA = ("local", "alpha"), ("local", "beta")
 

@@ -12,11 +12,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_tui import SIZE, SuspendableDriver, column, log_text, make_app, notes, rows, until
 from textual import events
 from textual.widgets import Input, ProgressBar
-from tui_fakes import NOW, FakeService, view
 
 from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.views import BOX, MISSING, BoxView
@@ -29,6 +26,10 @@ from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
 from hbtui.tui.widgets.box_table import cells
 from hbtui.tui.widgets.port_grid import PortGrid
+
+from support import SIM_RECIPE
+from support.pilot import SIZE, SuspendableDriver, column, log_text, make_app, notes, rows, until
+from tui_fakes import NOW, FakeService, view
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_tui import SIZE, make_app, until
 from textual.widgets import Input, Label
 
 from hbtui.core import passphrase
@@ -16,6 +14,9 @@ from hbtui.core.passphrase import secrets_passphrase_without_prompt
 from hbtui.core.specs import NewSpec
 from hbtui.tui.dialogs.secrets import SecretsPassphraseDialog
 from hbtui.wiring import build_service
+
+from support import SIM_RECIPE
+from support.pilot import SIZE, make_app, until
 
 pytestmark = pytest.mark.sim
 

@@ -11,10 +11,11 @@ import pytest
 from textual.containers import HorizontalGroup
 from textual.widgets import Button, Input
 from textual.widgets._footer import FooterKey
-from tui_fakes import FakeService, frozen_clock, sample_boxes
 
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.widgets.key_footer import KeyFooter
+
+from tui_fakes import FakeService, frozen_clock, sample_boxes
 
 SMALL = (80, 24)
 

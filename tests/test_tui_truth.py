@@ -8,10 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_tui import column, make_app, rows, until
 from textual.widgets import DataTable, Input
 from textual.widgets._footer import FooterKey
-from tui_fakes import FakeService, sample_boxes, view
 
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.views import MISSING
@@ -20,6 +18,9 @@ from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.progress import ProgressScreen
 from hbtui.tui.widgets.command_line import CommandLine, listing
 from hbtui.tui.widgets.key_footer import KeyFooter
+
+from support.pilot import column, make_app, rows, until
+from tui_fakes import FakeService, sample_boxes, view
 
 SMALL = (80, 24)
 LONG_ERROR = "step 4/6 agent-tools: curl: (28) Failed to connect to registry.npmjs.org port 443"

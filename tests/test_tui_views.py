@@ -14,11 +14,8 @@ import time
 from collections import deque
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
-from test_tui import SIZE, make_app, rows, until
 from textual.widgets import Input, Sparkline
 from textual.widgets._footer import FooterKey
-from tui_fakes import FakeService, frozen_clock
 
 from hbtui.core.details import parse_stats
 from hbtui.core.specs import NewSpec
@@ -28,6 +25,10 @@ from hbtui.tui.dialogs.bulk import BulkSaveDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.details import DetailsScreen
 from hbtui.tui.widgets.command_line import CommandLine
+
+from support import HBTUI_BIN, SIM_RECIPE
+from support.pilot import SIZE, make_app, rows, until
+from tui_fakes import FakeService, frozen_clock
 
 sim = pytest.mark.sim
 

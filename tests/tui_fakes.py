@@ -444,3 +444,33 @@ class FakeService:
         self._called("extract", archive, dest, passphrase)
         await self._transfer("unpacking", report)
         return dest or archive.with_suffix("")
+
+
+def shelf() -> list[ArchiveEntry]:
+    """Three archives in the fake's backups folder, newest first (as the core lists them)."""
+    return [
+        ArchiveEntry(
+            Path("/backups/alpha-20261129T110000Z.hbx"),
+            "alpha",
+            "2026-11-29T11:00:05Z",
+            734_003_200,
+            "hbx",
+            True,
+        ),
+        ArchiveEntry(
+            Path("/backups/beta-20261127T090000Z.hbx"),
+            "beta",
+            "2026-11-27T09:00:41Z",
+            52_428_800,
+            "hbx",
+            False,
+        ),
+        ArchiveEntry(
+            Path("/backups/web-2025-06-01.tar.gz.gpg"),
+            "",
+            "2025-06-01T08:00:00Z",
+            4096,
+            "legacy",
+            False,
+        ),
+    ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long a user waits for whole `hbtui` commands, against baselines in the same run.
 
-    .venv/bin/python bench/cli.py [--runs N] [--verify-mib N]
+    .venv/bin/python tests/bench/cli.py [--runs N] [--verify-mib N]
 
 Every figure is a whole process started the way a shell starts it (fork+exec,
 output to a pipe), median of N runs, against the real bundled smolvm engine with
@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from hbtui.archive import format as F  # noqa: E402

@@ -1,6 +1,6 @@
 """Dashboard benchmark: first paint, refresh cost with 500 boxes, key latency in a log flood.
 
-    .venv/bin/python bench/tui.py [--runs N]
+    .venv/bin/python tests/bench/tui.py [--runs N]
 
 First paint is measured twice, the dashboard against a bare Textual app
 (header, one-row table, footer), alternating, median of --runs spawns each:
@@ -30,7 +30,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from hbtui.tui.activity import MAX_LINES  # noqa: E402  (after the path is set)
@@ -214,9 +214,9 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
     CPU time, not wall time: Textual paints on its own frame timer, and the
     wait for that timer is idle time, not cost.
     """
-    from tui_fakes import FakeService, frozen_clock, view
-
     from hbtui.tui.app import HbtuiApp
+
+    from tui_fakes import FakeService, frozen_clock, view
 
     boxes = [
         view(
@@ -257,10 +257,11 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
 async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
     """Key event in, first frame showing its effect out, while two boxes flood their logs."""
     from textual import events
-    from tui_fakes import FakeService, frozen_clock
 
     from hbtui.events import LogLine, Step
     from hbtui.tui.app import HbtuiApp
+
+    from tui_fakes import FakeService, frozen_clock
 
     frames: list[float] = []
 

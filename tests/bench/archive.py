@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark hbtui archives against the old gpg pipeline, all on the same data.
 
-    .venv/bin/python bench/archive.py [--dir DIR] [--keep]
+    .venv/bin/python tests/bench/archive.py [--dir DIR] [--keep]
 
 Builds a /data-like tree (256 MiB incompressible + 256 MiB text-like files) in a
 temporary folder (DIR, default the system temp dir: the "same disk" for every
@@ -35,7 +35,7 @@ import textwrap
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import contextlib
 
@@ -369,7 +369,7 @@ def main() -> int:  # noqa: C901 (named in pyproject.toml)
         # --- peak RSS --------------------------------------------------------------------
         t0 = time.perf_counter()
         r = subprocess.run(
-            [sys.executable, "-c", RSS_CHILD, str(Path(__file__).resolve().parent.parent)],
+            [sys.executable, "-c", RSS_CHILD, str(Path(__file__).resolve().parents[2])],
             capture_output=True,
             text=True,
             check=True,
