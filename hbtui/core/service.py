@@ -40,6 +40,7 @@ from hbtui.paths import Paths
 if TYPE_CHECKING:
     from hbtui.core.doctor import DoctorReport
     from hbtui.core.recipe_check import RecipeCheck
+    from hbtui.engine import Engine
 
 # hbtui.core.archives and hbtui.core.doctor load on first use: a verb like
 # `ls` should not pay for tar, tempfile or platform probing at start-up.
@@ -53,13 +54,15 @@ class Service(AgentOperations):
         *,
         remote: Callable[[], RemoteHosts] | None = None,
         secrets_passphrase: PassphraseSource | None = None,
+        local_engine: Engine | None = None,
     ) -> None:
         """`secrets_passphrase`: where the encrypted secrets file's passphrase comes from
-        (default: the environment, else a prompt on the terminal)."""
+        (default: the environment, else a prompt on the terminal). `local_engine`: this
+        machine's engine when the front end made it early (see hbtui.wiring)."""
         self.paths = paths
         self.config = config
         scratch.sweep(paths)  # plaintext a killed hbtui left behind
-        self._hosts = HostPool(paths, config, remote)
+        self._hosts = HostPool(paths, config, remote, local_engine)
         self._boxes = BoxOperations(paths, config, self._hosts, secrets_passphrase)
         # Packs of killed base builds and remakes that nothing names.
         leftovers.sweep(self._hosts.local_bases_dir, self._boxes.bases, self._boxes.remakes)

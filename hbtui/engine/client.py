@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from hbtui.engine.early import EarlyListing
 from hbtui.engine.errors import (
     EngineError,
     EngineMissing,
@@ -82,6 +83,7 @@ class Engine:
         self.locks_dir = locks_dir
         self._locks: dict[str, asyncio.Lock] = {}
         self._version: tuple[int, int, int] | None = None
+        self._early: EarlyListing | None = None
 
     # -- plumbing -------------------------------------------------------------
 
@@ -158,6 +160,10 @@ class Engine:
                 )
             self._version = parsed
         return self._version
+
+    def remember_version(self, version: tuple[int, int, int]) -> None:
+        """What this binary said when asked before (the caller knows it is the same one)."""
+        self._version = version
 
     async def check_version(self) -> tuple[int, int, int]:
         v = await self.version()
@@ -293,8 +299,17 @@ class Engine:
 
     # From here on `list` in this class's annotations names this method, so the
     # annotations below spell the built-in type as `builtins.list`.
+    def start_listing(self) -> EarlyListing:
+        """`machine ls` now, in the background, for the first `list()` to take (local only:
+        see hbtui.engine.early)."""
+        self._early = EarlyListing(self.argv("machine", "ls", "--json"))
+        return self._early
+
     async def list(self) -> list[Machine]:
-        out = await self._call("machine", "ls", "--json")
+        early, self._early = self._early, None
+        out = await early.output(self.timeout) if early is not None else None
+        if out is None:
+            out = await self._call("machine", "ls", "--json")
         try:
             data = json.loads(out or b"[]")
         except ValueError as exc:
