@@ -28,7 +28,17 @@ from hbtui.tui.screens.progress import ProgressScreen, TransferMeter
 from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE
-from support.pilot import SIZE, SuspendableDriver, column, log_text, make_app, notes, rows, until
+from support.pilot import (
+    SIZE,
+    SuspendableDriver,
+    column,
+    log_text,
+    make_app,
+    notes,
+    rows,
+    settled,
+    until,
+)
 from tui_fakes import FakeService
 
 # -- the fake -------------------------------------------------------------------------------
@@ -78,7 +88,7 @@ async def test_refresh_ticks_call_list_boxes_once_each(static_service):
     async with app.run_test(size=SIZE) as pilot:
         began = time.monotonic()
         await until(pilot, lambda: static_service.list_calls >= 4, timeout=30)
-        await pilot.pause(0.5)
+        await pilot.pause(0.5)  # a measured stretch: the listings in it are counted
         ticks = (time.monotonic() - began) / 0.2
         assert static_service.list_calls <= ticks + 2  # the first listing, and one in flight
 
@@ -440,7 +450,7 @@ async def test_quitting_cancels_operations_and_waits_for_their_rollback(static_s
         await pilot.press("q", "y")  # asked first (tests/test_tui_operations.py)
         half = app.activities[("local", "half")]
         await until(pilot, lambda: any("rolling back half" in line for line in half.lines))
-        await pilot.pause(0.3)
+        await settled(pilot)
         assert app.is_running  # still rolling back
         static_service.rollback_gate.set()
         await until(pilot, lambda: not app.is_running, what="the app to quit after the rollback")
@@ -502,7 +512,7 @@ async def test_log_follow_pauses_when_scrolled_up(static_service):
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        await pilot.pause(0.3)
+        await settled(pilot)
         key = ("local", "alpha")
         activity = app.activities[key]
         for i in range(300):
@@ -516,7 +526,7 @@ async def test_log_follow_pauses_when_scrolled_up(static_service):
         assert "paused" in str(app.main.log_pane.query_one("#log-header").render())
         activity.append("more")
         app.main.box_changed(key)
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert log.scroll_y == 0  # did not jump while paused
         log.focus()
         await pilot.press("end")

@@ -26,7 +26,7 @@ from hbtui.tui.widgets.box_table import cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE
-from support.pilot import SIZE, make_app, notes, opened, operations_done, text_of, until
+from support.pilot import SIZE, make_app, notes, opened, operations_done, settled, text_of, until
 from tui_fakes import NOW, FakeService, frozen_clock, view
 
 # -- item 6: the recipe is a setting, shown and picked in the New dialog -----------------------
@@ -281,7 +281,7 @@ async def test_open_on_a_stopped_box_can_be_declined(service):
         await pilot.press("down", "o")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.press("n")
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert browsed == [] and ("start", "beta", "local") not in service.calls
 
 
@@ -319,7 +319,7 @@ def snap_app(service: FakeService, **kwargs) -> HbtuiApp:
 async def blink_off(pilot) -> None:
     for widget in pilot.app.screen.query(Input):
         widget.cursor_blink = False
-    await pilot.pause(0.1)
+    await settled(pilot)
 
 
 def test_snapshot_new_with_problems_as_typed(snap_compare, service):
@@ -329,7 +329,7 @@ def test_snapshot_new_with_problems_as_typed(snap_compare, service):
         await pilot.press(*"alpha")
         dialog.query_one("#port", Input).value = "4793"
         dialog.query_one("#recipe", Input).value = "/nonexistent/recipe"
-        await pilot.pause(0.2)
+        await settled(pilot)
         await blink_off(pilot)
 
     assert snap_compare(snap_app(service), terminal_size=SIZE, run_before=run_before)
@@ -339,7 +339,7 @@ def test_snapshot_load_picks_from_the_backups_folder(snap_compare, service):
     async def run_before(pilot):
         dialog = await opened(pilot, pilot.app, "l", LoadDialog)
         await until(pilot, lambda: dialog.query_one("#archives", DataTable).row_count == 3)
-        await pilot.pause(0.2)
+        await settled(pilot)
         await blink_off(pilot)
 
     assert snap_compare(snap_app(service), terminal_size=SIZE, run_before=run_before)
@@ -352,7 +352,7 @@ def test_snapshot_open_without_a_browser(snap_compare, service, monkeypatch):
 
     async def run_before(pilot):
         await opened(pilot, pilot.app, "o", UrlDialog)
-        await pilot.pause(0.2)
+        await settled(pilot)
         await blink_off(pilot)
 
     app = snap_app(service, opener=lambda url: False)

@@ -28,7 +28,17 @@ from hbtui.tui.widgets.box_table import cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE
-from support.pilot import SIZE, SuspendableDriver, column, log_text, make_app, notes, rows, until
+from support.pilot import (
+    SIZE,
+    SuspendableDriver,
+    column,
+    log_text,
+    make_app,
+    notes,
+    rows,
+    settled,
+    until,
+)
 from tui_fakes import NOW, FakeService, view
 
 
@@ -73,7 +83,7 @@ async def test_quit_asks_then_cancels_and_waits_for_the_rollback(service):
         await until(
             pilot, lambda: "⟳ new half" in str(app.screen.query_one("#operations").render())
         )
-        await pilot.pause(0.3)
+        await settled(pilot)
         assert app.is_running  # still rolling back
         service.rollback_gate.set()
         await until(pilot, lambda: not app.is_running, what="the app to quit after the rollback")
@@ -133,7 +143,7 @@ async def test_enter_in_the_port_allocator_uses_the_port_not_a_shell(service):
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
         assert app.screen.query_one("#port", Input).value == "4800"
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert not launched and not any(c[0] == "enter_argv" for c in service.calls)
 
 
@@ -145,7 +155,7 @@ async def test_keys_in_the_filter_box_are_the_filters(service):
         await pilot.press("enter")  # keeps the filter
         await until(pilot, lambda: app.main.table.has_focus)
         assert app.main.table.row_count == 1 and app.main.table.filter_text == "alp"
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert not launched
         assert not [c for c in service.calls if c[0] in ("enter_argv", "start", "stop")]
 
@@ -164,7 +174,7 @@ async def test_keys_in_a_dialog_are_the_dialogs(service):
         await pilot.press("enter")  # the grid's: picks the port
         assert app.screen.query_one("#port", Input).value == "4800"
         assert isinstance(app.screen, NewBoxDialog)
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert not launched
         assert not [c for c in service.calls if c[0] in ("enter_argv", "start", "stop", "new")]
 
@@ -426,7 +436,7 @@ def test_snapshot_quit_asks_with_operations_running(snap_compare, service):
         app.run_operation(("local", "half"), "new", forever)
         app.run_operation(("local", "alpha"), "save", forever)
         await pilot.press("q")
-        await pilot.pause(0.3)
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
@@ -443,6 +453,6 @@ def test_snapshot_new_box_refused_stays_open(snap_compare, service):
         await until(pilot, lambda: "did not answer" in str(status.render()))
         for widget in app.screen.query(Input):
             widget.cursor_blink = False
-        await pilot.pause(0.2)
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -6,7 +6,7 @@ import pytest
 
 from hbtui.tui.app import HbtuiApp
 
-from support.pilot import SIZE, blink_off, settle
+from support.pilot import SIZE, blink_off, settle, settled
 from tui_fakes import FakeService, frozen_clock
 
 
@@ -23,9 +23,9 @@ def test_main_screen_with_port_allocator(snap_compare, app):
     async def run_before(pilot):
         await settle(pilot)
         await pilot.press("p")
-        await pilot.pause(0.3)
+        await settled(pilot)
         pilot.app.main.table.focus()
-        await pilot.pause(0.1)
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
@@ -44,7 +44,7 @@ def test_dialog(snap_compare, app, key):
     async def run_before(pilot):
         await settle(pilot)
         await pilot.press(key)
-        await pilot.pause(0.3)
+        await settled(pilot)
         if key == "n":
             await pilot.press(*"Bad-name")
         await blink_off(pilot)

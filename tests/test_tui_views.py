@@ -27,7 +27,7 @@ from hbtui.tui.screens.details import DetailsScreen
 from hbtui.tui.widgets.command_line import CommandLine
 
 from support import HBTUI_BIN, SIM_RECIPE
-from support.pilot import SIZE, make_app, rows, until
+from support.pilot import SIZE, make_app, rows, settled, until
 from tui_fakes import FakeService, frozen_clock
 
 sim = pytest.mark.sim
@@ -254,7 +254,7 @@ async def test_marked_boxes_start_stop_and_save_together(static_service):
         dialog = app.screen
         dialog.query_one("#passphrase", Input).value = "hunter22"
         dialog.query_one("#passphrase2", Input).value = "hunter22"
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # a button ignores a click within 0.2 s of the last one
         await pilot.click("#ok")
         await until(
             pilot,
@@ -287,11 +287,11 @@ async def test_footer_refresh_feedback_toasts_and_empty_filter(static_service, m
         await until(pilot, lambda: "listed at" in str(status.render()))
         for _ in range(3):
             app.notify("the same thing", severity="warning")
-        await pilot.pause(0.2)
+        await settled(pilot)
         same = [n.message for n in app._notifications if n.message.startswith("the same")]
         assert same == ["the same thing (×3)"]
         await pilot.press("slash", *"zzz")
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert app.main.table.row_count == 0
         assert "no box matches 'zzz'" in app.main.table.render_line(1).text
 
@@ -305,7 +305,7 @@ def test_details_snapshot(snap_compare, monkeypatch):
     async def run_before(pilot):
         while app.main.table.row_count == 0:
             await pilot.pause(0.05)
-        await pilot.pause(0.3)
+        await settled(pilot)
         wave = [(8 + 30 * ((i * 7) % 11) / 10, 280 + 4 * i) for i in range(60)]
         app.usage_history[("local", "alpha")] = deque(
             BoxStats(cpu, memory, 4096.0) for cpu, memory in wave

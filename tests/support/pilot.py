@@ -17,6 +17,14 @@ from tui_fakes import frozen_clock
 SIZE = (160, 45)
 
 
+async def settled(pilot) -> None:
+    """Until every widget has handled its messages and no animation runs: the screen shows
+    what the last key or change led to. A state, not a time; it also serves a check that
+    something did NOT happen, since whatever would have happened is a message handled."""
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+
+
 async def until(pilot, predicate, timeout: float = 10.0, what=None) -> None:
     """Wait for `predicate`; one that cannot be evaluated yet (widgets still
     mounting) counts as not yet true."""
@@ -36,13 +44,29 @@ async def until(pilot, predicate, timeout: float = 10.0, what=None) -> None:
         await pilot.pause(0.05)
 
 
+class RecordingApp(HbtuiApp):
+    """The dashboard, keeping every toast it showed: on a loaded machine a toast can time
+    out before a test's wait comes to look for it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.toasts: list[str] = []
+
+    def _on_notify(self, event) -> None:
+        super()._on_notify(event)
+        self.toasts.append(f"{event.notification.title} {event.notification.message}")
+
+
 def make_app(service, **kwargs) -> HbtuiApp:
-    return HbtuiApp(
+    return RecordingApp(
         service, clock=frozen_clock, refresh_seconds=kwargs.pop("refresh", 0.5), **kwargs
     )
 
 
 def notes(app) -> list[str]:
+    """Every toast the app has shown so far, as "title message"."""
+    if isinstance(app, RecordingApp):
+        return list(app.toasts)
     return [f"{n.title} {n.message}" for n in app._notifications]
 
 
@@ -95,7 +119,7 @@ async def operations_done(pilot, app) -> None:
         lambda: not any(w.group == "operations" and not w.is_finished for w in app.workers),
         what="operations to end",
     )
-    await pilot.pause(0.2)  # and their last messages to reach the screen
+    await settled(pilot)  # and their last messages reach the screen
 
 
 async def opened(pilot, app, key: str, kind: type):
@@ -122,11 +146,11 @@ async def settle(pilot) -> None:
     ):
         activity.apply(event)
     app.main.box_changed(("local", "alpha"))
-    await pilot.pause(0.3)
+    await settled(pilot)
     await blink_off(pilot)
 
 
 async def blink_off(pilot) -> None:
     for widget in pilot.app.screen.query(Input):
         widget.cursor_blink = False
-    await pilot.pause(0.1)
+    await settled(pilot)
