@@ -39,7 +39,10 @@ def cmd_ls(inv: Invocation) -> int:
 
 
 def cmd_new(inv: Invocation) -> int:
+    from hbtui.cli.work import work_request
+
     a = inv.args
+    work = work_request(inv)
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.new(
@@ -57,6 +60,7 @@ def cmd_new(inv: Invocation) -> int:
                 egress=a.egress,
                 allow=a.allow,
                 agent_permissions=a.agent_permissions,
+                work=work,
                 report=rep,
             )
         )

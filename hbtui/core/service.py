@@ -31,6 +31,7 @@ from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
+from hbtui.core.work import WorkOperations, WorkRequest
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 # `ls` should not pay for tar, tempfile or platform probing at start-up.
 
 
-class Service(AgentOperations):
+class Service(AgentOperations, WorkOperations):
     def __init__(
         self,
         paths: Paths,
@@ -134,10 +135,15 @@ class Service(AgentOperations):
         egress: str | None = None,
         allow: list[str] | None = None,
         agent_permissions: str | None = None,
+        work: WorkRequest | None = None,
         report: Report = ignore,
     ) -> BoxView:
+        """`work`: a repository to clone in the box and an agent to start on a task; if
+        that fails, the box is removed again."""
+        if work is not None and not start:
+            raise UsageError("a box with a repository must start (leave out --no-start)")
         async with self._holding(name, host, "new"):
-            return await self._boxes.new(
+            view = await self._boxes.new(
                 name,
                 host_name=host,
                 image=image,
@@ -154,6 +160,9 @@ class Service(AgentOperations):
                 agent_permissions=agent_permissions,
                 report=report,
             )
+            if work is not None:
+                await self._put_work(name, host, work, report)
+            return view
 
     def new_plan(
         self,
@@ -313,7 +322,9 @@ class Service(AgentOperations):
 
     async def remove(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
         async with self._holding(name, host, "remove"):
-            return await self._boxes.remove(name, host, report=report)
+            view = await self._boxes.remove(name, host, report=report)
+            self._work.drop(host, name)
+            return view
 
     async def adopt(self, name: str, host: str = LOCAL) -> BoxView:
         async with self._holding(name, host, "adopt"):
