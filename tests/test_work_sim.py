@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, recipe_with
+from conftest import HBTUI_BIN, SIM_RECIPE, recipe_with
+from test_remote import trusted_host  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.sim
 
@@ -249,3 +250,45 @@ def test_new_with_repo_diff_pull_and_a_hostile_box(sim_env, repo: Path, tmp_path
     )
     one_error_line(hbtui("pull", "b1", env=sim_env), "garbled")
     assert host_state(repo) == steady
+
+
+def test_new_whose_work_cannot_go_in_leaves_no_box_and_bad_input_makes_none(
+    sim_env, repo: Path, tmp_path: Path
+):
+    # The clone's folder is taken already: the box made for it is removed again.
+    recipe = recipe_with(tmp_path, f"mkdir -p {CLONE} && touch {CLONE}/taken")
+    made = hbtui("new", "b1", "--recipe", str(recipe), "--repo", str(repo), "-q", env=sim_env)
+    one_error_line(made, CLONE, "already exists")
+    assert json.loads(hbtui("ls", "--json", env=sim_env).stdout) == []
+    one_error_line(hbtui("diff", "b1", env=sim_env), "b1")
+    # Input errors come before any box is made.
+    one_error_line(hbtui("new", "b2", "--repo", str(tmp_path), env=sim_env), "not in a git")
+    one_error_line(hbtui("new", "b2", "--repo", f"{repo}@nosuch", env=sim_env), "nosuch")
+    one_error_line(hbtui("new", "b2", "--task", "x", env=sim_env), "--repo")
+    one_error_line(hbtui("new", "b2", "--repo", str(repo), "--task", "x", env=sim_env), "--agent")
+    assert json.loads(hbtui("ls", "--json", env=sim_env).stdout) == []
+    assert git(repo, "for-each-ref", "--format=%(refname)") == "refs/heads/main"
+
+
+def test_work_in_and_out_of_a_box_on_a_remote_host(trusted_host, sim_env, repo: Path):  # noqa: F811
+    env, _state, _server = trusted_host
+    env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE))
+    seed = git(repo, "rev-parse", "HEAD")
+    made = hbtui("new", "rb1", "--host", "r1", "--repo", f"{repo}@HEAD~1", "-q", env=env)
+    assert made.returncode == 0, made.stdout + made.stderr
+    first = git(repo, "rev-parse", "HEAD~1")
+    assert seed != first
+    work = (
+        f"cd {CLONE} && test $(git rev-parse HEAD) = {first} && echo r > r.txt && git add r.txt "
+        "&& git commit -qm remote"
+    )
+    done = hbtui("exec", "rb1", "--host", "r1", "--", "sh", "-c", work, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = json.loads(hbtui("diff", "rb1", "--host", "r1", "--json", env=env).stdout)
+    assert [c["subject"] for c in shown["commits"]] == ["remote"]
+    pulled = hbtui("pull", "rb1", "--host", "r1", "--json", env=env)
+    assert pulled.returncode == 0, pulled.stderr
+    [landed] = json.loads(pulled.stdout)["refs"]
+    assert landed["ref"] == "refs/remotes/box/rb1/hb/rb1"
+    assert git(repo, "log", "--format=%s", "-1", landed["ref"]) == "remote"
+    assert git(repo, "rev-parse", "HEAD") == seed  # the host's branch did not move
