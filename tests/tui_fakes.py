@@ -33,6 +33,7 @@ from hbtui.core.views import (
     DetailSection,
     ProvisionLog,
 )
+from hbtui.core.work import WorkRequest
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import (
     Event,
@@ -237,6 +238,7 @@ class FakeService:
         egress: str | None = None,
         allow: list[str] | None = None,
         agent_permissions: str | None = None,
+        work: WorkRequest | None = None,
         report: Report = ignore,
     ) -> BoxView:
         check_name(name)
