@@ -292,3 +292,41 @@ def test_work_in_and_out_of_a_box_on_a_remote_host(trusted_host, sim_env, repo: 
     assert landed["ref"] == "refs/remotes/box/rb1/hb/rb1"
     assert git(repo, "log", "--format=%s", "-1", landed["ref"]) == "remote"
     assert git(repo, "rev-parse", "HEAD") == seed  # the host's branch did not move
+
+
+@pytest.mark.timeout(900)
+def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
+    sim_env, repo: Path, tmp_path: Path
+):
+    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, FAKE_CLAUDE)))
+    made = hbtui(
+        "try", "3", "t", "--repo", str(repo), "--task", "add ok.txt", "--check", "test -e ok.txt",
+        "-q", env=env,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    boxes = sorted(b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout))
+    assert boxes == ["t-1", "t-2", "t-3"]
+    for box in ("t-1", "t-3"):
+        done = hbtui(
+            "exec", box, "--", "sh", "-c",
+            f"cd {CLONE} && touch ok.txt && git add ok.txt && git commit -qm ok", env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    listed = hbtui("try", "ls", "t", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["box"]: r for r in json.loads(listed.stdout)["boxes"]}
+    assert {b: (r["commits"], r["check"]["status"]) for b, r in rows.items()} == {
+        "t-1": (1, 0),
+        "t-2": (0, 1),
+        "t-3": (1, 0),
+    }
+    table = hbtui("try", "ls", "t", env=env).stdout
+    assert "pass" in table and "fail (1)" in table
+    # Keeping asks first; without a terminal or --yes nothing changes.
+    one_error_line(hbtui("try", "keep", "t-3", env=env), "--yes")
+    kept = hbtui("try", "keep", "t-3", "--yes", env=env)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    boxes = [b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout)]
+    assert boxes == ["t-3"]
+    assert git(repo, "log", "-1", "--format=%s", "refs/remotes/box/t-3/hb/t-3") == "ok"
+    one_error_line(hbtui("try", "ls", "t", env=env), "no try")

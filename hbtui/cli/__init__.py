@@ -238,6 +238,20 @@ VERBS: tuple[Verb, ...] = (
                  help="also its uncommitted changes, committed on a throwaway ref"),
              arg("--repo", type=given, metavar="PATH",
                  help="the host repository (default: the one the box was made from)"))),
+    Verb("try", "work:cmd_try",
+         "best of N: try N NAME --repo PATH --task TEXT [--check CMD]; try ls NAME; "
+         "try keep NAME-K [--yes]",
+         json=True, args=(
+             arg("words", nargs="+", metavar="N NAME | ls NAME | keep NAME-K"),
+             arg("--repo", type=given, metavar="PATH[@REF]", help="the repository (try N)"),
+             arg("--task", type=given, metavar="TEXT", help="every agent's first prompt"),
+             arg("--task-file", type=given, metavar="FILE", help="the first prompt, from a file"),
+             arg("--agent", choices=["claude", "codex", "hermes"], default="claude",
+                 help="the agent in each box (default: claude)"),
+             arg("--check", type=given, metavar="CMD",
+                 help="run in each box once its agent is idle (e.g. 'pytest -q')"),
+             arg("--yes", action="store_true", help="keep: remove the others without asking"),
+             QUIET)),
     Verb("version", "config:cmd_version", "print the version", host=False),
 )  # fmt: skip
 

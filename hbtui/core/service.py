@@ -30,6 +30,7 @@ from hbtui.core.passphrase import PassphraseSource
 from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
+from hbtui.core.tries import TryOperations
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
 from hbtui.core.work import WorkOperations, WorkRequest
 from hbtui.errors import UsageError
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 # `ls` should not pay for tar, tempfile or platform probing at start-up.
 
 
-class Service(AgentOperations, WorkOperations):
+class Service(AgentOperations, WorkOperations, TryOperations):
     def __init__(
         self,
         paths: Paths,
