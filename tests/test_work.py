@@ -126,3 +126,23 @@ def test_a_diff_from_the_box_reaches_the_terminal_without_escapes():
 def test_a_task_is_checked_before_any_box_is_made(task, agent, words):
     with pytest.raises(UsageError, match=words):
         work.check_task(task, agent)
+
+
+async def test_a_stream_left_early_ends_its_child_at_once(tmp_path: Path):
+    """`pull` stops reading a box that sends too much: the exec must end then, not when
+    the event loop closes (which leaves it running, and warns at exit)."""
+    import contextlib
+    import os
+
+    from hbtui.engine.client import EngineStream
+    from hbtui.engine.runner import LocalRunner
+
+    pidfile = tmp_path / "pid"
+    argv = ["sh", "-c", f"echo $$ > {pidfile}; echo first; exec sleep 60"]
+    stream = EngineStream(LocalRunner().stream(argv, timeout=30), argv)
+    lines = aiter(stream)
+    async with contextlib.aclosing(lines):  # type: ignore[type-var]
+        assert await anext(lines) == "first"
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

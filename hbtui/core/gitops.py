@@ -3,11 +3,11 @@ the seed bundle a box is cloned from, and take a box's bundle in only once it ha
 every check.
 
 A box's bundle is untrusted. It is verified against the repository, its ref names are
-checked, and it is fetched first into a throwaway quarantine repository (which borrows the
-host repository's objects read-only through `objects/info/alternates`), where its history
-and its blob sizes are checked. Only then is it fetched into the host repository, with one
-explicit refspec per ref into `refs/remotes/box/BOX/`: nothing else can be written, and a
-refusal leaves the repository exactly as it was.
+checked, and its pack is indexed strictly into a throwaway quarantine repository (which
+borrows the host repository's objects read-only through `objects/info/alternates`), where
+its history and its blob sizes are checked. Only then do its objects move into the host
+repository and its refs, in one transaction, to `refs/remotes/box/BOX/` and nowhere else;
+a refusal leaves the repository exactly as it was.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import asyncio
 import contextlib
 import os
 import re
+import shutil
 import signal
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -232,12 +234,20 @@ def parse_heads(output: bytes, *, wip: bool) -> list[tuple[str, str]]:
     return heads
 
 
+@dataclass(frozen=True)
+class CheckedBundle:
+    """A box's bundle that passed every check: its refs, and its objects in quarantine."""
+
+    heads: list[tuple[str, str]]  # (commit, ref in the box)
+    quarantine: Path
+
+
 async def check_bundle(
     repo: Path, bundle: Path, folder: Path, *, seed: str, blob_max: int, wip: bool
-) -> list[tuple[str, str]]:
+) -> CheckedBundle:
     """Every check a box's bundle must pass before it reaches `repo`: verify, the ref
-    names, a fetch into a quarantine repository in `folder`, the seed in every branch's
-    history, no file over `blob_max` bytes. Returns its (commit, ref) pairs."""
+    names, a strict index of its pack into a quarantine repository in `folder`, the seed
+    in every branch's history, no file over `blob_max` bytes."""
     code, _, err = await run_git(repo, "bundle", "verify", "-q", str(bundle), check=False)
     if code != 0:
         why = _last_line(err) or f"exit status {code}"
@@ -250,7 +260,6 @@ async def check_bundle(
         code, _, err = await run_git(quarantine, "update-ref", f"refs/q/{i}", sha, check=False)
         if code != 0:
             raise BundleRefused(f"the box's bundle lacks the commit {ref} names: refused")
-    for i, (_, ref) in enumerate(heads):
         code, _, _ = await run_git(
             quarantine, "merge-base", "--is-ancestor", seed, f"refs/q/{i}", check=False
         )
@@ -259,16 +268,20 @@ async def check_bundle(
                 f"{ref} in the box no longer contains the seed commit {seed[:12]} "
                 "(its history was rewritten): refused, nothing fetched"
             )
-    tips = [f"refs/q/{i}" for i in range(len(heads))]
+    # Without the borrowed objects, the quarantine holds only what the box sent.
+    (quarantine / "objects" / "info" / "alternates").unlink()
     _, out, _ = await run_git(
-        quarantine, "rev-list", "--objects", f"--filter=blob:limit={blob_max + 1}",
-        "--filter-print-omitted", f"^{seed}", *tips,
+        quarantine, "cat-file", "--batch-all-objects", "--unordered",
+        "--batch-check=%(objecttype) %(objectsize)",
     )  # fmt: skip
-    if any(line.startswith(b"~") for line in out.splitlines()):
-        raise BundleRefused(
-            f"the box's work holds a file of more than {blob_max} bytes: refused, nothing fetched"
-        )
-    return heads
+    for line in out.splitlines():
+        kind, _, size = line.partition(b" ")
+        if kind == b"blob" and int(size) > blob_max:
+            raise BundleRefused(
+                f"the box's work holds a file of more than {blob_max} bytes: "
+                "refused, nothing fetched"
+            )
+    return CheckedBundle(heads, quarantine)
 
 
 def _pack_offset(bundle: Path) -> int:
@@ -295,10 +308,30 @@ async def _index_pack(quarantine: Path, bundle: Path) -> None:
         raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
 
 
-async def fetch_checked(repo: Path, bundle: Path, box: str, heads: list[tuple[str, str]]) -> None:
-    """Fetch a checked bundle into `repo`, each ref to its one place under the box's refs."""
-    specs = [f"+{ref}:{target_ref(box, ref)}" for _, ref in heads]
-    await run_git(
-        repo, "-c", "transfer.fsckObjects=true", "fetch", "-q", "--no-tags",
-        "--no-write-fetch-head", "--no-recurse-submodules", "--no-auto-gc", str(bundle), *specs,
-    )  # fmt: skip
+def _move_packs(quarantine: Path, objects: Path) -> None:
+    """The quarantine's packs into the repository's object store: each pack's data
+    first, its index last (git sees a pack by its index), each under a temporary name
+    renamed into place."""
+    target = objects / "pack"
+    target.mkdir(exist_ok=True)
+    for idx in sorted((quarantine / "objects" / "pack").glob("pack-*.idx")):
+        for suffix in (".pack", ".rev", ".idx"):
+            source = idx.with_suffix(suffix)
+            final = target / source.name
+            if not source.exists() or final.exists():
+                continue
+            temp = target / f"tmp_{source.name}"
+            shutil.copyfile(source, temp)
+            os.chmod(temp, 0o444)
+            os.replace(temp, final)
+
+
+async def take_in(repo: Path, checked: CheckedBundle, box: str) -> None:
+    """A checked bundle into `repo`: its objects, then its refs in one transaction, each
+    to its one place under refs/remotes/box/BOX/ (no fetch: its pack is indexed once)."""
+    await asyncio.to_thread(_move_packs, checked.quarantine, await objects_dir(repo))
+    updates = "".join(f"update {target_ref(box, ref)} {sha}\n" for sha, ref in checked.heads)
+    with tempfile.TemporaryFile() as fh:
+        fh.write(updates.encode())
+        fh.seek(0)
+        await run_git(repo, "update-ref", "--stdin", stdin=fh)

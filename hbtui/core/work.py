@@ -346,12 +346,13 @@ async def pull(
             raise WorkError(f"bundling the work in box {name} failed: {answer.why()}")
         else:
             report(Phase(f"checking the bundle ({size} bytes)"))
-            heads = await gitops.check_bundle(
+            checked = await gitops.check_bundle(
                 target, bundle, folder, seed=record.seed, blob_max=cap, wip=wip
             )
+            heads = checked.heads
             if wip and not any(ref == gitops.WIP_REF for _, ref in heads) and wip_commit:
                 raise BundleRefused("the box's bundle left out its uncommitted changes: refused")
-            await to_the_end(gitops.fetch_checked(target, bundle, name, heads))
+            await to_the_end(gitops.take_in(target, checked, name))
             refs = tuple((gitops.target_ref(name, ref), sha) for sha, ref in heads)
     if dirty and not wip:
         report(Notice(f"{dirty} file(s) in {name} have uncommitted changes (not pulled; --wip)"))
