@@ -330,3 +330,6 @@ def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     assert boxes == ["t-3"]
     assert git(repo, "log", "-1", "--format=%s", "refs/remotes/box/t-3/hb/t-3") == "ok"
     one_error_line(hbtui("try", "ls", "t", env=env), "no try")
+    assert hbtui("stop", "t-3", env=env).returncode == 0
+    one_error_line(hbtui("diff", "t-3", env=env), "not running", "hbtui start t-3")
+    one_error_line(hbtui("pull", "t-3", env=env), "not running")

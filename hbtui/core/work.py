@@ -9,9 +9,11 @@ the box's: it defines "what the agent did" and is what every pulled branch must 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -20,9 +22,9 @@ from hbtui.core.boxes import BoxOperations, to_the_end
 from hbtui.core.gitops import BundleRefused, RepoSeed
 from hbtui.core.hosts import Host, HostPool
 from hbtui.core.scratch import scratch
-from hbtui.core.views import BOX, BoxView
+from hbtui.engine import MachineNotFound, MachineNotRunning
 from hbtui.errors import HbtuiError, UsageError
-from hbtui.events import MachineState, Notice, Phase, Report, ignore
+from hbtui.events import Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths, make_folder, read_state
 from hbtui.statefile import write_atomic
@@ -187,13 +189,16 @@ def _launcher(agent: str, task_file: str) -> str:
     return f'task=$(cat {task_file})\nexec {agent} "$task"\n'
 
 
-async def _running_host(boxes: BoxOperations, name: str, host_name: str) -> tuple[Host, BoxView]:
-    view = await boxes.get(name, host_name)
-    if view.kind != BOX:
-        raise WorkError(f"box {name} is {view.kind}: hbtui cannot reach its work")
-    if view.state != MachineState.RUNNING:
-        raise WorkError(f"box {name} is {view.state}: start it first (hbtui start {name})")
-    return await boxes.hosts.get(host_name), view
+@contextlib.contextmanager
+def _reaching(name: str) -> Iterator[None]:
+    """A box that is not running, or gone, is one line saying what to do (asking the
+    engine first would cost every diff and pull a status call)."""
+    try:
+        yield
+    except MachineNotRunning:
+        raise WorkError(f"box {name} is not running: start it first (hbtui start {name})") from None
+    except MachineNotFound:
+        raise WorkError(f"box {name} is not there (see: hbtui ls)") from None
 
 
 async def seed_box(
@@ -302,11 +307,12 @@ async def diff(
     boxes: BoxOperations, book: WorkBook, name: str, host_name: str, *, patch: bool
 ) -> WorkDiff:
     record = _record(book, name, host_name)
-    host, _view = await _running_host(boxes, name, host_name)
-    answer = await work_box.run_step(
-        host, name, work_box.DIFF_SCRIPT,
-        [record.clone, record.seed, "patch" if patch else "stat"], cap=DIFF_MAX,
-    )  # fmt: skip
+    host = await boxes.hosts.get(host_name)
+    with _reaching(name):
+        answer = await work_box.run_step(
+            host, name, work_box.DIFF_SCRIPT,
+            [record.clone, record.seed, "patch" if patch else "stat"], cap=DIFF_MAX,
+        )  # fmt: skip
     if answer.first("noclone") is not None:
         raise WorkError(f"box {name} has no clone at {record.clone}")
     if answer.returncode != 0:
@@ -329,13 +335,14 @@ async def pull(
     record = _record(book, name, host_name)
     target = await gitops.repo_top(_repo(record, repo))
     cap = pull_max()
-    host, _view = await _running_host(boxes, name, host_name)
+    host = await boxes.hosts.get(host_name)
     with scratch(boxes.paths, "pull") as folder:
         bundle = folder / "box.bundle"
         report(Phase(f"bundling the work in {name}"))
-        answer, size = await work_box.fetch_bundle(
-            host, name, [record.clone, record.seed, "1" if wip else "0"], bundle, cap
-        )
+        with _reaching(name):
+            answer, size = await work_box.fetch_bundle(
+                host, name, [record.clone, record.seed, "1" if wip else "0"], bundle, cap
+            )
         if answer.first("noclone") is not None:
             raise WorkError(f"box {name} has no clone at {record.clone}")
         dirty = _count(answer.first("dirty"))
