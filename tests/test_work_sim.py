@@ -299,9 +299,11 @@ def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     sim_env, repo: Path, tmp_path: Path
 ):
     env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, FAKE_CLAUDE)))
+    task = tmp_path / "task.md"
+    task.write_text("add ok.txt\n")
     made = hbtui(
-        "try", "3", "t", "--repo", str(repo), "--task", "add ok.txt", "--check", "test -e ok.txt",
-        "-q", env=env,
+        "try", "3", "t", "--repo", str(repo), "--task-file", str(task), "--check",
+        "test -e ok.txt", "-q", env=env,
     )  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
     boxes = sorted(b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout))
@@ -322,6 +324,8 @@ def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     }
     table = hbtui("try", "ls", "t", env=env).stdout
     assert "pass" in table and "fail (1)" in table
+    nothing = hbtui("pull", "t-2", env=env)
+    assert nothing.returncode == 0 and "nothing pulled" in nothing.stdout, nothing.stderr
     # Keeping asks first; without a terminal or --yes nothing changes.
     one_error_line(hbtui("try", "keep", "t-3", env=env), "--yes")
     kept = hbtui("try", "keep", "t-3", "--yes", env=env)

@@ -32,7 +32,7 @@ from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
 from hbtui.core.tries import TryOperations
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
-from hbtui.core.work import WorkOperations, WorkRequest
+from hbtui.core.work import WorkOperations, WorkRequest, check_task
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -141,8 +141,10 @@ class Service(AgentOperations, WorkOperations, TryOperations):
     ) -> BoxView:
         """`work`: a repository to clone in the box and an agent to start on a task; if
         that fails, the box is removed again."""
-        if work is not None and not start:
-            raise UsageError("a box with a repository must start (leave out --no-start)")
+        if work is not None:
+            if not start:
+                raise UsageError("a box with a repository must start (leave out --no-start)")
+            check_task(work.task, work.agent)
         async with self._holding(name, host, "new"):
             view = await self._boxes.new(
                 name,

@@ -388,7 +388,6 @@ class WorkOperations:
     async def _put_work(self, name: str, host: str, work: WorkRequest, report: Report) -> None:
         """The seed and the agent into a box `new` just made; any failure (or Ctrl-C)
         removes the box again, so nothing is left half-made."""
-        check_task(work.task, work.agent)
         try:
             await seed_box(self._boxes, self._work, name, host, work, report)
         except BaseException:
