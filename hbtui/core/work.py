@@ -245,7 +245,7 @@ async def _start_agent(
         await host.engine.cp_in(name, local, guest, mode="0644")
         await host.engine.exec(name, ["chown", f"{work_box.AGENT}:", "--", guest], timeout=60)
     answer = await work_box.run_step(
-        host, name, work_box.START_SCRIPT, [record.clone, launcher, request.agent], cap=64 * 1024
+        host, name, work_box.START_SCRIPT, [record.clone, launcher], cap=64 * 1024
     )
     if answer.returncode != 0:
         raise WorkError(f"starting {request.agent} in box {name} failed: {answer.why()}")
@@ -399,10 +399,6 @@ class WorkOperations:
     async def repo_seed(self, text: str) -> RepoSeed:
         """What `new --repo PATH[@REF]` would put in the box (the repository is only read)."""
         return await gitops.resolve_seed(text)
-
-    def work_record(self, name: str, host: str = LOCAL) -> WorkRecord | None:
-        self._work_box(name, host)
-        return self._work.get(host, name)
 
     async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
         """The box's work since its seed: commits, changed files and (unless only the

@@ -89,7 +89,7 @@ base64 -w {B64_WIDTH} "$t/b" 2>/dev/null
 echo "{TAG} end"
 """
 
-# $1 clone  $2 launcher file  $3 agent program
+# $1 clone  $2 launcher file
 START_SCRIPT = """set -eu
 if tmux has-session -t main 2>/dev/null; then
     tmux new-window -t main -c "$1" "bash -l $2"
