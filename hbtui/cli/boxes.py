@@ -41,7 +41,10 @@ def cmd_ls(inv: Invocation) -> int:
 
 
 def cmd_new(inv: Invocation) -> int:
+    from hbtui.cli.work import work_request
+
     a = inv.args
+    work = work_request(inv)
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.new(
@@ -60,6 +63,7 @@ def cmd_new(inv: Invocation) -> int:
                     egress=a.egress,
                     allow=None if a.allow is None else tuple(a.allow),
                     agent_permissions=a.agent_permissions,
+                    work=work,
                 ),
                 report=rep,
             )

@@ -31,7 +31,9 @@ from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
 from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
+from hbtui.core.tries import TryOperations
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
+from hbtui.core.work import WorkOperations, check_task
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
 # `ls` should not pay for tar, tempfile or platform probing at start-up.
 
 
-class Service(AgentOperations):
+class Service(AgentOperations, WorkOperations, TryOperations):
     def __init__(
         self,
         paths: Paths,
@@ -122,8 +124,18 @@ class Service(AgentOperations):
         return await details.stats(self._boxes, names, host)
 
     async def new(self, spec: NewSpec, *, report: Report = ignore) -> BoxView:
+        """`spec.work`: a repository to clone in the box and an agent to start on a task;
+        if that fails, the box is removed again."""
+        work = spec.work
+        if work is not None:
+            if not spec.start:
+                raise UsageError("a box with a repository must start (leave out --no-start)")
+            check_task(work.task, work.agent)
         async with self._holding(spec.name, spec.host, "new"):
-            return await self._boxes.new(spec, report=report)
+            view = await self._boxes.new(spec, report=report)
+            if work is not None:
+                await self._put_work(spec.name, spec.host, work, report)
+            return view
 
     def new_plan(
         self,
@@ -283,7 +295,9 @@ class Service(AgentOperations):
 
     async def remove(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
         async with self._holding(name, host, "remove"):
-            return await self._boxes.remove(name, host, report=report)
+            view = await self._boxes.remove(name, host, report=report)
+            self._work.drop(host, name)
+            return view
 
     async def adopt(self, name: str, host: str = LOCAL) -> BoxView:
         async with self._holding(name, host, "adopt"):

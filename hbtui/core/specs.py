@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hbtui.names import LOCAL
+
+if TYPE_CHECKING:
+    from hbtui.core.work import WorkRequest
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ class NewSpec:
     egress: str | None = None
     allow: tuple[str, ...] | None = None  # hosts of an allow-list egress
     agent_permissions: str | None = None
+    work: WorkRequest | None = None  # a repository cloned in the box, an agent on a task
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,17 @@ class EngineStream:
         self.returncode: int | None = None
 
     async def __aiter__(self) -> AsyncIterator[str]:
+        lines = aiter(self._inner)
         try:
-            async for line in self._inner:
+            async for line in lines:
                 yield line
         except RunTimeout as exc:
             raise EngineTimeout(str(exc), code="TIMEOUT", argv=self._argv) from None
+        finally:
+            # A reader that stops early ends the child now, not when the loop has closed.
+            aclose = getattr(lines, "aclose", None)
+            if aclose is not None:
+                await aclose()
         self.returncode = self._inner.returncode
         if self.returncode and _engine_failed(self._inner.stderr_tail):
             raise from_stderr(self._inner.stderr_tail, self._argv, self.returncode)
