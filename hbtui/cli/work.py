@@ -11,12 +11,14 @@ from hbtui.cli.output import Invocation, print_json
 from hbtui.errors import UsageError
 
 if TYPE_CHECKING:
-    from hbtui.core.work import WorkDiff, WorkRequest
+    from hbtui.core.specs import WorkRequest
+    from hbtui.core.work import WorkDiff
 
 
 def work_request(inv: Invocation) -> WorkRequest | None:
     """`new`'s --repo, --task/--task-file and --agent, checked before any box is made."""
-    from hbtui.core.work import WorkRequest, check_task
+    from hbtui.core.specs import WorkRequest
+    from hbtui.core.work import check_task
 
     a = inv.args
     if a.task is not None and a.task_file is not None:

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from hbtui.core.gitops import RepoSeed
 from hbtui.names import LOCAL
 
-if TYPE_CHECKING:
-    from hbtui.core.work import WorkRequest
+
+@dataclass(frozen=True)
+class WorkRequest:
+    """`new --repo`: the seed to put in the box, and the agent to start on the task."""
+
+    seed: RepoSeed
+    task: str = ""
+    agent: str = ""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from hbtui.core import ansi, work_box
 from hbtui.core.agents import IDLE, BoxAgents
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import HostPool
-from hbtui.core.specs import NewSpec
+from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.core.views import BoxView
 from hbtui.core.work import (
     PullResult,
@@ -29,7 +29,6 @@ from hbtui.core.work import (
     WorkDiff,
     WorkError,
     WorkRecord,
-    WorkRequest,
     diff,
 )
 from hbtui.errors import HbtuiError, UsageError

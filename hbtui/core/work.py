@@ -22,6 +22,7 @@ from hbtui.core.boxes import BoxOperations, to_the_end
 from hbtui.core.gitops import BundleRefused, RepoSeed
 from hbtui.core.hosts import Host, HostPool
 from hbtui.core.scratch import scratch
+from hbtui.core.specs import WorkRequest
 from hbtui.engine import MachineNotFound, MachineNotRunning
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
@@ -98,15 +99,6 @@ class WorkBook:
 
     def drop(self, host: str, name: str) -> None:
         self._path(host, name).unlink(missing_ok=True)
-
-
-@dataclass(frozen=True)
-class WorkRequest:
-    """`new --repo`: the seed to put in the box, and the agent to start on the task."""
-
-    seed: RepoSeed
-    task: str = ""
-    agent: str = ""
 
 
 @dataclass(frozen=True)
