@@ -9,13 +9,13 @@ from dataclasses import replace
 
 import pytest
 from textual.containers import HorizontalGroup
-from textual.widgets import Button, Input
+from textual.widgets import Button
 from textual.widgets._footer import FooterKey
 
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.widgets.key_footer import KeyFooter
 
-from support.pilot import settled
+from support.pilot import blink_off, settled
 from tui_fakes import FakeService, frozen_clock, sample_boxes
 
 SMALL = (80, 24)
@@ -42,12 +42,6 @@ async def settle(pilot) -> None:
         await pilot.pause(0.05)
     await settled(pilot)
     await blink_off(pilot)
-
-
-async def blink_off(pilot) -> None:
-    for widget in pilot.app.screen.query(Input):
-        widget.cursor_blink = False
-    await settled(pilot)
 
 
 def test_main_screen_small(snap_compare, app):

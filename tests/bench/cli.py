@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import hbtui_bin, log  # tests/bench/common.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -41,18 +43,6 @@ from hbtui.engine import locate_engine  # noqa: E402
 
 MiB = 1 << 20
 PASS = b"bench passphrase, not a secret"
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def hbtui_bin() -> str:
-    beside = Path(sys.executable).parent / "hbtui"
-    found = str(beside) if beside.exists() else shutil.which("hbtui")
-    if not found:
-        raise SystemExit("hbtui is not installed: pip install -e .")
-    return found
 
 
 def median_ms(

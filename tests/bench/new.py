@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import hbtui_bin, log  # tests/bench/common.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
@@ -57,18 +59,6 @@ ROWS = [
     ("branch_s", "branch (branchable source)"),
     ("branch_copy_s", "branch (stop, pack, create)"),
 ]
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def hbtui_bin() -> str:
-    beside = Path(sys.executable).parent / "hbtui"
-    found = str(beside) if beside.exists() else shutil.which("hbtui")
-    if not found:
-        raise SystemExit("hbtui is not installed: pip install -e .")
-    return found
 
 
 class Bench:

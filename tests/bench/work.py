@@ -26,10 +26,11 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from common import hbtui_bin, log  # tests/bench/common.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "tests" / "sim" / "smolvm"
@@ -56,18 +57,6 @@ for i in range(n):
 subprocess.run(["git", "fast-import", "--quiet"], input="".join(out).encode(), check=True)
 subprocess.run(["git", "reset", "-q", "--hard", "hb/w0"], check=True)
 """
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def hbtui_bin() -> str:
-    beside = Path(sys.executable).parent / "hbtui"
-    found = str(beside) if beside.exists() else shutil.which("hbtui")
-    if not found:
-        raise SystemExit("hbtui is not installed: pip install -e .")
-    return found
 
 
 class Bench:
