@@ -1,0 +1,69 @@
+"""The dialogs tell the truth, whole and at once (issue 19, item 8, its last items): the New
+dialog's plan is read whole at any width, a port typed costs no plan and no recipe check,
+dialogs show before the Service has answered, the load window's bar follows the stage it is
+in, and a wrong passphrase asks again for the passphrase only."""
+
+from __future__ import annotations
+
+import pytest
+from test_tui import make_app, until
+from textual.widgets import Label
+from textual.widgets._footer import FooterKey
+from tui_fakes import FakeService
+
+from hbtui.core.bases import NewPlan
+from hbtui.tui.dialogs.new import NewBoxDialog
+
+LONG_PLAN = NewPlan(
+    None,
+    "full provisioning: no base of registry.example.com/team/agents:2026-11-29 for this recipe",
+    "build one: hbtui base build --image registry.example.com/team/agents:2026-11-29 "
+    "--recipe /srv/recipes/agents-with-a-long-name",
+)
+
+
+def drawn(widget) -> str:
+    """The widget's text as painted, its lines joined."""
+    return " ".join(widget.render_line(y).text.strip() for y in range(widget.size.height)).strip()
+
+
+async def new_dialog(pilot, app) -> NewBoxDialog:
+    await until(pilot, lambda: app.main.table.row_count == 4, what="4 rows")
+    await pilot.press("n")
+    await until(pilot, lambda: isinstance(app.screen, NewBoxDialog), what="the New dialog")
+    return app.screen
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+async def test_the_new_dialogs_plan_is_whole_at_every_width(size):
+    service = FakeService()
+    service.plan = LONG_PLAN
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=size) as pilot:
+        dialog = await new_dialog(pilot, app)
+        plan = dialog.query_one("#plan", Label)
+        await until(pilot, lambda: "hbtui base build" in str(plan.render()), what="the plan")
+        await pilot.pause()
+        form = dialog.query_one(".dialog").content_region
+        assert form.x <= plan.region.x and plan.region.right <= form.right  # none of it cut off
+        assert drawn(plan).split() == f"{LONG_PLAN.why}; {LONG_PLAN.hint}".split()
+
+
+async def test_the_footer_is_rebuilt_only_when_its_keys_change():
+    """Rebuilding the footer's ~25 keys on every focus change and screen switch was a good
+    part of what opening and closing a dialog cost."""
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.pause(0.2)
+        keys = list(app.main.query(FooterKey))
+        await pilot.press("w")
+        await until(pilot, lambda: app.screen is not app.main and app.screen.query(FooterKey))
+        save_keys = list(app.screen.query(FooterKey))
+        await pilot.press("tab", "tab")  # focus moves; the dialog's keys stay the same
+        await pilot.pause(0.2)
+        assert list(app.screen.query(FooterKey)) == save_keys
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main)
+        await pilot.pause(0.2)
+        assert list(app.main.query(FooterKey)) == keys
