@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import pytest
 from test_tui import make_app, until
-from textual.widgets import Label
+from textual.widgets import Label, ProgressBar
 from textual.widgets._footer import FooterKey
 from tui_fakes import FakeService
 
 from hbtui.core.bases import NewPlan
+from hbtui.events import Phase, Reserved, Stage, Step, Transfer
 from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.operations import Operation
+from hbtui.tui.screens.progress import ProgressScreen
 
 LONG_PLAN = NewPlan(
     None,
@@ -67,3 +70,29 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change():
         await until(pilot, lambda: app.screen is app.main)
         await pilot.pause(0.2)
         assert list(app.main.query(FooterKey)) == keys
+
+
+async def test_the_load_windows_bar_follows_the_stage_it_is_in():
+    """The bar and the rate belong to the pass under way: after decrypt+check they no longer
+    show its full bar and its last rate through create and provision, the steps move the
+    bar, and the restore's rate is its own (not reckoned from the check's last figure)."""
+    mib = 2**20
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        screen = ProgressScreen(Operation("load", ("local", "copy"), app, makes=True), "Loading")
+        await app.push_screen(screen)
+        bar, rate = screen.query_one("#bytes", ProgressBar), screen.query_one("#rate", Label)
+        screen.show(Phase("decrypting and checking", Stage.CHECK))
+        screen.show(Transfer(0, 8 * mib, "checking"))
+        screen.show(Transfer(8 * mib, 8 * mib, "checking"))
+        assert bar.percentage == 1 and "checking" in str(rate.render())
+        screen.show(Reserved("local", "copy", 4820))
+        screen.show(Phase("creating machine copy", Stage.CREATE))
+        assert bar.total is None and str(rate.render()) == ""
+        screen.show(Step(2, 4, "agent-user"))
+        assert (bar.progress, bar.total) == (2, 4)
+        screen.show(Phase("copying /data into the box part by part", Stage.RESTORE))
+        screen.show(Transfer(64 * mib, 640 * mib, "restoring"))
+        assert bar.percentage == pytest.approx(0.1)
+        assert str(rate.render()) == "restoring  64.0 MiB / 640.0 MiB"  # no rate from one figure

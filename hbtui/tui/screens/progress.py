@@ -98,6 +98,7 @@ class ProgressScreen(ModalScreen[None]):
         self.operation = operation
         self.title_text = title
         self.meter = TransferMeter()
+        self.transfer = ""  # the label of the pass the bar and the rate are about
         self.cancelling = False
         self.error = ""  # why the operation failed, once it has
         self._early: list[Event] = []  # events that came before the widgets
@@ -133,18 +134,31 @@ class ProgressScreen(ModalScreen[None]):
         if stage is not None and stage > self.stage:
             self.stage = stage
             self.query_one("#stages", Label).update(stages_text(stage, failed=False))
+            self._restart_bar()  # the last stage's bytes say nothing of this one
         if isinstance(event, Phase):
             self.query_one("#phase", Label).update(event.message)
         elif isinstance(event, Step):
             self.query_one("#phase", Label).update(f"step {event.index}/{event.total} {event.name}")
+            self.query_one("#bytes", ProgressBar).update(total=event.total, progress=event.index)
         elif isinstance(event, Notice):
             self.query_one("#rate", Label).update(Text(event.message, style="yellow"))
         elif isinstance(event, Transfer):
+            if event.label != self.transfer:
+                self._restart_bar()  # another pass (checking, then restoring): its own rate
+                self.transfer = event.label
             self.query_one("#bytes", ProgressBar).update(total=event.total, progress=event.done)
             label = self.meter.add(event)
             self.query_one("#rate", Label).update(f"{event.label}  {label}".strip())
         elif isinstance(event, LogLine) and event.stream == "stderr":
             self.query_one("#rate", Label).update(Text.from_ansi(event.text))
+
+    def _restart_bar(self) -> None:
+        """A new stage or pass: the bar waits for its own figures (indeterminate until then),
+        the rate starts over."""
+        self.query_one("#bytes", ProgressBar).update(total=None, progress=0)
+        self.query_one("#rate", Label).update("")
+        self.meter = TransferMeter()
+        self.transfer = ""
 
     def finished(self, error: str, *, cancelled: bool = False) -> None:
         """The operation is over: close, or show why it failed."""
