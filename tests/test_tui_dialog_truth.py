@@ -5,14 +5,18 @@ in, and a wrong passphrase asks again for the passphrase only."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from test_tui import make_app, until
-from textual.widgets import Label, ProgressBar
+from textual.widgets import DataTable, Input, Label, ProgressBar
 from textual.widgets._footer import FooterKey
 from tui_fakes import FakeService
 
+from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import NewPlan
 from hbtui.events import Phase, Reserved, Stage, Step, Transfer
+from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.operations import Operation
 from hbtui.tui.screens.progress import ProgressScreen
@@ -96,3 +100,39 @@ async def test_the_load_windows_bar_follows_the_stage_it_is_in():
         screen.show(Transfer(64 * mib, 640 * mib, "restoring"))
         assert bar.percentage == pytest.approx(0.1)
         assert str(rate.render()) == "restoring  64.0 MiB / 640.0 MiB"  # no rate from one figure
+
+
+@pytest.mark.parametrize("key", ["l", "e"])
+async def test_a_wrong_passphrase_asks_again_for_the_passphrase_only(key):
+    service = FakeService()
+    service.passphrase = b"right"
+    service.archives = [
+        ArchiveEntry(Path("/backups/alpha-1.hbx"), "alpha", "2026-11-29T11:00:05Z", 1, "hbx", True),
+        ArchiveEntry(Path("/backups/beta-1.hbx"), "beta", "2026-11-28T11:00:05Z", 1, "hbx", True),
+    ]
+    kind = LoadDialog if key == "l" else ExtractDialog
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press(key)
+        await until(pilot, lambda: isinstance(app.screen, kind))
+        first = app.screen
+        await until(pilot, lambda: first.query_one("#archives", DataTable).row_count == 2)
+        first.query_one("#archive", Input).value = "beta-1.hbx"  # not the one offered first
+        first.query_one("#passphrase", Input).value = "wrong"
+        second = "#name" if key == "l" else "#dest"
+        first.query_one(second, Input).value = "copy" if key == "l" else "/tmp/out"
+        await pilot.click("#ok")
+        await until(pilot, lambda: isinstance(app.screen, kind) and app.screen is not first)
+        again = app.screen
+        await pilot.pause(0.2)  # the archive list filled in meanwhile, the choice kept
+        assert again.query_one("#archive", Input).value == "beta-1.hbx"
+        assert again.query_one(second, Input).value == ("copy" if key == "l" else "/tmp/out")
+        assert again.query_one("#passphrase", Input).value == ""
+        assert again.query_one("#passphrase", Input).has_focus, again.focused
+        assert "wrong passphrase" in str(again.query_one("#error", Label).render())
+        await pilot.press(*"right", "enter")
+        await until(pilot, lambda: app.screen is app.main)
+        made = [c for c in service.calls if c[0] in ("load", "extract")]
+        assert [c[1] for c in made] == [Path("/backups/beta-1.hbx")] * 2
+        assert made[-1][-2 if key == "l" else -1] == b"right"

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hbtui.archive.errors import WrongPassphrase
 from hbtui.config import Config
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, NewPlan
@@ -133,6 +134,7 @@ class FakeService:
         self.backups = Path("/backups")
         self.archives: list[ArchiveEntry] = []  # the backups folder, newest first
         self.last: Path | None = None  # the archive picked last
+        self.passphrase: bytes | None = None  # what opens the archives (None: anything)
         self.new_recipes: dict[str, Path | None] = {}  # box -> the recipe `new` was given
         self.new_requests: dict[str, dict[str, Any]] = {}  # box -> what `new` was given
         self.plan = NewPlan(None, "full provisioning: no base of ubuntu:24.04 for this recipe")
@@ -437,6 +439,11 @@ class FakeService:
             )
         return "hbx"
 
+    def _open(self, passphrase: bytes) -> None:
+        """The archive's key block read, before anything is made (as the core does)."""
+        if self.passphrase is not None and passphrase != self.passphrase:
+            raise WrongPassphrase("wrong passphrase (or the archive's key block is damaged)")
+
     async def _transfer(self, label: str, report: Report) -> None:
         total = 8 * 1024 * 1024
         for done in range(0, total + 1, total // 8):
@@ -472,6 +479,7 @@ class FakeService:
     ) -> BoxView:
         check_name(name)
         self._called("load", archive, name, host, passphrase, recipe)
+        self._open(passphrase)
         await self._transfer("checking", report)
         report(Reserved(host, name, 4820))
         report(Phase(f"creating machine {name}", Stage.CREATE))
@@ -483,5 +491,6 @@ class FakeService:
         self, archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
     ) -> Path:
         self._called("extract", archive, dest, passphrase)
+        self._open(passphrase)
         await self._transfer("unpacking", report)
         return dest or archive.with_suffix("")

@@ -130,7 +130,11 @@ class FormDialog(Dialog[R]):
         yield from ()
 
     def on_mount(self) -> None:
-        self.query(Input).first().focus()
+        self.first_field().focus()
+
+    def first_field(self) -> Input:
+        """The field the form starts in."""
+        return self.query(Input).first()
 
     def problem(self) -> str | None:
         """Why the form cannot be submitted yet (None: it can)."""
