@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from test_tui import make_app, until
-from textual.widgets import DataTable, Input, Label, ProgressBar
+from textual.widget import Widget
+from textual.widgets import Button, DataTable, Input, Label, ProgressBar
 from textual.widgets._footer import FooterKey
 from tui_fakes import FakeService
 
@@ -20,6 +21,7 @@ from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.operations import Operation
 from hbtui.tui.screens.progress import ProgressScreen
+from hbtui.tui.widgets.port_grid import PortGrid
 
 LONG_PLAN = NewPlan(
     None,
@@ -136,3 +138,67 @@ async def test_a_wrong_passphrase_asks_again_for_the_passphrase_only(key):
         made = [c for c in service.calls if c[0] in ("load", "extract")]
         assert [c[1] for c in made] == [Path("/backups/beta-1.hbx")] * 2
         assert made[-1][-2 if key == "l" else -1] == b"right"
+
+
+async def test_the_new_dialog_shows_before_it_reads_anything():
+    """The recipe, the presets, the secrets and the plan are read in workers after the
+    first paint (the secrets read the registry and the secrets file, the plan hashes the
+    recipe and reads the bases); Create waits for them."""
+    service = FakeService()
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
+        dialog = app.screen
+        plan = dialog.query_one("#plan", Label)
+        await until(pilot, lambda: "full provisioning" in str(plan.render()), what="the plan")
+        assert dialog.query_one("#recipe", Input).value == "/opt/hbtui/recipe"
+        read = {method for method, _ in service.reads}
+        assert {"new_plan", "secrets", "credential_presets", "recipe_dir"} <= read
+        assert [m for m, on_loop in service.reads if on_loop] == []
+        await pilot.press(*"box1")
+        await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled)
+
+
+async def test_a_port_key_reads_nothing_and_lays_out_nothing(monkeypatch):
+    """A key in the port field checks the port against the map in memory: no plan (the
+    recipe hashed, the bases read), no recipe check, and no widget but the field itself
+    asks for a layout while the problem line only changes its words (every problem line
+    and the plan did, on every key: 0.4-0.7 s a key in a terminal)."""
+    service = FakeService()
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        dialog = await new_dialog(pilot, app)
+        grid = dialog.query_one(PortGrid)
+        await until(
+            pilot,
+            lambda: (
+                grid.slots and "full provisioning" in str(dialog.query_one("#plan", Label).render())
+            ),
+        )
+        port = dialog.query_one("#port", Input)
+        port.value = ""
+        port.focus()
+        await pilot.press("5")
+        problem = dialog.query_one("#port-problem", Label)
+        await until(pilot, lambda: "port 5 is outside" in str(problem.render()))
+        await pilot.pause(0.2)
+        reads, layouts = len(service.reads), []
+        refresh = Widget.refresh
+
+        def asked(widget, *regions, layout=False, **kwargs):
+            if layout:
+                layouts.append(widget)
+            return refresh(widget, *regions, layout=layout, **kwargs)
+
+        monkeypatch.setattr(Widget, "refresh", asked)
+        for typed in ("50", "500", "5000"):  # the range is 4790-4999
+            await pilot.press(typed[-1])
+            await until(pilot, lambda t=typed: f"port {t} is outside" in str(problem.render()))
+        await pilot.pause(0.2)
+        assert service.reads[reads:] == []
+        assert set(layouts) <= {port}  # Textual's Input sizes itself on every key
+        await pilot.press(*["backspace"] * 4, *"4820")  # free: the line goes
+        await until(pilot, lambda: not problem.display)
+        assert grid.picked == 4820 and service.reads[reads:] == []

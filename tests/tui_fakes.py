@@ -11,6 +11,7 @@ back as the core does, and every call is recorded in `calls`.
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -139,7 +140,13 @@ class FakeService:
         self.new_requests: dict[str, dict[str, Any]] = {}  # box -> what `new` was given
         self.plan = NewPlan(None, "full provisioning: no base of ubuntu:24.04 for this recipe")
         self.stored_secrets: list[str] = ["anthropic"]
+        # The reads a dialog makes (new_plan, secrets, ...): (method, on the event loop's
+        # thread?), so a test sees what runs on each key and what runs before a paint.
+        self.reads: list[tuple[str, bool]] = []
         self.base_list: list[Base] = []
+
+    def _read(self, method: str) -> None:
+        self.reads.append((method, threading.current_thread() is threading.main_thread()))
 
     def _called(self, *call: Any) -> None:
         self.calls.append(call)
@@ -362,6 +369,7 @@ class FakeService:
         recipe: Path | None = None,
         use_base: bool = True,
     ) -> NewPlan:
+        self._read("new_plan")
         if not use_base:
             return NewPlan(None, "full provisioning: bases are not used (--no-base)")
         return self.plan
@@ -370,9 +378,11 @@ class FakeService:
         return [b for b in self.base_list if host is None or b.host == host]
 
     def credential_presets(self) -> list[Preset]:
+        self._read("credential_presets")
         return sorted(BUILT_IN.values(), key=lambda p: p.name)
 
     def secrets(self) -> list[SecretInfo]:
+        self._read("secrets")
         return [SecretInfo(n, "file", "2026-11-29T12:00:00Z") for n in self.stored_secrets]
 
     async def branch(
@@ -401,6 +411,7 @@ class FakeService:
 
     def recipe_dir(self, recipe: Path | None = None) -> Path:
         """The configured recipe, or a folder checked as the core checks it."""
+        self._read("recipe_dir")
         return self.recipe if recipe in (None, self.recipe) else check_recipe(recipe)
 
     # -- archives --------------------------------------------------------------------------

@@ -19,12 +19,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, ProgressBar
 
 from hbtui.events import Event, LogLine, Notice, Phase, Stage, Step, Transfer
 from hbtui.present import duration, human_bytes
-from hbtui.tui.dialogs.base import DIALOG_CSS
+from hbtui.tui.dialogs.base import DIALOG_CSS, Closable
 from hbtui.tui.operations import Operation
 from hbtui.tui.widgets.key_footer import KeyFooter
 
@@ -87,7 +86,7 @@ def stages_text(current: int, failed: bool) -> Text:
     return text
 
 
-class ProgressScreen(ModalScreen[None]):
+class ProgressScreen(Closable[None]):
     CSS_PATH = DIALOG_CSS
     # Nothing focused: an Enter meant for the dialog before must not cancel (esc does).
     AUTO_FOCUS = ""
@@ -102,7 +101,6 @@ class ProgressScreen(ModalScreen[None]):
         self.cancelling = False
         self.error = ""  # why the operation failed, once it has
         self._early: list[Event] = []  # events that came before the widgets
-        self._close_when_current = False
         self.stage = 0  # of a load: an index in LOAD_STAGES
 
     def compose(self) -> ComposeResult:
@@ -163,7 +161,7 @@ class ProgressScreen(ModalScreen[None]):
     def finished(self, error: str, *, cancelled: bool = False) -> None:
         """The operation is over: close, or show why it failed."""
         if not error or cancelled or self.cancelling:
-            self._close()
+            self.close()
             return
         self.error = error
         if self.is_mounted:
@@ -185,19 +183,8 @@ class ProgressScreen(ModalScreen[None]):
 
     def action_cancel(self) -> None:
         if self.error:
-            self._close()
+            self.close()
         elif not self.cancelling:
             self.cancelling = True
             self.query_one("#phase", Label).update("cancelling: rolling back…")
             self.operation.cancel()
-
-    def _close(self) -> None:
-        # dismiss() pops the top screen: wait until that is this one.
-        if self.app.screen is self:
-            self.dismiss(None)
-        else:
-            self._close_when_current = True
-
-    def on_screen_resume(self) -> None:
-        if self._close_when_current:
-            self.dismiss(None)
