@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_tui import make_app, until
+from test_tui import make_app, notes, until
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Label, ProgressBar
 from textual.widgets._footer import FooterKey
@@ -16,6 +16,7 @@ from tui_fakes import FakeService
 
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import NewPlan
+from hbtui.errors import HbtuiError
 from hbtui.events import Phase, Reserved, Stage, Step, Transfer
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
@@ -202,3 +203,20 @@ async def test_a_port_key_reads_nothing_and_lays_out_nothing(monkeypatch):
         await pilot.press(*["backspace"] * 4, *"4820")  # free: the line goes
         await until(pilot, lambda: not problem.display)
         assert grid.picked == 4820 and service.reads[reads:] == []
+
+
+async def test_unreadable_secrets_say_so_and_leave_create_usable(monkeypatch):
+    """Read after the first paint, a secrets file that cannot be read must not leave the
+    dialog waiting for ever: a box without credentials can still be made."""
+    service = FakeService()
+
+    def unreadable():
+        raise HbtuiError("/home/u/.config/hbtui/secrets.json is not a regular file (a FIFO?)")
+
+    monkeypatch.setattr(service, "secrets", unreadable)
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        dialog = await new_dialog(pilot, app)
+        await pilot.press(*"box1")
+        await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled)
+        assert any("not a regular file" in note for note in notes(app))

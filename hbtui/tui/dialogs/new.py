@@ -211,12 +211,15 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
         def read() -> tuple[str, str | None, set[str], set[str]]:
             recipe = self._configured_recipe()
-            return (
-                recipe,
-                self._check_recipe(recipe),
-                {p.name for p in self.service.credential_presets()},
-                {s.name for s in self.service.secrets()},
-            )
+            try:
+                stored = {s.name for s in self.service.secrets()}
+            except (HbtuiError, OSError) as exc:  # a damaged secrets file: none can be used
+                self.app.call_from_thread(
+                    self.notify, str(exc), title="stored secrets unreadable", severity="warning"
+                )
+                stored = set()
+            presets = {p.name for p in self.service.credential_presets()}
+            return recipe, self._check_recipe(recipe), presets, stored
 
         recipe, problem, presets, stored = await asyncio.to_thread(read)
         field = self.query_one("#recipe", Input)
