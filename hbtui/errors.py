@@ -25,6 +25,11 @@ class UsageError(HbtuiError):
     exit_code = 2
 
 
+class PassphraseRefused(HbtuiError):
+    """The passphrase given does not open what it was given for: a front end may ask for
+    it again and keep the rest of the request."""
+
+
 class Cancelled(HbtuiError):
     """The user interrupted an operation; whatever it made was rolled back."""
 

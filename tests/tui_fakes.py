@@ -11,11 +11,13 @@ back as the core does, and every call is recorded in `calls`.
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hbtui.archive.errors import WrongPassphrase
 from hbtui.config import Config
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, NewPlan
@@ -135,9 +137,16 @@ class FakeService:
         self.archives: list[ArchiveEntry] = []  # the backups folder, newest first
         self.last: Path | None = None  # the archive picked last
         self.new_specs: dict[str, NewSpec] = {}  # box -> what `new` was asked for
+        self.passphrase: bytes | None = None  # what opens the archives (None: anything)
         self.plan = NewPlan(None, "full provisioning: no base of ubuntu:24.04 for this recipe")
         self.stored_secrets: list[str] = ["anthropic"]
+        # The reads a dialog makes (new_plan, secrets, ...): (method, on the event loop's
+        # thread?), so a test sees what runs on each key and what runs before a paint.
+        self.reads: list[tuple[str, bool]] = []
         self.base_list: list[Base] = []
+
+    def _read(self, method: str) -> None:
+        self.reads.append((method, threading.current_thread() is threading.main_thread()))
 
     def _called(self, *call: Any) -> None:
         self.calls.append(call)
@@ -335,6 +344,7 @@ class FakeService:
         recipe: Path | None = None,
         use_base: bool = True,
     ) -> NewPlan:
+        self._read("new_plan")
         if not use_base:
             return NewPlan(None, "full provisioning: bases are not used (--no-base)")
         return self.plan
@@ -343,9 +353,11 @@ class FakeService:
         return [b for b in self.base_list if host is None or b.host == host]
 
     def credential_presets(self) -> list[Preset]:
+        self._read("credential_presets")
         return sorted(BUILT_IN.values(), key=lambda p: p.name)
 
     def secrets(self) -> list[SecretInfo]:
+        self._read("secrets")
         return [SecretInfo(n, "file", "2026-11-29T12:00:00Z") for n in self.stored_secrets]
 
     async def branch(
@@ -374,6 +386,7 @@ class FakeService:
 
     def recipe_dir(self, recipe: Path | None = None) -> Path:
         """The configured recipe, or a folder checked as the core checks it."""
+        self._read("recipe_dir")
         return self.recipe if recipe in (None, self.recipe) else check_recipe(recipe)
 
     # -- archives --------------------------------------------------------------------------
@@ -412,6 +425,11 @@ class FakeService:
             )
         return "hbx"
 
+    def _open(self, passphrase: bytes) -> None:
+        """The archive's key block read, before anything is made (as the core does)."""
+        if self.passphrase is not None and passphrase != self.passphrase:
+            raise WrongPassphrase("wrong passphrase (or the archive's key block is damaged)")
+
     async def _transfer(self, label: str, report: Report) -> None:
         total = 8 * 1024 * 1024
         for done in range(0, total + 1, total // 8):
@@ -431,6 +449,7 @@ class FakeService:
         name, host = spec.name, spec.host
         check_name(name)
         self._called("load", spec.archive, name, host, passphrase, spec.recipe)
+        self._open(passphrase)
         await self._transfer("checking", report)
         report(Reserved(host, name, 4820))
         report(Phase(f"creating machine {name}", Stage.CREATE))
@@ -442,6 +461,7 @@ class FakeService:
         self, archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
     ) -> Path:
         self._called("extract", archive, dest, passphrase)
+        self._open(passphrase)
         await self._transfer("unpacking", report)
         return dest or archive.with_suffix("")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hbtui.errors import HbtuiError
+from hbtui.errors import HbtuiError, PassphraseRefused
 
 
 class ArchiveError(HbtuiError):
@@ -21,7 +21,7 @@ class KdfLimitExceeded(ArchiveError):
     """The header asks for a key derivation costlier than the reader allows."""
 
 
-class WrongPassphrase(ArchiveError):
+class WrongPassphrase(ArchiveError, PassphraseRefused):
     """The passphrase does not open the archive (or its key block is damaged)."""
 
 

@@ -134,10 +134,12 @@ class BoxActions(WebAndShell):
         if request is not None:
             self._show_progress(self.run_request(request), f"Saving {request.spec.name}")
 
-    def action_load_box(self) -> None:
+    def action_load_box(self, again: LoadRequest | None = None, error: str = "") -> None:
+        """The Load dialog; `again`: the request whose passphrase was wrong, to ask for the
+        passphrase once more (its archive, name and host kept, `error` said)."""
         from hbtui.tui.dialogs.archive import LoadDialog
 
-        self.push_screen(LoadDialog(self.service, self._taken()), self._load)
+        self.push_screen(LoadDialog(self.service, self._taken(), again, error), self._load)
 
     def _remember(self, archive: Path) -> None:
         """The archive picked, offered first by the next Load or Extract (in any run)."""
@@ -152,18 +154,24 @@ class BoxActions(WebAndShell):
         spec = request.spec
         self._remember(spec.archive)
         operation = self.run_request(request)
+        if operation is not None:
+            operation.ask_again = partial(self.action_load_box, request)
         self._show_progress(operation, f"Loading {spec.archive.name} into {spec.name}")
 
-    def action_extract_archive(self) -> None:
+    def action_extract_archive(self, again: ExtractRequest | None = None, error: str = "") -> None:
+        """The Extract dialog (`again`, `error`: as for Load)."""
         from hbtui.tui.dialogs.archive import ExtractDialog
 
-        self.push_screen(ExtractDialog(self.service), self._extract)
+        self.push_screen(ExtractDialog(self.service, (), again, error), self._extract)
 
     def _extract(self, request: ExtractRequest | None) -> None:
         if request is None:
             return
         self._remember(request.archive)
-        self._show_progress(self.run_request(request), f"Extracting {request.archive.name}")
+        operation = self.run_request(request)
+        if operation is not None:
+            operation.ask_again = partial(self.action_extract_archive, request)
+        self._show_progress(operation, f"Extracting {request.archive.name}")
 
     def action_help(self) -> None:
         from hbtui.tui.screens.help import HelpScreen

@@ -126,6 +126,8 @@ class Operation:
         self.dialog: WaitingDialog | None = None  # the new-box dialog waiting on it
         self.then: Callable[[], None] | None = None  # run once it has ended well
         self.call: Call | None = None  # the Service call, to run it again (once unlocked)
+        # Given the error, asks again for the passphrase the operation was refused with.
+        self.ask_again: Callable[[str], None] | None = None
         self._target = target
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
@@ -174,7 +176,8 @@ class OperationEvents(Message):
 class OperationFinished(Message):
     """The operation returned `result`, or failed with the one-line `error` (and `hint`);
     `cancelled`: it was cancelled and rolled back, and `error` says what was undone;
-    `locked`: it stopped before doing anything, for want of the secrets passphrase."""
+    `locked`: it stopped before doing anything, for want of the secrets passphrase;
+    `wrong_passphrase`: the passphrase it was given does not open its archive."""
 
     def __init__(
         self,
@@ -184,6 +187,7 @@ class OperationFinished(Message):
         hint: str = "",
         cancelled: bool = False,
         locked: bool = False,
+        wrong_passphrase: bool = False,
     ) -> None:
         super().__init__()
         self.operation = operation
@@ -192,3 +196,4 @@ class OperationFinished(Message):
         self.hint = hint
         self.cancelled = cancelled
         self.locked = locked  # it needs the secrets file's passphrase, which nobody gave
+        self.wrong_passphrase = wrong_passphrase

@@ -19,7 +19,7 @@ from textual.worker import Worker
 
 from hbtui.core.passphrase import SecretsPassphraseNeeded
 from hbtui.core.views import BoxView
-from hbtui.errors import Cancelled, HbtuiError
+from hbtui.errors import Cancelled, HbtuiError, PassphraseRefused
 from hbtui.events import Phase, Reserved
 from hbtui.tui.activity import Activity, BoxKey
 from hbtui.tui.operations import (
@@ -85,7 +85,7 @@ class Running(Queries):
     async def _operate(self, operation: Operation, call: Call) -> None:
         result: object = None
         error = hint = ""
-        cancelled = locked = False
+        cancelled = locked = wrong_passphrase = False
         try:
             result = await call(operation.report)
         except asyncio.CancelledError:
@@ -98,9 +98,14 @@ class Running(Queries):
         except Exception as exc:
             error = describe_error(exc)
             hint = (exc.hint or "") if isinstance(exc, HbtuiError) else ""
+            wrong_passphrase = isinstance(exc, PassphraseRefused)
         finally:
             operation.flush()  # the last events go before the end
-            self.post_message(OperationFinished(operation, result, error, hint, cancelled, locked))
+            self.post_message(
+                OperationFinished(
+                    operation, result, error, hint, cancelled, locked, wrong_passphrase
+                )
+            )
 
     def _activity_of(self, operation: Operation) -> Activity | None:
         if operation.unmade is not None:
@@ -159,6 +164,13 @@ class Running(Queries):
         operation, error, key = message.operation, message.error, message.operation.key
         if operation in self.operations:
             self.operations.remove(operation)
+        if message.wrong_passphrase and operation.ask_again is not None:
+            # Only the passphrase was wrong (nothing was made): ask for it again, the rest
+            # of the request kept, instead of a failure to close and a form to fill again.
+            if operation.progress is not None:
+                operation.progress.finished("", cancelled=True)  # closes it
+            operation.ask_again(message.error)
+            return
         if operation.unmade is not None:
             self._refused(message)
             if message.locked:

@@ -153,13 +153,23 @@ def _archive_cells(entry: ArchiveEntry) -> tuple[Text, ...]:
 class ArchiveForm(FormDialog[R]):
     """A form that starts by picking an archive: the backups folder listed newest first
     (box, date, size, format, verified), and a path field for an archive elsewhere.
-    The archive picked last (in any run) is offered first."""
+    The archive picked last (in any run) is offered first. Given `again` (a request its
+    archive's passphrase did not open), the form comes back as it was sent, but for the
+    passphrase, with `error` said once."""
 
-    def __init__(self, service: Service, taken: Collection[tuple[str, str]] = ()) -> None:
+    def __init__(
+        self,
+        service: Service,
+        taken: Collection[tuple[str, str]] = (),
+        again: R | None = None,
+        error: str = "",
+    ) -> None:
         super().__init__()
         self.service = service
         self.taken = taken  # (host, name) of the boxes there are
         self.folder = service.backups_dir()
+        self.again = again
+        self.again_error = error
 
     def compose_form(self) -> ComposeResult:
         yield Label(f"Archives in {self.folder}", id="archives-title")
@@ -175,8 +185,17 @@ class ArchiveForm(FormDialog[R]):
         yield from ()
 
     def on_mount(self) -> None:
-        self.query_one("#archive", Input).focus()
+        if self.again is not None:
+            self.fill(self.again)
+            self.query_one("#error", Label).update(self.again_error)
         self.list_archives()
+
+    def first_field(self) -> Input:
+        return self.query_one("#archive" if self.again is None else "#passphrase", Input)
+
+    def fill(self, request: R) -> None:
+        """The fields as `request` had them, but for the passphrase."""
+        raise NotImplementedError
 
     @work(exclusive=True, group="archives", exit_on_error=False)
     async def list_archives(self) -> None:
@@ -203,7 +222,8 @@ class ArchiveForm(FormDialog[R]):
             self._show_choice(chosen)
         if chosen in paths:
             table.move_cursor(row=paths.index(chosen), animate=False)
-            table.focus()
+            if self.again is None:  # asked again: the passphrase keeps the focus
+                table.focus()
 
     def _show_choice(self, path: Path) -> None:
         """Fill the path field: a name alone for an archive in the backups folder."""
@@ -251,6 +271,13 @@ class LoadDialog(ArchiveForm[LoadRequest]):
         select = self.query("#host")
         return str(select.first(Select).value) if select else LOCAL
 
+    def fill(self, request: LoadRequest) -> None:
+        spec = request.spec
+        self._show_choice(spec.archive)
+        self.query_one("#name", Input).value = spec.name
+        if self.query("#host"):
+            self.query_one("#host", Select).value = spec.host
+
     def _name_problem(self) -> str | None:
         name = self.text("#name")
         return name_problem(name) or name_taken(name, self.host, self.taken)
@@ -286,6 +313,10 @@ class ExtractDialog(ArchiveForm[ExtractRequest]):
         yield Label("Into folder (empty: next to the archive)")
         yield Field(placeholder="folder", id="dest")
         yield from passphrase_inputs(twice=False)
+
+    def fill(self, request: ExtractRequest) -> None:
+        self._show_choice(request.archive)
+        self.query_one("#dest", Input).value = str(request.dest or "")
 
     def problem(self) -> str | None:
         problem = _archive_problem(self.service, self.text("#archive"))

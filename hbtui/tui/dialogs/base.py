@@ -16,6 +16,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
+from rich.cells import cell_len
+from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -31,6 +33,7 @@ from hbtui.tui.widgets.key_footer import KeyFooter
 DIALOG_CSS = Path(__file__).with_name("dialogs.tcss")
 
 R = TypeVar("R")
+S = TypeVar("S")
 
 
 class Field(Input):
@@ -50,12 +53,33 @@ class Field(Input):
             await self.action_submit()
 
 
-class Dialog(ModalScreen[R | None]):
+class Closable(ModalScreen[S]):
+    """A screen the App closes when its operation has got far enough: at once, or as soon
+    as no other screen (a question) is above it, since dismiss() pops the top screen."""
+
+    _close_when_current = False
+
+    def close(self) -> None:
+        if self.app.screen is self:
+            self.dismiss(None)
+        else:
+            self._close_when_current = True
+
+    def on_screen_resume(self) -> None:
+        if self._close_when_current:
+            self.dismiss(None)
+
+
+class Dialog(Closable[R | None]):
     """A centred box with a title; escape cancels (dismisses with None)."""
 
     CSS_PATH = DIALOG_CSS  # read when the first dialog opens, not at startup
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
     TITLE_TEXT = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._said: dict[str, str | Text] = {}  # what `say` last showed in each line
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -72,6 +96,20 @@ class Dialog(ModalScreen[R | None]):
     @on(Button.Pressed, "#cancel")
     def cancel_pressed(self) -> None:
         self.action_cancel()
+
+    def say(self, selector: str, text: str | Text) -> None:
+        """Show a line (hidden while empty), touching the dialog's layout only when the
+        line's height may change: a field checked as it is typed must not re-lay out the
+        whole dialog on every key."""
+        label = self.query_one(selector, Label)
+        said = self._said.get(selector)
+        if said == text:
+            return
+        self._said[selector] = text
+        width = label.content_region.width
+        lines = [-(-cell_len(str(t)) // width) if width and t else 0 for t in (said, text)]
+        label.update(text, layout=not width or lines[0] != lines[1])
+        label.display = bool(text)
 
     @staticmethod
     def as_submitted(event: Message) -> None:
@@ -130,7 +168,11 @@ class FormDialog(Dialog[R]):
         yield from ()
 
     def on_mount(self) -> None:
-        self.query(Input).first().focus()
+        self.first_field().focus()
+
+    def first_field(self) -> Input:
+        """The field the form starts in."""
+        return self.query(Input).first()
 
     def problem(self) -> str | None:
         """Why the form cannot be submitted yet (None: it can)."""

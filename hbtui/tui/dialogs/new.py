@@ -3,6 +3,7 @@ requests they return (each knows the Service call that runs it)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +72,14 @@ class BranchRequest:
 
 class NewBoxDialog(Dialog[NewBoxRequest]):
     """Name, image, recipe, CPUs, memory, port: each checked as you type (the name's
-    rule and that no box on the host has it; a recipe folder; a free port in range)."""
+    rule and that no box on the host has it; a recipe folder; a free port in range).
+
+    It shows before it asks the Service anything: the configured recipe, the presets and
+    stored secrets, the plan and the port map come from workers and fill in after the
+    first paint (Create stays off until they have). A key checks only what it can change,
+    in memory: the plan is worked out again only when the host, image, recipe or base
+    choice changes, never on a name or port key.
+    """
 
     TITLE_TEXT = "New box"
 
@@ -96,8 +104,12 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self.taken = taken  # (host, name) of the boxes there are
         self.port = port  # picked in the main screen's port allocator
         self.pending: NewBoxRequest | None = None  # sent, not yet made or refused
-        self._close_when_current = False
         self.cancel_request: Callable[[], None] | None = None  # given by the App
+        # From the Service, once read (see load_context): None until then.
+        self._presets: set[str] | None = None
+        self._stored: set[str] = set()
+        self._recipe_checked: tuple[str, str | None] | None = None  # (text, its problem)
+        self._planned: tuple[object, ...] | None = None  # what the plan shown is for
 
     def compose_body(self) -> ComposeResult:
         defaults = self.service.config.defaults
@@ -111,7 +123,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
                 yield Field(value=defaults.image, id="image")
             with Vertical(classes="wide"):
                 yield Label("Recipe (a folder with provision/provision.sh)")
-                yield Field(value=self._configured_recipe(), id="recipe")
+                yield Field(placeholder="reading the configured recipe…", id="recipe")
         yield Label("", id="recipe-problem", classes="problem")
         with Horizontal(classes="row"):
             yield Checkbox("From a base when there is one", value=defaults.use_bases, id="use-base")
@@ -164,9 +176,33 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()
-        self._presets = {p.name for p in self.service.credential_presets()}
-        self._stored = {s.name for s in self.service.secrets()}
+        self.load_context()
         self.load_ports()
+        self.check()
+
+    @work(exclusive=True, group="context", exit_on_error=False)
+    async def load_context(self) -> None:
+        """Read-only, off the event loop: the configured recipe, the presets, the stored
+        secrets (the registry and the secrets file)."""
+
+        def read() -> tuple[str, str | None, set[str], set[str]]:
+            recipe = self._configured_recipe()
+            try:
+                stored = {s.name for s in self.service.secrets()}
+            except (HbtuiError, OSError) as exc:  # a damaged secrets file: none can be used
+                self.app.call_from_thread(
+                    self.notify, str(exc), title="stored secrets unreadable", severity="warning"
+                )
+                stored = set()
+            presets = {p.name for p in self.service.credential_presets()}
+            return recipe, self._check_recipe(recipe), presets, stored
+
+        recipe, problem, presets, stored = await asyncio.to_thread(read)
+        field = self.query_one("#recipe", Input)
+        if not field.value:  # unless one was typed meanwhile
+            field.value = recipe
+            self._recipe_checked = (recipe, problem)
+        self._presets, self._stored = presets, stored
         self.check()
 
     def problems(self) -> dict[str, str | None]:
@@ -187,6 +223,8 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         }
 
     def _credentials_problem(self) -> str | None:
+        if self._presets is None:
+            return None  # not read yet (Create stays off until they are)
         for name in split_list(self.query_one("#credentials", Input).value):
             if name not in self._presets:
                 return f"no preset {name!r}; known: {', '.join(sorted(self._presets))}"
@@ -208,28 +246,47 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             return "an allow list needs a host (or a credential, whose hosts it adds)"
         return None
 
-    def _show_plan(self) -> None:
-        """How the box will be made: from a base (fast) or with the whole recipe, and why."""
-        label = self.query_one("#plan", Label)
+    def _plan_inputs(self) -> tuple[str, str | None, Path | None, bool]:
         recipe = self.query_one("#recipe", Input).value.strip()
+        return (
+            self.host,
+            self.query_one("#image", Input).value.strip() or None,
+            Path(recipe) if recipe else None,
+            self.query_one("#use-base", Checkbox).value,
+        )
+
+    @work(exclusive=True, group="plan", exit_on_error=False)
+    async def show_plan(self) -> None:
+        """How the box will be made: from a base (fast) or with the whole recipe, and why
+        (the recipe hashed, the bases read: off the event loop, and only for new inputs)."""
+        inputs = self._plan_inputs()
+        if inputs == self._planned:
+            return
+        self._planned = inputs
+        host, image, recipe, use_base = inputs
         try:
-            plan = self.service.new_plan(
-                host=self.host,
-                image=self.query_one("#image", Input).value.strip() or None,
-                recipe=Path(recipe) if recipe else None,
-                use_base=self.query_one("#use-base", Checkbox).value,
+            plan = await asyncio.to_thread(
+                self.service.new_plan, host=host, image=image, recipe=recipe, use_base=use_base
             )
         except (HbtuiError, OSError, RuntimeError):
-            label.update("")
+            self.say("#plan", "")
             return
         if plan.fast:
-            label.update(Text(f"⚡ {plan.why}", "green"))
+            self.say("#plan", Text(f"⚡ {plan.why}", "green"))
         elif plan.stale:
-            label.update(Text(f"⚠ {plan.why}: untick 'From a base' or {plan.hint}", "yellow"))
+            self.say("#plan", Text(f"⚠ {plan.why}: untick 'From a base' or {plan.hint}", "yellow"))
         else:
-            label.update(Text(plan.why + (f"; {plan.hint}" if plan.hint else ""), "dim"))
+            self.say("#plan", Text(plan.why + (f"; {plan.hint}" if plan.hint else ""), "dim"))
 
     def _recipe_problem(self, text: str) -> str | None:
+        """The typed recipe's problem, checked again only when the text changes."""
+        if self._presets is None:
+            return None  # the configured recipe is still being read
+        if self._recipe_checked is None or self._recipe_checked[0] != text:
+            self._recipe_checked = (text, self._check_recipe(text))
+        return self._recipe_checked[1]
+
+    def _check_recipe(self, text: str) -> str | None:
         if not text:
             return "which recipe? (a folder with provision/provision.sh)"
         try:
@@ -242,12 +299,15 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         """Show each field's problem; Create only when there is none and a name."""
         problems = self.problems()
         for selector, problem in problems.items():
-            label = self.query_one(selector, Label)
-            label.update(problem or "")
-            label.display = bool(problem)  # a line only when there is something to say
-        ok = not any(problems.values()) and bool(self.query_one("#name", Input).value.strip())
+            self.say(selector, problem or "")  # a line only when there is something to say
+        ok = (
+            not any(problems.values())
+            and self._presets is not None
+            and bool(self.query_one("#name", Input).value.strip())
+        )
         self.query_one("#ok", Button).disabled = not ok
-        self._show_plan()
+        if self._presets is not None and self._plan_inputs() != self._planned:
+            self.show_plan()
         return ok
 
     @property
@@ -355,17 +415,6 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self.query_one("#request-status", Label).update(Text(error, "bold red"))
         self.query_one("#name", Input).focus()
 
-    def close(self) -> None:
-        """Dismiss now, or as soon as no other screen is above this one (a question)."""
-        if self.app.screen is self:
-            self.dismiss(None)
-        else:
-            self._close_when_current = True
-
-    def on_screen_resume(self) -> None:
-        if self._close_when_current:
-            self.dismiss(None)
-
     def action_cancel(self) -> None:
         if self.pending is None:
             self.dismiss(None)
@@ -438,9 +487,7 @@ class BranchDialog(Dialog[BranchRequest]):
             ),
         }
         for selector, problem in problems.items():
-            label = self.query_one(selector, Label)
-            label.update(problem or "")
-            label.display = bool(problem)
+            self.say(selector, problem or "")
         ok = not any(problems.values())
         self.query_one("#ok", Button).disabled = not ok
         return ok

@@ -19,12 +19,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, ProgressBar
 
 from hbtui.events import Event, LogLine, Notice, Phase, Stage, Step, Transfer
 from hbtui.present import duration, human_bytes
-from hbtui.tui.dialogs.base import DIALOG_CSS
+from hbtui.tui.dialogs.base import DIALOG_CSS, Closable
 from hbtui.tui.operations import Operation
 from hbtui.tui.widgets.key_footer import KeyFooter
 
@@ -87,7 +86,7 @@ def stages_text(current: int, failed: bool) -> Text:
     return text
 
 
-class ProgressScreen(ModalScreen[None]):
+class ProgressScreen(Closable[None]):
     CSS_PATH = DIALOG_CSS
     # Nothing focused: an Enter meant for the dialog before must not cancel (esc does).
     AUTO_FOCUS = ""
@@ -98,10 +97,10 @@ class ProgressScreen(ModalScreen[None]):
         self.operation = operation
         self.title_text = title
         self.meter = TransferMeter()
+        self.transfer = ""  # the label of the pass the bar and the rate are about
         self.cancelling = False
         self.error = ""  # why the operation failed, once it has
         self._early: list[Event] = []  # events that came before the widgets
-        self._close_when_current = False
         self.stage = 0  # of a load: an index in LOAD_STAGES
 
     def compose(self) -> ComposeResult:
@@ -133,23 +132,36 @@ class ProgressScreen(ModalScreen[None]):
         if stage is not None and stage > self.stage:
             self.stage = stage
             self.query_one("#stages", Label).update(stages_text(stage, failed=False))
+            self._restart_bar()  # the last stage's bytes say nothing of this one
         if isinstance(event, Phase):
             self.query_one("#phase", Label).update(event.message)
         elif isinstance(event, Step):
             self.query_one("#phase", Label).update(f"step {event.index}/{event.total} {event.name}")
+            self.query_one("#bytes", ProgressBar).update(total=event.total, progress=event.index)
         elif isinstance(event, Notice):
             self.query_one("#rate", Label).update(Text(event.message, style="yellow"))
         elif isinstance(event, Transfer):
+            if event.label != self.transfer:
+                self._restart_bar()  # another pass (checking, then restoring): its own rate
+                self.transfer = event.label
             self.query_one("#bytes", ProgressBar).update(total=event.total, progress=event.done)
             label = self.meter.add(event)
             self.query_one("#rate", Label).update(f"{event.label}  {label}".strip())
         elif isinstance(event, LogLine) and event.stream == "stderr":
             self.query_one("#rate", Label).update(Text.from_ansi(event.text))
 
+    def _restart_bar(self) -> None:
+        """A new stage or pass: the bar waits for its own figures (indeterminate until then),
+        the rate starts over."""
+        self.query_one("#bytes", ProgressBar).update(total=None, progress=0)
+        self.query_one("#rate", Label).update("")
+        self.meter = TransferMeter()
+        self.transfer = ""
+
     def finished(self, error: str, *, cancelled: bool = False) -> None:
         """The operation is over: close, or show why it failed."""
         if not error or cancelled or self.cancelling:
-            self._close()
+            self.close()
             return
         self.error = error
         if self.is_mounted:
@@ -171,19 +183,8 @@ class ProgressScreen(ModalScreen[None]):
 
     def action_cancel(self) -> None:
         if self.error:
-            self._close()
+            self.close()
         elif not self.cancelling:
             self.cancelling = True
             self.query_one("#phase", Label).update("cancelling: rolling back…")
             self.operation.cancel()
-
-    def _close(self) -> None:
-        # dismiss() pops the top screen: wait until that is this one.
-        if self.app.screen is self:
-            self.dismiss(None)
-        else:
-            self._close_when_current = True
-
-    def on_screen_resume(self) -> None:
-        if self._close_when_current:
-            self.dismiss(None)

@@ -3,9 +3,15 @@
 Textual's footer lists keys left to right and cuts off what does not fit;
 on an 80-column terminal that would be `? Help` and `q Quit`, the two keys a
 lost user needs. Pinned, they stay, and the other keys scroll under them.
+
+Textual rebuilds a footer's keys whenever the bindings may have changed (every focus
+change, every screen pushed or resumed); this one rebuilds only when the keys it shows
+differ, which is most of what opening or closing a dialog used to cost.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import HorizontalGroup
@@ -27,14 +33,32 @@ class KeyFooter(Footer):
     KeyFooter #pinned FooterKey.-command-palette { dock: none; border-left: none; }
     """
 
+    _shown: tuple[Any, ...] | None = None  # the keys of the last compose
+
+    def _keys(self) -> tuple[Any, ...]:
+        """What compose would show now: each shown binding, its label and whether enabled."""
+        if not self._bindings_ready:
+            return ()
+        return tuple(
+            (b.key, self.app.get_key_display(b), b.description, b.action, enabled, tip)
+            for _, b, enabled, tip in self.screen.active_bindings.values()
+            if b.show or b.action == "app.command_palette"
+        )
+
     async def recompose(self) -> None:
-        """Not once the app is closing: Textual's footer recomposes when the bindings
-        change, as they do while screens close; keys mounted then are never started, so
-        the next recompose could not remove them and mounted `#pinned` twice."""
-        if self.app.is_running:
+        """Only when the keys shown would change, and not once the app is closing or the
+        footer's screen is gone:
+        Textual's footer recomposes when the bindings change, as they do while screens
+        close; keys mounted then are never started, so the next recompose could not
+        remove them and mounted `#pinned` twice."""
+        if self.app.is_running and self.is_attached and self._keys() != self._shown:
             await super().recompose()
 
     def compose(self) -> ComposeResult:
+        self._shown = self._keys()
+        yield from self._compose_pinned()
+
+    def _compose_pinned(self) -> ComposeResult:
         pinned = []
         for widget in super().compose():
             if isinstance(widget, FooterKey) and (
