@@ -22,7 +22,7 @@ from hbtui.tui.operations import Operation
 from hbtui.tui.screens.progress import ProgressScreen
 from hbtui.tui.widgets.port_grid import PortGrid
 
-from support.pilot import make_app, notes, until
+from support.pilot import make_app, notes, settled, until
 from tui_fakes import FakeService
 
 LONG_PLAN = NewPlan(
@@ -66,17 +66,17 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change():
     app = make_app(FakeService(), refresh=60)
     async with app.run_test(size=(160, 45)) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        await pilot.pause(0.2)
+        await settled(pilot)
         keys = list(app.main.query(FooterKey))
         await pilot.press("w")
         await until(pilot, lambda: app.screen is not app.main and app.screen.query(FooterKey))
         save_keys = list(app.screen.query(FooterKey))
         await pilot.press("tab", "tab")  # focus moves; the dialog's keys stay the same
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert list(app.screen.query(FooterKey)) == save_keys
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main)
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert list(app.main.query(FooterKey)) == keys
 
 
@@ -129,7 +129,7 @@ async def test_a_wrong_passphrase_asks_again_for_the_passphrase_only(key):
         await pilot.click("#ok")
         await until(pilot, lambda: isinstance(app.screen, kind) and app.screen is not first)
         again = app.screen
-        await pilot.pause(0.2)  # the archive list filled in meanwhile, the choice kept
+        await settled(pilot)  # the archive list filled in meanwhile, the choice kept
         assert again.query_one("#archive", Input).value == "beta-1.hbx"
         assert again.query_one(second, Input).value == ("copy" if key == "l" else "/tmp/out")
         assert again.query_one("#passphrase", Input).value == ""
@@ -185,7 +185,7 @@ async def test_a_port_key_reads_nothing_and_lays_out_nothing(monkeypatch):
         await pilot.press("5")
         problem = dialog.query_one("#port-problem", Label)
         await until(pilot, lambda: "port 5 is outside" in str(problem.render()))
-        await pilot.pause(0.2)
+        await settled(pilot)
         reads, layouts = len(service.reads), []
         refresh = Widget.refresh
 
@@ -198,7 +198,7 @@ async def test_a_port_key_reads_nothing_and_lays_out_nothing(monkeypatch):
         for typed in ("50", "500", "5000"):  # the range is 4790-4999
             await pilot.press(typed[-1])
             await until(pilot, lambda t=typed: f"port {t} is outside" in str(problem.render()))
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert service.reads[reads:] == []
         assert set(layouts) <= {port}  # Textual's Input sizes itself on every key
         await pilot.press(*["backspace"] * 4, *"4820")  # free: the line goes

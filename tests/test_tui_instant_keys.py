@@ -36,7 +36,8 @@ async def test_new_says_whether_the_box_comes_from_a_base(service):
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await opened(pilot, app, "n", NewBoxDialog)
-        assert plan_text(dialog) == f"⚡ from the base {BASE.id} (fast: only the per-box step)"
+        fast = f"⚡ from the base {BASE.id} (fast: only the per-box step)"
+        await until(pilot, lambda: plan_text(dialog) == fast, what="the plan (read after paint)")
         dialog.query_one("#use-base", Checkbox).value = False
         await until(pilot, lambda: "bases are not used" in plan_text(dialog), what="plan")
 
