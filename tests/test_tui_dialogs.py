@@ -26,7 +26,7 @@ from hbtui.tui.dialogs.remove import RemoveDialog
 from hbtui.tui.dialogs.url import UrlDialog
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.system import open_in_browser
-from hbtui.tui.widgets.box_table import cells
+from hbtui.tui.widgets.box_cells import cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
 
