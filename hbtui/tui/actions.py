@@ -162,6 +162,47 @@ ACTIONS: tuple[Action, ...] = (
         "Port allocator",
         "Show or hide the map of the port range",
     ),
+    # -- the agents in the boxes (docs/agents.md) -------------------------------------------
+    Action(
+        "next-needs-you",
+        "a",
+        "next_needs_you",
+        "Needs you",
+        "Next box that needs you",
+        "Select the next box whose agent waits for you (a permission, a question)",
+    ),
+    Action(
+        "agent",
+        "v",
+        "toggle_agent",
+        "Agent",
+        "Agent screen",
+        "The selected box's agent screen, live, in the log's place; v again brings the log back",
+    ),
+    Action(
+        "approve",
+        "A",
+        "app.approve_agent",
+        "Approve",
+        "Approve agent request",
+        "Allow what the selected box's agent asks permission for",
+    ),
+    Action(
+        "deny",
+        "D",
+        "app.deny_agent",
+        "Deny",
+        "Deny agent request",
+        "Refuse what the selected box's agent asks permission for",
+    ),
+    Action(
+        "send",
+        "m",
+        "app.send_agent",
+        "Send",
+        "Send a line to the agent",
+        "Type a line into the selected box's agent (an answer, or the next prompt) and Enter",
+    ),
     Action("help", "question_mark", "app.help", "Help", "Help", "Every key and what it does"),
     Action(
         "quit", "q", "app.quit", "Quit", "Quit", "Leave the dashboard (operations are cancelled)"

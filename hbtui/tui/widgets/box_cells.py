@@ -10,10 +10,12 @@ from datetime import datetime
 
 from rich.text import Text
 
+from hbtui.core.agents import BoxAgents
 from hbtui.core.views import BOX, MISSING, BoxStats, BoxView
 from hbtui.events import MachineState
-from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
+from hbtui.present import AGENT_ICON, AGENT_STYLE, PROVISION_STYLE, STATE_STYLE, age, elapsed
 from hbtui.tui.activity import Activity
+from hbtui.tui.agent_state import lead
 from hbtui.tui.operations import StartRequest, StopRequest
 
 COLUMNS = (
@@ -21,6 +23,7 @@ COLUMNS = (
     ("host", "Host"),
     ("state", "State"),
     ("port", "Port"),
+    ("agent", "Agent"),
     ("url", "URL"),
     ("image", "Image"),
     ("cpus", "CPUs"),
@@ -78,8 +81,31 @@ def keys_text(view: BoxView) -> Text:
     return Text("")
 
 
+def agent_text(row: BoxAgents | None, now: datetime) -> Text:
+    """The box's leading agent session: its mark, status and how long it has been so
+    (`● needs-you 4s`), `+2` for more sessions; why the box could not be asked, in red."""
+    if row is None:
+        return Text("")
+    if row.error:
+        return Text(f"✗ {row.error}", style="red")
+    session = lead(row)
+    if session is None:
+        return Text("")
+    status = session.status
+    text = Text(f"{AGENT_ICON.get(status, '?')} {status}", style=AGENT_STYLE.get(status, ""))
+    if session.since is not None:
+        text.append(f" {elapsed(max(0.0, now.timestamp() - session.since))}", style="dim")
+    if len(row.sessions) > 1:
+        text.append(f" +{len(row.sessions) - 1}", style="dim")
+    return text
+
+
 def cells(
-    view: BoxView, activity: Activity | None, now: datetime, usage: BoxStats | None = None
+    view: BoxView,
+    activity: Activity | None,
+    now: datetime,
+    usage: BoxStats | None = None,
+    agent: Text | None = None,
 ) -> tuple[Text, ...]:
     shown_state = view.state
     if activity is not None and activity.making:  # listed before its machine exists: "missing"
@@ -103,6 +129,7 @@ def cells(
         Text(view.host),
         Text(state, style=STATE_STYLE.get(shown_state, STATE_STYLE.get(view.kind, ""))),
         Text(str(view.port or ""), justify="right"),
+        agent or Text(""),
         Text(view.url or "", style=url_style(view)),
         Text(view.image or ""),
         Text(str(view.cpus or ""), justify="right"),

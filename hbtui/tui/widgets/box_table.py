@@ -27,23 +27,25 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from hbtui.core.agents import BoxAgents
 from hbtui.core.views import BoxStats, BoxView
 from hbtui.present import age
 from hbtui.tui.actions import TABLE
 from hbtui.tui.activity import Activity, BoxKey, row_key
 from hbtui.tui.keys import bindings
-from hbtui.tui.widgets.box_cells import COLUMNS, cells, matches
+from hbtui.tui.widgets.box_cells import COLUMNS, agent_text, cells, matches
 
 # The widest a column grows; longer text ends in "…". Box names are at most 40 characters and
 # states short, so those two (and the port) always fit an 80-column terminal.
-CAPS = {"host": 16, "url": 32, "image": 24, "keys": 16}
+CAPS = {"host": 16, "url": 32, "image": 24, "keys": 16, "agent": 30}
 # Provisioning (an error can be long) takes up to PROV_CAP while the columns are placed,
 # then whatever room is left over, up to its whole text.
 PROV_CAP = 40
 
 # When the table is too narrow, columns go in this order (name and state always stay);
-# Provisioning first narrows to what is left, down to PROV_MIN, before it goes.
-COLLAPSE_ORDER = ("url", "image", "age", "cpus", "mem", "keys", "host", "live", "prov", "port")
+# Provisioning first narrows to what is left, down to PROV_MIN, before it goes. The Agent
+# column shows once some box has said something of its agents.
+COLLAPSE_ORDER = tuple("url image age cpus mem keys host live prov agent port".split())
 PROV_MIN = 12
 
 # Sort orders the `sort` key cycles through: (column id, key on a BoxView).
@@ -59,9 +61,11 @@ SORTS: tuple[tuple[str, Callable[[BoxView], tuple[Any, ...]]], ...] = (
 _IDS = [ident for ident, _ in COLUMNS]
 _CAPS = [CAPS.get(ident, 1 << 16) for ident in _IDS]
 _PROV = _IDS.index("prov")
+_AGENT = _IDS.index("agent")
 
-# What a row is drawn from: the box, its age, what of its activity shows, its CPU and memory.
-RowSource = tuple[BoxView, str, tuple[object, ...] | None, BoxStats | None]
+# What a row is drawn from: the box, its age, what of its activity shows, its CPU and
+# memory, what its agents do.
+RowSource = tuple[BoxView, str, tuple[object, ...] | None, BoxStats | None, Text]
 
 
 class BoxTable(ScrollView, can_focus=True):
@@ -138,6 +142,7 @@ class BoxTable(ScrollView, can_focus=True):
         self.filter_text = ""
         self._empty_said = ""  # what the empty table said when last drawn
         self.usage: dict[BoxKey, BoxStats] = {}  # running boxes' CPU and memory
+        self.agents: dict[BoxKey, BoxAgents] = {}  # running boxes' agents, by the last ask
         self.marked: set[str] = set()  # row keys picked for a bulk action (space)
 
     # -- what is shown -------------------------------------------------------------
@@ -199,6 +204,20 @@ class BoxTable(ScrollView, can_focus=True):
         for key in self._shown:
             self._put(key, self.views[key], activities, now)
 
+    def set_agents(
+        self, agents: dict[BoxKey, BoxAgents], activities: dict[BoxKey, Activity], now: datetime
+    ) -> None:
+        """What the agents of the running boxes do now: repaint the rows that changed (the
+        column comes with the first box that says anything of its agents)."""
+        self.agents = agents
+        for key in self._shown:
+            self._put(key, self.views[key], activities, now)
+        self._resize()
+
+    def keys_in_order(self) -> list[BoxKey]:
+        """The boxes shown, top to bottom."""
+        return [(self.views[k].host, self.views[k].name) for k in self._order]
+
     def selected_key(self) -> BoxKey | None:
         if not self._order:
             return None
@@ -248,6 +267,7 @@ class BoxTable(ScrollView, can_focus=True):
     ) -> None:
         activity = activities.get((view.host, view.name))
         usage = self.usage.get((view.host, view.name))
+        agent = agent_text(self.agents.get((view.host, view.name)), now)
         source: RowSource = (
             view,
             age(view.created, now),
@@ -262,6 +282,7 @@ class BoxTable(ScrollView, can_focus=True):
                 activity.failed_as,
             ),
             usage,
+            agent,
         )
         old = self._sources.get(key)
         if old == source:
@@ -269,7 +290,7 @@ class BoxTable(ScrollView, can_focus=True):
         self._sources[key] = source
         if old is None or SORTS[self.sort_index][1](old[0]) != SORTS[self.sort_index][1](view):
             self._order_stale = True
-        new = cells(view, activity, now, usage)
+        new = cells(view, activity, now, usage, agent)
         before = self._shown.get(key)
         self._shown[key] = new
         if before is not None and any(
@@ -329,7 +350,9 @@ class BoxTable(ScrollView, can_focus=True):
     def _collapse(self) -> None:
         """Hide columns, least useful first, until the rest fit the table's width."""
         room = self.scrollable_content_region.width
-        hidden: set[int] = set()
+        hidden: set[int] = (
+            set() if any(r.sessions or r.error for r in self.agents.values()) else {_AGENT}
+        )
         drawn = list(self._widths)
         drawn[_PROV] = min(drawn[_PROV], max(PROV_CAP, self._least[_PROV]))
 
