@@ -4,6 +4,7 @@ needs-you. Against `FakeService` (its agent part: tests/tui_fake_agents.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from dataclasses import replace
@@ -19,6 +20,8 @@ from tui_fakes import FakeService, sample_boxes
 from hbtui.core.agents import IDLE, NEEDS_YOU, WORKING
 from hbtui.tui.alerts import ALERT_MAX, alert_text, osc9
 from hbtui.tui.dialogs.agents import SendDialog, SessionPicker
+from hbtui.tui.messages import AgentsWanted
+from hbtui.tui.screens import agents_panel
 from hbtui.tui.widgets.agent_preview import PREVIEW_LINES, PREVIEW_WIDTH, screen_text
 
 SIZE = (160, 45)
@@ -106,6 +109,28 @@ async def test_name_state_and_port_still_show_at_80x24_with_agents():
             )
             assert len(line.rstrip()) <= table.size.width
             assert box.state in line and str(box.port) in line, line
+
+
+async def test_an_ask_wanted_while_one_is_out_follows_it(monkeypatch):
+    """A tick that comes while a slow box keeps the last ask out is not lost."""
+    monkeypatch.setattr(agents_panel, "AGENT_SECONDS", 3600)  # no tick: only the asks here
+    service = with_agents()
+    gate = asyncio.Event()
+    ask = service.agents
+
+    async def slow(boxes=None, hosts=None):
+        await gate.wait()
+        return await ask(boxes, hosts)
+
+    service.agents = slow
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: app._agents_worker is not None, what="the first ask")
+        app.post_message(AgentsWanted())
+        await until(pilot, lambda: app._agents_again)
+        gate.set()
+        await until(pilot, lambda: service.agents_calls == 2, what="the ask after it")
 
 
 # -- the status line and the needs-you queue --------------------------------------------------

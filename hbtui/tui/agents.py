@@ -28,6 +28,7 @@ ALLOW, DENY = "allow", "deny"
 
 class Agents(BoxActions):
     _agents_worker: Worker[None] | None = None
+    _agents_again = False  # asked for while an ask was out
     _pane_worker: Worker[None] | None = None
     # (host, box, session) of every session that waited at the last ask; None: not asked yet
     _waited: set[tuple[str, str, str]] | None = None
@@ -35,19 +36,28 @@ class Agents(BoxActions):
     # -- what the agents do ----------------------------------------------------------------
 
     def on_agents_wanted(self, _message: AgentsWanted) -> None:
+        """Ask now, or, while an ask is out, once more right after it (a tick is never
+        lost: a slow box would otherwise halve the rate)."""
         if self._paused:
             return
         if self._agents_worker is None or self._agents_worker.is_finished:
+            self._agents_again = False
             self._agents_worker = self._start(self._agents, "agents")
+        else:
+            self._agents_again = True
 
     async def _agents(self) -> None:
-        try:
-            rows = await self.service.agents()
-        except Exception as exc:  # the dashboard outlives a broken engine
-            self._to_main(AgentsLoaded(None, describe_error(exc)))
-            return
-        self._alert_new(rows)
-        self._to_main(AgentsLoaded(rows))
+        while True:
+            try:
+                rows = await self.service.agents()
+            except Exception as exc:  # the dashboard outlives a broken engine
+                self._to_main(AgentsLoaded(None, describe_error(exc)))
+            else:
+                self._alert_new(rows)
+                self._to_main(AgentsLoaded(rows))
+            if not self._agents_again or self._paused:
+                return
+            self._agents_again = False
 
     def _alert_new(self, rows: list[BoxAgents]) -> None:
         """Alert for each session that waits now and did not at the last ask (none on the
