@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -376,3 +377,78 @@ def test_alert_text_is_one_plain_capped_line():
     assert text.startswith("alpha needs you: `rm -rf ~`; $(x)")
     assert len(text) <= ALERT_MAX and text.isprintable()
     assert osc9("a\x07b\x1b\\c\x1b]9;x\x07") == "\x1b]9;a bc\x07"
+
+
+# -- snapshots (docs/images/agents-*.png are made from them) ----------------------------------
+
+CLAUDE_ASKS = "\n".join(
+    [
+        "\x1b[38;5;174m✻\x1b[0m Welcome to \x1b[1mClaude Code\x1b[0m",
+        "",
+        "\x1b[2m>\x1b[0m add left-pad and use it in src/pad.js",
+        "",
+        "\x1b[38;5;174m⏺\x1b[0m I'll install the dependency first.",
+        "",
+        "\x1b[38;5;174m╭──────────────────────────────────────────────────────────────╮\x1b[0m",
+        "\x1b[38;5;174m│\x1b[0m \x1b[1mBash command\x1b[0m"
+        "                                                 \x1b[38;5;174m│\x1b[0m",
+        "\x1b[38;5;174m│\x1b[0m   npm install left-pad"
+        "                                       \x1b[38;5;174m│\x1b[0m",
+        "\x1b[38;5;174m│\x1b[0m   \x1b[2mInstall the dependency\x1b[0m"
+        "                                     \x1b[38;5;174m│\x1b[0m",
+        "\x1b[38;5;174m│\x1b[0m Do you want to proceed?"
+        "                                      \x1b[38;5;174m│\x1b[0m",
+        "\x1b[38;5;174m│\x1b[0m \x1b[36m❯ 1. Yes\x1b[0m"
+        "                                                     \x1b[38;5;174m│\x1b[0m",
+        "\x1b[38;5;174m│\x1b[0m   2. Yes, and don't ask again for npm install commands"
+        "       \x1b[38;5;174m│\x1b[0m",
+        "\x1b[38;5;174m│\x1b[0m   3. No, and tell Claude what to do differently \x1b[2m(esc)\x1b[0m"
+        "        \x1b[38;5;174m│\x1b[0m",
+        "\x1b[38;5;174m╰──────────────────────────────────────────────────────────────╯\x1b[0m",
+    ]
+)
+
+
+def docs_service() -> FakeService:
+    service = with_agents()
+    asks = "Bash: npm install left-pad"
+    service.agent_sessions[("local", "alpha")] = [
+        session("alpha", "bfc12cc9", NEEDS_YOU, waiting_for=asks)
+    ]
+    service.panes[("local", "alpha", "%1")] = CLAUDE_ASKS
+    return service
+
+
+@pytest.fixture
+def utc(monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+async def agents_shown(pilot) -> None:
+    app = pilot.app
+    while not app.main.table.agents:
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
+
+
+@pytest.mark.parametrize("scene", ["column", "preview", "approved"])
+def test_agents_snapshot(snap_compare, utc, scene):
+    app = make_app(docs_service(), refresh=60)
+
+    async def run_before(pilot):
+        await agents_shown(pilot)
+        if scene != "column":
+            await pilot.press("v")
+            while "Bash command" not in app.main.preview.screen_text:
+                await pilot.pause(0.05)
+        if scene == "approved":
+            await pilot.press("A")
+            while not app._notifications:
+                await pilot.pause(0.05)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
