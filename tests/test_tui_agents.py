@@ -156,6 +156,17 @@ async def test_the_status_line_counts_the_boxes_that_need_you_and_a_goes_to_each
         await until(pilot, lambda: "1 needs you" in status_line(app), what=status_line(app))
 
 
+async def test_a_remapped_next_key_is_the_one_the_status_line_names():
+    service = with_agents()
+    service.config.keymap = {"next-needs-you": "N"}
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: "(N: next)" in status_line(app), what=status_line(app))
+        await pilot.press("down", "N")
+        assert app.main.table.selected_key() == ("local", "alpha")
+
+
 async def test_a_with_nobody_waiting_says_so_once():
     service = FakeService()
     service.agent_sessions = {("local", "alpha"): [session("alpha", "s1", WORKING)]}
@@ -215,8 +226,9 @@ async def test_v_shows_the_selected_boxs_agent_live_and_only_its():
         assert set(service.pane_asks) == {("local", "alpha", "%1")}
         main.table.select(("lab", "delta"))
         await until(pilot, lambda: "delta's screen" in preview.screen_text, what="delta's")
-        await pilot.press("v")
+        await pilot.press("t")  # the log, as it was
         assert main.log_pane.display and not preview.display
+        assert not main.log_pane.workload_visible
         asks = len(service.pane_asks)
         calls = service.agents_calls
         await until(pilot, lambda: service.agents_calls >= calls + 2, timeout=15)

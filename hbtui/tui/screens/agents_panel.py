@@ -99,7 +99,13 @@ class AgentPanel(Screen[None]):
         count = sum(1 for row in self.agents.values() if waiting(row))
         if not count:
             return ""
-        return f"  [b yellow]● {count} need{'s' if count == 1 else ''} you[/] [dim](a: next)[/]"
+        line = f"  [b yellow]● {count} need{'s' if count == 1 else ''} you[/]"
+        keys = [
+            self.app.get_key_display(active.binding)
+            for active in self.active_bindings.values()
+            if active.binding.action == "next_needs_you"
+        ]
+        return line + (f" [dim]({escape(keys[0])}: next)[/]" if keys else "")
 
     def action_next_needs_you(self) -> None:
         """`a`: select the next box (below the cursor, round the end) whose agent waits."""

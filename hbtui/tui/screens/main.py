@@ -299,6 +299,9 @@ class MainScreen(AgentPanel):
             self.log_pane.show_workload(message.text)
 
     def action_toggle_logs(self) -> None:
+        if self.preview_visible:  # the log comes back as it was
+            self.action_toggle_agent()
+            return
         self.log_pane.toggle_tab()
         if self.log_pane.workload_visible:
             self._want_workload()
