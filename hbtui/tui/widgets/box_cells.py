@@ -81,11 +81,9 @@ def keys_text(view: BoxView) -> Text:
     return Text("")
 
 
-def agent_text(row: BoxAgents | None, now: datetime) -> Text:
+def agent_text(row: BoxAgents, now: datetime) -> Text:
     """The box's leading agent session: its mark, status and how long it has been so
     (`● needs-you 4s`), `+2` for more sessions; why the box could not be asked, in red."""
-    if row is None:
-        return Text("")
     if row.error:
         return Text(f"✗ {row.error}", style="red")
     session = lead(row)

@@ -65,7 +65,7 @@ _AGENT = _IDS.index("agent")
 
 # What a row is drawn from: the box, its age, what of its activity shows, its CPU and
 # memory, what its agents do.
-RowSource = tuple[BoxView, str, tuple[object, ...] | None, BoxStats | None, Text]
+RowSource = tuple[BoxView, str, tuple[object, ...] | None, BoxStats | None, Text | None]
 
 
 class BoxTable(ScrollView, can_focus=True):
@@ -207,12 +207,17 @@ class BoxTable(ScrollView, can_focus=True):
     def set_agents(
         self, agents: dict[BoxKey, BoxAgents], activities: dict[BoxKey, Activity], now: datetime
     ) -> None:
-        """What the agents of the running boxes do now: repaint the rows that changed (the
-        column comes with the first box that says anything of its agents)."""
-        self.agents = agents
+        """What the agents of the running boxes do now: repaint the rows that have agents,
+        or had (the column comes with the first box that says anything of its agents)."""
+        before = self.agents
+        self.agents = {k: row for k, row in agents.items() if row.sessions or row.error}
         for key in self._shown:
-            self._put(key, self.views[key], activities, now)
-        self._resize()
+            view = self.views[key]
+            box = (view.host, view.name)
+            if box in self.agents or box in before:
+                self._put(key, view, activities, now)
+        if bool(before) != bool(self.agents):
+            self._resize()
 
     def keys_in_order(self) -> list[BoxKey]:
         """The boxes shown, top to bottom."""
@@ -267,7 +272,8 @@ class BoxTable(ScrollView, can_focus=True):
     ) -> None:
         activity = activities.get((view.host, view.name))
         usage = self.usage.get((view.host, view.name))
-        agent = agent_text(self.agents.get((view.host, view.name)), now)
+        row = self.agents.get((view.host, view.name))
+        agent = agent_text(row, now) if row is not None else None  # most rows: no agent
         source: RowSource = (
             view,
             age(view.created, now),
@@ -350,9 +356,7 @@ class BoxTable(ScrollView, can_focus=True):
     def _collapse(self) -> None:
         """Hide columns, least useful first, until the rest fit the table's width."""
         room = self.scrollable_content_region.width
-        hidden: set[int] = (
-            set() if any(r.sessions or r.error for r in self.agents.values()) else {_AGENT}
-        )
+        hidden: set[int] = set() if self.agents else {_AGENT}
         drawn = list(self._widths)
         drawn[_PROV] = min(drawn[_PROV], max(PROV_CAP, self._least[_PROV]))
 
