@@ -15,6 +15,7 @@ import pytest
 from test_tui import make_app, rows, until
 from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import OptionList, Static
+from textual.widgets._footer import FooterKey
 from tui_fake_agents import session
 from tui_fakes import FakeService, sample_boxes
 
@@ -24,6 +25,7 @@ from hbtui.tui.dialogs.agents import SendDialog, SessionPicker
 from hbtui.tui.messages import AgentsWanted
 from hbtui.tui.screens import agents_panel
 from hbtui.tui.widgets.agent_preview import PREVIEW_LINES, PREVIEW_WIDTH, screen_text
+from hbtui.tui.widgets.key_footer import KeyFooter
 
 SIZE = (160, 45)
 SMALL = (80, 24)
@@ -75,6 +77,22 @@ async def test_no_agent_anywhere_leaves_the_table_as_it_was():
         await until(pilot, lambda: service.agents_calls >= 1, what="the first ask")
         await pilot.pause(0.1)
         assert "Agent" not in app.main.table.render_line(0).text.split()
+
+
+async def test_the_agent_keys_come_into_the_footer_with_the_first_agent():
+    service = FakeService()
+    app = make_app(service, refresh=60)
+    agent_keys = {"a", "v", "A", "D", "m"}
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: service.agents_calls >= 1)
+        await pilot.pause(0.1)
+        assert not agent_keys & {k.key for k in app.main.query(FooterKey)}
+        service.agent_sessions = {("local", "alpha"): [session("alpha", "s1", WORKING)]}
+        await until(pilot, lambda: agent_keys <= {k.key for k in app.main.query(FooterKey)})
+        pinned = app.main.query_one(KeyFooter).query_one("#pinned")
+        shown = [k for k in app.main.query(FooterKey) if k.key in agent_keys]
+        assert all(k.region.right <= pinned.region.x for k in shown)  # not cut at 160
 
 
 async def test_the_column_follows_the_agents_without_a_key():

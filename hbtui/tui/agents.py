@@ -24,6 +24,7 @@ from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, A
 from hbtui.tui.operations import describe_error
 
 ALLOW, DENY = "allow", "deny"
+ANSWERS = ("approve_agent", "deny_agent", "send_agent")
 
 
 class Agents(BoxActions):
@@ -100,6 +101,12 @@ class Agents(BoxActions):
         self._to_main(AgentPaneLoaded(key, pane, text))
 
     # -- answering -------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Approve, deny and send are left out of the footer while no box has an agent.
+        if action in ANSWERS and self.screen_stack:
+            return self.main.any_agents
+        return True
 
     def action_approve_agent(self) -> None:
         self._answer(ALLOW)

@@ -28,6 +28,7 @@ from hbtui.tui.widgets.log_pane import LogPane
 
 AGENT_SECONDS = 2.0  # between two asks of what the agents do
 PREVIEW_SECONDS = 1.0  # between two captures of the previewed agent's screen
+AGENT_ACTIONS = ("next_needs_you", "toggle_agent")  # the screen's; the App has the others
 
 
 class AgentPanel(Screen[None]):
@@ -84,13 +85,25 @@ class AgentPanel(Screen[None]):
         self._show_agents({(r.host, r.box): r for r in message.rows if r.box})
 
     def _show_agents(self, agents: dict[BoxKey, BoxAgents]) -> None:
+        had = self.any_agents
         self.agents = agents
+        if self.any_agents != had:
+            self.app.refresh_bindings()  # the agent keys come into the footer, or go
         now = self.clock()
         self.query_one(BoxTable).set_agents(agents, self.activities, now)
         if self.listing is not None:
             self._show_status(self.listing)
         if self.preview_visible:
             self.show_preview()
+
+    @property
+    def any_agents(self) -> bool:
+        """Some box has an agent session, or could not say: the agent keys apply."""
+        return any(row.sessions or row.error for row in self.agents.values())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Without an agent anywhere the agent keys are left out of the footer.
+        return self.any_agents if action in AGENT_ACTIONS else True
 
     def agents_status(self) -> str:
         """The status line's part: how many boxes need you (markup)."""
