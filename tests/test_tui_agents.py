@@ -283,6 +283,17 @@ async def test_approve_and_deny_answer_the_selected_boxs_request(key, decision, 
         await until(pilot, lambda: "working" in rows(app)["local/alpha"], what="asked again")
 
 
+async def test_the_command_line_approves_a_named_box():
+    service = with_agents()
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: app.main.table.agents)
+        await pilot.press("down", "colon", *"approve alpha", "enter")
+        call = ("answer_agent", "alpha", "allow", "local", None)
+        await until(pilot, lambda: call in service.calls)
+
+
 async def test_nothing_pending_is_one_notification_and_changes_nothing():
     service = with_agents()
     app = make_app(service, refresh=60)
