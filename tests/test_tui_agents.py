@@ -174,15 +174,18 @@ async def test_the_status_line_counts_the_boxes_that_need_you_and_a_goes_to_each
         await until(pilot, lambda: "1 needs you" in status_line(app), what=status_line(app))
 
 
-async def test_a_remapped_next_key_is_the_one_the_status_line_names():
+async def test_remapped_agent_keys_are_the_ones_the_screen_names():
     service = with_agents()
-    service.config.keymap = {"next-needs-you": "N"}
+    service.config.keymap = {"next-needs-you": "N", "agent": "V"}
     app = make_app(service, refresh=60)
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot)
         await until(pilot, lambda: "(N: next)" in status_line(app), what=status_line(app))
         await pilot.press("down", "N")
         assert app.main.table.selected_key() == ("local", "alpha")
+        await pilot.press("V")
+        header = app.main.preview.query_one("#agent-header", Static)
+        await until(pilot, lambda: "V: back to the log" in str(header.render()))
 
 
 async def test_a_with_nobody_waiting_says_so_once():

@@ -113,12 +113,17 @@ class AgentPanel(Screen[None]):
         if not count:
             return ""
         line = f"  [b yellow]● {count} need{'s' if count == 1 else ''} you[/]"
+        key = self.key_of("next_needs_you")
+        return line + (f" [dim]({escape(key)}: next)[/]" if key else "")
+
+    def key_of(self, action: str) -> str:
+        """The key that runs `action` here, as the footer shows it (remapped or not)."""
         keys = [
             self.app.get_key_display(active.binding)
             for active in self.active_bindings.values()
-            if active.binding.action == "next_needs_you"
+            if active.binding.action == action
         ]
-        return line + (f" [dim]({escape(keys[0])}: next)[/]" if keys else "")
+        return keys[0] if keys else ""
 
     def action_next_needs_you(self) -> None:
         """`a`: select the next box (below the cursor, round the end) whose agent waits."""
@@ -159,7 +164,8 @@ class AgentPanel(Screen[None]):
         session = on_screen(row)
         others = len(row.sessions) - 1 if row is not None and session is not None else 0
         why = row.error if row is not None else ""
-        self.preview.show_session(key, session, others, why, self.clock().timestamp())
+        back = self.key_of("toggle_agent")
+        self.preview.show_session(key, session, others, why, self.clock().timestamp(), back)
         self._want_pane()
 
     def _want_pane(self) -> None:

@@ -69,10 +69,16 @@ class AgentPreview(Vertical):
         return str(self.query_one("#agent-screen", Static).render())
 
     def show_session(
-        self, key: BoxKey | None, session: AgentSession | None, others: int, why: str, now: float
+        self,
+        key: BoxKey | None,
+        session: AgentSession | None,
+        others: int,
+        why: str,
+        now: float,
+        back: str = "",
     ) -> None:
         """The box and its session as the last ask saw them (`why`: the box's reason
-        when it could not be asked)."""
+        when it could not be asked; `back`: the key that brings the log back)."""
         header = Text()
         if key is None:
             header.append("no box selected", style="dim")
@@ -93,7 +99,8 @@ class AgentPreview(Vertical):
                 header.append(f"  (+{others} more)", style="dim")
             if session.waiting_for:
                 header.append(f"\nwaits for: {session.waiting_for}", style="yellow")
-        header.append("   v: back to the log", style="dim")
+        if back:
+            header.append(f"   {back}: back to the log", style="dim")
         self.query_one("#agent-header", Static).update(header)
         pane = session.pane if session is not None else ""
         if (key, pane) != (self.key, self.pane):
