@@ -177,7 +177,7 @@ def describe(kind: Any, r: Rule) -> str:
     return f"{text} ({r.note})" if r.note else text
 
 
-def _scalar(kind: Any, r: Rule, value: object, where: str) -> object:
+def _scalar(kind: Any, r: Rule, value: object, where: str) -> object:  # noqa: C901 (named in pyproject.toml)
     """`value` checked against a scalar kind and its rule (ints are taken for floats)."""
 
     def wrong(problem: str | None = None) -> Invalid:
@@ -384,9 +384,39 @@ EGRESS_MODES = ("open", "private-blocked", "allow-list")
 # Variables the box itself lives by: a credential bound to one would replace it with a
 # placeholder in every process of the box (and hbtui's HB_*, the engine's SMOL_*).
 BOX_VARIABLES = frozenset(
-    "PATH HOME USER LOGNAME SHELL TERM LANG LANGUAGE PWD OLDPWD HOSTNAME TMPDIR TZ IFS ENV "
-    "BASH_ENV PS1 PS2 PS4 MAIL SHLVL DISPLAY EDITOR VISUAL PAGER SSL_CERT_FILE SSL_CERT_DIR "
-    "NODE_OPTIONS NODE_PATH PYTHONPATH PYTHONHOME".split()
+    [
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "TERM",
+        "LANG",
+        "LANGUAGE",
+        "PWD",
+        "OLDPWD",
+        "HOSTNAME",
+        "TMPDIR",
+        "TZ",
+        "IFS",
+        "ENV",
+        "BASH_ENV",
+        "PS1",
+        "PS2",
+        "PS4",
+        "MAIL",
+        "SHLVL",
+        "DISPLAY",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PYTHONPATH",
+        "PYTHONHOME",
+    ]
 )
 BOX_VARIABLE_PREFIXES = ("LC_", "LD_", "XDG_", "HB_", "SMOL_", "BASH_FUNC_")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support import REMOTE_SSHD, SIM_SMOLVM, sim_usable
 
 # ---- parallel workers: a network of their own ---------------------------------------------
 
@@ -65,10 +65,6 @@ def real_state_dir(tmp_path: Path) -> Path:
     return d
 
 
-SIM_RECIPE = ROOT / "tests" / "recipes" / "sim"
-HBTUI_BIN = str(Path(__import__("sys").executable).with_name("hbtui"))
-
-
 @pytest.fixture
 def sim_env(
     hbtui_home: Path, sim_smolvm: str, sim_state_dir: Path, monkeypatch: pytest.MonkeyPatch
@@ -102,20 +98,6 @@ def sim_env(
         )
 
 
-def recipe_with(tmp_path: Path, line: str, name: str = "recipe") -> Path:
-    """A copy of the sim recipe with `line` run at the start of its executor step."""
-    import shutil
-
-    copy = tmp_path / name
-    shutil.copytree(SIM_RECIPE, copy, symlinks=False)
-    script = copy / "provision" / "provision.sh"
-    lines = script.read_text().splitlines()
-    at = next(i for i, text in enumerate(lines) if text.startswith("step_executor_standin() {"))
-    lines.insert(at + 1, line)
-    script.write_text("\n".join(lines) + "\n")
-    return copy
-
-
 @pytest.fixture
 def sim_service(sim_env: dict[str, str]):
     """The Service over the simulator, as the CLI and the dashboard get it."""
@@ -139,25 +121,11 @@ async def sim_host(sim_env: dict[str, str]):
 
 # ---- sim: the smolvm simulator (tests/sim/smolvm) ----------------------------------------
 
-SIM_SMOLVM = ROOT / "tests" / "sim" / "smolvm"
-
-
-def _sim_usable() -> str | None:
-    """Why the simulator cannot run here, or None."""
-    import shutil
-
-    if os.geteuid() != 0:
-        return "the smolvm simulator needs root"
-    for tool in ("bwrap", "nsenter", "ip", "setpriv"):
-        if shutil.which(tool) is None:
-            return f"the smolvm simulator needs {tool}"
-    return None
-
 
 @pytest.fixture(scope="session")
 def sim_smolvm() -> str:
     """Path of the simulator; skips the test where it cannot run (not root, no bwrap)."""
-    why = _sim_usable()
+    why = sim_usable()
     if why:
         pytest.skip(why)
     return str(SIM_SMOLVM)
@@ -197,10 +165,6 @@ def free_port():
 # ---- end sim ------------------------------------------------------------------------------
 
 # ---- remote: SSH servers on loopback for the remote-host tests (hbtui/remote) -----------------
-
-REMOTE_SSHD = ROOT / "tests" / "remote_sshd.py"
-REMOTE_PORTS = "5700-5799"  # remote boxes in the asyncssh-server tests
-OPENSSH_PORTS = "5800-5899"  # remote boxes in the OpenSSH test
 
 
 class SshdHandle:
@@ -319,7 +283,7 @@ def openssh_server(tmp_path: Path, ssh_client_key: Path):
     auth.write_text(Path(str(ssh_client_key) + ".pub").read_text())
     bin_dir = folder / "bin"
     bin_dir.mkdir()
-    (bin_dir / "smolvm").symlink_to(ROOT / "tests" / "sim" / "smolvm")
+    (bin_dir / "smolvm").symlink_to(SIM_SMOLVM)
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)
     for _attempt in range(5):
         port = pick_free_ports(1)[0]
@@ -414,3 +378,30 @@ def static_service():
 
 
 # ---- end tui ------------------------------------------------------------------------------
+
+
+# ---- dashboard: the fake Service of the Pilot tests ----------------------------------------
+
+
+@pytest.fixture
+def service():
+    """The fake Service with four boxes and three archives on its shelf."""
+    from tui_fakes import FakeService, shelf
+
+    fake = FakeService()
+    fake.archives = shelf()
+    return fake
+
+
+# ---- remote: a host added and trusted --------------------------------------------------------
+
+
+@pytest.fixture
+def trusted_host(remote_env, asyncssh_server, ssh_client_key):
+    """Host `r1` added and trusted; yields (env, remote state dir, server)."""
+    from support.cli import add_host, hbtui, ok
+
+    env, state = remote_env
+    add_host(env, "r1", asyncssh_server, ssh_client_key, state)
+    ok(hbtui("hosts", "trust", "r1", "--fingerprint", asyncssh_server.fingerprint, env=env))
+    return env, state, asyncssh_server

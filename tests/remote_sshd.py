@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -71,10 +72,8 @@ async def _copy_in(reader, proc: asyncio.subprocess.Process) -> None:
     except Exception:
         pass
     finally:
-        try:
+        with contextlib.suppress(Exception):
             proc.stdin.close()
-        except Exception:
-            pass
 
 
 async def handle(process: asyncssh.SSHServerProcess) -> None:
@@ -99,10 +98,8 @@ async def handle(process: asyncssh.SSHServerProcess) -> None:
     )
     status = await proc.wait()
     feeder.cancel()
-    try:
+    with contextlib.suppress(Exception):
         process.exit(status if status >= 0 else 128 - status)
-    except Exception:
-        pass
 
 
 async def main() -> None:

@@ -11,12 +11,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
-from test_bases_sim import in_box, machines
 
 from hbtui.core import passphrase
+from hbtui.core.specs import NewSpec
 from hbtui.errors import HbtuiError
 from hbtui.events import Phase
+
+from support import HBTUI_BIN, SIM_RECIPE
+from support.cli import in_box, machines
 
 pytestmark = pytest.mark.sim
 
@@ -64,7 +66,7 @@ async def test_a_cancelled_credentials_change_never_loses_the_box(
 ):
     service = keys_service
     service.set_secret("github", "ghp_adversarialTOKEN")
-    await service.new("c1")
+    await service.new(NewSpec("c1"))
     in_box("c1", "sh", "-c", "echo kept > /data/home/agent/workspace/note", env=sim_env)
     events: list[object] = []
     await _cancel_at(
@@ -154,7 +156,7 @@ async def test_a_branch_cancelled_while_its_source_starts_again_leaves_it_runnin
     keys_service, sim_env, delay
 ):
     service = keys_service
-    await service.new("src")
+    await service.new(NewSpec("src"))
     events: list[object] = []
     task = asyncio.ensure_future(service.branch("src", "kid", report=events.append))
     while not any(isinstance(e, Phase) and e.message == "starting src again" for e in events):
@@ -220,8 +222,8 @@ def test_two_base_builds_at_once_do_not_share_a_folder(sim_env, tmp_path):
 
 async def test_a_branch_refused_for_its_name_or_port_never_stops_its_source(keys_service):
     service = keys_service
-    await service.new("src")
-    other = await service.new("other")
+    await service.new(NewSpec("src"))
+    other = await service.new(NewSpec("other"))
     for name, port, words in (
         ("other", None, "already exists"),
         ("kid", other.port, "already used"),

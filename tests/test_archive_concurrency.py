@@ -10,9 +10,11 @@ import os
 import subprocess
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
 
+from hbtui.core.specs import NewSpec, SaveSpec
 from hbtui.events import Transfer
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 PASS = b"a passphrase for the concurrency tests"
 
@@ -41,7 +43,7 @@ async def test_archives_written_and_read_at_once_in_threads_all_round_trip():
 async def test_save_progress_counts_the_bytes_tar_read(sim_service, sim_env):
     """tar's checkpoint echo counts records already; the progress was that count times
     another 1024 ("280 GiB / 286 MiB")."""
-    await sim_service.new("web", recipe=SIM_RECIPE)
+    await sim_service.new(NewSpec("web", recipe=SIM_RECIPE))
     filled = subprocess.run(
         [
             HBTUI_BIN,
@@ -60,9 +62,8 @@ async def test_save_progress_counts_the_bytes_tar_read(sim_service, sim_env):
     assert filled.returncode == 0, filled.stderr
     seen: list[Transfer] = []
     await sim_service.save(
-        "web",
+        SaveSpec("web", verify=False),
         passphrase=PASS,
-        verify=False,
         report=lambda e: seen.append(e) if isinstance(e, Transfer) else None,
     )
     saving = [t for t in seen if t.label == "saving" and t.total]

@@ -70,7 +70,7 @@ SIZES = [0, 1, CS - 1, CS, CS + 1, 2 * CS, 7 * CS + 13]
 
 def test_defaults_are_the_documented_ones():
     assert F.DEFAULT_CHUNK_SIZE == 1 << 20
-    assert F.DEFAULT_KDF == F.Argon2idParams(iterations=3, memory_kib=65536, lanes=4)
+    assert F.Argon2idParams(iterations=3, memory_kib=65536, lanes=4) == F.DEFAULT_KDF
     for fn in (F.encrypt_stream, F.Encryptor.__init__, F.create_archive, F.encrypt_file):
         params = inspect.signature(fn).parameters
         assert params["kdf"].default is F.DEFAULT_KDF
@@ -246,12 +246,12 @@ def test_files_are_private_and_atomic(tmp_path):
 
 
 def test_create_archive_failure_leaves_nothing(tmp_path):
-    with pytest.raises(RuntimeError):
-        with F.create_archive(
-            tmp_path / "x.hbx", PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True
-        ) as e:
-            e.feed(b"abc")
-            raise RuntimeError("boom")
+    with (
+        pytest.raises(RuntimeError),
+        F.create_archive(tmp_path / "x.hbx", PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as e,
+    ):
+        e.feed(b"abc")
+        raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -704,9 +704,11 @@ def test_writer_refuses_weak_kdf_everywhere(tmp_path):
         F.encrypt_stream(io.BytesIO(b"x"), io.BytesIO(), PW, chunk_size=CS, kdf=KDF)
     with pytest.raises(ValueError):
         F.encrypt_file(src, tmp_path / "a.hbx", PW, chunk_size=CS, kdf=KDF)
-    with pytest.raises(ValueError):
-        with F.create_archive(tmp_path / "b.hbx", PW, chunk_size=CS, kdf=KDF):
-            pass
+    with (
+        pytest.raises(ValueError),
+        F.create_archive(tmp_path / "b.hbx", PW, chunk_size=CS, kdf=KDF),
+    ):
+        pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
 
 
@@ -730,9 +732,11 @@ def test_an_archive_never_replaces_a_file_that_appeared_meanwhile(tmp_path):
     """Two saves racing for one path: the second to finish fails and the first's file
     stays whole (the final rename is link-then-unlink, which cannot take a used name)."""
     target = tmp_path / "box.hbx"
-    with pytest.raises(FileExistsError):
-        with F.create_archive(target, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as enc:
-            enc.feed(b"second writer")
-            target.write_bytes(b"the first writer's archive")
+    with (
+        pytest.raises(FileExistsError),
+        F.create_archive(target, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as enc,
+    ):
+        enc.feed(b"second writer")
+        target.write_bytes(b"the first writer's archive")
     assert target.read_bytes() == b"the first writer's archive"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["box.hbx"]

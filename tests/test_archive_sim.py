@@ -11,12 +11,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
-from test_keys_sim import as_root
 
 from hbtui.core.guest import LEASE_SECONDS
 from hbtui.core.registry import Registry
 from hbtui.paths import resolve_paths
+
+from support import HBTUI_BIN, SIM_RECIPE
+from support.cli import as_root
 
 pytestmark = pytest.mark.sim
 

@@ -10,7 +10,10 @@ import pytest
 
 from hbtui.archive.format import MAGIC
 from hbtui.core.backups import box_of
+from hbtui.core.specs import NewSpec, SaveSpec
 from hbtui.wiring import build_service
+
+from support import SIM_RECIPE
 
 
 @pytest.fixture
@@ -98,12 +101,12 @@ def test_save_and_verify_mark_the_archive_verified(sim_service):
     """The real flow: save with verify marks the archive; the listing says so."""
     import asyncio
 
-    from conftest import SIM_RECIPE
-
     async def flow():
-        await sim_service.new("keep", recipe=SIM_RECIPE)
-        saved = await sim_service.save("keep", passphrase=b"correct horse", verify=True)
-        unverified = await sim_service.save("keep", passphrase=b"correct horse", verify=False)
+        await sim_service.new(NewSpec("keep", recipe=SIM_RECIPE))
+        saved = await sim_service.save(SaveSpec("keep"), passphrase=b"correct horse")
+        unverified = await sim_service.save(
+            SaveSpec("keep", verify=False), passphrase=b"correct horse"
+        )
         listed = {e.path: e.verified for e in sim_service.list_archives()}
         assert listed == {saved: True, unverified: False}
         await sim_service.verify(unverified, passphrase=b"correct horse")

@@ -1,6 +1,6 @@
 """How much faster a box from a base or a branch is ready, with the real engine and recipe.
 
-On a host that boots guests (with the network the recipe needs) this runs bench/new.py
+On a host that boots guests (with the network the recipe needs) this runs tests/bench/new.py
 --real once: `hbtui new` with the whole shipped recipe, `base build`, `new` from the base,
 `branch` of a box started --branchable, and `branch` of a plain one, each timed as a user
 waits for it. The figures are printed (`pytest -s`) and kept as JSON in the test's tmp dir.
@@ -14,9 +14,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
 
 from hbtui.core.doctor import boot_problems
+
+from support import ROOT
 
 pytestmark = pytest.mark.needs_boot
 
@@ -30,7 +31,7 @@ def test_a_box_from_a_base_or_a_branch_is_ready_five_times_sooner(real_smolvm, t
         pytest.skip("guests cannot boot here: " + problems[0][0])
     env = dict(os.environ, HBTUI_SMOLVM=real_smolvm)
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "new.py"), "--real", "--runs", "1"],
+        [sys.executable, str(ROOT / "tests" / "bench" / "new.py"), "--real", "--runs", "1"],
         env=env,
         capture_output=True,
         text=True,

@@ -16,12 +16,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_lifecycle_sim import answers, hbtui, ls_json
 
 from hbtui.core.bases import StaleBase
+from hbtui.core.specs import NewSpec
 from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import Notice, Phase, Step
+
+from support import SIM_RECIPE
+from support.cli import answers, hbtui, in_box, ls_json, machines, run_ok
 
 pytestmark = pytest.mark.sim
 
@@ -30,34 +32,6 @@ def recipe_copy(tmp_path: Path, name: str = "recipe") -> Path:
     copy = tmp_path / name
     shutil.copytree(SIM_RECIPE, copy, symlinks=False)
     return copy
-
-
-def run_ok(*args: str, env: dict[str, str]) -> str:
-    done = hbtui(*args, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
-def in_box(name: str, *command: str, env: dict[str, str]) -> str:
-    return run_ok("exec", name, "--", *command, env=env).strip()
-
-
-def machines(env: dict[str, str]) -> list[str]:
-    import subprocess
-
-    done = subprocess.run(
-        [
-            env["HBTUI_SMOLVM"],
-            "--state-dir",
-            env["HBTUI_SMOLVM_STATE_DIR"],
-            "machine",
-            "ls",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    return sorted(m["name"] for m in json.loads(done.stdout or "[]"))
 
 
 def test_a_box_from_a_base_is_ready_with_its_own_name_and_port(sim_env, tmp_path):
@@ -152,13 +126,13 @@ async def test_the_plan_says_how_new_will_make_a_box(sim_service, tmp_path):
     stale = sim_service.new_plan(recipe=recipe)
     assert stale.stale and not stale.fast
     with pytest.raises(StaleBase):
-        await sim_service.new("s2", recipe=recipe)
+        await sim_service.new(NewSpec("s2", recipe=recipe))
 
 
 async def test_a_recipe_without_a_per_box_step_has_no_base(sim_service, tmp_path):
     recipe = recipe_copy(tmp_path)
     (recipe / "provision" / "first-boot.sh").unlink()
-    with pytest.raises(HbtuiError, match="no provision/first-boot.sh"):
+    with pytest.raises(HbtuiError, match=r"no provision/first-boot\.sh"):
         await sim_service.build_base(recipe=recipe)
     plan = sim_service.new_plan(recipe=recipe)
     assert not plan.fast and "first-boot.sh" in plan.why
@@ -169,8 +143,8 @@ async def test_a_failing_per_box_step_rolls_the_new_box_back(sim_service, sim_en
     first_boot = recipe / "provision" / "first-boot.sh"
     first_boot.write_text(first_boot.read_text().replace("hb_first_boot", "exit 7"))
     base = await sim_service.build_base(recipe=recipe)
-    with pytest.raises(HbtuiError, match="first-boot.sh f1 failed"):
-        await sim_service.new("f1", recipe=recipe)
+    with pytest.raises(HbtuiError, match=r"first-boot\.sh f1 failed"):
+        await sim_service.new(NewSpec("f1", recipe=recipe))
     assert (await sim_service.list_boxes()).boxes == []
     assert machines(sim_env) == []
     assert Path(base.pack).is_file()  # the base is not harmed by a box that failed
@@ -283,7 +257,7 @@ async def test_a_cancelled_branch_rolls_back_and_starts_the_source_again(
     sim_service, sim_env, tmp_path
 ):
     recipe = recipe_copy(tmp_path)
-    await sim_service.new("src", recipe=recipe)
+    await sim_service.new(NewSpec("src", recipe=recipe))
     events: list[object] = []
     task = asyncio.ensure_future(
         sim_service.branch("src", "child", report=lambda e: events.append(e))

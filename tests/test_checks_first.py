@@ -7,9 +7,10 @@ import json
 import subprocess
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
 
 from hbtui.core.bases import BaseBook, base_id
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 DIGEST = "sha256:" + "ab" * 32
 LONG_IMAGE = f"registry.example.com/some-team/tools/ubuntu-with-everything@{DIGEST}"

@@ -7,9 +7,10 @@ import os
 import subprocess
 
 import pytest
-from conftest import HBTUI_BIN
 
 from hbtui.core.doctor import boot_problems, kvm_problems
+
+from support import HBTUI_BIN
 
 
 def hbtui(*args: str, env=None, input: str | None = None) -> subprocess.CompletedProcess:

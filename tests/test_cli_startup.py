@@ -1,4 +1,4 @@
-"""A verb loads only what it uses: the start-up cost bench/cli.py measures stays low
+"""A verb loads only what it uses: the start-up cost tests/bench/cli.py measures stays low
 because these modules stay out (a regression here shows up as a slower CLI)."""
 
 from __future__ import annotations

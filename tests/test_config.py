@@ -4,6 +4,8 @@ from hbtui.config import Config, HostSettings, load_config, parse_config, save_c
 from hbtui.errors import UsageError
 from hbtui.paths import resolve_paths
 
+from support import SIM_RECIPE
+
 
 def test_defaults_without_a_file(hbtui_home):
     cfg = load_config(resolve_paths())
@@ -41,14 +43,13 @@ def test_bad_values_are_one_line_errors(raw, message):
 
 def test_broken_toml_names_the_file(hbtui_home):
     (hbtui_home / "config.toml").write_text("[defaults\n")
-    with pytest.raises(UsageError, match="config.toml"):
+    with pytest.raises(UsageError, match=r"config\.toml"):
         load_config(resolve_paths())
 
 
 def test_the_recipe_is_a_setting_both_front_ends_share(hbtui_home, monkeypatch, tmp_path):
     """`[defaults] recipe` picks the recipe for new boxes, HBTUI_RECIPE overrides it, and
     the Service (which the CLI and the dashboard both use) resolves it."""
-    from conftest import SIM_RECIPE
 
     from hbtui.wiring import build_service
 

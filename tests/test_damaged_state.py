@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from conftest import HBTUI_BIN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +34,8 @@ from hbtui.config import (
 from hbtui.core.registry import BoxRecord, Registry, RegistryError
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.paths import Paths
+
+from support import HBTUI_BIN
 
 PROPERTY = settings(
     max_examples=150,
@@ -759,10 +760,10 @@ def test_two_rows_on_one_port_are_never_written(tmp_path):
 def test_a_bad_config_is_never_saved(tmp_path):
     cfg = Config()
     cfg.defaults.cpus = 0
-    with pytest.raises(ConfigError, match="defaults.cpus must be an integer 1-256, got 0"):
+    with pytest.raises(ConfigError, match=r"defaults\.cpus must be an integer 1-256, got 0"):
         save_config(paths_in(tmp_path), cfg)
     cfg = Config(hosts={"mac": HostSettings(ssh="me@mac", ports="1-2")})
-    with pytest.raises(ConfigError, match="hosts.mac.ports"):
+    with pytest.raises(ConfigError, match=r"hosts\.mac\.ports"):
         save_config(paths_in(tmp_path), cfg)
     assert not (tmp_path / "config.toml").exists()
 

@@ -106,7 +106,7 @@ def _fake_engine(tmp_path: Path, body: str) -> str:
 
 async def test_an_old_engine_is_refused_with_the_fix(tmp_path):
     old = Engine(_fake_engine(tmp_path, 'echo "smolvm 1.0.4"\n'))
-    with pytest.raises(EngineMissing, match="too old.*pip install -U smolmachines"):
+    with pytest.raises(EngineMissing, match=r"too old.*pip install -U smolmachines"):
         await old.check_version()
 
 

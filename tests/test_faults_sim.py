@@ -4,97 +4,27 @@ the one-line error (no traceback) and what is left: nothing half-made, no plaint
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
 import subprocess
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
 
 from hbtui.paths import resolve_paths
+
+from support import HBTUI_BIN, SIM_RECIPE
+from support.cli import answers, background, hbtui, ls, one_line_error, tmpfs, wait_for
 
 pytestmark = pytest.mark.sim
 
 PASS = "faults-passphrase-31"
 
 
-def hbtui(*args: str, env: dict, passphrase: str | None = None, timeout: float = 300):
-    env = dict(env)
-    env.pop("HBTUI_PASSPHRASE", None)
-    if passphrase is not None:
-        env["HBTUI_PASSPHRASE"] = passphrase
-    return subprocess.run(
-        [HBTUI_BIN, *args], env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def background(*args: str, env: dict, passphrase: str | None = None) -> subprocess.Popen:
-    env = dict(env)
-    if passphrase is not None:
-        env["HBTUI_PASSPHRASE"] = passphrase
-    return subprocess.Popen(
-        [HBTUI_BIN, *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def one_line_error(done: subprocess.CompletedProcess, *words: str) -> str:
-    """The failure is `error: ...` on one line (plus an optional hint), no traceback."""
-    assert done.returncode != 0, done.stdout
-    assert "Traceback" not in done.stderr, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, done.stderr
-    for word in words:
-        assert word in errors[0], errors[0]
-    return errors[0]
-
-
-def ls(env: dict) -> dict[str, dict]:
-    done = hbtui("ls", "--json", env=env)
-    assert done.returncode == 0, done.stderr
-    return {b["name"]: b for b in json.loads(done.stdout)}
-
-
-def answers(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
-            return b"executor" in resp.read()
-    except OSError:
-        return False
-
-
-def wait_for(what: str, check, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def scratch_left() -> list[Path]:
     top = resolve_paths().data_dir / "scratch"
     return sorted(top.iterdir()) if top.is_dir() else []
-
-
-@contextlib.contextmanager
-def tmpfs(where: Path, size: str, *, read_only: bool = False) -> Iterator[Path]:
-    where.mkdir(parents=True, exist_ok=True)
-    options = f"size={size},mode=0755" + (",ro" if read_only else "")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)])
-    if done.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)])
 
 
 @pytest.fixture

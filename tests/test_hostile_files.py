@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
 
 from hbtui.paths import UnreadableFile, read_state
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 BASE = "bases/local/ubuntu-24.04-000000000000.json"
 # Each state file, and verbs that read it.
@@ -152,7 +153,7 @@ def test_a_symlink_loop_in_a_recipe_is_one_line_naming_the_link(sim_env, tmp_pat
     recipe, _link = looping_recipe(tmp_path)
     looping = {**env, "HBTUI_RECIPE": str(recipe)}
     for argv in (("new", "web2", "-q"), ("base", "build", "-q"), ("repair", "web", "-q")):
-        done, took = run(*argv, env=looping)
+        done, _took = run(*argv, env=looping)
         assert done.returncode != 0, argv
         assert done.stderr.count("\n") == 1 and "symlink loop" in done.stderr, (argv, done.stderr)
         assert str(recipe / "guest" / "loop") in done.stderr and "Traceback" not in done.stderr

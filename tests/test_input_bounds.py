@@ -7,9 +7,11 @@ import json
 import subprocess
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
 
+from hbtui.core.specs import NewSpec
 from hbtui.errors import UsageError
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 
 def hbtui(*args: str, env: dict[str, str], input: str | bytes = "") -> subprocess.CompletedProcess:
@@ -72,12 +74,12 @@ def test_base_build_refuses_an_overlong_image(sim_env):
         ({"memory_mib": 2**40}, "--mem must be 256-"),
         ({"port": 0}, "--port 0"),
         ({"image": "y" * 5000}, "at most 512"),
-        ({"egress": "allow-list", "allow": ["10.0.0.1"]}, "an IP address"),
+        ({"egress": "allow-list", "allow": ("10.0.0.1",)}, "an IP address"),
     ],
 )
 async def test_the_service_refuses_them_too(sim_service, kwargs, rule):
     with pytest.raises(UsageError, match=rule):
-        await sim_service.new("web", recipe=SIM_RECIPE, **kwargs)
+        await sim_service.new(NewSpec("web", recipe=SIM_RECIPE, **kwargs))
     assert (await sim_service.list_boxes()).boxes == []
 
 

@@ -6,7 +6,6 @@ import os
 import subprocess
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
 
 from hbtui.config import check_keymap
 from hbtui.tui.actions import (
@@ -20,6 +19,8 @@ from hbtui.tui.actions import (
     in_scope,
     scopes,
 )
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 DEFAULTS = {"new": "n", "start": "s", "stop": "x", "quit": "q"}
 

@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN
+
+from support import HBTUI_BIN
 
 GH = "ghp_keyringTESTtoken0123"
 

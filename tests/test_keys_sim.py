@@ -6,35 +6,21 @@ archive, the guest's environment (the placeholder only)."""
 from __future__ import annotations
 
 import json
-import os
-import threading
-import time
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_lifecycle_sim import answers, hbtui
+
+from support import SIM_RECIPE
+from support.cli import KEY, PASS, ArgvWatch, answers, as_root, files_holding, hbtui, run_ok
 
 pytestmark = pytest.mark.sim
 
-KEY = "sk-ant-api03-hbtuiTESTkey-0123456789abcdef"
 GH = "ghp_hbtuiTESTtoken0123456789"
-PASS = "secrets passphrase for tests"
 
 
 @pytest.fixture
 def key_env(sim_env):
     return {**sim_env, "HBTUI_RECIPE": str(SIM_RECIPE), "HBTUI_SECRETS_PASSPHRASE": PASS}
-
-
-def run(*args: str, env: dict[str, str], input: str | None = None):
-    return hbtui(*args, env=env, input=input)
-
-
-def ok(*args: str, env: dict[str, str], input: str | None = None) -> str:
-    done = run(*args, env=env, input=input)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
 
 
 def machine_record(env: dict[str, str], name: str) -> dict:
@@ -47,95 +33,18 @@ def guest_environs(env: dict[str, str], name: str) -> str:
     return as_root(env, name, "cat /proc/[0-9]*/environ 2>/dev/null; true").replace("\0", "\n")
 
 
-def as_root(env: dict[str, str], name: str, script: str) -> str:
-    """What `sh -c script` prints run as root in the box, through the engine."""
-    import subprocess
-
-    done = subprocess.run(
-        [
-            env["HBTUI_SMOLVM"],
-            "--state-dir",
-            env["HBTUI_SMOLVM_STATE_DIR"],
-            "machine",
-            "exec",
-            "--name",
-            name,
-            "--",
-            "sh",
-            "-c",
-            script,
-        ],
-        capture_output=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.decode(errors="replace")
-
-
-def files_holding(needle: str, *roots: Path) -> list[Path]:
-    """Every regular file under the roots whose bytes contain `needle`."""
-    found = []
-    for root in roots:
-        for dirpath, _dirs, names in os.walk(root):
-            for name in names:
-                path = Path(dirpath, name)
-                try:
-                    if path.is_symlink() or not path.is_file():
-                        continue
-                    if needle.encode() in path.read_bytes():
-                        found.append(path)
-                except OSError:
-                    continue
-    return found
-
-
-class ArgvWatch:
-    """Reads every process's argv every few milliseconds while it runs; `hits` are the
-    command lines that held one of the needles."""
-
-    def __init__(self, *needles: str) -> None:
-        self.needles = [n.encode() for n in needles]
-        self.hits: list[str] = []
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-
-    def _watch(self) -> None:
-        while not self._stop.is_set():
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit():
-                    continue
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                        argv = fh.read()
-                except OSError:
-                    continue
-                if any(n in argv for n in self.needles):
-                    self.hits.append(argv.replace(b"\0", b" ").decode(errors="replace"))
-            self.samples += 1
-            time.sleep(0.01)
-
-    def __enter__(self) -> ArgvWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def test_secrets_set_ls_rm_in_an_encrypted_file(key_env):
     home = Path(key_env["HBTUI_HOME"])
-    assert "No secrets yet" in ok("secrets", "ls", env=key_env)
-    out = ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
+    assert "No secrets yet" in run_ok("secrets", "ls", env=key_env)
+    out = run_ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
     assert "stored in the file" in out and KEY not in out
-    [listed] = json.loads(ok("secrets", "ls", "--json", env=key_env))
+    [listed] = json.loads(run_ok("secrets", "ls", "--json", env=key_env))
     assert listed["name"] == "anthropic" and listed["store"] == "file" and listed["boxes"] == []
     assert KEY not in json.dumps(listed)
     assert (home / "secrets.hbx").stat().st_mode & 0o077 == 0
     assert files_holding(KEY, home) == []  # encrypted, and the index holds names only
 
-    wrong = run(
+    wrong = hbtui(
         "secrets",
         "set",
         "github",
@@ -145,14 +54,14 @@ def test_secrets_set_ls_rm_in_an_encrypted_file(key_env):
     assert wrong.returncode != 0 and "Traceback" not in wrong.stderr
     assert wrong.stderr.count("\n") == 1 and "passphrase" in wrong.stderr.lower()
 
-    unknown = run("secrets", "set", "nosuch", env=key_env, input="x\n")
+    unknown = hbtui("secrets", "set", "nosuch", env=key_env, input="x\n")
     assert unknown.returncode != 0 and "no credential preset 'nosuch'" in unknown.stderr
-    empty = run("secrets", "set", "openai", env=key_env, input="\n")
+    empty = hbtui("secrets", "set", "openai", env=key_env, input="\n")
     assert empty.returncode != 0 and "empty" in empty.stderr
 
-    ok("secrets", "rm", "anthropic", env=key_env)
-    assert json.loads(ok("secrets", "ls", "--json", env=key_env)) == []
-    gone = run("secrets", "rm", "anthropic", env=key_env)
+    run_ok("secrets", "rm", "anthropic", env=key_env)
+    assert json.loads(run_ok("secrets", "ls", "--json", env=key_env)) == []
+    gone = hbtui("secrets", "rm", "anthropic", env=key_env)
     assert gone.returncode != 0 and "no secret 'anthropic'" in gone.stderr
 
 
@@ -164,14 +73,14 @@ def test_secrets_go_to_the_os_keyring_when_there_is_one(key_env, tmp_path):
         "PYTHONPATH": str(Path(__file__).parent),
         "FAKE_KEYRING_FILE": str(keyring_file),
     }
-    out = ok("secrets", "set", "github", env=env, input=GH + "\n")
+    out = run_ok("secrets", "set", "github", env=env, input=GH + "\n")
     assert "stored in the keyring" in out
     assert json.loads(keyring_file.read_text()) == {"hbtui/github": GH}
     assert files_holding(GH, Path(env["HBTUI_HOME"])) == []
     assert not (Path(env["HBTUI_HOME"]) / "secrets.hbx").exists()
-    [listed] = json.loads(ok("secrets", "ls", "--json", env=env))
+    [listed] = json.loads(run_ok("secrets", "ls", "--json", env=env))
     assert listed["store"] == "keyring"
-    ok("secrets", "rm", "github", env=env)
+    run_ok("secrets", "rm", "github", env=env)
     assert json.loads(keyring_file.read_text()) == {}
 
 
@@ -180,10 +89,10 @@ def test_a_box_with_a_credential_sees_only_the_placeholder(key_env, tmp_path):
     log or archive; egress is private-blocked."""
     env = {**key_env, "HBTUI_PASSPHRASE": "archive passphrase for tests"}
     home, state = Path(env["HBTUI_HOME"]), Path(env["HBTUI_SMOLVM_STATE_DIR"])
-    ok("secrets", "set", "anthropic", env=env, input=KEY + "\n")
+    run_ok("secrets", "set", "anthropic", env=env, input=KEY + "\n")
     with ArgvWatch(KEY) as made:
-        ok("new", "k1", "--credential", "anthropic", "-q", env=env)
-        seen = ok("exec", "k1", "--", "sh", "-c", "echo $ANTHROPIC_API_KEY", env=env).strip()
+        run_ok("new", "k1", "--credential", "anthropic", "-q", env=env)
+        seen = run_ok("exec", "k1", "--", "sh", "-c", "echo $ANTHROPIC_API_KEY", env=env).strip()
         environs = guest_environs(env, "k1")
     assert made.samples > 20 and made.hits == []
     assert seen.startswith("SMOL_PLACEHOLDER_ANTHROPIC_") and KEY not in seen
@@ -196,40 +105,40 @@ def test_a_box_with_a_credential_sees_only_the_placeholder(key_env, tmp_path):
     assert binding["set_header"] == "x-api-key"
     assert record["block_private"] == []
 
-    egress = json.loads(ok("egress", "k1", "--json", env=env))
+    egress = json.loads(run_ok("egress", "k1", "--json", env=env))
     assert egress["egress"] == "private-blocked" and egress["denials"] == []
-    assert "private-blocked" in ok("egress", "k1", env=env)
-    [box] = json.loads(ok("ls", "--json", env=env))
+    assert "private-blocked" in run_ok("egress", "k1", env=env)
+    [box] = json.loads(run_ok("ls", "--json", env=env))
     assert box["credentials"] == ["anthropic"] and box["egress"] == "private-blocked"
 
     archive = tmp_path / "k1.hbx"
     with ArgvWatch(KEY) as lived:
-        ok("stop", "k1", env=env)
-        ok("start", "k1", env=env)
+        run_ok("stop", "k1", env=env)
+        run_ok("start", "k1", env=env)
         assert answers(box["port"])
-        ok("save", "k1", "-o", str(archive), env=env)
+        run_ok("save", "k1", "-o", str(archive), env=env)
     assert lived.hits == []
-    ok("extract", str(archive), str(tmp_path / "files"), env=env)
+    run_ok("extract", str(archive), str(tmp_path / "files"), env=env)
     assert list((tmp_path / "files").rglob("*")) and files_holding(KEY, tmp_path / "files") == []
     assert files_holding(KEY, home, state, archive.parent) == []
 
 
 def test_new_without_the_secret_makes_nothing(key_env):
-    refused = run("new", "k2", "--credential", "openai", env=key_env)
+    refused = hbtui("new", "k2", "--credential", "openai", env=key_env)
     assert refused.returncode != 0 and "no secret 'openai'" in refused.stderr
     assert "hbtui secrets set openai" in refused.stderr and "Traceback" not in refused.stderr
-    assert json.loads(ok("ls", "--json", env=key_env)) == []
-    bad = run("new", "k2", "--credential", "nosuch", env=key_env)
+    assert json.loads(run_ok("ls", "--json", env=key_env)) == []
+    bad = hbtui("new", "k2", "--credential", "nosuch", env=key_env)
     assert bad.returncode != 0 and "no credential preset 'nosuch'" in bad.stderr
-    loose = run("new", "k2", "--allow", "pypi.org", env=key_env)
+    loose = hbtui("new", "k2", "--allow", "pypi.org", env=key_env)
     assert loose.returncode != 0 and "--allow needs --egress allow-list" in loose.stderr
-    shape = run("new", "k2", "--egress", "allow-list", "--allow", "https://x", env=key_env)
+    shape = hbtui("new", "k2", "--egress", "allow-list", "--allow", "https://x", env=key_env)
     assert shape.returncode != 0 and "--allow 'https://x'" in shape.stderr
 
 
 def test_an_allow_list_includes_its_credentials_hosts(key_env):
-    ok("secrets", "set", "openai", env=key_env, input="sk-proj-test\n")
-    ok(
+    run_ok("secrets", "set", "openai", env=key_env, input="sk-proj-test\n")
+    run_ok(
         "new",
         "k3",
         "--egress",
@@ -241,7 +150,7 @@ def test_an_allow_list_includes_its_credentials_hosts(key_env):
         "-q",
         env=key_env,
     )
-    egress = json.loads(ok("egress", "k3", "--json", env=key_env))
+    egress = json.loads(run_ok("egress", "k3", "--json", env=key_env))
     assert egress["egress"] == "allow-list" and egress["allow"] == ["pypi.org", "api.openai.com"]
     record = machine_record(key_env, "k3")
     assert record["dns_filter_hosts"] == ["=pypi.org", "=api.openai.com"]
@@ -254,51 +163,57 @@ def test_a_custom_preset_from_the_config(key_env):
         '[credentials.mytool]\nenv_var = "MYTOOL_TOKEN"\nhosts = "api.mytool.dev"\n'
         'header = "authorization"\n'
     )
-    ok("secrets", "set", "mytool", env=key_env, input="tok-123\n")
-    ok("new", "k4", "--credential", "mytool", "-q", env=key_env)
-    seen = ok("exec", "k4", "--", "sh", "-c", "echo $MYTOOL_TOKEN", env=key_env).strip()
+    run_ok("secrets", "set", "mytool", env=key_env, input="tok-123\n")
+    run_ok("new", "k4", "--credential", "mytool", "-q", env=key_env)
+    seen = run_ok("exec", "k4", "--", "sh", "-c", "echo $MYTOOL_TOKEN", env=key_env).strip()
     assert seen.startswith("SMOL_PLACEHOLDER_MYTOOL_")
     [binding] = machine_record(key_env, "k4")["credential_policy"]["credentials"]
     assert binding["set_header"] == "authorization"
     config.write_text('[credentials.Bad]\nenv_var = "1X"\nhosts = "x"\n')
-    broken = run("ls", env=key_env)
+    broken = hbtui("ls", env=key_env)
     assert broken.returncode != 0 and "credentials.Bad" in broken.stderr
 
 
 def test_credentials_add_and_rm_keep_the_box_and_its_data(key_env):
-    ok("secrets", "set", "github", env=key_env, input=GH + "\n")
-    ok("new", "c1", "-q", env=key_env)
-    ok("exec", "c1", "--", "sh", "-c", "echo mine > ~/workspace/note", env=key_env)
+    run_ok("secrets", "set", "github", env=key_env, input=GH + "\n")
+    run_ok("new", "c1", "-q", env=key_env)
+    run_ok("exec", "c1", "--", "sh", "-c", "echo mine > ~/workspace/note", env=key_env)
     with ArgvWatch(GH) as watch:
-        out = ok("credentials", "c1", "add", "github", env=key_env)
+        out = run_ok("credentials", "c1", "add", "github", env=key_env)
     assert watch.hits == []
     assert "github: GH_TOKEN for api.github.com, github.com (managed)" in out
-    assert ok("exec", "c1", "--", "cat", "/data/home/agent/workspace/note", env=key_env) == "mine\n"
-    seen = ok("exec", "c1", "--", "sh", "-c", "echo $GH_TOKEN", env=key_env).strip()
+    assert (
+        run_ok("exec", "c1", "--", "cat", "/data/home/agent/workspace/note", env=key_env)
+        == "mine\n"
+    )
+    seen = run_ok("exec", "c1", "--", "sh", "-c", "echo $GH_TOKEN", env=key_env).strip()
     assert seen.startswith("SMOL_PLACEHOLDER_GITHUB_")
-    [box] = json.loads(ok("ls", "--json", env=key_env))
+    [box] = json.loads(run_ok("ls", "--json", env=key_env))
     assert box["state"] == "running" and box["credentials"] == ["github"] and answers(box["port"])
     # Its services came back because hbtui resumed them, not because the quiesce taken
     # before the stop (on the disk it was made from) lapsed 45 s later.
     assert "lease ran out" not in as_root(key_env, "c1", "cat /data/logs/workload.log")
 
-    missing = run("credentials", "c1", "add", "anthropic", env=key_env)
+    missing = hbtui("credentials", "c1", "add", "anthropic", env=key_env)
     assert missing.returncode != 0 and "no secret 'anthropic'" in missing.stderr
-    not_there = run("credentials", "c1", "rm", "openai", env=key_env)
+    not_there = hbtui("credentials", "c1", "rm", "openai", env=key_env)
     assert not_there.returncode != 0 and "has no credential 'openai'" in not_there.stderr
 
-    ok("credentials", "c1", "rm", "github", env=key_env)
-    assert ok("exec", "c1", "--", "sh", "-c", "echo ${GH_TOKEN:-none}", env=key_env) == "none\n"
-    assert ok("exec", "c1", "--", "cat", "/data/home/agent/workspace/note", env=key_env) == "mine\n"
-    assert json.loads(ok("ls", "--json", env=key_env))[0]["credentials"] == []
+    run_ok("credentials", "c1", "rm", "github", env=key_env)
+    assert run_ok("exec", "c1", "--", "sh", "-c", "echo ${GH_TOKEN:-none}", env=key_env) == "none\n"
+    assert (
+        run_ok("exec", "c1", "--", "cat", "/data/home/agent/workspace/note", env=key_env)
+        == "mine\n"
+    )
+    assert json.loads(run_ok("ls", "--json", env=key_env))[0]["credentials"] == []
 
 
 def test_a_plaintext_copy_of_a_managed_key_is_reported(key_env):
-    ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
-    ok("new", "p1", "--credential", "anthropic", "-q", env=key_env)
-    clean = run("credentials", "p1", env=key_env)
+    run_ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
+    run_ok("new", "p1", "--credential", "anthropic", "-q", env=key_env)
+    clean = hbtui("credentials", "p1", env=key_env)
     assert clean.returncode == 0 and "warning" not in clean.stderr
-    ok(
+    run_ok(
         "exec",
         "p1",
         "--",
@@ -308,24 +223,24 @@ def test_a_plaintext_copy_of_a_managed_key_is_reported(key_env):
         "mkdir -p ~/.config/gh && echo 'oauth_token: x' > ~/.config/gh/hosts.yml",
         env=key_env,
     )
-    report = run("credentials", "p1", env=key_env)
+    report = hbtui("credentials", "p1", env=key_env)
     assert "/data/home/agent/.bashrc sets ANTHROPIC_API_KEY to a real value" in report.stderr
     assert "/data/home/agent/.config/gh/hosts.yml holds a login of its own" in report.stderr
     assert "sk-ant-pasted" not in report.stdout + report.stderr
-    data = json.loads(ok("credentials", "p1", "--json", env=key_env))
+    data = json.loads(run_ok("credentials", "p1", "--json", env=key_env))
     assert len(data["plaintext"]) == 2 and data["missing_secrets"] == []
 
 
 def test_a_forgotten_secret_is_shown_and_stops_the_next_start(key_env):
-    ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
-    ok("new", "f1", "--credential", "anthropic", "-q", env=key_env)
-    assert json.loads(ok("ls", "--json", env=key_env))[0]["keys_missing"] == []
-    forgot = run("secrets", "rm", "anthropic", env=key_env)
+    run_ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
+    run_ok("new", "f1", "--credential", "anthropic", "-q", env=key_env)
+    assert json.loads(run_ok("ls", "--json", env=key_env))[0]["keys_missing"] == []
+    forgot = hbtui("secrets", "rm", "anthropic", env=key_env)
     assert forgot.returncode == 0 and "f1 use it and will not start" in forgot.stderr
-    assert json.loads(ok("ls", "--json", env=key_env))[0]["keys_missing"] == ["anthropic"]
-    ok("stop", "f1", env=key_env)
-    refused = run("start", "f1", env=key_env)
+    assert json.loads(run_ok("ls", "--json", env=key_env))[0]["keys_missing"] == ["anthropic"]
+    run_ok("stop", "f1", env=key_env)
+    refused = hbtui("start", "f1", env=key_env)
     assert refused.returncode != 0 and "no secret 'anthropic'" in refused.stderr
-    assert json.loads(ok("ls", "--json", env=key_env))[0]["state"] == "stopped"
-    ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
-    ok("start", "f1", env=key_env)
+    assert json.loads(run_ok("ls", "--json", env=key_env))[0]["state"] == "stopped"
+    run_ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
+    run_ok("start", "f1", env=key_env)

@@ -16,11 +16,21 @@ import signal
 from pathlib import Path
 
 import pytest
-from test_bases_sim import in_box, machines
-from test_faults_sim import background, hbtui, ls, one_line_error, tmpfs, wait_for
-from test_keys_sim import ok
 
 from hbtui.environment import pid_alive
+
+from support import SIM_RECIPE
+from support.cli import (
+    background,
+    hbtui,
+    in_box,
+    ls,
+    machines,
+    one_line_error,
+    run_ok,
+    tmpfs,
+    wait_for,
+)
 
 pytestmark = pytest.mark.sim
 
@@ -29,7 +39,6 @@ NOTE = "/data/home/agent/workspace/note"
 
 @pytest.fixture
 def gated_env(sim_env, tmp_path):
-    from conftest import SIM_RECIPE
 
     gates = tmp_path / "gates"
     gates.mkdir()
@@ -39,7 +48,7 @@ def gated_env(sim_env, tmp_path):
         "HBTUI_SECRETS_PASSPHRASE": "remake",
         "SMOLSIM_GATES": str(gates),
     }
-    ok("secrets", "set", "github", env=env, input="ghp_remakeTEST\n")
+    run_ok("secrets", "set", "github", env=env, input="ghp_remakeTEST\n")
     return env
 
 

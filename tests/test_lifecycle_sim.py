@@ -3,40 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE, recipe_with
 
 from hbtui.core import guest
 from hbtui.core.guest import ProvisionFailed
 from hbtui.core.registry import Registry
+from hbtui.core.specs import NewSpec
 from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import LogLine, Step
 from hbtui.paths import resolve_paths
 
+from support import HBTUI_BIN, SIM_RECIPE, recipe_with
+from support.cli import answers, hbtui, ls_json
+
 pytestmark = pytest.mark.sim
-
-
-def hbtui(
-    *args: str, env: dict[str, str], input: str | None = None, timeout: float = 240
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [HBTUI_BIN, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def answers(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
-            return b"executor" in resp.read()
-    except OSError:
-        return False
 
 
 def wait_for(predicate, timeout: float = 30.0) -> bool:
@@ -46,12 +31,6 @@ def wait_for(predicate, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.25)
     return False
-
-
-def ls_json(env) -> list[dict]:
-    done = hbtui("ls", "--json", env=env)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def test_new_exec_stop_start_rm_through_the_cli(sim_env):
@@ -102,7 +81,7 @@ def test_new_exec_stop_start_rm_through_the_cli(sim_env):
 
 
 async def test_executor_is_reachable_only_through_the_bridge(sim_service, sim_host):
-    view = await sim_service.new("b1", recipe=SIM_RECIPE)
+    view = await sim_service.new(NewSpec("b1", recipe=SIM_RECIPE))
     host = sim_host
     assert await host.http_ok(view.port)
     inside = await host.engine.exec(
@@ -128,7 +107,7 @@ async def test_executor_is_reachable_only_through_the_bridge(sim_service, sim_ho
 
 async def test_provisioning_streams_steps_and_keeps_a_log(sim_service):
     events = []
-    await sim_service.new("b1", recipe=SIM_RECIPE, report=events.append)
+    await sim_service.new(NewSpec("b1", recipe=SIM_RECIPE), report=events.append)
     steps = [e for e in events if isinstance(e, Step)]
     assert steps and steps[0].index == 1 and steps[-1].index == steps[-1].total
     assert [s.index for s in steps] == list(range(1, steps[-1].total + 1))
@@ -149,7 +128,7 @@ async def test_a_failure_mid_provisioning_leaves_nothing(
     sim_service, sim_host, tmp_path, sim_state_dir
 ):
     with pytest.raises(ProvisionFailed, match="exit status 42") as failed:
-        await sim_service.new("b1", recipe=_broken_recipe(tmp_path))
+        await sim_service.new(NewSpec("b1", recipe=_broken_recipe(tmp_path)))
     assert "provisioning log:" in (failed.value.hint or "")
     host = sim_host
     assert await host.engine.list() == []
@@ -182,7 +161,7 @@ async def test_a_cancel_after_the_box_is_ready_still_rolls_it_back(
     monkeypatch.setattr(guest, "wait_ready", wait_then_arm)
     monkeypatch.setattr(engine_type, "find", find_or_cancel)
     with pytest.raises(Cancelled, match="'b1' was rolled back"):
-        await sim_service.new("b1", recipe=SIM_RECIPE)
+        await sim_service.new(NewSpec("b1", recipe=SIM_RECIPE))
     monkeypatch.setattr(engine_type, "find", find)
     assert await sim_host.engine.list() == []
     assert Registry(resolve_paths().registry_file).read().get("b1") is None
@@ -221,7 +200,7 @@ def test_concurrent_news_get_distinct_ports(sim_env):
 
 
 async def test_orphans_and_missing_boxes_are_reconciled(sim_service, sim_host):
-    await sim_service.new("b1", recipe=SIM_RECIPE)
+    await sim_service.new(NewSpec("b1", recipe=SIM_RECIPE))
     host = sim_host
     async with Registry(resolve_paths().registry_file).transaction() as boxes:
         boxes.remove("b1")
@@ -276,7 +255,7 @@ def test_a_signal_during_provisioning_rolls_back(sim_env, signum, status):
 
 
 async def test_repair_runs_the_recipe_again(sim_service, sim_host):
-    await sim_service.new("b1", recipe=SIM_RECIPE)
+    await sim_service.new(NewSpec("b1", recipe=SIM_RECIPE))
     host = sim_host
     await host.engine.exec("b1", ["rm", "-f", "/opt/hermes-box/bin/hb-as-agent"])
     broken = await host.engine.exec("b1", ["test", "-x", "/opt/hermes-box/bin/hb-as-agent"])

@@ -18,12 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, ROOT
 
 from hbtui.core import recipe_check as rc
 from hbtui.core.bases import Base, BaseBook
 from hbtui.core.recipe import recipe_version
 from hbtui.errors import UsageError
+
+from support import HBTUI_BIN, ROOT
 
 PINS = """\
 # a comment, then the pins
@@ -293,7 +294,7 @@ def test_a_versions_file_that_is_not_text_is_one_line(tmp_path):
     with pytest.raises(UsageError, match="not a list of pins"):
         rc.read_pins(recipe)
     (recipe / "provision" / "versions.env").unlink()
-    with pytest.raises(UsageError, match="has no provision/versions.env"):
+    with pytest.raises(UsageError, match=r"has no provision/versions\.env"):
         rc.read_pins(recipe)
 
 
@@ -312,11 +313,11 @@ def test_the_registries_come_from_the_environment():
     assert rc.Registries.from_env({"npm_config_registry": "https://n.example"}).npm == (
         "https://n.example"
     )
-    with pytest.raises(UsageError, match="^HBTUI_PYPI_URL must be an http"):
+    with pytest.raises(UsageError, match=r"^HBTUI_PYPI_URL must be an http"):
         rc.Registries.from_env({"HBTUI_PYPI_URL": "file:///etc"})
-    with pytest.raises(UsageError, match="^HBTUI_NPM_REGISTRY must be an http"):
+    with pytest.raises(UsageError, match=r"^HBTUI_NPM_REGISTRY must be an http"):
         rc.Registries.from_env({"HBTUI_NPM_REGISTRY": "registry.npmjs.org"})
-    with pytest.raises(UsageError, match="^npm_config_registry must not carry a user") as caught:
+    with pytest.raises(UsageError, match=r"^npm_config_registry must not carry a user") as caught:
         rc.Registries.from_env({"npm_config_registry": "https://me:s3cret@npm.example"})
     assert "s3cret" not in caught.value.message
 

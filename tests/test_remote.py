@@ -18,9 +18,9 @@ from pathlib import Path
 
 import asyncssh
 import pytest
-from conftest import HBTUI_BIN, OPENSSH_PORTS, REMOTE_PORTS, SIM_RECIPE, SIM_SMOLVM
 
 from hbtui.core.registry import FAILED, Registry
+from hbtui.core.specs import NewSpec
 from hbtui.engine.runner import RunTimeout
 from hbtui.events import Step
 from hbtui.paths import resolve_paths
@@ -30,71 +30,17 @@ from hbtui.remote.hosts import parse_listening
 from hbtui.remote.runner import SshRunner
 from hbtui.target import SshTarget, parse_target
 
+from support import HBTUI_BIN, OPENSSH_PORTS, REMOTE_PORTS, SIM_RECIPE, SIM_SMOLVM
+from support.cli import add_host, hbtui, ok, remote_machines
+
+pytestmark = pytest.mark.remote
+
 PASSPHRASE = "correct horse battery staple"
-
-
-def hbtui(
-    *args: str, env: dict[str, str], input: str | None = None, timeout: float = 240
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [HBTUI_BIN, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
 
 
 def fetch(url: str) -> bytes:
     with urllib.request.urlopen(url, timeout=5) as resp:
         return resp.read()
-
-
-def add_host(
-    env,
-    name: str,
-    server,
-    key: Path,
-    state: Path,
-    ports: str = REMOTE_PORTS,
-    smolvm: str | None = str(SIM_SMOLVM),
-) -> None:
-    args = [
-        "hosts",
-        "add",
-        name,
-        "--ssh",
-        f"root@127.0.0.1:{server.port}",
-        "--identity",
-        str(key),
-        "--state-dir",
-        str(state),
-        "--ports",
-        ports,
-    ]
-    if smolvm:
-        args += ["--smolvm", smolvm]
-    ok(hbtui(*args, env=env))
-
-
-def remote_machines(state: Path) -> list[str]:
-    listed = subprocess.run(
-        [str(SIM_SMOLVM), "--state-dir", str(state), "machine", "ls", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return [m["name"] for m in json.loads(listed.stdout or "[]")]
-
-
-@pytest.fixture
-def trusted_host(remote_env, asyncssh_server, ssh_client_key):
-    """Host `r1` added and trusted; yields (env, remote state dir, server)."""
-    env, state = remote_env
-    add_host(env, "r1", asyncssh_server, ssh_client_key, state)
-    ok(hbtui("hosts", "trust", "r1", "--fingerprint", asyncssh_server.fingerprint, env=env))
-    return env, state, asyncssh_server
 
 
 def service():
@@ -290,7 +236,7 @@ async def test_unknown_key_is_refused_in_process_too(remote_env, asyncssh_server
 
 
 async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
-    env, state, server = trusted_host
+    _env, _state, server = trusted_host
     host = await remote_host("r1")
     runner = host.engine.runner
     assert isinstance(runner, SshRunner)
@@ -334,7 +280,7 @@ async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
 async def test_an_unreachable_host_is_reported_without_blocking_ls(
     trusted_host, free_port, ssh_client_key
 ):
-    env, state, server = trusted_host
+    env, _state, _server = trusted_host
     [dead] = free_port(1)
     ok(
         hbtui(
@@ -359,7 +305,7 @@ async def test_an_unreachable_host_is_reported_without_blocking_ls(
 
 
 def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
-    env, state, server = trusted_host
+    env, state, _server = trusted_host
     env = dict(env, HBTUI_PASSPHRASE=PASSPHRASE)
     ok(hbtui("new", "rb1", "--host", "r1", "--recipe", str(SIM_RECIPE), "-q", env=env))
     assert remote_machines(state) == ["rb1"]
@@ -428,9 +374,9 @@ def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
 
 
 async def test_open_forward_serves_the_dashboard_and_closes(trusted_host):
-    env, state, server = trusted_host
+    _env, _state, server = trusted_host
     svc = service()
-    view = await svc.new("rb1", host="r1", recipe=SIM_RECIPE)
+    view = await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE))
     web = await svc.web("rb1", "r1")
     assert web.forwarded
     url, close = web.url, web.close
@@ -447,7 +393,7 @@ async def test_open_forward_serves_the_dashboard_and_closes(trusted_host):
 
 
 async def test_a_dropped_connection_mid_provisioning_rolls_back(trusted_host):
-    env, state, server = trusted_host
+    _env, state, server = trusted_host
     svc = service()
     dropped = []
 
@@ -457,11 +403,11 @@ async def test_a_dropped_connection_mid_provisioning_rolls_back(trusted_host):
             server.drop_connections()
 
     with pytest.raises(HostUnreachable, match="lost"):
-        await svc.new("rb1", host="r1", recipe=SIM_RECIPE, report=report)
+        await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE), report=report)
     assert dropped
     assert remote_machines(state) == []  # the rollback reconnected and deleted it
     assert Registry(resolve_paths().registry_file).read().on_host("r1") == []
-    view = await svc.new("rb1", host="r1", recipe=SIM_RECIPE)  # and the host still works
+    view = await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE))  # and the host still works
     assert view.state == "running"
     await svc.remove("rb1", "r1")
 
@@ -475,7 +421,7 @@ async def test_a_host_that_stays_down_leaves_a_clearly_resumable_box(trusted_hos
             server.toggle_listening()  # drop everything and refuse new connections
 
     with pytest.raises(HostUnreachable):
-        await svc.new("rb1", host="r1", recipe=SIM_RECIPE, report=report)
+        await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE), report=report)
     row = Registry(resolve_paths().registry_file).read().get("rb1", "r1")
     assert row is not None and row.status == FAILED and "rollback failed" in row.error
     listing = await svc.list_boxes()
@@ -561,7 +507,7 @@ def test_openssh_server_end_to_end(remote_env, openssh_server, ssh_client_key, t
 
 
 async def test_streamed_output_keeps_its_order_and_status(trusted_host):
-    env, state, server = trusted_host
+    _env, _state, _server = trusted_host
     host = await remote_host("r1")
     stream = host.engine.runner.stream(
         ["sh", "-c", "for i in 1 2 3 4 5 6; do echo out$i; echo err$i >&2; done; exit 4"],

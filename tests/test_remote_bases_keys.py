@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_remote import hbtui, ok, remote_machines, trusted_host  # noqa: F401 - a fixture
 
-pytestmark = pytest.mark.sim
+from support import SIM_RECIPE
+from support.cli import KEY, PASS, ArgvWatch, files_holding, hbtui, ok, remote_machines
+
+pytestmark = [pytest.mark.sim, pytest.mark.remote]
 
 
-def test_base_build_new_and_branch_on_a_remote_host(trusted_host, tmp_path):  # noqa: F811
+def test_base_build_new_and_branch_on_a_remote_host(trusted_host, tmp_path):
     env, state, _server = trusted_host
     env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE))
     base = json.loads(ok(hbtui("base", "build", "--host", "r1", "-q", "--json", env=env)).stdout)
@@ -47,10 +48,9 @@ def test_base_build_new_and_branch_on_a_remote_host(trusted_host, tmp_path):  # 
     assert remote_machines(state) == []
 
 
-def test_a_credential_on_a_remote_box_travels_only_in_the_engine_start(trusted_host):  # noqa: F811
+def test_a_credential_on_a_remote_box_travels_only_in_the_engine_start(trusted_host):
     """The value goes over SSH on the start's stdin into the remote engine's environment:
     never into a remote argv or file; the guest sees the placeholder."""
-    from test_keys_sim import KEY, PASS, ArgvWatch, files_holding
 
     env, state, _server = trusted_host
     env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE), HBTUI_SECRETS_PASSPHRASE=PASS)

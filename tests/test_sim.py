@@ -190,14 +190,10 @@ def test_exec_status_stdin_env_user_workdir_timeout(sim: Sim) -> None:
         "nobody",
     )
     assert done.returncode == 0, done.stderr
-    assert (
-        done.stdout.decode().strip()
-        == "bar baz|/etc|nobody|"
-        + [
-            ln.split(":")[5]
-            for ln in Path("/etc/passwd").read_text().splitlines()
-            if ln.startswith("nobody:")
-        ][0]
+    assert done.stdout.decode().strip() == "bar baz|/etc|nobody|" + next(
+        ln.split(":")[5]
+        for ln in Path("/etc/passwd").read_text().splitlines()
+        if ln.startswith("nobody:")
     )
     streamed = sim.run(
         "machine",

@@ -322,7 +322,7 @@ def test_create_from_errors_match(engines, tmp_path: Path) -> None:
 
 def test_create_from_a_simulator_pack_matches(engines, tmp_path: Path) -> None:
     """The simulator's sidecar has the real layout: the real engine creates from it too."""
-    real, sim = engines
+    _real, sim = engines
     sim.create("src", "--image", "alpine", "--cpus", "2", "--mem", "512", "--", "sleep", "1000")
     sim.ok("machine", "start", "--name", "src")
     sim.ok("machine", "exec", "--name", "src", "--", "/bin/sh", "-c", "echo packed > /data/m")
@@ -413,7 +413,7 @@ def test_credential_and_secret_errors_match(engines) -> None:
             "a=X@a.com:set-header=authorization",
             "--credential",
             "b=Y@a.com:set-header=authorization",
-        ),  # fmt: skip
+        ),
         ("--secret-env", "A=B", "--secret-env", "A=C"),
         ("--secret-file", "A=/abs", "--secret-env", "A=B"),
         ("--secret-keychain", "A=x", "--secret-env", "A=B"),
@@ -486,7 +486,7 @@ POLICY_MACHINES = {
         "CERT=/abs/c.pem",
         "--secret-keychain",
         "K=svc/acct",
-    ),  # fmt: skip
+    ),
     "p-feed": ("--credential", "a=X@a.com", "--secret-env", "X=HOST_X"),
     "p-hosts": (
         "--allow-host",
@@ -495,7 +495,7 @@ POLICY_MACHINES = {
         "*.a.com",
         "--allow-host-pattern",
         "B.com.",
-    ),  # fmt: skip
+    ),
     "p-private": ("--block-private",),
     "p-local": ("--outbound-localhost-only", "--block-private"),
     "p-covered": ("--credential", "a=X@x.a.com", "--allow-host-pattern", "*.a.com"),

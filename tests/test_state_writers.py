@@ -14,7 +14,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN
+
+from support import HBTUI_BIN
 
 WRITERS = 6
 

@@ -1,9 +1,10 @@
 """The tree's static checks, run by the suite so CI runs them with the README's command:
-ruff (lint and format), mypy (strict on core, engine, archive and the CLI; see
-pyproject.toml) and import-linter (the layering and no cycles)."""
+ruff (lint and format), mypy (strict, the whole package) and import-linter (the layering
+and no cycles); and the tests' own shape (tests/README.md)."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -30,11 +31,11 @@ def check(*argv: str) -> None:
 
 
 def test_ruff_lint() -> None:
-    check(tool("ruff"), "check", "hbtui", "tests", "bench")
+    check(tool("ruff"), "check", "hbtui", "tests")
 
 
 def test_ruff_format() -> None:
-    check(tool("ruff"), "format", "--check", "hbtui", "tests", "bench")
+    check(tool("ruff"), "format", "--check", "hbtui", "tests")
 
 
 def test_mypy() -> None:
@@ -43,3 +44,40 @@ def test_mypy() -> None:
 
 def test_import_contracts() -> None:
     check(tool("lint-imports"))
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared helpers live in tests/support; a test module importing a sibling drags its
+    fixtures and module-level state along, and hides where a helper lives."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if "sim" in path.relative_to(ROOT / "tests").parts[:1]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0].startswith(
+                ("test_", "conftest")
+            ):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} from {node.module}")
+    assert not offenders, "import from tests/support instead:\n" + "\n".join(offenders)
+
+
+def test_the_top_level_is_the_one_the_design_names() -> None:
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    top = {name.split("/")[0] for name in tracked}
+    assert top <= {
+        "pyproject.toml",
+        "hbtui",
+        "provision",
+        "guest",
+        "tests",
+        "docs",
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        ".ci",
+        ".gitignore",
+    }, sorted(top)

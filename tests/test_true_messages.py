@@ -10,7 +10,8 @@ import signal
 import subprocess
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
+
+from support import HBTUI_BIN, SIM_RECIPE
 
 SIGPIPE_STATUS = 128 + signal.SIGPIPE
 
@@ -304,7 +305,7 @@ async def test_a_timeout_says_which_setting_to_raise():
 
     with pytest.raises(EngineTimeout) as caught:
         await Engine("smolvm", runner=Slow(), timeout=45).stop("web")
-    assert "timed out after 45s: smolvm machine stop --name web" == caught.value.message
+    assert caught.value.message == "timed out after 45s: smolvm machine stop --name web"
     assert "[engine] timeout (now 45 s)" in caught.value.hint
 
 
@@ -410,7 +411,7 @@ def test_ctrl_c_while_the_source_starts_again_is_not_interrupted(sim_env, tmp_pa
         if "starting src again" in line:
             branching.send_signal(signal.SIGINT)
             break
-    rest, err = branching.communicate(timeout=300)
+    _rest, err = branching.communicate(timeout=300)
     assert any("starting src again" in line for line in seen), seen
     assert branching.returncode == 0 and "interrupted" not in err, err
     listed = subprocess.run([HBTUI_BIN, "ls", "--json"], env=env, capture_output=True, text=True)
@@ -449,11 +450,12 @@ async def test_a_box_whose_preset_variable_changed_starts_with_its_own_binding(
     config = hbtui_home / "config.toml"
     config.write_text('[credentials.mine]\nenv_var = "MINE_OLD"\nhosts = "api.example.com"\n')
     monkeypatch.setenv("HBTUI_SECRETS_PASSPHRASE", "a passphrase for the tests")
+    from hbtui.core.specs import NewSpec
     from hbtui.wiring import build_service
 
     service = build_service()
     service.set_secret("mine", "the-value")
-    await service.new("web", recipe=SIM_RECIPE, credentials=["mine"])
+    await service.new(NewSpec("web", recipe=SIM_RECIPE, credentials=("mine",)))
     await service.stop("web")
     config.write_text('[credentials.mine]\nenv_var = "MINE_NEW"\nhosts = "api.example.com"\n')
     service = build_service()

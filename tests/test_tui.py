@@ -13,13 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from textual.css.query import NoMatches
-from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import Button, Input
-from tui_fakes import FakeService, frozen_clock
 
 from hbtui.core.service import Service
+from hbtui.core.specs import NewSpec
 from hbtui.events import LogLine, Phase
 from hbtui.tui.actions import ACTIONS, MAIN
 from hbtui.tui.app import HbtuiApp
@@ -30,75 +27,19 @@ from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.progress import ProgressScreen, TransferMeter
 from hbtui.tui.widgets.port_grid import PortGrid
 
-SIZE = (160, 45)
-
-
-async def until(pilot, predicate, timeout: float = 10.0, what=None) -> None:
-    """Wait for `predicate`; one that cannot be evaluated yet (widgets still
-    mounting) counts as not yet true."""
-    deadline = time.monotonic() + timeout
-
-    def holds() -> bool:
-        try:
-            return bool(predicate())
-        except NoMatches:
-            return False
-
-    while not holds():
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"timed out waiting for {what() if callable(what) else what or predicate}"
-            )
-        await pilot.pause(0.05)
-
-
-def make_app(service, **kwargs) -> HbtuiApp:
-    return HbtuiApp(
-        service, clock=frozen_clock, refresh_seconds=kwargs.pop("refresh", 0.5), **kwargs
-    )
-
-
-def notes(app) -> list[str]:
-    return [f"{n.title} {n.message}" for n in app._notifications]
-
-
-def rows(app) -> dict[str, str]:
-    """The box table as drawn: "host/name" -> that row's text, top to bottom."""
-    table = app.main.table
-    drawn = {}
-    for y in range(1, table.row_count + 1):
-        text = table.render_line(y).text
-        name, host = text.split()[:2]
-        drawn[f"{host}/{name}"] = text
-    return drawn
-
-
-def column(app, key: str, index: int) -> str:
-    """One word of a drawn row: 0 name, 1 host, 2 state, -1 age."""
-    return rows(app)[key].split()[index]
-
-
-def log_text(app) -> str:
-    return "\n".join(app.main.log_pane.log_view.lines)
-
-
-class SuspendableDriver(HeadlessDriver):
-    """A headless driver that can hand the terminal over, like a real one."""
-
-    @property
-    def is_headless(self) -> bool:
-        return False
-
-    @property
-    def can_suspend(self) -> bool:
-        return True
-
-    def suspend_application_mode(self) -> None:
-        pass
-
-    def resume_application_mode(self) -> None:
-        pass
-
+from support import SIM_RECIPE
+from support.pilot import (
+    SIZE,
+    SuspendableDriver,
+    column,
+    log_text,
+    make_app,
+    notes,
+    rows,
+    settled,
+    until,
+)
+from tui_fakes import FakeService
 
 # -- the fake -------------------------------------------------------------------------------
 
@@ -147,7 +88,7 @@ async def test_refresh_ticks_call_list_boxes_once_each(static_service):
     async with app.run_test(size=SIZE) as pilot:
         began = time.monotonic()
         await until(pilot, lambda: static_service.list_calls >= 4, timeout=30)
-        await pilot.pause(0.5)
+        await pilot.pause(0.5)  # a measured stretch: the listings in it are counted
         ticks = (time.monotonic() - began) / 0.2
         assert static_service.list_calls <= ticks + 2  # the first listing, and one in flight
 
@@ -178,7 +119,7 @@ async def test_filter_and_sort(static_service):
         await pilot.press("S")  # sort by host: lab's delta goes last
         await pilot.pause()
         assert "sort: host" in app.main.sub_title
-        assert list(rows(app))[0] == "lab/delta"
+        assert next(iter(rows(app))) == "lab/delta"
 
 
 async def test_new_box_streams_its_log_and_steps(static_service):
@@ -509,7 +450,7 @@ async def test_quitting_cancels_operations_and_waits_for_their_rollback(static_s
         await pilot.press("q", "y")  # asked first (tests/test_tui_operations.py)
         half = app.activities[("local", "half")]
         await until(pilot, lambda: any("rolling back half" in line for line in half.lines))
-        await pilot.pause(0.3)
+        await settled(pilot)
         assert app.is_running  # still rolling back
         static_service.rollback_gate.set()
         await until(pilot, lambda: not app.is_running, what="the app to quit after the rollback")
@@ -571,7 +512,7 @@ async def test_log_follow_pauses_when_scrolled_up(static_service):
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        await pilot.pause(0.3)
+        await settled(pilot)
         key = ("local", "alpha")
         activity = app.activities[key]
         for i in range(300):
@@ -585,7 +526,7 @@ async def test_log_follow_pauses_when_scrolled_up(static_service):
         assert "paused" in str(app.main.log_pane.query_one("#log-header").render())
         activity.append("more")
         app.main.box_changed(key)
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert log.scroll_y == 0  # did not jump while paused
         log.focus()
         await pilot.press("end")
@@ -631,7 +572,7 @@ async def test_keymap_remaps_and_palette_lists_every_action(static_service):
         assert isinstance(app.screen, HelpScreen)
         table = app.screen.query_one("#keys")
         rows_ = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert ["new", "^n"] == rows_[2][:2] or rows_[2][1] in ("ctrl+n", "^n")
+        assert rows_[2][:2] == ["new", "^n"] or rows_[2][1] in ("ctrl+n", "^n")
         assert {r[0] for r in rows_} == {a.id for a in ACTIONS}  # every key, each remappable
 
 
@@ -776,7 +717,7 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, m
 @sim
 async def test_sim_save_and_load_round_trip(sim_service, tmp_path, monkeypatch):
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
-    await sim_service.new("orig")
+    await sim_service.new(NewSpec("orig"))
     archive = tmp_path / "orig.hbx"
     app = HbtuiApp(sim_service, refresh_seconds=0.5)
     async with app.run_test(size=SIZE) as pilot:

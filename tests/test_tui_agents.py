@@ -12,12 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_tui import make_app, rows, until
 from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import OptionList, Static
 from textual.widgets._footer import FooterKey
 from tui_fake_agents import session
-from tui_fakes import FakeService, sample_boxes
 
 from hbtui.core.agents import IDLE, NEEDS_YOU, WORKING
 from hbtui.tui.alerts import ALERT_MAX, alert_text, osc9
@@ -26,6 +24,9 @@ from hbtui.tui.messages import AgentsWanted
 from hbtui.tui.screens import agents_panel
 from hbtui.tui.widgets.agent_preview import PREVIEW_LINES, PREVIEW_WIDTH, screen_text
 from hbtui.tui.widgets.key_footer import KeyFooter
+
+from support.pilot import make_app, notes, rows, settled, until
+from tui_fakes import FakeService, sample_boxes
 
 SIZE = (160, 45)
 SMALL = (80, 24)
@@ -75,7 +76,7 @@ async def test_no_agent_anywhere_leaves_the_table_as_it_was():
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot)
         await until(pilot, lambda: service.agents_calls >= 1, what="the first ask")
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert "Agent" not in app.main.table.render_line(0).text.split()
 
 
@@ -86,7 +87,7 @@ async def test_the_agent_keys_come_into_the_footer_with_the_first_agent():
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot)
         await until(pilot, lambda: service.agents_calls >= 1)
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert not agent_keys & {k.key for k in app.main.query(FooterKey)}
         service.agent_sessions = {("local", "alpha"): [session("alpha", "s1", WORKING)]}
         await until(pilot, lambda: agent_keys <= {k.key for k in app.main.query(FooterKey)})
@@ -196,8 +197,8 @@ async def test_a_with_nobody_waiting_says_so_once():
         await listed(pilot)
         await until(pilot, lambda: app.main.table.agents)
         await pilot.press("down", "a")
-        await until(pilot, lambda: app._notifications)
-        assert [n.message for n in app._notifications] == ["no agent needs you"]
+        await until(pilot, lambda: notes(app))
+        assert notes(app) == ["agent no agent needs you"]
         assert app.main.table.selected_key() == ("local", "beta")
         assert "need" not in status_line(app)
 
@@ -282,7 +283,7 @@ async def test_approve_and_deny_answer_the_selected_boxs_request(key, decision, 
         await until(
             pilot, lambda: ("answer_agent", "alpha", decision, "local", None) in service.calls
         )
-        await until(pilot, lambda: any(word in n.message for n in app._notifications))
+        await until(pilot, lambda: any(word in n for n in notes(app)))
         await until(pilot, lambda: "working" in rows(app)["local/alpha"], what="asked again")
 
 
@@ -305,8 +306,8 @@ async def test_nothing_pending_is_one_notification_and_changes_nothing():
         await until(pilot, lambda: app.main.table.agents)
         app.main.table.select(("lab", "delta"))
         await pilot.press("A")
-        await until(pilot, lambda: app._notifications)
-        assert [n.message for n in app._notifications] == ["nothing is pending in box delta"]
+        await until(pilot, lambda: notes(app))
+        assert notes(app) == ["agent nothing is pending in box delta"]
         assert service.agent_sessions[("lab", "delta")][0].status == WORKING
 
 
@@ -339,13 +340,13 @@ async def test_m_sends_a_line_to_the_agent():
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, SendDialog))
         await pilot.press("enter")  # nothing typed: the dialog says so, stays
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert isinstance(app.screen, SendDialog)
         await pilot.press(*"yes, go on", "enter")
         await until(pilot, lambda: app.screen is app.main)
         call = ("send_to_agent", "alpha", "yes, go on", "local", "s-alpha-1")
         await until(pilot, lambda: call in service.calls)
-        await until(pilot, lambda: any("sent to claude" in n.message for n in app._notifications))
+        await until(pilot, lambda: any("sent to claude" in n for n in notes(app)))
 
 
 # -- the alert -------------------------------------------------------------------------------
@@ -388,16 +389,14 @@ async def test_a_box_turning_needs_you_rings_and_notifies(notify_send, enabled):
     async with app.run_test(size=SIZE, headless=False) as pilot:
         await listed(pilot)
         await until(pilot, lambda: app.main.table.agents)
-        assert not any("needs you" in n.message for n in app._notifications)  # alpha already did
+        assert not any("needs you" in n for n in notes(app))  # alpha already waited
         service.agent_sessions[("lab", "delta")] = [waits]
-        await until(
-            pilot, lambda: any("delta@lab needs you" in n.message for n in app._notifications)
-        )
-        toast = next(n.message for n in app._notifications if "delta" in n.message)
-        assert toast == "delta@lab needs you: Bash: ls"
+        await until(pilot, lambda: any("delta@lab needs you" in n for n in notes(app)))
+        toast = next(n for n in notes(app) if "delta" in n)
+        assert toast == "agent delta@lab needs you: Bash: ls"
         osc = [w for w in RecordingDriver.written if "\x1b]9;" in w]
         if not enabled:
-            await pilot.pause(0.3)
+            await settled(pilot)  # the alert is decided as the answer is shown
             assert not osc and not notify_send.exists()
             assert "\x07" not in RecordingDriver.written
             return
@@ -473,10 +472,8 @@ def utc(monkeypatch):
 
 
 async def agents_shown(pilot) -> None:
-    app = pilot.app
-    while not app.main.table.agents:
-        await pilot.pause(0.05)
-    await pilot.pause(0.3)
+    await until(pilot, lambda: pilot.app.main.table.agents)
+    await settled(pilot)
 
 
 @pytest.mark.parametrize("scene", ["column", "preview", "approved"])
@@ -487,12 +484,11 @@ def test_agents_snapshot(snap_compare, utc, scene):
         await agents_shown(pilot)
         if scene != "column":
             await pilot.press("v")
-            while "Bash command" not in app.main.preview.screen_text:
-                await pilot.pause(0.05)
+            await until(pilot, lambda: "Bash command" in app.main.preview.screen_text)
         if scene == "approved":
             await pilot.press("A")
-            while not app._notifications:
-                await pilot.pause(0.05)
-        await pilot.pause(0.3)
+            await until(pilot, lambda: "working" in rows(app)["local/alpha"])
+            await until(pilot, lambda: "approved" in app.main.preview.screen_text or notes(app))
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

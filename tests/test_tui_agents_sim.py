@@ -2,26 +2,34 @@
 the preview shows its screen, a line sent with `m` makes it ask, the Agent column and the
 status line say needs-you with the command, `A` runs the command and `D` does not.
 
-The box and its agent are set up as in tests/test_agents_sim.py; the dashboard runs over
-the real Service (the simulator's engine).
+The box and its agent are set up as in tests/test_agents_sim.py (tests/support/agents.py);
+the dashboard runs over the real Service (the simulator's engine).
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
-from conftest import SIM_RECIPE
-from test_agents_sim import CLAUDE, FAKE_API, SETUP, WORKSPACE, exists, hbtui, in_box, wait_session
-from test_agents_sim import pytestmark as agents_sim_marks
-from test_tui import rows, until
 from textual.widgets import Static
 
 from hbtui.core.agents import NEEDS_YOU
 from hbtui.tui.agent_state import lead
 from hbtui.tui.app import HbtuiApp
 
-pytestmark = agents_sim_marks
+from support import SIM_RECIPE
+from support.agents import CLAUDE, FAKE_API, SETUP, WORKSPACE, exists, in_box, wait_session
+from support.cli import hbtui
+from support.pilot import notes, rows, until
+
+pytestmark = [
+    pytest.mark.real_agent,
+    pytest.mark.sim,
+    pytest.mark.skipif(
+        shutil.which("node") is None, reason="node is missing (the box's agent helpers need it)"
+    ),
+]
 
 SIZE = (160, 45)
 KEY = ("local", "b1")
@@ -78,7 +86,7 @@ async def test_the_dashboard_shows_claude_asking_and_approves_and_denies(sim_env
         await pilot.press("A")
         await until(
             pilot,
-            lambda: any("approved in b1" in n.message for n in app._notifications),
+            lambda: any("approved in b1" in n for n in notes(app)),
             timeout=60,
         )
         await until(pilot, lambda: status_of(app) == "idle", timeout=60, what="idle again")
@@ -88,8 +96,6 @@ async def test_the_dashboard_shows_claude_asking_and_approves_and_denies(sim_env
         await prompt(pilot, f"run: touch {WORKSPACE}/denied")
         await until(pilot, lambda: status_of(app) == NEEDS_YOU, timeout=60, what="needs-you")
         await pilot.press("D")
-        await until(
-            pilot, lambda: any("denied in b1" in n.message for n in app._notifications), timeout=60
-        )
+        await until(pilot, lambda: any("denied in b1" in n for n in notes(app)), timeout=60)
         await until(pilot, lambda: status_of(app) == "idle", timeout=60, what="idle after deny")
         assert not exists(sim_env, f"{WORKSPACE}/denied")

@@ -11,12 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_tui import SIZE, make_app, notes, until
-from textual.widgets import Button, DataTable, Input, Label
-from tui_fakes import NOW, FakeService, frozen_clock, view
+from textual.widgets import Button, DataTable, Input
 
-from hbtui.core.backups import ArchiveEntry
 from hbtui.core.views import Busy
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
@@ -29,64 +25,9 @@ from hbtui.tui.system import open_in_browser
 from hbtui.tui.widgets.box_cells import COLUMNS, cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
-
-def shelf() -> list[ArchiveEntry]:
-    """Three archives in the fake's backups folder, newest first (as the core lists them)."""
-    return [
-        ArchiveEntry(
-            Path("/backups/alpha-20261129T110000Z.hbx"),
-            "alpha",
-            "2026-11-29T11:00:05Z",
-            734_003_200,
-            "hbx",
-            True,
-        ),
-        ArchiveEntry(
-            Path("/backups/beta-20261127T090000Z.hbx"),
-            "beta",
-            "2026-11-27T09:00:41Z",
-            52_428_800,
-            "hbx",
-            False,
-        ),
-        ArchiveEntry(
-            Path("/backups/web-2025-06-01.tar.gz.gpg"),
-            "",
-            "2025-06-01T08:00:00Z",
-            4096,
-            "legacy",
-            False,
-        ),
-    ]
-
-
-@pytest.fixture
-def service() -> FakeService:
-    fake = FakeService()
-    fake.archives = shelf()
-    return fake
-
-
-def text_of(dialog, selector: str) -> str:
-    return str(dialog.query_one(selector, Label).render())
-
-
-async def operations_done(pilot, app) -> None:
-    """Leave a test only once its operations have ended (their events need the screen)."""
-    await until(
-        pilot,
-        lambda: not any(w.group == "operations" and not w.is_finished for w in app.workers),
-        what="operations to end",
-    )
-    await pilot.pause(0.2)  # and their last messages to reach the screen
-
-
-async def opened(pilot, app, key: str, kind: type):
-    await until(pilot, lambda: app.main.table.row_count == 4, what="4 rows")
-    await pilot.press(key)
-    await until(pilot, lambda: isinstance(app.screen, kind), what=kind.__name__)
-    return app.screen
-
+from support import SIM_RECIPE
+from support.pilot import SIZE, make_app, notes, opened, operations_done, settled, text_of, until
+from tui_fakes import NOW, FakeService, frozen_clock, view
 
 # -- item 6: the recipe is a setting, shown and picked in the New dialog -----------------------
 
@@ -110,8 +51,8 @@ async def test_new_shows_the_configured_recipe_and_checks_a_typed_one(service, t
         await pilot.pause()
         assert text_of(dialog, "#recipe-problem") == "" and not ok.disabled
         ok.press()
-        await until(pilot, lambda: "box1" in service.new_recipes, what="new called")
-        assert service.new_recipes["box1"] == SIM_RECIPE.resolve()
+        await until(pilot, lambda: "box1" in service.new_specs, what="new called")
+        assert service.new_specs["box1"].recipe == SIM_RECIPE.resolve()
         await operations_done(pilot, app)
 
 
@@ -340,7 +281,7 @@ async def test_open_on_a_stopped_box_can_be_declined(service):
         await pilot.press("down", "o")
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.press("n")
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert browsed == [] and ("start", "beta", "local") not in service.calls
 
 
@@ -379,7 +320,7 @@ def snap_app(service: FakeService, **kwargs) -> HbtuiApp:
 async def blink_off(pilot) -> None:
     for widget in pilot.app.screen.query(Input):
         widget.cursor_blink = False
-    await pilot.pause(0.1)
+    await settled(pilot)
 
 
 def test_snapshot_new_with_problems_as_typed(snap_compare, service):
@@ -389,7 +330,7 @@ def test_snapshot_new_with_problems_as_typed(snap_compare, service):
         await pilot.press(*"alpha")
         dialog.query_one("#port", Input).value = "4793"
         dialog.query_one("#recipe", Input).value = "/nonexistent/recipe"
-        await pilot.pause(0.2)
+        await settled(pilot)
         await blink_off(pilot)
 
     assert snap_compare(snap_app(service), terminal_size=SIZE, run_before=run_before)
@@ -399,7 +340,7 @@ def test_snapshot_load_picks_from_the_backups_folder(snap_compare, service):
     async def run_before(pilot):
         dialog = await opened(pilot, pilot.app, "l", LoadDialog)
         await until(pilot, lambda: dialog.query_one("#archives", DataTable).row_count == 3)
-        await pilot.pause(0.2)
+        await settled(pilot)
         await blink_off(pilot)
 
     assert snap_compare(snap_app(service), terminal_size=SIZE, run_before=run_before)
@@ -412,7 +353,7 @@ def test_snapshot_open_without_a_browser(snap_compare, service, monkeypatch):
 
     async def run_before(pilot):
         await opened(pilot, pilot.app, "o", UrlDialog)
-        await pilot.pause(0.2)
+        await settled(pilot)
         await blink_off(pilot)
 
     app = snap_app(service, opener=lambda url: False)

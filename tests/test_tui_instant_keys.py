@@ -5,12 +5,12 @@ FakeService."""
 
 from __future__ import annotations
 
-from test_tui import SIZE, make_app, until
-from test_tui_dialogs import opened, operations_done, service, text_of  # noqa: F401
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.core.bases import Base, NewPlan
 from hbtui.tui.dialogs.new import BranchDialog, NewBoxDialog
+
+from support.pilot import SIZE, make_app, opened, operations_done, rows, text_of, until
 
 BASE = Base(
     id="ubuntu-24.04-5699fbee178d",
@@ -31,7 +31,7 @@ def plan_text(dialog) -> str:
     return str(dialog.query_one("#plan", Label).render())
 
 
-async def test_new_says_whether_the_box_comes_from_a_base(service):  # noqa: F811
+async def test_new_says_whether_the_box_comes_from_a_base(service):
     service.plan = NewPlan(BASE, f"from the base {BASE.id} (fast: only the per-box step)")
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
@@ -48,12 +48,12 @@ async def test_new_says_whether_the_box_comes_from_a_base(service):  # noqa: F81
         assert "untick 'From a base'" in plan_text(dialog)
 
         await pilot.press(*"fresh", "enter")
-        await until(pilot, lambda: "fresh" in service.new_requests, what="new called")
-        assert service.new_requests["fresh"]["use_base"] is True
+        await until(pilot, lambda: "fresh" in service.new_specs, what="new called")
+        assert service.new_specs["fresh"].use_base is True
         await operations_done(pilot, app)
 
 
-async def test_new_takes_credentials_and_an_egress_policy_checked_as_typed(service):  # noqa: F811
+async def test_new_takes_credentials_and_an_egress_policy_checked_as_typed(service):
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await opened(pilot, app, "n", NewBoxDialog)
@@ -79,19 +79,16 @@ async def test_new_takes_credentials_and_an_egress_policy_checked_as_typed(servi
         await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled, what="Create")
         dialog.query_one("#name", Input).focus()
         await pilot.press("enter")
-        await until(pilot, lambda: "k1" in service.new_requests, what="new called")
-        assert service.new_requests["k1"] == {
-            "use_base": True,
-            "branchable": False,
-            "credentials": ["anthropic"],
-            "egress": "allow-list",
-            "allow": ["pypi.org"],
-            "agent_permissions": None,  # the dialog leaves it to the config's default (ask)
-        }
+        await until(pilot, lambda: "k1" in service.new_specs, what="new called")
+        asked = service.new_specs["k1"]
+        assert (asked.use_base, asked.branchable) == (True, False)
+        assert asked.credentials == ("anthropic",)
+        assert (asked.egress, asked.allow) == ("allow-list", ("pypi.org",))
+        assert asked.agent_permissions is None  # the dialog leaves it to the config (ask)
         await operations_done(pilot, app)
 
 
-async def test_b_branches_the_selected_box_into_a_new_one(service):  # noqa: F811
+async def test_b_branches_the_selected_box_into_a_new_one(service):
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await opened(pilot, app, "b", BranchDialog)
@@ -113,11 +110,9 @@ async def test_b_branches_the_selected_box_into_a_new_one(service):  # noqa: F81
 
 
 async def test_the_status_line_counts_the_bases_and_the_keys_column_says_who_holds_keys(
-    service,  # noqa: F811
+    service,
 ):
     from dataclasses import replace
-
-    from test_tui import rows
 
     service.base_list = [BASE]
     service.boxes[0] = replace(service.boxes[0], credentials=("anthropic", "github"))

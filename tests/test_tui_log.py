@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
-from test_tui import SIZE, make_app, until
-from test_tui_snapshots import blink_off, settle
 from textual.widgets import DataTable, Input
-from tui_fakes import FakeService, frozen_clock
 
 from hbtui.events import LogLine
 from hbtui.tui.activity import MAX_LINES
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.widgets.log_pane import LogView
+
+from support.pilot import SIZE, blink_off, make_app, settle, settled, until
+from tui_fakes import FakeService, frozen_clock
 
 ALPHA, BETA = ("local", "alpha"), ("local", "beta")
 
@@ -58,7 +58,7 @@ async def test_flood_keeps_exactly_the_last_lines_of_every_box_in_order(static_s
             await operation.worker.wait()
         await until(pilot, lambda: not app.activities[BETA].running)
         await until(pilot, lambda: not app.activities[ALPHA].running)
-        await pilot.pause(0.2)
+        await settled(pilot)
         for key, lines, prefix in ((ALPHA, 20_000, "a"), (BETA, 7_000, "b")):
             app.main.table.select(key)
             await until(pilot, lambda key=key: app.main.log_pane.key == key)
@@ -66,7 +66,7 @@ async def test_flood_keeps_exactly_the_last_lines_of_every_box_in_order(static_s
             reported = ["── flood ──", *(f"{prefix} line {i}" for i in range(lines))]
             expected = [*reported, "✓ flood done"][-MAX_LINES:]
             await until(pilot, lambda view=view, expected=expected: view.lines == expected)
-            await pilot.pause(0.1)
+            await settled(pilot)
             # Following: the last lines are the ones on screen.
             drawn = [row for row in screen_text(view) if row]
             assert drawn == expected[-len(drawn) :]
@@ -164,12 +164,12 @@ async def test_full_screen_log_takes_the_body_and_gives_it_back(static_service):
         pane = app.main.log_pane
         before = pane.size.height
         await pilot.press("f")
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert not app.main.table.display
         assert app.focused is pane.log_view
         assert pane.size.height > before + 10
         await pilot.press("f")  # the log's own binding brings the table back
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert app.main.table.display and app.focused is app.main.table
         assert pane.size.height == before
 
@@ -251,11 +251,11 @@ def test_search_highlighting(snap_compare):
         for i in range(40):
             activity.append(f"\x1b[2m{i:03d}\x1b[0m installing package-{i} (tmux {i % 4}.4)")
         pilot.app.main.box_changed(ALPHA)
-        await pilot.pause(0.2)
+        await settled(pilot)
         pilot.app.main.log_pane.log_view.focus()
         # Full screen (the table, which other work changes, is not in the picture).
         await pilot.press("f", "slash", *"tmux 3", "enter", "N")
-        await pilot.pause(0.2)
+        await settled(pilot)
         await blink_off(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -12,12 +12,10 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_tui import SIZE, SuspendableDriver, column, log_text, make_app, notes, rows, until
 from textual import events
 from textual.widgets import Input, ProgressBar
-from tui_fakes import NOW, FakeService, view
 
+from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.views import BOX, MISSING, BoxView
 from hbtui.events import Phase, Reserved, Stage, Step
 from hbtui.tui.actions import BY_ID, MAIN
@@ -28,6 +26,20 @@ from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
 from hbtui.tui.widgets.box_cells import cells
 from hbtui.tui.widgets.port_grid import PortGrid
+
+from support import SIM_RECIPE
+from support.pilot import (
+    SIZE,
+    SuspendableDriver,
+    column,
+    log_text,
+    make_app,
+    notes,
+    rows,
+    settled,
+    until,
+)
+from tui_fakes import NOW, FakeService, view
 
 
 @pytest.fixture
@@ -71,7 +83,7 @@ async def test_quit_asks_then_cancels_and_waits_for_the_rollback(service):
         await until(
             pilot, lambda: "⟳ new half" in str(app.screen.query_one("#operations").render())
         )
-        await pilot.pause(0.3)
+        await settled(pilot)
         assert app.is_running  # still rolling back
         service.rollback_gate.set()
         await until(pilot, lambda: not app.is_running, what="the app to quit after the rollback")
@@ -131,7 +143,7 @@ async def test_enter_in_the_port_allocator_uses_the_port_not_a_shell(service):
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
         assert app.screen.query_one("#port", Input).value == "4800"
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert not launched and not any(c[0] == "enter_argv" for c in service.calls)
 
 
@@ -143,7 +155,7 @@ async def test_keys_in_the_filter_box_are_the_filters(service):
         await pilot.press("enter")  # keeps the filter
         await until(pilot, lambda: app.main.table.has_focus)
         assert app.main.table.row_count == 1 and app.main.table.filter_text == "alp"
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert not launched
         assert not [c for c in service.calls if c[0] in ("enter_argv", "start", "stop")]
 
@@ -162,7 +174,7 @@ async def test_keys_in_a_dialog_are_the_dialogs(service):
         await pilot.press("enter")  # the grid's: picks the port
         assert app.screen.query_one("#port", Input).value == "4800"
         assert isinstance(app.screen, NewBoxDialog)
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert not launched
         assert not [c for c in service.calls if c[0] in ("enter_argv", "start", "stop", "new")]
 
@@ -295,7 +307,7 @@ async def test_load_progress_shows_its_stages_and_stops_on_failure(service, tmp_
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        app._load(LoadRequest(archive=archive, name="copy", host="local", passphrase=b"pw"))
+        app._load(LoadRequest(LoadSpec(archive, "copy"), passphrase=b"pw"))
         await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
         screen = app.screen
         await until(pilot, lambda: "✗ decrypt+check" in str(screen.query_one("#stages").render()))
@@ -312,7 +324,7 @@ async def test_events_arriving_while_the_dashboard_closes_draw_nothing(service, 
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        app._save(SaveRequest("alpha", "local", tmp_path / "a.hbx", b"pw"))
+        app._save(SaveRequest(SaveSpec("alpha", output=tmp_path / "a.hbx"), b"pw"))
         await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
         progress = app.screen
         await until(pilot, lambda: progress.query_one("#bytes", ProgressBar).progress > 0)
@@ -395,15 +407,15 @@ async def test_the_cores_phases_are_the_ones_the_dashboard_reads(
     names, in order."""
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
     made: list = []
-    view = await sim_service.new("orig", report=made.append)
+    view = await sim_service.new(NewSpec("orig"), report=made.append)
     reserved = [i for i, e in enumerate(made) if isinstance(e, Reserved)]
     assert len(reserved) == 1
     assert made[reserved[0]] == Reserved("local", "orig", view.port)
     assert not any(isinstance(e, Step) for e in made[: reserved[0]])  # nothing provisioned before
     archive = tmp_path / "orig.hbx"
-    await sim_service.save("orig", output=archive, passphrase=b"pw", verify=False)
+    await sim_service.save(SaveSpec("orig", output=archive, verify=False), passphrase=b"pw")
     loaded: list = []
-    await sim_service.load(archive, "copy", passphrase=b"pw", report=loaded.append)
+    await sim_service.load(LoadSpec(archive, "copy"), passphrase=b"pw", report=loaded.append)
     stages = [s for s in map(load_stage, loaded) if s is not None]
     assert sorted(set(stages)) == list(range(len(LOAD_STAGES)))
     assert stages == sorted(stages)  # never back to an earlier stage
@@ -424,7 +436,7 @@ def test_snapshot_quit_asks_with_operations_running(snap_compare, service):
         app.run_operation(("local", "half"), "new", forever)
         app.run_operation(("local", "alpha"), "save", forever)
         await pilot.press("q")
-        await pilot.pause(0.3)
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
@@ -441,6 +453,6 @@ def test_snapshot_new_box_refused_stays_open(snap_compare, service):
         await until(pilot, lambda: "did not answer" in str(status.render()))
         for widget in app.screen.query(Input):
             widget.cursor_blink = False
-        await pilot.pause(0.2)
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

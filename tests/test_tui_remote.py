@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from tui_fakes import FakeService, frozen_clock
-
 from hbtui.tui.app import HbtuiApp
+
+from tui_fakes import FakeService, frozen_clock
 
 
 async def until(pilot, predicate, timeout: float = 10.0) -> None:

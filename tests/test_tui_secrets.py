@@ -7,14 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SIM_RECIPE
-from test_tui import SIZE, make_app, until
 from textual.widgets import Input, Label
 
 from hbtui.core import passphrase
 from hbtui.core.passphrase import secrets_passphrase_without_prompt
+from hbtui.core.specs import NewSpec
 from hbtui.tui.dialogs.secrets import SecretsPassphraseDialog
 from hbtui.wiring import build_service
+
+from support import SIM_RECIPE
+from support.pilot import SIZE, make_app, until
 
 pytestmark = pytest.mark.sim
 
@@ -34,7 +36,7 @@ def no_secrets_passphrase(sim_env, monkeypatch):
 async def test_starting_a_keyed_box_asks_for_the_passphrase_in_a_dialog(no_secrets_passphrase):
     setup = build_service(secrets_passphrase=lambda _confirm: b"right")
     setup.set_secret("anthropic", "sk-ant-test")
-    await setup.new("keyed", credentials=["anthropic"])
+    await setup.new(NewSpec("keyed", credentials=("anthropic",)))
     await setup.stop("keyed")
 
     service = build_service(secrets_passphrase=secrets_passphrase_without_prompt)

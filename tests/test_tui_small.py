@@ -9,12 +9,14 @@ from dataclasses import replace
 
 import pytest
 from textual.containers import HorizontalGroup
-from textual.widgets import Button, Input
+from textual.widgets import Button
 from textual.widgets._footer import FooterKey
-from tui_fakes import FakeService, frozen_clock, sample_boxes
 
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.widgets.key_footer import KeyFooter
+
+from support.pilot import blink_off, settled
+from tui_fakes import FakeService, frozen_clock, sample_boxes
 
 SMALL = (80, 24)
 
@@ -38,14 +40,8 @@ async def settle(pilot) -> None:
     app = pilot.app
     while app.main.listing is None or app.main.table.row_count == 0:
         await pilot.pause(0.05)
-    await pilot.pause(0.3)
+    await settled(pilot)
     await blink_off(pilot)
-
-
-async def blink_off(pilot) -> None:
-    for widget in pilot.app.screen.query(Input):
-        widget.cursor_blink = False
-    await pilot.pause(0.1)
 
 
 def test_main_screen_small(snap_compare, app):
@@ -57,7 +53,7 @@ def test_dialog_small(snap_compare, app, key):
     async def run_before(pilot):
         await settle(pilot)
         await pilot.press(key)
-        await pilot.pause(0.5)
+        await settled(pilot)
         await blink_off(pilot)
 
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
@@ -67,7 +63,7 @@ def test_bulk_save_small(snap_compare, app):
     async def run_before(pilot):
         await settle(pilot)
         await pilot.press("space", "space", "w")
-        await pilot.pause(0.5)
+        await settled(pilot)
         await blink_off(pilot)
 
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
@@ -96,14 +92,14 @@ async def test_columns_collapse_and_the_selected_row_stays_in_sight():
         assert "Box" in head and "State" in head and "URL" not in head and "Image" not in head
         assert len(head.rstrip()) <= table.size.width
         await pilot.press("G")
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert table.selected_key() == ("local", "gamma")
         visible = table.scrollable_content_region.height - 1  # under the header
         assert 0 <= table.cursor_row - table.scroll_offset.y < visible
         assert "gamma" in "".join(table.render_line(y).text for y in range(1, visible + 1))
         # Wider again: the columns come back.
         await pilot.resize_terminal(160, 45)
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert "URL" in table.render_line(0).text
 
 
@@ -112,11 +108,11 @@ async def test_dialog_buttons_are_reachable(app, key):
     async with app.run_test(size=SMALL) as pilot:
         await settle(pilot)
         await pilot.press(key)
-        await pilot.pause(0.5)
+        await settled(pilot)
         dialog = app.screen.query_one(".dialog")
         ok = app.screen.query_one("#ok", Button)
         dialog.scroll_to_widget(ok, animate=False)
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert app.screen.region.contains_region(ok.region)
         assert dialog.region.contains_region(ok.region)
 
@@ -125,7 +121,7 @@ async def test_help_wraps_its_descriptions(app):
     async with app.run_test(size=SMALL) as pilot:
         await settle(pilot)
         await pilot.press("question_mark")
-        await pilot.pause(0.3)
+        await settled(pilot)
         table = app.screen.query_one("#keys")
         assert table.region.right <= SMALL[0]
         heights = [table.rows[k].height for k in table.rows]

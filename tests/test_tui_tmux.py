@@ -8,40 +8,17 @@ import shutil
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE, recipe_with
+
+from support import HBTUI_BIN, SIM_RECIPE
+from support.tmux import SOCKET, slow_recipe, tmux, wait_screen
 
 pytestmark = [
+    pytest.mark.terminal,
     pytest.mark.sim,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
 ]
-
-
-# A private tmux server, one per test process: no one else's options, sessions or kill-server.
-SOCKET = f"hbtui-test-{os.getpid()}"
-
-
-# pytest's own COLUMNS/LINES would otherwise reach the server and override the pane size.
-CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
-
-
-def tmux(*args: str) -> str:
-    return subprocess.run(
-        ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True, env=CLEAN_ENV
-    ).stdout
-
-
-def wait_screen(session: str, predicate, timeout: float, what: str) -> str:
-    deadline = time.monotonic() + timeout
-    screen = ""
-    while time.monotonic() < deadline:
-        screen = tmux("capture-pane", "-p", "-t", session)
-        if predicate(screen):
-            return screen
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}; screen:\n{screen}")
 
 
 def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path):
@@ -85,11 +62,6 @@ def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path)
             raise AssertionError("q did not quit the dashboard")
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
-
-
-def slow_recipe(tmp_path: Path) -> Path:
-    """The sim recipe with a step that takes a minute, so a signal surely lands mid-way."""
-    return recipe_with(tmp_path, "echo slow-step; sleep 60", "slow-recipe")
 
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])

@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
-from test_tui_tmux import SOCKET, slow_recipe, tmux, wait_screen
+
+from support import HBTUI_BIN, SIM_RECIPE
+from support.tmux import SOCKET, slow_recipe, tmux, wait_screen
 
 pytestmark = [
+    pytest.mark.terminal,
     pytest.mark.sim,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
 ]

@@ -9,10 +9,12 @@ import subprocess
 import time
 
 import pytest
-from conftest import HBTUI_BIN
-from test_tui_tmux import SOCKET, slow_recipe, tmux, wait_screen
+
+from support import HBTUI_BIN
+from support.tmux import SOCKET, slow_recipe, tmux, wait_screen
 
 pytestmark = [
+    pytest.mark.terminal,
     pytest.mark.sim,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
 ]

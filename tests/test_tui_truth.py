@@ -8,10 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_tui import column, make_app, rows, until
 from textual.widgets import DataTable, Input
 from textual.widgets._footer import FooterKey
-from tui_fakes import FakeService, sample_boxes, view
 
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.views import MISSING
@@ -20,6 +18,9 @@ from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.progress import ProgressScreen
 from hbtui.tui.widgets.command_line import CommandLine, listing
 from hbtui.tui.widgets.key_footer import KeyFooter
+
+from support.pilot import column, make_app, rows, settled, until
+from tui_fakes import FakeService, sample_boxes, view
 
 SMALL = (80, 24)
 LONG_ERROR = "step 4/6 agent-tools: curl: (28) Failed to connect to registry.npmjs.org port 443"
@@ -76,7 +77,7 @@ async def test_a_failure_mark_goes_once_the_box_is_listed_otherwise():
         calls = service.list_calls
         app.main.action_refresh_now()  # the listing after the failure: still stopped
         await until(pilot, lambda: service.list_calls > calls and not app._listing)
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert "✗ start: RuntimeError" in rows(app)["local/beta"]
         del service.broken["start"]
         service.boxes[1] = replace(service.boxes[1], state="running")  # started elsewhere
@@ -129,7 +130,7 @@ async def test_enter_on_a_save_in_progress_cancels_nothing():
         progress = app.screen
         await until(pilot, lambda: "MiB" in str(progress.query_one("#rate").render()))
         await pilot.press("enter", "enter")
-        await pilot.pause(0.2)
+        await settled(pilot)
         assert app.screen is progress and not progress.cancelling
         assert app.activities[("local", "alpha")].running
         await pilot.press("escape")  # esc still cancels
@@ -214,7 +215,7 @@ async def test_under_a_dialog_the_footer_shows_the_dialogs_keys(key):
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press(key)
         await until(pilot, lambda: app.screen is not app.main)
-        await pilot.pause(0.2)
+        await settled(pilot)
         bottom, _ = app.screen.get_widget_at(1, 44)  # what the terminal's last row shows
         assert bottom.screen is app.screen and isinstance(bottom, (KeyFooter, FooterKey))
         shown = {k.key for k in app.screen.query(FooterKey)}
@@ -232,7 +233,7 @@ async def test_remapped_keys_keep_their_labels_in_the_footer():
         await until(pilot, lambda: app.screen is not app.main)
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main)
-        await pilot.pause(0.2)
+        await settled(pilot)
         footer = {k.key: k.description for k in app.main.query(FooterKey)}
         assert footer["ctrl+n"] == "New" and footer["W"] == "Save"
         assert "n" not in footer and "w" not in footer

@@ -14,19 +14,21 @@ import time
 from collections import deque
 
 import pytest
-from conftest import HBTUI_BIN, SIM_RECIPE
-from test_tui import SIZE, make_app, rows, until
 from textual.widgets import Input, Sparkline
 from textual.widgets._footer import FooterKey
-from tui_fakes import FakeService, frozen_clock
 
 from hbtui.core.details import parse_stats
+from hbtui.core.specs import NewSpec
 from hbtui.core.views import BoxStats
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.bulk import BulkSaveDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.details import DetailsScreen
 from hbtui.tui.widgets.command_line import CommandLine
+
+from support import HBTUI_BIN, SIM_RECIPE
+from support.pilot import SIZE, make_app, rows, settled, until
+from tui_fakes import FakeService, frozen_clock
 
 sim = pytest.mark.sim
 
@@ -57,7 +59,7 @@ def test_stats_are_read_whatever_the_engine_calls_them(reported, expected):
 @sim
 async def test_sim_details_and_stats_of_a_running_box(sim_service, monkeypatch):
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
-    await sim_service.new("web1")
+    await sim_service.new(NewSpec("web1"))
     details = await sim_service.details("web1")
     sections = {s.title: dict(s.fields) for s in details.sections}
     assert sections["Box"]["state"] == "running"
@@ -252,7 +254,7 @@ async def test_marked_boxes_start_stop_and_save_together(static_service):
         dialog = app.screen
         dialog.query_one("#passphrase", Input).value = "hunter22"
         dialog.query_one("#passphrase2", Input).value = "hunter22"
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # a button ignores a click within 0.2 s of the last one
         await pilot.click("#ok")
         await until(
             pilot,
@@ -285,11 +287,11 @@ async def test_footer_refresh_feedback_toasts_and_empty_filter(static_service, m
         await until(pilot, lambda: "listed at" in str(status.render()))
         for _ in range(3):
             app.notify("the same thing", severity="warning")
-        await pilot.pause(0.2)
+        await settled(pilot)
         same = [n.message for n in app._notifications if n.message.startswith("the same")]
         assert same == ["the same thing (×3)"]
         await pilot.press("slash", *"zzz")
-        await pilot.pause(0.1)
+        await settled(pilot)
         assert app.main.table.row_count == 0
         assert "no box matches 'zzz'" in app.main.table.render_line(1).text
 
@@ -303,7 +305,7 @@ def test_details_snapshot(snap_compare, monkeypatch):
     async def run_before(pilot):
         while app.main.table.row_count == 0:
             await pilot.pause(0.05)
-        await pilot.pause(0.3)
+        await settled(pilot)
         wave = [(8 + 30 * ((i * 7) % 11) / 10, 280 + 4 * i) for i in range(60)]
         app.usage_history[("local", "alpha")] = deque(
             BoxStats(cpu, memory, 4096.0) for cpu, memory in wave
@@ -318,7 +320,7 @@ def test_details_snapshot(snap_compare, monkeypatch):
 async def test_sim_live_column_and_details_view(sim_service, monkeypatch):
     """Against the simulator: the engine's real figures reach the column and the view."""
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
-    await sim_service.new("live1")
+    await sim_service.new(NewSpec("live1"))
     app = make_app(sim_service, refresh=0.5)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "local/live1" in rows(app), timeout=30, what="the row")

@@ -26,6 +26,7 @@ from hbtui.core.hosts import WebAccess
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import check_recipe, parse_marker
 from hbtui.core.secrets import SecretInfo
+from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.views import (
     BOX,
     BoxDetails,
@@ -136,8 +137,7 @@ class FakeService(FakeAgents):
         self.backups = Path("/backups")
         self.archives: list[ArchiveEntry] = []  # the backups folder, newest first
         self.last: Path | None = None  # the archive picked last
-        self.new_recipes: dict[str, Path | None] = {}  # box -> the recipe `new` was given
-        self.new_requests: dict[str, dict[str, Any]] = {}  # box -> what `new` was given
+        self.new_specs: dict[str, NewSpec] = {}  # box -> what `new` was asked for
         self.plan = NewPlan(None, "full provisioning: no base of ubuntu:24.04 for this recipe")
         self.stored_secrets: list[str] = ["anthropic"]
         self.base_list: list[Base] = []
@@ -223,39 +223,14 @@ class FakeService(FakeAgents):
             for p in range(lo, hi + 1)
         ]
 
-    async def new(
-        self,
-        name: str,
-        *,
-        host: str = LOCAL,
-        image: str | None = None,
-        cpus: int | None = None,
-        memory_mib: int | None = None,
-        port: int | None = None,
-        recipe: Path | None = None,
-        start: bool = True,
-        use_base: bool = True,
-        branchable: bool | None = None,
-        credentials: list[str] | None = None,
-        egress: str | None = None,
-        allow: list[str] | None = None,
-        agent_permissions: str | None = None,
-        report: Report = ignore,
-    ) -> BoxView:
+    async def new(self, spec: NewSpec, *, report: Report = ignore) -> BoxView:
+        name, host = spec.name, spec.host
         check_name(name)
-        self._called("new", name, host, port)
-        self.new_requests[name] = {
-            "use_base": use_base,
-            "branchable": branchable,
-            "credentials": credentials,
-            "egress": egress,
-            "allow": allow,
-            "agent_permissions": agent_permissions,
-        }
-        self.new_recipes[name] = recipe
+        self._called("new", name, host, spec.port)
+        self.new_specs[name] = spec
         if any((b.name, b.host) == (name, host) for b in self.boxes):  # before anything is made
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
-        port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
+        port = spec.port or next(s.port for s in await self.ports(host) if s.state == FREE)
         report(Reserved(host, name, port))
         report(Phase(f"creating machine {name} (port {port})", Stage.CREATE))
         self.boxes.append(
@@ -448,33 +423,17 @@ class FakeService(FakeAgents):
                 await asyncio.Event().wait()
             await self._pause()
 
-    async def save(
-        self,
-        name: str,
-        host: str = LOCAL,
-        *,
-        output: Path | None = None,
-        passphrase: bytes,
-        verify: bool = True,
-        report: Report = ignore,
-    ) -> Path:
-        self._called("save", name, host, output, passphrase, verify)
+    async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
+        name, host, output = spec.name, spec.host, spec.output
+        self._called("save", name, host, output, passphrase, spec.verify)
         self._find(name, host)
         await self._transfer("writing archive", report)
         return output or Path(f"/backups/{name}.hbx")
 
-    async def load(
-        self,
-        archive: Path,
-        name: str,
-        host: str = LOCAL,
-        *,
-        passphrase: bytes,
-        recipe: Path | None = None,
-        report: Report = ignore,
-    ) -> BoxView:
+    async def load(self, spec: LoadSpec, *, passphrase: bytes, report: Report = ignore) -> BoxView:
+        name, host = spec.name, spec.host
         check_name(name)
-        self._called("load", archive, name, host, passphrase, recipe)
+        self._called("load", spec.archive, name, host, passphrase, spec.recipe)
         await self._transfer("checking", report)
         report(Reserved(host, name, 4820))
         report(Phase(f"creating machine {name}", Stage.CREATE))
@@ -488,3 +447,33 @@ class FakeService(FakeAgents):
         self._called("extract", archive, dest, passphrase)
         await self._transfer("unpacking", report)
         return dest or archive.with_suffix("")
+
+
+def shelf() -> list[ArchiveEntry]:
+    """Three archives in the fake's backups folder, newest first (as the core lists them)."""
+    return [
+        ArchiveEntry(
+            Path("/backups/alpha-20261129T110000Z.hbx"),
+            "alpha",
+            "2026-11-29T11:00:05Z",
+            734_003_200,
+            "hbx",
+            True,
+        ),
+        ArchiveEntry(
+            Path("/backups/beta-20261127T090000Z.hbx"),
+            "beta",
+            "2026-11-27T09:00:41Z",
+            52_428_800,
+            "hbx",
+            False,
+        ),
+        ArchiveEntry(
+            Path("/backups/web-2025-06-01.tar.gz.gpg"),
+            "",
+            "2025-06-01T08:00:00Z",
+            4096,
+            "legacy",
+            False,
+        ),
+    ]

@@ -10,6 +10,7 @@ destination is committed only after gpg exited successfully.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import subprocess
@@ -26,7 +27,7 @@ from hbtui.environment import child_env
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-__all__ = ["LEGACY_SUFFIX", "is_legacy", "extract_legacy", "validate_legacy", "decrypt_legacy"]
+__all__ = ["LEGACY_SUFFIX", "decrypt_legacy", "extract_legacy", "is_legacy", "validate_legacy"]
 
 LEGACY_SUFFIX = ".tar.gz.gpg"
 
@@ -126,10 +127,8 @@ class _GpgProcess:
             self.proc.kill()
             self.proc.wait()
             rc = None
-        try:
+        with contextlib.suppress(OSError):
             self.stdout.close()
-        except OSError:
-            pass
         err = None
         if rc is not None and rc != 0:
             err = _gpg_error(rc, self.stderr())
@@ -216,7 +215,5 @@ def decrypt_legacy(path: str | os.PathLike[str], dst: BinaryIO, passphrase: byte
             raise err from None
         raise
     finally:
-        try:
+        with contextlib.suppress(OSError):
             gpg.stdout.close()
-        except OSError:
-            pass

@@ -35,6 +35,7 @@ them with `tar --zstd`.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -66,13 +67,13 @@ if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
 __all__ = [
-    "TarSummary",
     "DecryptedReader",
-    "extract_tar",
-    "validate_tar",
+    "TarSummary",
     "extract_hbx",
-    "validate_hbx",
+    "extract_tar",
     "pack_dir",
+    "validate_hbx",
+    "validate_tar",
 ]
 
 _COPY = 1 << 20
@@ -157,7 +158,7 @@ class _Policy:
                 f"refusing symlink {path!r} -> {target!r}: it points outside the destination"
             )
 
-    def check(self, m: tarfile.TarInfo) -> tuple[str, str]:
+    def check(self, m: tarfile.TarInfo) -> tuple[str, str]:  # noqa: C901 (named in pyproject.toml)
         """Return (normalised path, kind) or raise UnsafeArchive."""
         path = _norm(m.name)
         if m.isdir():
@@ -358,7 +359,7 @@ class _Extractor:
             raise UnsafeArchive(f"refusing to replace the directory {target.name!r}")
         os.unlink(target)
 
-    def entry(self, tf: tarfile.TarFile, m: tarfile.TarInfo, path: str, kind: str) -> None:
+    def entry(self, tf: tarfile.TarFile, m: tarfile.TarInfo, path: str, kind: str) -> None:  # noqa: C901 (named in pyproject.toml)
         if not path:
             # The destination itself (`./`): the user named it and hbtui made it
             # (ROOT_MODE); the archive sets neither its mode nor its times.
@@ -404,10 +405,8 @@ class _Extractor:
         elif kind == "symlink":
             self._clear(target)
             os.symlink(m.linkname, target)
-            try:
+            with contextlib.suppress(NotImplementedError, OSError):
                 os.utime(target, (m.mtime, m.mtime), follow_symlinks=False)
-            except (NotImplementedError, OSError):
-                pass
         elif kind == "hardlink":
             src_path = self.root / _norm(m.linkname, "hardlink target")
             st = os.lstat(src_path)
@@ -587,10 +586,8 @@ class _ZstdSource(_Source):
         except BaseException as e:  # handed to the main thread
             self._error = e
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 stdin.close()
-            except OSError:
-                pass
 
     def _stderr(self) -> str:
         self._err.seek(0)
@@ -613,10 +610,8 @@ class _ZstdSource(_Source):
         if self._proc.poll() is None:
             self._proc.kill()
         self._proc.wait()
-        try:
+        with contextlib.suppress(OSError):
             self.stdout.close()
-        except OSError:
-            pass
         self._thread.join(timeout=30)
         self._err.close()
         return self._error if isinstance(self._error, ArchiveError) else None

@@ -107,6 +107,13 @@ VERBS: tuple[Verb, ...] = (
         arg("--agent-permissions", choices=["ask", "skip"],
             help="ask (default): agents ask before running commands; skip: they ask nothing "
                  "(needs --egress allow-list and a --credential)"),
+        arg("--repo", type=given, metavar="PATH[@REF]",
+            help="clone this repository's REF (default: its current branch) in the box, "
+                 "on branch hb/NAME"),
+        arg("--task", type=given, metavar="TEXT", help="the agent's first prompt (with --repo)"),
+        arg("--task-file", type=given, metavar="FILE", help="the first prompt, from a file"),
+        arg("--agent", choices=["claude", "codex", "hermes"],
+            help="start this agent in tmux main, in the clone, on the task"),
         QUIET)),
     Verb("branch", "bases:cmd_branch", "a new box with another box's /data and installed state",
          json=True, args=(
@@ -220,6 +227,31 @@ VERBS: tuple[Verb, ...] = (
          args=(NAME, SESSION)),
     Verb("send", "agents:cmd_send", "type a line (and Enter) into a box's agent",
          args=(NAME, arg("text", metavar="TEXT"), SESSION)),
+    Verb("diff", "work:cmd_diff",
+         "what the box's agent did since the seed: commits, and every change as a patch",
+         json=True, args=(NAME, arg("--stat", action="store_true", help="files and counts only"))),
+    Verb("pull", "work:cmd_pull",
+         "fetch the box's branches into the host repository as refs/remotes/box/NAME/*",
+         json=True, args=(
+             NAME,
+             arg("--wip", action="store_true",
+                 help="also its uncommitted changes, committed on a throwaway ref"),
+             arg("--repo", type=given, metavar="PATH",
+                 help="the host repository (default: the one the box was made from)"))),
+    Verb("try", "work:cmd_try",
+         "best of N: try N NAME --repo PATH --task TEXT [--check CMD]; try ls NAME; "
+         "try keep NAME-K [--yes]",
+         json=True, args=(
+             arg("words", nargs="+", metavar="N NAME | ls NAME | keep NAME-K"),
+             arg("--repo", type=given, metavar="PATH[@REF]", help="the repository (try N)"),
+             arg("--task", type=given, metavar="TEXT", help="every agent's first prompt"),
+             arg("--task-file", type=given, metavar="FILE", help="the first prompt, from a file"),
+             arg("--agent", choices=["claude", "codex", "hermes"], default="claude",
+                 help="the agent in each box (default: claude)"),
+             arg("--check", type=given, metavar="CMD",
+                 help="run in each box once its agent is idle (e.g. 'pytest -q')"),
+             arg("--yes", action="store_true", help="keep: remove the others without asking"),
+             QUIET)),
     Verb("version", "config:cmd_version", "print the version", host=False),
 )  # fmt: skip
 
@@ -295,7 +327,7 @@ def _usable_streams() -> None:
     Ctrl-C interrupts even when the shell that started hbtui ignored it (`cmd &`)."""
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - lives as long as hbtui
+            setattr(sys, name, open(os.devnull, "w"))
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 

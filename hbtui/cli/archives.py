@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hbtui.cli.output import Invocation, print_json
 from hbtui.core.passphrase import get_passphrase
+from hbtui.core.specs import LoadSpec, SaveSpec
 from hbtui.errors import UsageError
 
 
@@ -27,11 +28,8 @@ def cmd_save(inv: Invocation) -> int:
     with inv.reporter() as rep:
         path = inv.call(
             service.save(
-                a.name,
-                inv.host,
-                output=output,
+                SaveSpec(a.name, inv.host, output=output, verify=not a.no_verify),
                 passphrase=passphrase,
-                verify=not a.no_verify,
                 report=rep,
             )
         )
@@ -51,7 +49,9 @@ def cmd_load(inv: Invocation) -> int:
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.load(
-                _archive(inv), a.name, inv.host, passphrase=passphrase, recipe=recipe, report=rep
+                LoadSpec(_archive(inv), a.name, inv.host, recipe=recipe),
+                passphrase=passphrase,
+                report=rep,
             )
         )
         rep.finish_steps()

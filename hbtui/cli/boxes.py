@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import webbrowser
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hbtui.cli.output import Invocation, box_table, print_json
+from hbtui.core.specs import NewSpec
 from hbtui.environment import child_env
 from hbtui.errors import UsageError
 from hbtui.events import LogLine, MachineState, Step
@@ -39,24 +41,30 @@ def cmd_ls(inv: Invocation) -> int:
 
 
 def cmd_new(inv: Invocation) -> int:
+    from hbtui.cli.work import work_request
+
     a = inv.args
+    work = work_request(inv)
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.new(
-                a.name,
-                host=inv.host,
-                image=a.image,
-                cpus=a.cpus,
-                memory_mib=a.mem,
-                port=a.port,
-                recipe=_recipe(inv),
-                start=not a.no_start,
-                use_base=not a.no_base,
-                branchable=a.branchable,
-                credentials=a.credentials,
-                egress=a.egress,
-                allow=a.allow,
-                agent_permissions=a.agent_permissions,
+                NewSpec(
+                    a.name,
+                    host=inv.host,
+                    image=a.image,
+                    cpus=a.cpus,
+                    memory_mib=a.mem,
+                    port=a.port,
+                    recipe=_recipe(inv),
+                    start=not a.no_start,
+                    use_base=not a.no_base,
+                    branchable=a.branchable,
+                    credentials=None if a.credentials is None else tuple(a.credentials),
+                    egress=a.egress,
+                    allow=None if a.allow is None else tuple(a.allow),
+                    agent_permissions=a.agent_permissions,
+                    work=work,
+                ),
                 report=rep,
             )
         )
@@ -166,10 +174,8 @@ def cmd_open(inv: Invocation) -> int:
         finally:
             await web.close()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         inv.call(open_and_hold())
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
@@ -192,10 +198,8 @@ def cmd_logs(inv: Invocation) -> int:
                 sys.stdout.write(line + "\n")
                 sys.stdout.flush()
 
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             inv.call(follow())
-        except KeyboardInterrupt:
-            pass
         return 0
     sys.stdout.write(inv.call(inv.service.workload_logs(a.name, inv.host, tail=a.tail)))
     return 0

@@ -56,3 +56,9 @@ def plain(text: str) -> str:
     text = _ESC.sub("", text)
     text = _CONTROL.sub(" ", text).replace("\t", " ").replace("\n", " ")
     return " ".join(text.split())
+
+
+def without_escapes(text: str) -> str:
+    """Many lines of text (a patch) with no escape or control sequence, tabs and newlines
+    kept."""
+    return _SGR.sub("", keep_colours(text))

@@ -34,6 +34,7 @@ from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.registry import FAILED, READY, utc_now
 from hbtui.core.scratch import scratch, staged_beside
+from hbtui.core.specs import NewSpec
 from hbtui.core.views import BOX, ORPHAN, BoxView
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import MachineState, Notice, Phase, Report, Stage, Transfer, ignore
@@ -159,7 +160,7 @@ async def _guest_rm(host: Host, name: str, path: str) -> None:
         await host.engine.exec(name, ["rm", "-rf", "--", path], timeout=60)
 
 
-async def save(
+async def save(  # noqa: C901 (named in pyproject.toml)
     boxes: BoxOperations,
     name: str,
     host_name: str = LOCAL,
@@ -477,7 +478,7 @@ async def load(
     await asyncio.to_thread(_check_contents, archive, kind, passphrase, progress)
 
     view = await boxes.new(
-        name, host_name=host_name, recipe=recipe, report=report, keep_provisioning=True
+        NewSpec(name, host=host_name, recipe=recipe), report=report, keep_provisioning=True
     )
     host = await boxes.hosts.get(host_name)
     try:
@@ -515,7 +516,7 @@ async def _remove_quietly(boxes: BoxOperations, name: str, host_name: str) -> No
         )
 
 
-async def _restore_parts(
+async def _restore_parts(  # noqa: C901 (named in pyproject.toml)
     boxes: BoxOperations,
     host: Host,
     name: str,
@@ -609,7 +610,7 @@ async def _next_taken(taken: asyncio.Queue[int], watcher: asyncio.Future[None]) 
 # -- extract ---------------------------------------------------------------------------
 
 
-async def extract(
+async def extract(  # noqa: C901 (named in pyproject.toml)
     paths: Paths,
     archive: Path,
     dest: Path | None = None,

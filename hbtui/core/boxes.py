@@ -41,6 +41,7 @@ from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, R
 from hbtui.core.remakes import Remake, RemakeJournal
 from hbtui.core.scratch import scratch
 from hbtui.core.secrets import Secrets
+from hbtui.core.specs import NewSpec
 from hbtui.core.views import MISSING, ORPHAN, BoxListing, BoxView, Busy, ProvisionLog, view_of
 from hbtui.engine import EngineError, Machine, MachineNotFound, MachineSpec
 from hbtui.errors import Cancelled, HbtuiError, UsageError
@@ -317,21 +318,8 @@ class BoxOperations:
 
     async def new(
         self,
-        name: str,
+        spec: NewSpec,
         *,
-        host_name: str = LOCAL,
-        image: str | None = None,
-        cpus: int | None = None,
-        memory_mib: int | None = None,
-        port: int | None = None,
-        recipe: Path | None = None,
-        start: bool = True,
-        use_base: bool = True,
-        branchable: bool | None = None,
-        credentials: list[str] | None = None,
-        egress: str | None = None,
-        allow: list[str] | None = None,
-        agent_permissions: str | None = None,
         keep_provisioning: bool = False,
         report: Report = ignore,
     ) -> BoxView:
@@ -339,19 +327,24 @@ class BoxOperations:
         there is one (only the recipe's per-box step runs), else with the whole recipe.
         With `keep_provisioning` the row stays `provisioning` (owned by this process)
         for a caller that has more to do."""
+        name, host_name = spec.name, spec.host
         check_name(name)
-        cpus = cpus if cpus is not None else self.config.defaults.cpus
-        memory_mib = memory_mib if memory_mib is not None else self.config.defaults.memory_mib
-        check_sizes(cpus, memory_mib, port)
-        if image is not None and image_problem(image):
-            raise UsageError(f"--image {shown_value(image)}: {image_problem(image)}")
-        image = image or self.config.defaults.image
-        presets = creds.chosen(self.config, credentials)
-        policy = creds.egress_for(self.config, egress, allow, presets)
-        permissions = creds.agent_permissions_for(agent_permissions, policy.mode, presets)
-        recipe_dir = self.recipe_dir(recipe)
+        cpus = spec.cpus if spec.cpus is not None else self.config.defaults.cpus
+        memory_mib = (
+            spec.memory_mib if spec.memory_mib is not None else self.config.defaults.memory_mib
+        )
+        check_sizes(cpus, memory_mib, spec.port)
+        if spec.image is not None and image_problem(spec.image):
+            raise UsageError(f"--image {shown_value(spec.image)}: {image_problem(spec.image)}")
+        image = spec.image or self.config.defaults.image
+        wanted = list(spec.credentials) if spec.credentials is not None else None
+        presets = creds.chosen(self.config, wanted)
+        allow = list(spec.allow) if spec.allow is not None else None
+        policy = creds.egress_for(self.config, spec.egress, allow, presets)
+        permissions = creds.agent_permissions_for(spec.agent_permissions, policy.mode, presets)
+        recipe_dir = self.recipe_dir(spec.recipe)
         recipe_version = recipes.recipe_version(recipe_dir)  # hashed before taking the lock
-        plan = self.plan(host_name, image, recipe_dir, recipe_version, use_base=use_base)
+        plan = self.plan(host_name, image, recipe_dir, recipe_version, use_base=spec.use_base)
         if plan.stale:
             raise StaleBase(f"{plan.why}: not using it", hint=plan.hint)
         base = plan.base
@@ -360,13 +353,15 @@ class BoxOperations:
             BoxRecord(
                 name=name,
                 host=host_name,
-                port=port or 0,
+                port=spec.port or 0,
                 image=image,
                 cpus=cpus,
                 memory_mib=memory_mib,
                 recipe=recipe_version,
                 base=base.id if base else "",
-                branchable=self.config.defaults.branchable if branchable is None else branchable,
+                branchable=(
+                    self.config.defaults.branchable if spec.branchable is None else spec.branchable
+                ),
                 credentials=",".join(p.name for p in presets),
                 egress=policy.mode,
                 allow=",".join(policy.allow),
@@ -374,12 +369,12 @@ class BoxOperations:
             ),
             recipe_dir,
             pack=Path(base.pack) if base else None,
-            start=start,
+            start=spec.start,
             keep_provisioning=keep_provisioning,
             report=report,
         )
 
-    async def make(
+    async def make(  # noqa: C901 (named in pyproject.toml)
         self,
         wanted: BoxRecord,
         recipe_dir: Path,
@@ -809,7 +804,7 @@ class BoxOperations:
         return await host.web(view.port)
 
     async def egress(self, name: str, host_name: str = LOCAL) -> creds.EgressReport:
-        host, view = await self.require(name, host_name)
+        host, _view = await self.require(name, host_name)
         record = self.registry.read().get(name, host_name)
         mode = record.egress if record and record.egress else creds.OPEN
         policy = creds.Egress(mode, tuple(split_list(record.allow)) if record else ())

@@ -7,6 +7,7 @@ without booting anything; `probe_boot` tries a real boot when asked.
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import os
 import platform
@@ -138,10 +139,8 @@ async def probe_boot(engine: Engine, timeout: float = 60.0) -> str | None:
     except EngineError as exc:
         return f"a test boot failed: {exc}"
     finally:
-        try:
+        with contextlib.suppress(EngineError):
             await probe.delete("hbtui-probe")
-        except EngineError:
-            pass
         shutil.rmtree(state, ignore_errors=True)
 
 

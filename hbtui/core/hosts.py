@@ -22,6 +22,7 @@ from typing import Protocol
 
 from hbtui.checks import Check, all_needed_pass
 from hbtui.config import Config
+from hbtui.core.version_memo import check_local_version
 from hbtui.engine import Engine, locate_engine
 from hbtui.errors import UsageError
 from hbtui.names import LOCAL
@@ -235,6 +236,17 @@ class RemoteHosts(Protocol):
     async def close(self) -> None: ...
 
 
+def local_engine(paths: Paths, config: Config) -> Engine:
+    """This machine's engine, as the config says where it is and keeps its state."""
+    located = locate_engine(config.engine_path_setting())
+    return Engine(
+        located.path,
+        state_dir=config.engine_state_dir(),
+        timeout=config.engine.timeout,
+        locks_dir=paths.locks_dir,
+    )
+
+
 class HostPool:
     """Hosts by name, each made once: this machine from the config, the others
     from the remote provider, which is made (and its libraries imported) only
@@ -245,24 +257,23 @@ class HostPool:
         paths: Paths,
         config: Config,
         remote: Callable[[], RemoteHosts] | None = None,
+        local: Engine | None = None,
     ) -> None:
+        """`local`: this machine's engine when the front end made it early (its listing
+        already running); else it is made when first asked for."""
         self.paths = paths
         self.config = config
         self._make_remote = remote
         self._remote: RemoteHosts | None = None
         self._hosts: dict[str, Host] = {}
+        self._local = local
 
     def names(self) -> list[str]:
         return [LOCAL, *sorted(self.config.hosts)]
 
     def local_engine(self) -> Engine:
-        located = locate_engine(self.config.engine_path_setting())
-        return Engine(
-            located.path,
-            state_dir=self.config.engine_state_dir(),
-            timeout=self.config.engine.timeout,
-            locks_dir=self.paths.locks_dir,
-        )
+        engine, self._local = self._local, None
+        return engine or local_engine(self.paths, self.config)
 
     @property
     def local_bases_dir(self) -> Path:
@@ -292,7 +303,10 @@ class HostPool:
             raise UsageError(
                 f"unknown host {name!r}; add it with: hbtui hosts add {name} --ssh USER@HOST"
             )
-        await host.engine.check_version()
+        if name == LOCAL:
+            await check_local_version(host.engine, self.paths.data_dir / "engine-version.json")
+        else:
+            await host.engine.check_version()
         self._hosts[name] = host
         return host
 

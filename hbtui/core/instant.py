@@ -28,6 +28,7 @@ from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
 from hbtui.core.registry import BoxRecord
 from hbtui.core.scratch import scratch
+from hbtui.core.specs import NewSpec
 from hbtui.core.views import BoxView
 from hbtui.engine.locate import format_version
 from hbtui.errors import Cancelled, HbtuiError, UsageError
@@ -68,13 +69,15 @@ async def build_base(
     async with boxes.locks.hold(host_name, builder, "base build"):
         started = time.monotonic()
         view = await boxes.new(
-            builder,
-            host_name=host_name,
-            image=image,
-            recipe=recipe_dir,
-            use_base=False,
-            branchable=False,
-            credentials=[],  # a base holds no keys, not even bindings
+            NewSpec(
+                builder,
+                host=host_name,
+                image=image,
+                recipe=recipe_dir,
+                use_base=False,
+                branchable=False,
+                credentials=(),  # a base holds no keys, not even bindings
+            ),
             keep_provisioning=True,
             report=report,
         )

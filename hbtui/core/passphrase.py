@@ -21,12 +21,12 @@ from hbtui.errors import UsageError
 __all__ = [
     "ENV_VARS",
     "PassphraseError",
-    "PassphraseUnavailable",
     "PassphraseMismatch",
-    "SecretsPassphraseNeeded",
     "PassphraseSource",
-    "scrub_environment",
+    "PassphraseUnavailable",
+    "SecretsPassphraseNeeded",
     "get_passphrase",
+    "scrub_environment",
 ]
 
 #: Checked in this order; both are always removed.

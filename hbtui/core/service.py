@@ -30,7 +30,10 @@ from hbtui.core.passphrase import PassphraseSource
 from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
+from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
+from hbtui.core.tries import TryOperations
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
+from hbtui.core.work import WorkOperations, check_task
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -39,12 +42,13 @@ from hbtui.paths import Paths
 if TYPE_CHECKING:
     from hbtui.core.doctor import DoctorReport
     from hbtui.core.recipe_check import RecipeCheck
+    from hbtui.engine import Engine
 
 # hbtui.core.archives and hbtui.core.doctor load on first use: a verb like
 # `ls` should not pay for tar, tempfile or platform probing at start-up.
 
 
-class Service(AgentOperations):
+class Service(AgentOperations, WorkOperations, TryOperations):
     def __init__(
         self,
         paths: Paths,
@@ -52,13 +56,15 @@ class Service(AgentOperations):
         *,
         remote: Callable[[], RemoteHosts] | None = None,
         secrets_passphrase: PassphraseSource | None = None,
+        local_engine: Engine | None = None,
     ) -> None:
         """`secrets_passphrase`: where the encrypted secrets file's passphrase comes from
-        (default: the environment, else a prompt on the terminal)."""
+        (default: the environment, else a prompt on the terminal). `local_engine`: this
+        machine's engine when the front end made it early (see hbtui.wiring)."""
         self.paths = paths
         self.config = config
         scratch.sweep(paths)  # plaintext a killed hbtui left behind
-        self._hosts = HostPool(paths, config, remote)
+        self._hosts = HostPool(paths, config, remote, local_engine)
         self._boxes = BoxOperations(paths, config, self._hosts, secrets_passphrase)
         # Packs of killed base builds and remakes that nothing names.
         leftovers.sweep(self._hosts.local_bases_dir, self._boxes.bases, self._boxes.remakes)
@@ -117,43 +123,19 @@ class Service(AgentOperations):
             check_name(name)
         return await details.stats(self._boxes, names, host)
 
-    async def new(
-        self,
-        name: str,
-        *,
-        host: str = LOCAL,
-        image: str | None = None,
-        cpus: int | None = None,
-        memory_mib: int | None = None,
-        port: int | None = None,
-        recipe: Path | None = None,
-        start: bool = True,
-        use_base: bool = True,
-        branchable: bool | None = None,
-        credentials: list[str] | None = None,
-        egress: str | None = None,
-        allow: list[str] | None = None,
-        agent_permissions: str | None = None,
-        report: Report = ignore,
-    ) -> BoxView:
-        async with self._holding(name, host, "new"):
-            return await self._boxes.new(
-                name,
-                host_name=host,
-                image=image,
-                cpus=cpus,
-                memory_mib=memory_mib,
-                port=port,
-                recipe=recipe,
-                start=start,
-                use_base=use_base,
-                branchable=branchable,
-                credentials=credentials,
-                egress=egress,
-                allow=allow,
-                agent_permissions=agent_permissions,
-                report=report,
-            )
+    async def new(self, spec: NewSpec, *, report: Report = ignore) -> BoxView:
+        """`spec.work`: a repository to clone in the box and an agent to start on a task;
+        if that fails, the box is removed again."""
+        work = spec.work
+        if work is not None:
+            if not spec.start:
+                raise UsageError("a box with a repository must start (leave out --no-start)")
+            check_task(work.task, work.agent)
+        async with self._holding(spec.name, spec.host, "new"):
+            view = await self._boxes.new(spec, report=report)
+            if work is not None:
+                await self._put_work(spec.name, spec.host, work, report)
+            return view
 
     def new_plan(
         self,
@@ -313,7 +295,9 @@ class Service(AgentOperations):
 
     async def remove(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
         async with self._holding(name, host, "remove"):
-            return await self._boxes.remove(name, host, report=report)
+            view = await self._boxes.remove(name, host, report=report)
+            self._work.drop(host, name)
+            return view
 
     async def adopt(self, name: str, host: str = LOCAL) -> BoxView:
         async with self._holding(name, host, "adopt"):
@@ -402,52 +386,34 @@ class Service(AgentOperations):
     def remember_archive(self, archive: Path) -> None:
         backups.remember_choice(self.paths, archive)
 
-    async def save(
-        self,
-        name: str,
-        host: str = LOCAL,
-        *,
-        output: Path | None = None,
-        passphrase: bytes,
-        verify: bool = True,
-        report: Report = ignore,
-    ) -> Path:
+    async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
         from hbtui.core import archives
 
-        async with self._holding(name, host, "save"):
+        async with self._holding(spec.name, spec.host, "save"):
             saved = await archives.save(
                 self._boxes,
-                name,
-                host,
-                output=output,
+                spec.name,
+                spec.host,
+                output=spec.output,
                 passphrase=passphrase,
-                verify_after=verify,
+                verify_after=spec.verify,
                 report=report,
             )
-        if verify:
+        if spec.verify:
             backups.mark_verified(self.paths, saved)
         return saved
 
-    async def load(
-        self,
-        archive: Path,
-        name: str,
-        host: str = LOCAL,
-        *,
-        passphrase: bytes,
-        recipe: Path | None = None,
-        report: Report = ignore,
-    ) -> BoxView:
+    async def load(self, spec: LoadSpec, *, passphrase: bytes, report: Report = ignore) -> BoxView:
         from hbtui.core import archives
 
-        async with self._holding(name, host, "load"):
+        async with self._holding(spec.name, spec.host, "load"):
             return await archives.load(
                 self._boxes,
-                archive,
-                name,
-                host,
+                spec.archive,
+                spec.name,
+                spec.host,
                 passphrase=passphrase,
-                recipe=recipe,
+                recipe=spec.recipe,
                 report=report,
             )
 

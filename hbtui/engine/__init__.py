@@ -13,18 +13,18 @@ from hbtui.engine.locate import MIN_VERSION, Located, locate_engine
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
 
 __all__ = [
+    "MIN_VERSION",
     "Engine",
-    "EngineStream",
     "EngineError",
     "EngineMissing",
+    "EngineStream",
     "EngineTimeout",
+    "ExecResult",
+    "Located",
+    "Machine",
     "MachineExists",
     "MachineNotFound",
     "MachineNotRunning",
-    "MIN_VERSION",
-    "Located",
-    "locate_engine",
-    "ExecResult",
-    "Machine",
     "MachineSpec",
+    "locate_engine",
 ]

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from hbtui.engine.early import EarlyListing
 from hbtui.engine.errors import (
     EngineError,
     EngineMissing,
@@ -46,11 +47,17 @@ class EngineStream:
         self.returncode: int | None = None
 
     async def __aiter__(self) -> AsyncIterator[str]:
+        lines = aiter(self._inner)
         try:
-            async for line in self._inner:
+            async for line in lines:
                 yield line
         except RunTimeout as exc:
             raise EngineTimeout(str(exc), code="TIMEOUT", argv=self._argv) from None
+        finally:
+            # A reader that stops early ends the child now, not when the loop has closed.
+            aclose = getattr(lines, "aclose", None)
+            if aclose is not None:
+                await aclose()
         self.returncode = self._inner.returncode
         if self.returncode and _engine_failed(self._inner.stderr_tail):
             raise from_stderr(self._inner.stderr_tail, self._argv, self.returncode)
@@ -82,6 +89,7 @@ class Engine:
         self.locks_dir = locks_dir
         self._locks: dict[str, asyncio.Lock] = {}
         self._version: tuple[int, int, int] | None = None
+        self._early: EarlyListing | None = None
 
     # -- plumbing -------------------------------------------------------------
 
@@ -158,6 +166,10 @@ class Engine:
                 )
             self._version = parsed
         return self._version
+
+    def remember_version(self, version: tuple[int, int, int]) -> None:
+        """What this binary said when asked before (the caller knows it is the same one)."""
+        self._version = version
 
     async def check_version(self) -> tuple[int, int, int]:
         v = await self.version()
@@ -293,8 +305,17 @@ class Engine:
 
     # From here on `list` in this class's annotations names this method, so the
     # annotations below spell the built-in type as `builtins.list`.
+    def start_listing(self) -> EarlyListing:
+        """`machine ls` now, in the background, for the first `list()` to take (local only:
+        see hbtui.engine.early)."""
+        self._early = EarlyListing(self.argv("machine", "ls", "--json"))
+        return self._early
+
     async def list(self) -> list[Machine]:
-        out = await self._call("machine", "ls", "--json")
+        early, self._early = self._early, None
+        out = await early.output(self.timeout) if early is not None else None
+        if out is None:
+            out = await self._call("machine", "ls", "--json")
         try:
             data = json.loads(out or b"[]")
         except ValueError as exc:
@@ -335,7 +356,7 @@ class Engine:
             args += ["--workdir", workdir]
         for key, value in (env or {}).items():
             args += ["-e", f"{key}={value}"]
-        return args + ["--", *argv]
+        return [*args, "--", *argv]
 
     async def exec(
         self,

@@ -16,6 +16,7 @@ import os
 import shlex
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 
@@ -125,8 +126,8 @@ class HostConnection:
 
     # -- connecting ---------------------------------------------------------------
 
-    def _options(self) -> dict:
-        opts: dict = {
+    def _options(self) -> dict[str, Any]:
+        opts: dict[str, Any] = {
             "port": self.target.port,
             "username": self.target.user,
             "known_hosts": load_known_hosts(),
@@ -233,10 +234,10 @@ class HostConnection:
 
     async def start_process(
         self, command: str, *, merge_stderr: bool = False, what: str = "a command"
-    ) -> asyncssh.SSHClientProcess:
+    ) -> asyncssh.SSHClientProcess[bytes]:
         """Open a channel running `command`. A connection found dead before the
         command started is replaced once; after that, failures are errors."""
-        kwargs: dict = {"encoding": None}
+        kwargs: dict[str, Any] = {"encoding": None}
         if merge_stderr:
             kwargs["stderr"] = asyncssh.STDOUT
         for attempt in (1, 2):
@@ -284,7 +285,7 @@ class HostConnection:
 
     async def open_tcp(
         self, port: int, *, host: str = "127.0.0.1", timeout: float = 10.0
-    ) -> tuple[asyncssh.SSHReader, asyncssh.SSHWriter]:
+    ) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
         """A TCP stream to host:port as seen from the remote host (direct-tcpip)."""
         conn = await self.connection()
         with self.guard(f"connecting to {host}:{port}"):
@@ -325,4 +326,4 @@ class HostConnection:
         ]
         if self.identity:
             argv += ["-i", self.identity, "-o", "IdentitiesOnly=yes"]
-        return argv + ["--", self.target.host, remote_command]
+        return [*argv, "--", self.target.host, remote_command]

@@ -96,7 +96,7 @@ def parse_listening(text: str) -> tuple[str, set[int]]:
 
 
 async def remote_listening(conn: HostConnection) -> tuple[str, set[int]]:
-    code, out, err = await conn.run_shell(_LISTENING, what="listing listening ports")
+    _code, out, _err = await conn.run_shell(_LISTENING, what="listing listening ports")
     return parse_listening(out)
 
 
@@ -125,7 +125,7 @@ def http_probe(conn: HostConnection) -> Callable[[int], Awaitable[bool]]:
             writer.write(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             async with asyncio.timeout(HTTP_TIMEOUT):
                 line = await reader.readline()
-            return line.startswith(b"HTTP/")
+            return bool(line.startswith(b"HTTP/"))
         except (TimeoutError, OSError, Exception):
             return False
         finally:
@@ -141,7 +141,7 @@ class EngineLocation:
 
 
 async def locate_remote_engine(conn: HostConnection, setting: str = "") -> EngineLocation:
-    code, out, err = await conn.run_shell(_LOCATE, setting, what="looking for smolvm")
+    code, out, _err = await conn.run_shell(_LOCATE, setting, what="looking for smolvm")
     words = out.strip().split(" ", 1)
     if code != 0 or not words or words[0] not in ("setting", "PATH", "smolmachines", "missing"):
         return EngineLocation("", "none")

@@ -11,6 +11,7 @@ import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 
@@ -77,7 +78,7 @@ async def fetch_server_key(
     target: SshTarget, *, algorithms: list[str] | None = None, timeout: float = 10.0
 ) -> ServerKey:
     """The host key the server presents (no authentication happens)."""
-    kwargs: dict = {}
+    kwargs: dict[str, Any] = {}
     if algorithms:
         kwargs["server_host_key_algs"] = algorithms
     async with asyncio.timeout(timeout):

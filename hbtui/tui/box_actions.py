@@ -126,11 +126,13 @@ class BoxActions(WebAndShell):
             return
         self.main.clear_marks()
         for view in views:
-            self.run_request(replace(request, name=view.name, host=view.host))
+            self.run_request(
+                replace(request, spec=replace(request.spec, name=view.name, host=view.host))
+            )
 
     def _save(self, request: SaveRequest | None) -> None:
         if request is not None:
-            self._show_progress(self.run_request(request), f"Saving {request.name}")
+            self._show_progress(self.run_request(request), f"Saving {request.spec.name}")
 
     def action_load_box(self) -> None:
         from hbtui.tui.dialogs.archive import LoadDialog
@@ -147,9 +149,10 @@ class BoxActions(WebAndShell):
     def _load(self, request: LoadRequest | None) -> None:
         if request is None:
             return
-        self._remember(request.archive)
+        spec = request.spec
+        self._remember(spec.archive)
         operation = self.run_request(request)
-        self._show_progress(operation, f"Loading {request.archive.name} into {request.name}")
+        self._show_progress(operation, f"Loading {spec.archive.name} into {spec.name}")
 
     def action_extract_archive(self) -> None:
         from hbtui.tui.dialogs.archive import ExtractDialog

@@ -6,10 +6,11 @@ import asyncio
 import gc
 from typing import TYPE_CHECKING
 
-from hbtui.tui.app import HbtuiApp
-
 if TYPE_CHECKING:
+    from hbtui.config import Config
     from hbtui.core.service import Service
+    from hbtui.paths import Paths
+    from hbtui.wiring import EarlyStart
 
 
 def run_dashboard() -> int:
@@ -20,11 +21,21 @@ def run_dashboard() -> int:
     """
     from hbtui.config import load_config
     from hbtui.paths import resolve_paths
-    from hbtui.tui.terminal import dashboard_driver
+    from hbtui.wiring import EarlyStart
 
     paths = resolve_paths()
     config = load_config(paths)  # a broken config is one line before the screen changes
     paths.ensure()
+    early = EarlyStart(paths, config)  # the first listing runs while the screens import
+    try:
+        return _run(paths, config, early)
+    finally:
+        early.close()
+
+
+def _run(paths: Paths, config: Config, early: EarlyStart) -> int:
+    from hbtui.tui.app import HbtuiApp
+    from hbtui.tui.terminal import dashboard_driver
 
     def connect() -> Service:
         # The first frame is up (the first listing asks for the Service): what
@@ -36,7 +47,9 @@ def run_dashboard() -> int:
         from hbtui.wiring import build_service
 
         # Never a prompt on the terminal: the App asks in a dialog (see Running).
-        return build_service(paths, config, secrets_passphrase=secrets_passphrase_without_prompt)
+        return build_service(
+            paths, config, secrets_passphrase=secrets_passphrase_without_prompt, early=early
+        )
 
     app = HbtuiApp(connect, config=config, driver_class=dashboard_driver())
 

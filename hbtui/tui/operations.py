@@ -18,6 +18,7 @@ Service call runs it; the App only starts it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -145,10 +146,8 @@ class Operation:
         if threading.get_ident() == self._loop_thread:
             self._loop.call_soon(self.flush)
         else:
-            try:
+            with contextlib.suppress(RuntimeError):  # the dashboard has closed: nobody watches
                 self._loop.call_soon_threadsafe(self.flush)
-            except RuntimeError:  # the dashboard has closed: nobody is watching
-                pass
 
     def flush(self) -> None:
         """Post what was reported since the last flush (on the event loop's thread)."""

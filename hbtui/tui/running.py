@@ -153,7 +153,7 @@ class Running(Queries):
         else:
             self.notify(error, title=f"{operation.label} failed", severity="error", timeout=10)
 
-    def on_operation_finished(self, message: OperationFinished) -> None:
+    def on_operation_finished(self, message: OperationFinished) -> None:  # noqa: C901 (named in pyproject.toml)
         if not self.is_running:
             return  # the dashboard is closing (see on_operation_events)
         operation, error, key = message.operation, message.error, message.operation.key

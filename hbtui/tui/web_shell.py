@@ -9,6 +9,7 @@ browser answers, suspend the dashboard while the shell runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 from functools import partial
 from typing import TYPE_CHECKING
@@ -88,10 +89,8 @@ class WebAndShell(Running):
         self._open(message.key[1], access.url)
 
     async def _let_go(self, access: WebAccess) -> None:
-        try:
+        with contextlib.suppress(Exception):  # a forward over a dead connection is gone already
             await access.close()
-        except Exception:  # a forward over a dead connection is already gone
-            pass
 
     def _open(self, name: str, url: str) -> None:
         self._start(partial(self._browse, name, url), "web")

@@ -14,6 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import Checkbox, DataTable, Input, Label, Select, Static
 
+from hbtui.core.specs import LoadSpec, SaveSpec
 from hbtui.core.views import BoxView
 from hbtui.errors import HbtuiError
 from hbtui.events import Report
@@ -35,35 +36,23 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SaveRequest:
-    name: str
-    host: str
-    output: Path | None  # None: the backups folder
+    spec: SaveSpec
     passphrase: bytes = field(repr=False)
-    verify: bool = True
 
     operation: ClassVar[str] = "save"
     makes: ClassVar[bool] = False
 
     @property
     def key(self) -> tuple[str, str]:
-        return (self.host, self.name)
+        return (self.spec.host, self.spec.name)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.save(
-            self.name,
-            self.host,
-            output=self.output,
-            passphrase=self.passphrase,
-            verify=self.verify,
-            report=report,
-        )
+        return service.save(self.spec, passphrase=self.passphrase, report=report)
 
 
 @dataclass(frozen=True)
 class LoadRequest:
-    archive: Path
-    name: str
-    host: str
+    spec: LoadSpec
     passphrase: bytes = field(repr=False)
 
     operation: ClassVar[str] = "load"
@@ -71,12 +60,10 @@ class LoadRequest:
 
     @property
     def key(self) -> tuple[str, str]:
-        return (self.host, self.name)
+        return (self.spec.host, self.spec.name)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.load(
-            self.archive, self.name, self.host, passphrase=self.passphrase, report=report
-        )
+        return service.load(self.spec, passphrase=self.passphrase, report=report)
 
 
 @dataclass(frozen=True)
@@ -137,10 +124,12 @@ class SaveDialog(FormDialog[SaveRequest]):
 
     def request(self) -> SaveRequest:
         return SaveRequest(
-            name=self.view.name,
-            host=self.view.host,
-            output=self.path_or_none("#output"),
-            verify=self.query_one("#verify", Checkbox).value,
+            SaveSpec(
+                self.view.name,
+                self.view.host,
+                output=self.path_or_none("#output"),
+                verify=self.query_one("#verify", Checkbox).value,
+            ),
             passphrase=self.take_passphrase(),
         )
 
@@ -282,9 +271,7 @@ class LoadDialog(ArchiveForm[LoadRequest]):
 
     def request(self) -> LoadRequest:
         return LoadRequest(
-            archive=self.archive(),
-            name=self.text("#name"),
-            host=self.host,
+            LoadSpec(self.archive(), self.text("#name"), self.host),
             passphrase=self.take_passphrase(),
         )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import Checkbox, Static
 
+from hbtui.core.specs import SaveSpec
 from hbtui.core.views import BoxView
 from hbtui.tui.dialogs.archive import SaveDialog, SaveRequest
 from hbtui.tui.dialogs.base import passphrase_inputs
@@ -30,9 +31,8 @@ class BulkSaveDialog(SaveDialog):
 
     def request(self) -> SaveRequest:
         return SaveRequest(
-            name=self.view.name,
-            host=self.view.host,
-            output=None,
-            verify=self.query_one("#verify", Checkbox).value,
+            SaveSpec(
+                self.view.name, self.view.host, verify=self.query_one("#verify", Checkbox).value
+            ),
             passphrase=self.take_passphrase(),
         )

@@ -17,6 +17,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from hbtui.config import EGRESS_MODES, host_pattern_problem, split_list
 from hbtui.core.ports import PortSlot
+from hbtui.core.specs import NewSpec
 from hbtui.core.views import BoxView
 from hbtui.errors import HbtuiError
 from hbtui.events import Report
@@ -37,42 +38,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class NewBoxRequest:
-    name: str
-    host: str
-    image: str  # "": the configured default
-    cpus: int | None
-    memory_mib: int | None
-    port: int | None  # None: any free port
-    recipe: Path | None = None  # None: the configured one
-    use_base: bool = True  # from a base of the recipe when there is one
-    branchable: bool = False
-    credentials: tuple[str, ...] = ()  # presets whose keys the engine holds for the box
-    egress: str = ""  # "": the configured policy
-    allow: tuple[str, ...] = ()
+    spec: NewSpec
 
     operation: ClassVar[str] = "new"
     makes: ClassVar[bool] = True
 
     @property
     def key(self) -> tuple[str, str]:
-        return (self.host, self.name)
+        return (self.spec.host, self.spec.name)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.new(
-            self.name,
-            host=self.host,
-            image=self.image or None,
-            cpus=self.cpus,
-            memory_mib=self.memory_mib,
-            port=self.port,
-            recipe=self.recipe,
-            use_base=self.use_base,
-            branchable=self.branchable,
-            credentials=list(self.credentials),
-            egress=self.egress or None,
-            allow=list(self.allow) if self.egress == "allow-list" else None,
-            report=report,
-        )
+        return service.new(self.spec, report=report)
 
 
 @dataclass(frozen=True)
@@ -328,21 +304,27 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         if not self.check():
             self.query_one("#name", Input).focus()
             return
-        port = int_or_none(self.query_one("#port", Input).value)
+        egress = str(self.query_one("#egress", Select).value)
         self._send(
             NewBoxRequest(
-                name=name,
-                host=self.host,
-                image=self.query_one("#image", Input).value.strip(),
-                cpus=int_or_none(self.query_one("#cpus", Input).value),
-                memory_mib=int_or_none(self.query_one("#memory", Input).value),
-                port=port,
-                recipe=self.service.recipe_dir(Path(self.query_one("#recipe", Input).value)),
-                use_base=self.query_one("#use-base", Checkbox).value,
-                branchable=self.query_one("#branchable", Checkbox).value,
-                credentials=tuple(split_list(self.query_one("#credentials", Input).value)),
-                egress=str(self.query_one("#egress", Select).value),
-                allow=tuple(split_list(self.query_one("#allow", Input).value)),
+                NewSpec(
+                    name,
+                    host=self.host,
+                    image=self.query_one("#image", Input).value.strip() or None,
+                    cpus=int_or_none(self.query_one("#cpus", Input).value),
+                    memory_mib=int_or_none(self.query_one("#memory", Input).value),
+                    port=int_or_none(self.query_one("#port", Input).value),
+                    recipe=self.service.recipe_dir(Path(self.query_one("#recipe", Input).value)),
+                    use_base=self.query_one("#use-base", Checkbox).value,
+                    branchable=self.query_one("#branchable", Checkbox).value,
+                    credentials=tuple(split_list(self.query_one("#credentials", Input).value)),
+                    egress=egress or None,
+                    allow=(
+                        tuple(split_list(self.query_one("#allow", Input).value))
+                        if egress == "allow-list"
+                        else None
+                    ),
+                )
             )
         )
 
@@ -352,7 +334,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self._lock(True)
         self.query_one("#request-status", Label).display = True
         self.query_one("#request-status", Label).update(
-            Text(f"creating {request.name}… (esc cancels)", "cyan")
+            Text(f"creating {request.spec.name}… (esc cancels)", "cyan")
         )
         self.post_message(self.Requested(self, request))
 
@@ -390,7 +372,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         elif self.cancel_request is not None:
             self.cancel_request()  # the App closes the dialog once it has rolled back
             self.query_one("#request-status", Label).update(
-                Text(f"cancelling {self.pending.name}…", "yellow")
+                Text(f"cancelling {self.pending.spec.name}…", "yellow")
             )
 
 

@@ -45,7 +45,8 @@ PROV_CAP = 40
 # When the table is too narrow, columns go in this order (name and state always stay);
 # Provisioning first narrows to what is left, down to PROV_MIN, before it goes. The Agent
 # column shows once some box has said something of its agents.
-COLLAPSE_ORDER = tuple("url image age cpus mem keys host live prov agent port".split())
+_GO_FIRST = ("url", "image", "age", "cpus", "mem", "keys", "host", "live")
+COLLAPSE_ORDER = (*_GO_FIRST, "prov", "agent", "port")
 PROV_MIN = 12
 
 # Sort orders the `sort` key cycles through: (column id, key on a BoxView).
@@ -77,7 +78,7 @@ class BoxTable(ScrollView, can_focus=True):
     from, so a refresh repaints only the rows whose cells changed.
     """
 
-    COMPONENT_CLASSES = {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
         "box-table--header",
         "box-table--cursor",
         "box-table--even-row",

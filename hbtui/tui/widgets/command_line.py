@@ -36,7 +36,7 @@ def complete(value: str, commands: Iterable[str], names: Iterable[str]) -> str:
         return value
     words = value.split(" ")
     head = "" if len(words) == 1 else words[0] + " "
-    common = os.path.commonprefix(fits)
+    common = os.path.commonprefix(fits)  # noqa: RUF071 -- a prefix of the typed text, by character
     done = len(fits) == 1 and len(words) == 1  # a whole command: ready for the box
     return head + common + (" " if done else "")
 

@@ -1,14 +1,14 @@
 """Dashboard benchmark: first paint, refresh cost with 500 boxes, key latency in a log flood.
 
-    .venv/bin/python bench/tui.py [--runs N]
+    .venv/bin/python tests/bench/tui.py [--runs N]
 
 First paint is measured twice, the dashboard against a bare Textual app
 (header, one-row table, footer), alternating, median of --runs spawns each:
 in-process, from spawn to the first frame Textual composes (headless, over
-FakeService); and as the user sees it, the installed `hbtui` (on the
-simulator, an empty home) and the bare app each started in a real terminal
-(a private tmux server, 160x45) until the table's header is in the
-terminal's output. Refresh cost and key latency run headless in this process
+FakeService); and as the user sees it, the installed `hbtui` and a bare app
+that lists the same engine once, each started in a real terminal (a private
+tmux server, 160x45, the simulator with one running box) until the box's row
+is in the terminal's output. Refresh cost and key latency run headless in this process
 over tests/tui_fakes.py's FakeService; the log flood is an operation the App
 runs (`run_operation`) whose call reports 250-line bursts through the same
 Report a Service call gets. Prints a table, then one JSON line with the
@@ -30,7 +30,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from hbtui.tui.activity import MAX_LINES  # noqa: E402  (after the path is set)
@@ -84,9 +84,14 @@ def first_paint(kind: str) -> float:
     return float(line[-1]) * 1000
 
 
-# The bare app of the user-side figure: the same widgets' kinds and the
-# dashboard's table header, run as a script as `hbtui` is.
+# The bare app of the user-side figure: the dashboard's kinds of widget, run as a script
+# as `hbtui` is; it lists the same engine once (`smolvm machine ls --json`) and draws one
+# row per machine, the least any dashboard must do before its first box row.
 BARE_APP = r"""
+import asyncio
+import json
+import os
+
 from textual.app import App
 from textual.widgets import DataTable, Footer, Header
 
@@ -97,17 +102,24 @@ class Bare(App):
         yield DataTable()
         yield Footer()
 
-    def on_mount(self):
+    async def on_mount(self):
         table = self.query_one(DataTable)
         table.add_columns("Box", "State", "Provisioning")
-        table.add_row("alpha", "running", "ready")
+        engine = await asyncio.create_subprocess_exec(
+            os.environ["HBTUI_SMOLVM"], "--state-dir", os.environ["HBTUI_SMOLVM_STATE_DIR"],
+            "machine", "ls", "--json", stdout=asyncio.subprocess.PIPE,
+        )
+        out, _ = await engine.communicate()
+        for machine in json.loads(out or b"[]"):
+            table.add_row(machine["name"], machine.get("state", ""), "")
 
 
 Bare().run()
 """
 
-# On the screen once the table is: both tables have this column.
-MARKER = b"Provisioning"
+# The one box both list: on the screen once its row is.
+BOX = "benchbox"
+MARKER = BOX.encode()
 
 
 class Terminal:
@@ -115,7 +127,7 @@ class Terminal:
 
     Each spawn opens a pane waiting in `read`, pipes the pane's output to a
     file, then presses enter: the program starts (exec) and the clock runs
-    until its output holds MARKER, the first frame with the table.
+    until its output holds MARKER, the first frame with the box's row.
     """
 
     def __init__(self, folder: Path, env: dict[str, str]) -> None:
@@ -135,7 +147,7 @@ class Terminal:
         )
 
     def first_frame(self, command: str) -> float:
-        """Milliseconds from enter (the program's exec) to MARKER on the pane."""
+        """Milliseconds from enter (the program's exec) to MARKER (the box's row) on the pane."""
         self.spawns += 1
         session, output = f"s{self.spawns}", self.folder / f"pane-{self.spawns}.out"
         self.tmux(
@@ -173,10 +185,9 @@ class Terminal:
 
 
 def first_paint_user(runs: int) -> tuple[list[float], list[float]]:
-    """`hbtui` and the bare app spawned in tmux, alternating: ms to the table on screen.
+    """`hbtui` and the bare app spawned in tmux, alternating: ms to the box's row on screen.
 
-    The dashboard runs against the simulator with an empty private home, as a
-    new user's first start.
+    Both run against the simulator with a private home holding one running box.
     """
     with tempfile.TemporaryDirectory(prefix="hbtui-bench-tui-") as tmp:
         folder = Path(tmp)
@@ -190,6 +201,12 @@ def first_paint_user(runs: int) -> tuple[list[float], list[float]]:
             HBTUI_SMOLVM_STATE_DIR=str(folder / "engine"),
         )
         hbtui = Path(sys.executable).with_name("hbtui")
+        recipe = str(ROOT / "tests" / "recipes" / "sim")
+        made = subprocess.run(
+            [str(hbtui), "new", BOX, "-q", "--recipe", recipe], env=env, capture_output=True
+        )
+        if made.returncode:
+            raise RuntimeError(f"cannot make the bench's box: {made.stderr.decode()[-2000:]}")
         terminal = Terminal(folder, env)
         bare, dash = [], []
         try:
@@ -200,12 +217,13 @@ def first_paint_user(runs: int) -> tuple[list[float], list[float]]:
                 dash.append(terminal.first_frame(str(hbtui)))
         finally:
             terminal.close()
+            subprocess.run([str(hbtui), "rm", BOX, "--force"], env=env, capture_output=True)
     return bare, dash
 
 
 def p95(values: list[float]) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
 
 
 async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
@@ -214,9 +232,9 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
     CPU time, not wall time: Textual paints on its own frame timer, and the
     wait for that timer is idle time, not cost.
     """
-    from tui_fakes import FakeService, frozen_clock, view
-
     from hbtui.tui.app import HbtuiApp
+
+    from tui_fakes import FakeService, frozen_clock, view
 
     boxes = [
         view(
@@ -257,10 +275,11 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
 async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
     """Key event in, first frame showing its effect out, while two boxes flood their logs."""
     from textual import events
-    from tui_fakes import FakeService, frozen_clock
 
     from hbtui.events import LogLine, Step
     from hbtui.tui.app import HbtuiApp
+
+    from tui_fakes import FakeService, frozen_clock
 
     frames: list[float] = []
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long a user waits for whole `hbtui` commands, against baselines in the same run.
 
-    .venv/bin/python bench/cli.py [--runs N] [--verify-mib N]
+    .venv/bin/python tests/bench/cli.py [--runs N] [--verify-mib N]
 
 Every figure is a whole process started the way a shell starts it (fork+exec,
 output to a pipe), median of N runs, against the real bundled smolvm engine with
@@ -33,7 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import hbtui_bin, log  # tests/bench/common.py, beside this script
+
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from hbtui.archive import format as F  # noqa: E402
@@ -41,18 +43,6 @@ from hbtui.engine import locate_engine  # noqa: E402
 
 MiB = 1 << 20
 PASS = b"bench passphrase, not a secret"
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def hbtui_bin() -> str:
-    beside = Path(sys.executable).parent / "hbtui"
-    found = str(beside) if beside.exists() else shutil.which("hbtui")
-    if not found:
-        raise SystemExit("hbtui is not installed: pip install -e .")
-    return found
 
 
 def median_ms(

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How long a user waits for a new box: from scratch, from a base, and by branching.
 
-    .venv/bin/python bench/new.py [--runs N] [--install-seconds S]   # on the simulator
-    .venv/bin/python bench/new.py --real [--runs N]                  # the real engine and recipe
+    .venv/bin/python tests/bench/new.py [--runs N] [--install-seconds S]   # on the simulator
+    .venv/bin/python tests/bench/new.py --real [--runs N]                  # the real engine and recipe
 
 Every figure is a whole `hbtui … -q` process, spawn to exit (what a user waits for),
 median of N runs (default 3), in a private HBTUI_HOME and engine state dir:
@@ -39,13 +39,15 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from common import hbtui_bin, log  # tests/bench/common.py, beside this script
 
-from conftest import SIM_SMOLVM, _sim_usable, recipe_with  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from hbtui.core.doctor import boot_problems  # noqa: E402
 from hbtui.engine import locate_engine  # noqa: E402
+
+from support import SIM_SMOLVM, recipe_with, sim_usable  # noqa: E402
 
 # A user's Ctrl-C reaches the bench only (children run in their own session); the
 # running hbtui then gets one SIGTERM, which it treats as Ctrl-C and rolls back.
@@ -57,18 +59,6 @@ ROWS = [
     ("branch_s", "branch (branchable source)"),
     ("branch_copy_s", "branch (stop, pack, create)"),
 ]
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def hbtui_bin() -> str:
-    beside = Path(sys.executable).parent / "hbtui"
-    found = str(beside) if beside.exists() else shutil.which("hbtui")
-    if not found:
-        raise SystemExit("hbtui is not installed: pip install -e .")
-    return found
 
 
 class Bench:
@@ -133,8 +123,16 @@ class Bench:
             log(f"cleanup: {exc}")
         for name in self.machines():
             subprocess.run(
-                [self.engine, "--state-dir", str(self.state_dir)]
-                + ["machine", "delete", "--name", name, "--force"],
+                [
+                    self.engine,
+                    "--state-dir",
+                    str(self.state_dir),
+                    "machine",
+                    "delete",
+                    "--name",
+                    name,
+                    "--force",
+                ],
                 capture_output=True,
             )
 
@@ -206,7 +204,7 @@ def main() -> int:
             log(f"guests cannot boot here: {problems[0][0]}")
             return 2
     else:
-        why = _sim_usable()
+        why = sim_usable()
         if why:
             log(why)
             return 2

@@ -1,0 +1,181 @@
+"""Work verbs: diff (what the box's agent did) and pull (its branches into the host
+repository); `new --repo` reads its options here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hbtui.cli.output import Invocation, print_json
+from hbtui.errors import UsageError
+
+if TYPE_CHECKING:
+    from hbtui.core.specs import WorkRequest
+    from hbtui.core.work import WorkDiff
+
+
+def work_request(inv: Invocation) -> WorkRequest | None:
+    """`new`'s --repo, --task/--task-file and --agent, checked before any box is made."""
+    from hbtui.core.specs import WorkRequest
+    from hbtui.core.work import check_task
+
+    a = inv.args
+    if a.task is not None and a.task_file is not None:
+        raise UsageError("give the task as --task TEXT or --task-file FILE, not both")
+    task = a.task or ""
+    if a.task_file is not None:
+        path = Path(a.task_file).expanduser()
+        try:
+            task = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the task file {path}: {exc}") from None
+    if a.repo is None:
+        if task or a.agent:
+            raise UsageError("--task and --agent need --repo PATH (the work to do them in)")
+        return None
+    check_task(task, a.agent or "")
+    seed = inv.call(inv.service.repo_seed(a.repo))
+    return WorkRequest(seed, task, a.agent or "")
+
+
+def _stat_lines(diff: WorkDiff) -> list[str]:
+    width = max((len(f.path) for f in diff.files), default=0)
+    lines = []
+    for f in diff.files:
+        change = "binary" if f.added is None else f"+{f.added} -{f.deleted}"
+        lines.append(f" {f.path.ljust(width)} | {change}")
+    added = sum(f.added or 0 for f in diff.files)
+    deleted = sum(f.deleted or 0 for f in diff.files)
+    lines.append(f" {len(diff.files)} file(s) changed, +{added} -{deleted}")
+    return lines
+
+
+def cmd_diff(inv: Invocation) -> int:
+    diff = inv.call(inv.service.diff(inv.args.name, inv.host, patch=not inv.args.stat))
+    if inv.json:
+        print_json(diff.to_json())
+        return 0
+    out = sys.stdout
+    out.write(
+        f"box {diff.box} on {diff.branch or '(detached)'}: {len(diff.commits)} commit(s) "
+        f"since {diff.seed[:12]}, {diff.uncommitted} file(s) uncommitted\n"
+    )
+    for commit in diff.commits:
+        out.write(f"  {commit.id[:12]} {commit.subject}\n")
+    if inv.args.stat or not diff.patch:
+        for line in _stat_lines(diff):
+            out.write(line + "\n")
+    else:
+        out.write(diff.patch)
+    return 0
+
+
+def cmd_pull(inv: Invocation) -> int:
+    a = inv.args
+    repo = Path(a.repo) if a.repo else None
+    with inv.reporter() as rep:
+        result = inv.call(inv.service.pull(a.name, inv.host, wip=a.wip, repo=repo, report=rep))
+    if inv.json:
+        print_json(result.to_json())
+        return 0
+    if not result.refs:
+        sys.stdout.write(f"box {result.box} has no commits since its seed; nothing pulled\n")
+    for ref, commit in result.refs:
+        sys.stdout.write(f"{ref} -> {commit[:12]} in {result.repo}\n")
+    return 0
+
+
+def _try_new(inv: Invocation, words: list[str]) -> int:
+    a = inv.args
+    if len(words) != 2 or not words[0].isdigit():
+        raise UsageError("try N NAME --repo PATH --task TEXT (see: hbtui try --help)")
+    if a.repo is None or (a.task is None and a.task_file is None):
+        raise UsageError("try N NAME needs --repo PATH and --task TEXT (or --task-file FILE)")
+    request = work_request(inv)
+    assert request is not None
+    with inv.reporter() as rep:
+        record, failed = inv.call(
+            inv.service.try_new(
+                int(words[0]), words[1], request, host=inv.host, check=a.check or "", report=rep
+            )
+        )
+    if inv.json:
+        print_json({**record.to_json(), "failed": failed})
+    else:
+        for box in record.boxes:
+            sys.stdout.write(f"✓ {box} started {request.agent} on the task\n")
+        for box, why in failed.items():
+            sys.stdout.write(f"✗ {box}: {why}\n")
+        sys.stdout.write(f"see: hbtui try ls {record.name}\n")
+    return 1 if failed else 0
+
+
+def _try_ls(inv: Invocation, words: list[str]) -> int:
+    if len(words) != 2:
+        raise UsageError("try ls NAME")
+    record, rows = inv.call(inv.service.try_rows(words[1], inv.host))
+    if inv.json:
+        print_json(
+            {"name": record.name, "check": record.check, "boxes": [r.to_json() for r in rows]}
+        )
+        return 0
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for header in ("BOX", "AGENT", "COMMITS", "FILES", "+/-", "CHECK"):
+        table.add_column(header, no_wrap=True)
+    for r in rows:
+        if r.check is None:
+            check = Text("-" if record.check else "")
+        elif r.check.status is None:
+            check = Text("could not run", style="red")
+        else:
+            check = Text(
+                "pass" if r.check.passed else f"fail ({r.check.status})",
+                style="green" if r.check.passed else "red",
+            )
+        if r.error:
+            table.add_row(Text(r.box), Text(r.agent), Text(r.error, style="red"), Text(""),
+                          Text(""), check)  # fmt: skip
+            continue
+        table.add_row(
+            Text(r.box), Text(r.agent), Text(str(r.commits)), Text(str(r.files)),
+            Text(f"+{r.added} -{r.deleted}"), check,
+        )  # fmt: skip
+    inv.out.print(table)
+    return 0
+
+
+def _try_keep(inv: Invocation, words: list[str]) -> int:
+    if len(words) != 2:
+        raise UsageError("try keep NAME-K [--yes]")
+    record, box = inv.service.try_of(words[1], inv.host)
+    others = [b for b in record.boxes if b != box]
+    if others and not inv.args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError(
+                f"refusing to remove {', '.join(others)} without a terminal; use --yes"
+            )
+        answer = input(f"Pull {box}'s work and remove {', '.join(others)}? [y/N] ").strip()
+        if answer.lower() not in ("y", "yes"):
+            raise UsageError("not confirmed; nothing was changed")
+    with inv.reporter() as rep:
+        pulled, removed = inv.call(inv.service.try_keep(box, inv.host, report=rep))
+    if inv.json:
+        print_json({"kept": box, "pull": pulled.to_json(), "removed": removed})
+        return 0
+    for ref, commit in pulled.refs:
+        sys.stdout.write(f"{ref} -> {commit[:12]} in {pulled.repo}\n")
+    sys.stdout.write(f"kept {box}; removed {', '.join(removed) or 'nothing'}\n")
+    return 0 if len(removed) == len(others) else 1
+
+
+def cmd_try(inv: Invocation) -> int:
+    words = list(inv.args.words)
+    if words[0] == "ls":
+        return _try_ls(inv, words)
+    if words[0] == "keep":
+        return _try_keep(inv, words)
+    return _try_new(inv, words)

@@ -1,0 +1,327 @@
+"""Best of N: the same task given to N boxes (`hbtui try N NAME`), their results side by
+side (`try ls`), one kept (`try keep NAME-K`).
+
+A try is a host record, `<data>/tries/<host>/NAME.json`: its boxes NAME-1..NAME-N, the
+check command and each box's last check. A check runs when `try ls` finds a box's agent
+idle (or gone) and its work changed since its last check: the record keeps the result
+with the work it was run on, so a result is never shown for work it did not see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol, cast
+
+from hbtui.core import agents as agents_core
+from hbtui.core import ansi, work_box
+from hbtui.core.agents import IDLE, BoxAgents
+from hbtui.core.boxes import BoxOperations
+from hbtui.core.hosts import HostPool
+from hbtui.core.specs import NewSpec, WorkRequest
+from hbtui.core.views import BoxView
+from hbtui.core.work import (
+    PullResult,
+    WorkBook,
+    WorkDiff,
+    WorkError,
+    WorkRecord,
+    diff,
+)
+from hbtui.errors import HbtuiError, UsageError
+from hbtui.events import Event, Notice, Phase, Report, ignore
+from hbtui.names import LOCAL, check_name
+from hbtui.paths import Paths, make_folder, read_state
+from hbtui.statefile import write_atomic
+
+TRY_MAX = 16
+TRY_CONCURRENCY = 4  # boxes made at once
+CHECK_TIMEOUT = 1800.0
+CHECK_OUTPUT = 4096  # characters of a check's output kept (its end)
+_KEY = re.compile(r"(.+)-(\d+)")
+
+
+@dataclass
+class CheckResult:
+    work: str  # the work it ran on: head and the files' stat
+    status: int | None  # the command's exit status; None: it could not run
+    output: str  # the end of its output, made safe
+
+    @property
+    def passed(self) -> bool:
+        return self.status == 0
+
+
+@dataclass
+class TryRecord:
+    name: str
+    repo: str
+    seed: str
+    check: str
+    boxes: list[str]
+    checks: dict[str, CheckResult] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> TryRecord | None:
+        if not isinstance(data, dict):
+            return None
+        try:
+            checks = {
+                str(k): CheckResult(str(v["work"]), v["status"], str(v["output"]))
+                for k, v in dict(data.get("checks") or {}).items()
+            }
+            return cls(
+                str(data["name"]),
+                str(data["repo"]),
+                str(data["seed"]),
+                str(data["check"]),
+                [str(b) for b in data["boxes"]],
+                checks,
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+class TryBook:
+    def __init__(self, paths: Paths) -> None:
+        self.root = paths.data_dir / "tries"
+
+    def _path(self, host: str, name: str) -> Path:
+        return self.root / host / f"{name}.json"
+
+    def get(self, host: str, name: str) -> TryRecord | None:
+        raw = read_state(self._path(host, name), 1 << 20)
+        if raw is None:
+            return None
+        try:
+            return TryRecord.from_json(json.loads(raw))
+        except (UnicodeDecodeError, ValueError):
+            return None
+
+    def put(self, host: str, record: TryRecord) -> None:
+        make_folder(self.root / host)
+        write_atomic(self._path(host, record.name), json.dumps(record.to_json(), indent=2).encode())
+
+    def drop(self, host: str, name: str) -> None:
+        self._path(host, name).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class TryRow:
+    """One box of a try, as `try ls` shows it."""
+
+    box: str
+    agent: str  # the agent's status (idle, working, ...), "no agent", or why it is unknown
+    commits: int | None
+    files: int | None
+    added: int | None
+    deleted: int | None
+    check: CheckResult | None
+    error: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["check"] = asdict(self.check) if self.check else None
+        return data
+
+
+def box_names(name: str, count: int) -> list[str]:
+    if not 1 <= count <= TRY_MAX:
+        raise UsageError(f"a try makes 1 to {TRY_MAX} boxes, not {count}")
+    names = [f"{name}-{k}" for k in range(1, count + 1)]
+    for box in names:
+        check_name(box)
+    return names
+
+
+def _prefixed(box: str, report: Report) -> Report:
+    """One box's progress among N: its phases and notices, named; the rest stays quiet."""
+
+    def relay(event: Event) -> None:
+        if isinstance(event, Phase):
+            report(Phase(f"{box}: {event.message}"))
+        elif isinstance(event, Notice):
+            report(Notice(f"{box}: {event.message}"))
+
+    return relay
+
+
+def _fingerprint(d: WorkDiff) -> str:
+    files = ",".join(f"{f.path}:{f.added}:{f.deleted}" for f in d.files)
+    return f"{d.head} {files}"
+
+
+def _agent_status(row: BoxAgents | None) -> tuple[str, bool]:
+    """(what to show, whether the box is settled enough to check)."""
+    if row is None:
+        return "unknown", False
+    if row.error:
+        return "error", False
+    live = [s for s in row.sessions if s.status not in (agents_core.ENDED, agents_core.ERROR)]
+    if not live:
+        return ("ended" if row.sessions else "no agent"), True
+    statuses = {s.status for s in live}
+    shown = next(s for s in agents_core.STATUSES if s in statuses)
+    return shown, statuses == {IDLE}
+
+
+async def run_check(
+    boxes: BoxOperations, host_name: str, record: WorkRecord, name: str, command: str, work: str
+) -> CheckResult:
+    """The check in the box, as its agent, in the clone; the end of its output kept."""
+    host = await boxes.hosts.get(host_name)
+    try:
+        done = await host.engine.exec(
+            name,
+            ["bash", "-lc", command],
+            user=work_box.AGENT,
+            workdir=record.clone,
+            timeout=CHECK_TIMEOUT,
+        )
+    except (HbtuiError, OSError) as exc:
+        return CheckResult(work, None, ansi.plain(str(exc))[:300])
+    text = (done.stdout + done.stderr)[-CHECK_OUTPUT * 4 :].decode(errors="replace")
+    return CheckResult(work, done.returncode, ansi.without_escapes(text)[-CHECK_OUTPUT:])
+
+
+class _Door(Protocol):
+    """The Service's own operations a try is made of (each holds its box as it runs)."""
+
+    async def new(self, spec: NewSpec, *, report: Report = ...) -> BoxView: ...
+
+    async def remove(self, name: str, host: str = ..., *, report: Report = ...) -> BoxView: ...
+
+    async def pull(self, name: str, host: str = ..., *, report: Report = ...) -> PullResult: ...
+
+
+class TryOperations:
+    """The Service's best-of-N methods (it inherits them)."""
+
+    paths: Paths
+    _boxes: BoxOperations
+    _hosts: HostPool
+
+    @property
+    def _tries(self) -> TryBook:
+        return TryBook(self.paths)
+
+    def _try_host(self, host: str) -> None:
+        if host not in self._hosts.names():
+            raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
+
+    async def try_new(
+        self,
+        count: int,
+        name: str,
+        work: WorkRequest,
+        *,
+        host: str = LOCAL,
+        check: str = "",
+        report: Report = ignore,
+    ) -> tuple[TryRecord, dict[str, str]]:
+        """N boxes with the same repository and task, made a few at a time; returns the
+        try and, for each box that could not be made, why (it was rolled back)."""
+        self._try_host(host)
+        check_name(name)
+        names = box_names(name, count)
+        if self._tries.get(host, name) is not None:
+            raise UsageError(f"a try named {name!r} exists (see: hbtui try ls {name})")
+        if not work.agent:
+            raise UsageError("a try needs an agent: --agent claude|codex|hermes")
+        door = cast(_Door, self)
+        limit = asyncio.Semaphore(TRY_CONCURRENCY)
+        failed: dict[str, str] = {}
+        made: list[str] = []
+
+        async def one(box: str) -> None:
+            async with limit:
+                try:
+                    spec = NewSpec(box, host=host, work=work)
+                    await door.new(spec, report=_prefixed(box, report))
+                    made.append(box)
+                except HbtuiError as exc:
+                    failed[box] = exc.message
+                    report(Notice(f"{box}: {exc.message}"))
+
+        await asyncio.gather(*(one(box) for box in names))
+        record = TryRecord(
+            name, str(work.seed.repo), work.seed.seed, check, [b for b in names if b in made]
+        )
+        if made:
+            self._tries.put(host, record)
+        return record, failed
+
+    def _try_record(self, name: str, host: str) -> TryRecord:
+        self._try_host(host)
+        check_name(name)
+        record = self._tries.get(host, name)
+        if record is None:
+            raise UsageError(f"no try named {name!r} (made with: hbtui try N {name} ...)")
+        return record
+
+    async def try_rows(self, name: str, host: str = LOCAL) -> tuple[TryRecord, list[TryRow]]:
+        """Each box's agent status, work and check; a settled box whose work changed since
+        its last check is checked now."""
+        record = self._try_record(name, host)
+        listing = await agents_core.listing(self._boxes, record.boxes, [host])
+        by_box = {row.box: row for row in listing}
+        book = WorkBook(self.paths)
+
+        async def row(box: str) -> TryRow:
+            shown, settled = _agent_status(by_box.get(box))
+            work = book.get(host, box)
+            try:
+                if work is None:
+                    raise WorkError(f"box {box} has no work record")
+                d = await diff(self._boxes, book, box, host, patch=False)
+            except HbtuiError as exc:
+                last = record.checks.get(box)
+                return TryRow(box, shown, None, None, None, None, last, exc.message)
+            checked = record.checks.get(box)
+            now = _fingerprint(d)
+            if record.check and settled and (checked is None or checked.work != now):
+                checked = await run_check(self._boxes, host, work, box, record.check, now)
+                record.checks[box] = checked
+            added = sum(f.added or 0 for f in d.files)
+            deleted = sum(f.deleted or 0 for f in d.files)
+            return TryRow(box, shown, len(d.commits), len(d.files), added, deleted, checked)
+
+        rows = list(await asyncio.gather(*(row(box) for box in record.boxes)))
+        self._tries.put(host, record)
+        return record, rows
+
+    def try_of(self, box: str, host: str = LOCAL) -> tuple[TryRecord, str]:
+        """The try a box NAME-K belongs to, and its other boxes' names are in it."""
+        match = _KEY.fullmatch(box)
+        if match is None:
+            raise UsageError(f"{box!r} is not a box of a try (NAME-K)")
+        record = self._try_record(match.group(1), host)
+        if box not in record.boxes:
+            raise UsageError(f"try {record.name} has no box {box!r}")
+        return record, box
+
+    async def try_keep(
+        self, box: str, host: str = LOCAL, *, report: Report = ignore
+    ) -> tuple[PullResult, list[str]]:
+        """Pull the kept box's work, then remove the try's other boxes; returns the pull's
+        result and the boxes removed."""
+        record, _ = self.try_of(box, host)
+        door = cast(_Door, self)
+        pulled = await door.pull(box, host, report=report)
+        removed = []
+        for other in record.boxes:
+            if other == box:
+                continue
+            try:
+                await door.remove(other, host, report=_prefixed(other, report))
+                removed.append(other)
+            except HbtuiError as exc:
+                report(Notice(f"{other} was not removed: {exc.message}"))
+        self._tries.drop(host, record.name)
+        return pulled, removed

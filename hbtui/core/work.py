@@ -1,0 +1,415 @@
+"""Work in and out of boxes: a host repository's history into a box (`new --repo`), the
+box's work seen (`diff`) and taken back (`pull`) without the box ever holding a git
+credential or pushing anything.
+
+The host keeps one record per box made with a repository (`WorkBook`): the repository's
+path, the seed commit and the clone's folder in the box. The seed is the host's word, never
+the box's: it defines "what the agent did" and is what every pulled branch must contain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from hbtui.core import ansi, gitops, work_box
+from hbtui.core.boxes import BoxOperations, to_the_end
+from hbtui.core.gitops import BundleRefused, RepoSeed
+from hbtui.core.hosts import Host, HostPool
+from hbtui.core.scratch import scratch
+from hbtui.core.specs import WorkRequest
+from hbtui.engine import MachineNotFound, MachineNotRunning
+from hbtui.errors import HbtuiError, UsageError
+from hbtui.events import Notice, Phase, Report, ignore
+from hbtui.names import LOCAL, check_name
+from hbtui.paths import Paths, make_folder, read_state
+from hbtui.statefile import write_atomic
+
+AGENTS = ("claude", "codex", "hermes")
+TASK_MAX = 64 * 1024
+PULL_MAX_ENV = "HBTUI_PULL_MAX_BYTES"  # the cap on a pulled bundle and on any file in it
+PULL_MAX_DEFAULT = 1 << 30
+DIFF_MAX = 32 << 20
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_NUM = re.compile(r"(-|\d+)\t(-|\d+)\t(.+)")
+
+
+class WorkError(HbtuiError):
+    """A box has no work hbtui knows of, or its clone cannot be read."""
+
+
+def pull_max() -> int:
+    """The cap on what a box may send back (`HBTUI_PULL_MAX_BYTES`, default 1 GiB)."""
+    text = os.environ.get(PULL_MAX_ENV, "")
+    if not text:
+        return PULL_MAX_DEFAULT
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"{PULL_MAX_ENV} must be a number of bytes, not {text!r}")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class WorkRecord:
+    """Where a box's work came from, as the host recorded it at `new --repo`."""
+
+    repo: str
+    seed: str
+    ref: str  # what the seed was resolved from (refs/heads/main, HEAD, a commit)
+    clone: str  # the clone's folder in the box
+    branch: str  # hb/BOX
+
+    @classmethod
+    def from_json(cls, data: object) -> WorkRecord | None:
+        if not isinstance(data, dict):
+            return None
+        fields = {k: data.get(k) for k in ("repo", "seed", "ref", "clone", "branch")}
+        if not all(isinstance(v, str) for v in fields.values()):
+            return None
+        if not _SHA.fullmatch(str(fields["seed"])):
+            return None
+        return cls(**{k: str(v) for k, v in fields.items()})
+
+
+class WorkBook:
+    """One JSON record per box made with a repository: `<data>/work/<host>/<box>.json`."""
+
+    def __init__(self, paths: Paths) -> None:
+        self.root = paths.data_dir / "work"
+
+    def _path(self, host: str, name: str) -> Path:
+        return self.root / host / f"{name}.json"
+
+    def get(self, host: str, name: str) -> WorkRecord | None:
+        raw = read_state(self._path(host, name), 64 * 1024)
+        if raw is None:
+            return None
+        try:
+            return WorkRecord.from_json(json.loads(raw))
+        except (UnicodeDecodeError, ValueError):
+            return None
+
+    def put(self, host: str, name: str, record: WorkRecord) -> None:
+        make_folder(self.root / host)
+        write_atomic(self._path(host, name), json.dumps(asdict(record), indent=2).encode())
+
+    def drop(self, host: str, name: str) -> None:
+        self._path(host, name).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Commit:
+    id: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    added: int | None  # None: a binary file
+    deleted: int | None
+
+
+@dataclass(frozen=True)
+class WorkDiff:
+    """`hbtui diff`: the box's commits since the seed, and every change since the seed
+    (committed or not) file by file and, unless only the stat was asked for, as a patch."""
+
+    box: str
+    host: str
+    repo: str
+    seed: str
+    head: str
+    branch: str
+    commits: tuple[Commit, ...]
+    files: tuple[FileChange, ...]
+    uncommitted: int  # files with changes not committed yet
+    patch: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PullResult:
+    box: str
+    host: str
+    repo: str
+    refs: tuple[tuple[str, str], ...]  # (host ref, commit)
+    uncommitted: int
+    wip: str  # the commit the uncommitted changes were pulled as ("" without --wip)
+    bytes: int
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["refs"] = [{"ref": ref, "commit": sha} for ref, sha in self.refs]
+        return data
+
+
+def clone_dir(seed: RepoSeed) -> str:
+    return f"{work_box.WORK_DIR}/{seed.folder}"
+
+
+def branch_name(box: str) -> str:
+    return f"hb/{box}"
+
+
+def check_task(task: str, agent: str) -> None:
+    if agent and agent not in AGENTS:
+        raise UsageError(f"unknown agent {agent!r}: one of {', '.join(AGENTS)}")
+    if task and not agent:
+        raise UsageError("a task needs an agent to do it: add --agent claude|codex|hermes")
+    if len(task.encode()) > TASK_MAX:
+        raise UsageError(f"the task is longer than {TASK_MAX} bytes")
+    if "\x00" in task:
+        raise UsageError("the task holds a NUL character")
+
+
+def _launcher(agent: str, task_file: str) -> str:
+    """The agent's start in its tmux window; the task is read from a file in the box."""
+    if agent == "hermes":  # its first prompt is typed into its own input line
+        return (
+            f'tmux send-keys -t "$TMUX_PANE" -l -- "$(cat {task_file})" \\; '
+            'send-keys -t "$TMUX_PANE" Enter\nexec hermes\n'
+        )
+    if not agent:
+        return "exec bash -l\n"
+    return f'task=$(cat {task_file})\nexec {agent} "$task"\n'
+
+
+@contextlib.contextmanager
+def _reaching(name: str) -> Iterator[None]:
+    """A box that is not running, or gone, is one line saying what to do (asking the
+    engine first would cost every diff and pull a status call)."""
+    try:
+        yield
+    except MachineNotRunning:
+        raise WorkError(f"box {name} is not running: start it first (hbtui start {name})") from None
+    except MachineNotFound:
+        raise WorkError(f"box {name} is not there (see: hbtui ls)") from None
+
+
+async def seed_box(
+    boxes: BoxOperations, book: WorkBook, name: str, host_name: str, request: WorkRequest,
+    report: Report = ignore,
+) -> WorkRecord:  # fmt: skip
+    """Clone the seed into the box on branch hb/BOX, record it, start the agent."""
+    host = await boxes.hosts.get(host_name)
+    seed = request.seed
+    record = WorkRecord(str(seed.repo), seed.seed, seed.label, clone_dir(seed), branch_name(name))
+    guest_tmp = f"/tmp/hbtui-seed-{os.getpid()}"
+    report(Phase(f"putting {seed.repo} ({seed.label} at {seed.seed[:12]}) in {name}"))
+    with scratch(boxes.paths, "seed") as folder:
+        bundle = await gitops.seed_bundle(seed, folder)
+        await host.engine.exec(name, ["install", "-d", "-m", "0755", guest_tmp], timeout=60)
+        try:
+            await host.engine.cp_in(name, bundle, f"{guest_tmp}/seed.bundle", mode="0644")
+            answer = await work_box.run_step(
+                host, name, work_box.SEED_SCRIPT,
+                [f"{guest_tmp}/seed.bundle", record.clone, record.branch, seed.seed, name],
+                cap=64 * 1024,
+            )  # fmt: skip
+            if answer.first("exists") is not None:
+                raise WorkError(f"{record.clone} already exists in box {name}")
+            if answer.returncode != 0 or answer.first("head") != seed.seed:
+                raise WorkError(f"cloning the seed in box {name} failed: {answer.why()}")
+            book.put(host_name, name, record)
+            if request.agent:
+                await _start_agent(host, name, record, request, folder)
+        finally:
+            await host.engine.exec(name, ["rm", "-rf", "--", guest_tmp], timeout=60)
+    return record
+
+
+async def _start_agent(
+    host: Host, name: str, record: WorkRecord, request: WorkRequest, folder: Path
+) -> None:
+    """The task and the launcher travel as files (never argv of a shell on the host)."""
+    task_file = f"{record.clone}/.git/hbtui-task"
+    launcher = f"{record.clone}/.git/hbtui-start"
+    (folder / "task").write_text(request.task)
+    (folder / "start").write_text(_launcher(request.agent, task_file))
+    for local, guest in ((folder / "task", task_file), (folder / "start", launcher)):
+        await host.engine.cp_in(name, local, guest, mode="0644")
+        await host.engine.exec(name, ["chown", f"{work_box.AGENT}:", "--", guest], timeout=60)
+    answer = await work_box.run_step(
+        host, name, work_box.START_SCRIPT, [record.clone, launcher], cap=64 * 1024
+    )
+    if answer.returncode != 0:
+        raise WorkError(f"starting {request.agent} in box {name} failed: {answer.why()}")
+
+
+def _record(book: WorkBook, name: str, host: str) -> WorkRecord:
+    record = book.get(host, name)
+    if record is None:
+        raise WorkError(f"box {name} was not made with a repository (hbtui new {name} --repo PATH)")
+    return record
+
+
+def _repo(record: WorkRecord, repo: Path | None) -> Path:
+    path = Path(repo).expanduser().absolute() if repo is not None else Path(record.repo)
+    if not path.is_dir():
+        raise UsageError(f"the repository {path} is not there; name it with --repo PATH")
+    return path
+
+
+def _count(text: str | None) -> int:
+    return int(text) if text is not None and text.strip().isdigit() else 0
+
+
+def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answer) -> WorkDiff:
+    commits, files = [], []
+    for word, rest in answer.tagged:
+        if word == "commit":
+            sha, _, subject = rest.partition(" ")
+            if _SHA.fullmatch(sha):
+                commits.append(Commit(sha, ansi.plain(subject)[:300]))
+        elif word == "num" and (m := _NUM.fullmatch(rest)):
+            added, deleted, path = m.groups()
+            files.append(
+                FileChange(
+                    ansi.plain(path)[:1000],
+                    None if added == "-" else int(added),
+                    None if deleted == "-" else int(deleted),
+                )
+            )
+    head = answer.first("head") or ""
+    patch = None
+    if answer.first("patch") is not None:
+        patch = ansi.without_escapes("\n".join(answer.body) + ("\n" if answer.body else ""))
+    return WorkDiff(
+        box=name,
+        host=host,
+        repo=record.repo,
+        seed=record.seed,
+        head=head if _SHA.fullmatch(head) else "",
+        branch=ansi.plain(answer.first("branch") or "")[:200],
+        commits=tuple(commits),
+        files=tuple(files),
+        uncommitted=_count(answer.first("dirty")),
+        patch=patch,
+    )
+
+
+async def diff(
+    boxes: BoxOperations, book: WorkBook, name: str, host_name: str, *, patch: bool
+) -> WorkDiff:
+    record = _record(book, name, host_name)
+    host = await boxes.hosts.get(host_name)
+    with _reaching(name):
+        answer = await work_box.run_step(
+            host, name, work_box.DIFF_SCRIPT,
+            [record.clone, record.seed, "patch" if patch else "stat"], cap=DIFF_MAX,
+        )  # fmt: skip
+    if answer.first("noclone") is not None:
+        raise WorkError(f"box {name} has no clone at {record.clone}")
+    if answer.returncode != 0:
+        raise WorkError(f"reading the work in box {name} failed: {answer.why()}")
+    return _parse_diff(name, host_name, record, answer)
+
+
+async def pull(
+    boxes: BoxOperations,
+    book: WorkBook,
+    name: str,
+    host_name: str,
+    *,
+    wip: bool,
+    repo: Path | None,
+    report: Report = ignore,
+) -> PullResult:
+    """The box's branches into the host repository under refs/remotes/box/BOX/, once the
+    bundle has passed every check (see hbtui.core.gitops); a refusal changes nothing."""
+    record = _record(book, name, host_name)
+    target = await gitops.repo_top(_repo(record, repo))
+    cap = pull_max()
+    host = await boxes.hosts.get(host_name)
+    with scratch(boxes.paths, "pull") as folder:
+        bundle = folder / "box.bundle"
+        report(Phase(f"bundling the work in {name}"))
+        with _reaching(name):
+            answer, size = await work_box.fetch_bundle(
+                host, name, [record.clone, record.seed, "1" if wip else "0"], bundle, cap
+            )
+        if answer.first("noclone") is not None:
+            raise WorkError(f"box {name} has no clone at {record.clone}")
+        dirty = _count(answer.first("dirty"))
+        wip_commit = answer.first("wip") or ""
+        if answer.first("nothing") is not None:
+            refs: tuple[tuple[str, str], ...] = ()
+        elif answer.returncode != 0 or answer.first("data") is None:
+            raise WorkError(f"bundling the work in box {name} failed: {answer.why()}")
+        else:
+            report(Phase(f"checking the bundle ({size} bytes)"))
+            checked = await gitops.check_bundle(
+                target, bundle, folder, seed=record.seed, blob_max=cap, wip=wip
+            )
+            heads = checked.heads
+            if wip and not any(ref == gitops.WIP_REF for _, ref in heads) and wip_commit:
+                raise BundleRefused("the box's bundle left out its uncommitted changes: refused")
+            await to_the_end(gitops.take_in(target, checked, name))
+            refs = tuple((gitops.target_ref(name, ref), sha) for sha, ref in heads)
+    if dirty and not wip:
+        report(Notice(f"{dirty} file(s) in {name} have uncommitted changes (not pulled; --wip)"))
+    return PullResult(
+        name, host_name, str(target), refs, dirty, wip_commit if _SHA.fullmatch(wip_commit) else "",
+        size,
+    )  # fmt: skip
+
+
+class WorkOperations:
+    """The Service's work methods (it inherits them: one door, this file for the concern)."""
+
+    paths: Paths
+    _boxes: BoxOperations
+    _hosts: HostPool
+
+    @property
+    def _work(self) -> WorkBook:
+        return WorkBook(self.paths)
+
+    def _work_box(self, name: str, host: str) -> None:
+        check_name(name)
+        if host not in self._hosts.names():
+            raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
+
+    async def _put_work(self, name: str, host: str, work: WorkRequest, report: Report) -> None:
+        """The seed and the agent into a box `new` just made; any failure (or Ctrl-C)
+        removes the box again, so nothing is left half-made."""
+        try:
+            await seed_box(self._boxes, self._work, name, host, work, report)
+        except BaseException:
+            report(Phase(f"removing {name}: its work could not be put in"))
+            await to_the_end(self._boxes.remove(name, host))
+            self._work.drop(host, name)
+            raise
+
+    async def repo_seed(self, text: str) -> RepoSeed:
+        """What `new --repo PATH[@REF]` would put in the box (the repository is only read)."""
+        return await gitops.resolve_seed(text)
+
+    async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
+        """The box's work since its seed: commits, changed files and (unless only the
+        stat is asked for) the patch, uncommitted changes included."""
+        self._work_box(name, host)
+        return await diff(self._boxes, self._work, name, host, patch=patch)
+
+    async def pull(
+        self,
+        name: str,
+        host: str = LOCAL,
+        *,
+        wip: bool = False,
+        repo: Path | None = None,
+        report: Report = ignore,
+    ) -> PullResult:
+        """Fetch the box's branches into the host repository (refs/remotes/box/BOX/*)."""
+        self._work_box(name, host)
+        async with self._boxes.locks.hold(host, name, "pull"):
+            return await pull(
+                self._boxes, self._work, name, host, wip=wip, repo=repo, report=report
+            )

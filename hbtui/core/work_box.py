@@ -1,0 +1,224 @@
+"""The git steps inside a box for work in and out, and reading what the box answers.
+
+Each step is one `bash -c SCRIPT` exec as the box's agent, in its clone, with the values
+as argv (never spliced into the script). Its output is untrusted: the lines hbtui acts on
+start with TAG, everything is size-capped while it streams, and a bundle travels as
+base64 lines that are decoded into a private file and counted against the cap as they
+arrive, so a box cannot make the host hold or store more than the cap.
+"""
+
+from __future__ import annotations
+
+import binascii
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hbtui.core import ansi
+from hbtui.core.gitops import SEED_REF, WIP_REF
+from hbtui.core.hosts import Host
+from hbtui.engine import EngineError
+from hbtui.errors import HbtuiError
+
+AGENT = "agent"
+WORK_DIR = "/data/home/agent/work"
+TAG = "::hbtui-work::"
+STEP_TIMEOUT = 600.0
+B64_WIDTH = 65536  # characters of base64 a line (the engine's line limit is 1 MiB)
+
+# $1 bundle (readable by agent)  $2 clone folder  $3 branch  $4 seed commit  $5 box name
+SEED_SCRIPT = f"""set -eu
+[ ! -e "$2" ] || {{ echo "{TAG} exists"; exit 3; }}
+mkdir -p "$(dirname "$2")"
+git init -q -b "$3" "$2"
+cd "$2"
+git fetch -q --no-tags "$1" "+{SEED_REF}:{SEED_REF}"
+git reset -q --hard "$4"
+git config credential.helper ""  # no helper of the image's: the box holds no git login
+git config user.name >/dev/null || git config user.name "agent in $5"
+git config user.email >/dev/null || git config user.email "agent@$5.hbtui.invalid"
+echo "{TAG} head $(git rev-parse HEAD)"
+"""
+
+# $1 clone  $2 seed  $3 "patch" or "stat"
+DIFF_SCRIPT = f"""set -u
+cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
+t=$(mktemp -d) || exit 3
+trap 'rm -rf "$t"' EXIT
+echo "{TAG} head $(git rev-parse -q --verify HEAD)"
+echo "{TAG} branch $(git symbolic-ref -q --short HEAD)"
+echo "{TAG} dirty $(git status --porcelain --untracked-files=all | wc -l)"
+git log -n 1000 --format='{TAG} commit %H %s' "$2..HEAD" --
+cp .git/index "$t/index" 2>/dev/null || :
+export GIT_INDEX_FILE="$t/index"
+git add -A
+git -c core.quotepath=on diff --cached --no-renames --numstat "$2" -- | sed 's/^/{TAG} num /'
+if [ "$3" = patch ]; then
+    echo "{TAG} patch"
+    git diff --cached --no-color --no-ext-diff --no-textconv "$2" --
+fi
+echo "{TAG} end"
+"""
+
+# $1 clone  $2 seed  $3 "1" to commit uncommitted changes on WIP_REF first
+PULL_SCRIPT = f"""set -u
+cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
+t=$(mktemp -d) || exit 3
+trap 'rm -rf "$t"; git update-ref -d {WIP_REF} 2>/dev/null' EXIT
+echo "{TAG} dirty $(git status --porcelain --untracked-files=all | wc -l)"
+set -- "$1" "$2" "$3" --branches
+if [ "$3" = 1 ] && [ -n "$(git status --porcelain --untracked-files=all)" ]; then
+    cp .git/index "$t/index" 2>/dev/null || :
+    tree=$(GIT_INDEX_FILE="$t/index" sh -c 'git add -A && git write-tree') || exit 4
+    c=$(GIT_AUTHOR_NAME=hbtui GIT_AUTHOR_EMAIL=hbtui@localhost.invalid \
+        GIT_COMMITTER_NAME=hbtui GIT_COMMITTER_EMAIL=hbtui@localhost.invalid \
+        git commit-tree "$tree" -p HEAD -m "uncommitted changes (hbtui pull --wip)") || exit 4
+    git update-ref {WIP_REF} "$c" || exit 4
+    echo "{TAG} wip $c"
+    set -- "$@" {WIP_REF}
+fi
+if [ "$(git rev-list --count "$4" ${{5:+"$5"}} "^$2")" = 0 ]; then
+    echo "{TAG} nothing"
+    exit 0
+fi
+git bundle create -q "$t/b" "$4" ${{5:+"$5"}} "^$2" || exit 5
+echo "{TAG} size $(stat -c %s "$t/b")"
+echo "{TAG} data"
+base64 -w {B64_WIDTH} "$t/b" 2>/dev/null
+echo "{TAG} end"
+"""
+
+# $1 clone  $2 launcher file
+START_SCRIPT = """set -eu
+if tmux has-session -t main 2>/dev/null; then
+    tmux new-window -t main -c "$1" "bash -l $2"
+else
+    tmux new-session -d -s main -x 200 -y 50 -c "$1" "bash -l $2"
+fi
+"""
+
+
+class BoxAnswerRefused(HbtuiError):
+    """What the box answered breaks the protocol or the cap; nothing of it was used."""
+
+
+@dataclass
+class Answer:
+    """The tagged lines of a step's output, and the other lines (the box's own words)."""
+
+    tagged: list[tuple[str, str]] = field(default_factory=list)  # (word, rest)
+    said: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)  # after a "patch" line
+    size: int = 0  # characters read, all told
+    returncode: int | None = None
+
+    def first(self, word: str) -> str | None:
+        return next((rest for w, rest in self.tagged if w == word), None)
+
+    def why(self) -> str:
+        """The box's last words, safe to print (for an error line)."""
+        words = [ansi.plain(s) for s in self.said if s.strip()]
+        return words[-1][:200] if words else f"exit status {self.returncode}"
+
+
+def _split(line: str) -> tuple[str, str]:
+    word, _, rest = line[len(TAG) :].strip().partition(" ")
+    return word, rest
+
+
+@contextlib.asynccontextmanager
+async def _lines(
+    host: Host, box: str, script: str, args: list[str]
+) -> AsyncIterator[tuple[AsyncIterator[str], list[int | None]]]:
+    """A step's output lines, and (once they end) its exit status; the step is killed
+    when the block is left early."""
+    stream = host.engine.exec_stream(
+        box, ["bash", "-c", script, "hbtui", *args], user=AGENT, timeout=STEP_TIMEOUT
+    )
+    lines = aiter(stream)
+    status: list[int | None] = [None]
+    try:
+        yield lines, status
+        status[0] = stream.returncode
+    except ValueError:  # a line past the engine's limit
+        raise BoxAnswerRefused("the box answered a line longer than 1 MiB: refused") from None
+    finally:
+        with contextlib.suppress(EngineError, RuntimeError, ValueError):
+            await lines.aclose()  # type: ignore[attr-defined]
+
+
+async def run_step(host: Host, box: str, script: str, args: list[str], cap: int) -> Answer:
+    """Run a step and keep its output, at most `cap` characters of it."""
+    answer = Answer()
+    in_body = False
+    async with _lines(host, box, script, args) as (lines, status):
+        async for line in lines:
+            answer.size += len(line) + 1
+            if answer.size > cap:
+                raise BoxAnswerRefused(
+                    f"the box's answer is larger than {cap} bytes: refused (try --stat)"
+                )
+            if line.startswith(TAG):
+                word, rest = _split(line)
+                if word == "end":
+                    in_body = False
+                    continue
+                answer.tagged.append((word, rest))
+                in_body = word == "patch"
+            elif in_body:
+                answer.body.append(line)
+            else:
+                answer.said.append(line)
+    answer.returncode = status[0]
+    return answer
+
+
+async def fetch_bundle(
+    host: Host, box: str, args: list[str], target: Path, cap: int
+) -> tuple[Answer, int]:
+    """Run the pull step; the bundle it sends is written to `target` as it arrives and
+    refused the moment it is, or says it is, larger than `cap` bytes. Returns the step's
+    answer and the bundle's size (0: the box had nothing to send)."""
+    answer = Answer()
+    written = 0
+    state = "head"  # then "data", then "done"
+    with open(target, "wb") as out:
+        async with _lines(host, box, PULL_SCRIPT, args) as (lines, status):
+            async for line in lines:
+                if state == "data":
+                    if line == f"{TAG} end":
+                        state = "done"
+                        continue
+                    try:
+                        chunk = binascii.a2b_base64(line, strict_mode=True)
+                    except (binascii.Error, ValueError):
+                        raise BoxAnswerRefused(
+                            "the box's bundle arrived garbled (not base64): refused"
+                        ) from None
+                    written += len(chunk)
+                    if written > cap:
+                        raise BoxAnswerRefused(
+                            f"the box's bundle is larger than the cap of {cap} bytes: "
+                            "refused, nothing fetched"
+                        )
+                    out.write(chunk)
+                    continue
+                if state == "head" and line.startswith(TAG):
+                    word, rest = _split(line)
+                    answer.tagged.append((word, rest))
+                    if word == "size" and (not rest.isdigit() or int(rest) > cap):
+                        raise BoxAnswerRefused(
+                            f"the box's bundle is {ansi.plain(rest)[:20]} bytes, more than the "
+                            f"cap of {cap}: refused, nothing fetched"
+                        )
+                    if word == "data":
+                        state = "data"
+                    continue
+                answer.size += len(line)
+                if answer.size <= 64 * 1024:
+                    answer.said.append(line)
+        answer.returncode = status[0]
+    if state == "data":
+        raise BoxAnswerRefused("the box's bundle ended before its end mark: refused")
+    return answer, written

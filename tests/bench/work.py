@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Work in and out of boxes on the simulator, against baselines in the same run.
+
+    sudo .venv/bin/python tests/bench/work.py [--commits N] [--runs N]
+
+Everything runs in a private HBTUI_HOME and simulator state dir (root is needed, as for
+the simulator's tests), with the simulator recipe and a base built first, so boxes are
+made from it as a user's would be:
+
+  pull   `hbtui pull BOX` of a clone with N commits (default 5,000) on top of the seed,
+         into a fresh copy of the host repository each run, against plain `git fetch` of
+         an equivalent bundle already on this machine (the same branches since the seed)
+         into another fresh copy: goal <= 2x.
+  try4   `hbtui try 4 NAME --repo --task` (four boxes, each cloned and its agent started)
+         against one `hbtui new BOX --repo --task --agent`: goal <= 2.5x.
+
+Prints a table; the LAST line is one JSON object with `pull_vs_git_fetch`, `try4_vs_new`
+and the raw seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from common import hbtui_bin, log  # tests/bench/common.py, beside this script
+
+ROOT = Path(__file__).resolve().parents[2]
+SIM = ROOT / "tests" / "sim" / "smolvm"
+RECIPE = ROOT / "tests" / "recipes" / "sim"
+CLONE = "/data/home/agent/work/repo"
+# A stand-in agent (the real ones need an API): it starts and waits, as an agent would.
+FAKE_AGENT = "printf '#!/bin/sh\\nexec sleep 3600\\n' > /usr/local/bin/claude; chmod 755 /usr/local/bin/claude"
+
+# N commits on top of HEAD in the box, made in one git fast-import (seconds, not minutes).
+COMMITS = r"""
+import subprocess, sys, time
+n = int(sys.argv[1])
+head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+out = []
+when = int(time.time())
+for i in range(n):
+    body = f"line {i}\n" * 20
+    msg = f"agent commit {i}\n"
+    out.append(f"commit refs/heads/hb/w0\nmark :{i + 1}\n")
+    out.append(f"committer agent <agent@w0> {when + i} +0000\n")
+    out.append(f"data {len(msg)}\n{msg}")
+    out.append(f"from {head}\n" if i == 0 else "")
+    out.append(f"M 644 inline file{i % 50}.txt\ndata {len(body)}\n{body}\n")
+subprocess.run(["git", "fast-import", "--quiet"], input="".join(out).encode(), check=True)
+subprocess.run(["git", "reset", "-q", "--hard", "hb/w0"], check=True)
+"""
+
+
+class Bench:
+    def __init__(self, top: Path) -> None:
+        self.top = top
+        self.env = {
+            **os.environ,
+            "HBTUI_HOME": str(top / "home"),
+            "HBTUI_SMOLVM": str(SIM),
+            "HBTUI_SMOLVM_STATE_DIR": str(top / "sim"),
+            "HBTUI_RECIPE": str(top / "recipe"),
+        }
+        (top / "home").mkdir()
+        (top / "sim").mkdir()
+        self.hbtui = hbtui_bin()
+
+    def run(self, *args: str, timeout: float = 1200) -> tuple[float, str]:
+        began = time.perf_counter()
+        done = subprocess.run(
+            [self.hbtui, *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+        took = time.perf_counter() - began
+        if done.returncode != 0:
+            raise SystemExit(f"hbtui {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+        return took, done.stdout
+
+    def box(self, name: str, script: str, *, user: str = "agent") -> str:
+        argv = [str(SIM), "--state-dir", self.env["HBTUI_SMOLVM_STATE_DIR"], "machine", "exec"]
+        argv += ["--name", name, "-u", user, "--", "bash", "-c", script]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
+        if done.returncode != 0:
+            raise SystemExit(f"in {name}: {script[:80]}...\n{done.stdout}{done.stderr}")
+        return done.stdout
+
+    def cleanup(self) -> None:
+        listed = subprocess.run(
+            [str(SIM), "--state-dir", self.env["HBTUI_SMOLVM_STATE_DIR"], "machine", "ls", "--json"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        for machine in json.loads(listed.stdout or "[]"):
+            subprocess.run(
+                [str(SIM), "--state-dir", self.env["HBTUI_SMOLVM_STATE_DIR"], "machine",
+                 "delete", "--name", machine["name"], "-f"],
+                capture_output=True,
+            )  # fmt: skip
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"git {' '.join(args)}: {done.stderr}")
+    return done.stdout.strip()
+
+
+def make_repo(path: Path) -> None:
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    for i in range(200):
+        (path / f"src{i}.txt").write_text(f"source {i}\n" * 50)
+    git(path, "add", ".")
+    git(path, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "seed")
+
+
+def fresh_copy(repo: Path, dest: Path) -> Path:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(repo, dest, symlinks=True)
+    return dest
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--commits", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="keep the boxes and files (debug)")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("the simulator needs root")
+    top = Path(tempfile.mkdtemp(prefix="hbtui-bench-work-"))
+    bench = Bench(top)
+    shutil.copytree(RECIPE, top / "recipe", symlinks=False)
+    script = top / "recipe" / "provision" / "provision.sh"
+    lines = script.read_text().splitlines()
+    at = next(i for i, t in enumerate(lines) if t.startswith("step_executor_standin() {"))
+    lines.insert(at + 1, FAKE_AGENT)
+    script.write_text("\n".join(lines) + "\n")
+    repo = top / "repo"
+    make_repo(repo)
+    res: dict[str, float] = {}
+    try:
+        log("building a base of the simulator recipe")
+        bench.run("base", "build", "-q")
+        task = ["--task", "the same task", "--agent", "claude"]
+        log("one new --repo")
+        new_s, _ = bench.run("new", "w0", "--repo", str(repo), *task, "-q")
+        if os.environ.get("BENCH_SKIP_TRY"):
+            try_s = new_s
+        else:
+            log("try 4")
+            try_s, _ = bench.run("try", "4", "t", "--repo", str(repo), *task[:2], "-q")
+            for k in range(1, 5):
+                bench.run("rm", f"t-{k}", "--force")
+        res["new_s"], res["try4_s"] = new_s, try_s
+
+        log(f"{args.commits} commits in w0")
+        (top / "commits.py").write_text(COMMITS)
+        bench.box("w0", f"cat > /tmp/commits.py <<'PY'\n{COMMITS}\nPY")
+        bench.box("w0", f"cd {CLONE} && python3 /tmp/commits.py {args.commits}")
+        seed = git(repo, "rev-parse", "HEAD")
+        # The baseline's bundle: the same branches since the seed, already on this machine.
+        bench.box("w0", f"cd {CLONE} && git bundle create -q /tmp/base.bundle --branches ^{seed}")
+        local_bundle = top / "base.bundle"
+        subprocess.run(
+            [str(SIM), "--state-dir", bench.env["HBTUI_SMOLVM_STATE_DIR"], "machine", "cp",
+             "w0:/tmp/base.bundle", str(local_bundle)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        res["bundle_mib"] = local_bundle.stat().st_size / (1 << 20)
+        pulls, fetches = [], []
+        for run in range(args.runs):
+            copy = fresh_copy(repo, top / "pull-repo")
+            took, _ = bench.run("pull", "w0", "--repo", str(copy))
+            assert git(copy, "rev-list", "--count", "refs/remotes/box/w0/hb/w0") == str(
+                args.commits + 1
+            )
+            pulls.append(took)
+            copy = fresh_copy(repo, top / "fetch-repo")
+            began = time.perf_counter()
+            git(
+                copy,
+                "fetch",
+                "-q",
+                "--no-tags",
+                str(local_bundle),
+                "+refs/heads/*:refs/remotes/x/*",
+            )
+            fetches.append(time.perf_counter() - began)
+            log(f"run {run + 1}: pull {pulls[-1]:.2f} s, git fetch {fetches[-1]:.2f} s")
+        res["pull_s"] = statistics.median(pulls)
+        res["git_fetch_s"] = statistics.median(fetches)
+    finally:
+        if args.keep:
+            log(f"kept: {top} (env: HBTUI_HOME, HBTUI_SMOLVM_STATE_DIR, HBTUI_RECIPE under it)")
+        else:
+            bench.cleanup()
+            shutil.rmtree(top, ignore_errors=True)
+    res["pull_vs_git_fetch"] = res["pull_s"] / res["git_fetch_s"]
+    res["try4_vs_new"] = res["try4_s"] / res["new_s"]
+    print(f"bundle of {args.commits} commits: {res['bundle_mib']:.2f} MiB")
+    print(f"pull      {res['pull_s']:7.2f} s   git fetch {res['git_fetch_s']:7.2f} s")
+    print(f"try 4     {res['try4_s']:7.2f} s   new       {res['new_s']:7.2f} s")
+    for key, goal in (("pull_vs_git_fetch", 2.0), ("try4_vs_new", 2.5)):
+        print(
+            f"{key:<18} {res[key]:6.2f}x  (goal <= {goal}x)  {'ok' if res[key] <= goal else 'MISSED'}"
+        )
+    print(json.dumps({k: round(v, 3) for k, v in res.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

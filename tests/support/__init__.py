@@ -1,0 +1,42 @@
+"""What tests share, in one place: where things are, how to run `hbtui` and look at a
+simulator box (`support.cli`), how to drive the dashboard with Pilot (`support.pilot`)
+and in a real terminal through tmux (`support.tmux`). Fixtures live in conftest.py;
+test modules import helpers from here, never from each other."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests"
+SIM_RECIPE = TESTS / "recipes" / "sim"
+SIM_SMOLVM = TESTS / "sim" / "smolvm"
+REMOTE_SSHD = TESTS / "remote_sshd.py"
+REMOTE_PORTS = "5700-5799"  # remote boxes in the asyncssh-server tests
+OPENSSH_PORTS = "5800-5899"  # remote boxes in the OpenSSH test
+HBTUI_BIN = str(Path(sys.executable).with_name("hbtui"))
+
+
+def sim_usable() -> str | None:
+    """Why the simulator cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "the smolvm simulator needs root"
+    for tool in ("bwrap", "nsenter", "ip", "setpriv"):
+        if shutil.which(tool) is None:
+            return f"the smolvm simulator needs {tool}"
+    return None
+
+
+def recipe_with(tmp_path: Path, line: str, name: str = "recipe") -> Path:
+    """A copy of the sim recipe with `line` run at the start of its executor step."""
+    copy = tmp_path / name
+    shutil.copytree(SIM_RECIPE, copy, symlinks=False)
+    script = copy / "provision" / "provision.sh"
+    lines = script.read_text().splitlines()
+    at = next(i for i, text in enumerate(lines) if text.startswith("step_executor_standin() {"))
+    lines.insert(at + 1, line)
+    script.write_text("\n".join(lines) + "\n")
+    return copy

@@ -1,0 +1,148 @@
+"""Work in and out, below the simulator: what a box's answers may name and hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hbtui.core import gitops, work, work_box
+from hbtui.core.gitops import WIP_REF, BundleRefused, check_ref_name, parse_heads
+from hbtui.errors import UsageError
+
+SHA = "a" * 40
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "refs/heads/hb/b1",
+        "refs/heads/main",
+        "refs/heads/feature/x.y_z-1",
+    ],
+)
+def test_a_box_may_offer_its_branches(ref):
+    check_ref_name(ref, wip=False)
+    assert gitops.target_ref("b1", ref) == "refs/remotes/box/b1/" + ref[len("refs/heads/") :]
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "HEAD",
+        "refs/tags/v1",
+        "refs/remotes/origin/main",
+        "refs/heads/../../config",
+        "refs/heads/a..b",
+        "refs/heads/.hidden",
+        "refs/heads/x/.y",
+        "refs/heads/x.lock",
+        "refs/heads/-x",
+        "refs/heads/a b",
+        "refs/heads/a:b",
+        "refs/heads/a*",
+        "refs/heads/",
+        "refs/heads/a//b",
+        "refs/heads/x\x1b]0;t\x07",
+        WIP_REF,  # only with --wip
+    ],
+)
+def test_anything_else_is_refused_by_name(ref):
+    with pytest.raises(BundleRefused, match="outside its branches"):
+        check_ref_name(ref, wip=False)
+
+
+def test_the_wip_ref_lands_beside_the_branches_and_no_branch_may_take_its_place():
+    check_ref_name(WIP_REF, wip=True)
+    assert gitops.target_ref("b1", WIP_REF) == "refs/remotes/box/b1/hbtui-wip"
+    with pytest.raises(BundleRefused):
+        check_ref_name("refs/heads/hbtui-wip", wip=True)
+    check_ref_name("refs/heads/hbtui-wip", wip=False)
+
+
+def test_heads_are_parsed_strictly():
+    assert parse_heads(f"{SHA} refs/heads/main\n".encode(), wip=False) == [(SHA, "refs/heads/main")]
+    for bad in (b"", b"zz refs/heads/main\n", f"{SHA} refs/heads/a\n{SHA} refs/heads/a\n".encode()):
+        with pytest.raises(BundleRefused):
+            parse_heads(bad, wip=False)
+
+
+def test_repo_and_ref_split_at_the_last_at_unless_the_path_exists(tmp_path: Path):
+    odd = tmp_path / "a@b"
+    odd.mkdir()
+    assert gitops.split_repo_ref(str(odd)) == (odd, "")
+    assert gitops.split_repo_ref(f"{tmp_path}/r@main") == (tmp_path / "r", "main")
+    assert gitops.split_repo_ref("@v1") == (Path("."), "v1")
+    with pytest.raises(UsageError):
+        gitops.split_repo_ref(f"{tmp_path}/r@")
+
+
+def test_the_pull_cap_is_a_number_of_bytes(monkeypatch):
+    monkeypatch.setenv(work.PULL_MAX_ENV, "1024")
+    assert work.pull_max() == 1024
+    for bad in ("0", "-1", "1G", " "):
+        monkeypatch.setenv(work.PULL_MAX_ENV, bad)
+        with pytest.raises(UsageError, match=work.PULL_MAX_ENV):
+            work.pull_max()
+    monkeypatch.delenv(work.PULL_MAX_ENV)
+    assert work.pull_max() == work.PULL_MAX_DEFAULT
+
+
+def test_a_diff_from_the_box_reaches_the_terminal_without_escapes():
+    record = work.WorkRecord("/r", SHA, "refs/heads/main", "/c", "hb/b1")
+    answer = work_box.Answer(
+        tagged=[
+            ("head", "b" * 40),
+            ("branch", "hb/b1\x1b]0;pwned\x07"),
+            ("dirty", "2"),
+            ("commit", f"{'c' * 40} subject \x1b[2J wiped"),
+            ("commit", "not-a-sha subject"),
+            ("num", "3\t1\tsrc/a.py"),
+            ("num", "-\t-\tlogo.png"),
+            ("num", "junk"),
+            ("patch", ""),
+        ],
+        body=["+\x1b]52;c;ZXZpbA==\x07clip", "+\x1b[31mred\x1b[0m", "+tab\there"],
+    )
+    d = work._parse_diff("b1", "local", record, answer)
+    assert d.branch == "hb/b1" and d.uncommitted == 2 and d.head == "b" * 40
+    assert [c.subject for c in d.commits] == ["subject wiped"]
+    assert [(f.path, f.added, f.deleted) for f in d.files] == [
+        ("src/a.py", 3, 1),
+        ("logo.png", None, None),
+    ]
+    assert d.patch == "+clip\n+red\n+tab\there\n"
+
+
+@pytest.mark.parametrize(
+    ("task", "agent", "words"),
+    [
+        ("do", "", "--agent"),
+        ("do", "vim", "unknown agent"),
+        ("x" * (work.TASK_MAX + 1), "claude", "longer"),
+        ("a\x00b", "claude", "NUL"),
+    ],
+)
+def test_a_task_is_checked_before_any_box_is_made(task, agent, words):
+    with pytest.raises(UsageError, match=words):
+        work.check_task(task, agent)
+
+
+async def test_a_stream_left_early_ends_its_child_at_once(tmp_path: Path):
+    """`pull` stops reading a box that sends too much: the exec must end then, not when
+    the event loop closes (which leaves it running, and warns at exit)."""
+    import contextlib
+    import os
+
+    from hbtui.engine.client import EngineStream
+    from hbtui.engine.runner import LocalRunner
+
+    pidfile = tmp_path / "pid"
+    argv = ["sh", "-c", f"echo $$ > {pidfile}; echo first; exec sleep 60"]
+    stream = EngineStream(LocalRunner().stream(argv, timeout=30), argv)
+    lines = aiter(stream)
+    async with contextlib.aclosing(lines):  # type: ignore[type-var]
+        assert await anext(lines) == "first"
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

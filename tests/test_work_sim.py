@@ -1,0 +1,339 @@
+"""Work in and out of a simulator box with real git on both sides: `new --repo --task
+--agent`, `diff`, `pull` (and `--wip`), and a hostile box whose bundles are refused with one
+line while the host repository stays exactly as it was."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support import HBTUI_BIN, SIM_RECIPE, recipe_with
+
+pytestmark = pytest.mark.sim
+
+CLONE = "/data/home/agent/work/proj"
+# A stand-in agent: it writes the first prompt it was given where the test can read it
+# (`hb wire-mcp` runs `claude mcp ...` too).
+FAKE_CLAUDE = (
+    "mkdir -p /usr/local/bin && printf '%s\\n' '#!/bin/sh' '[ \"$1\" = mcp ] && exit 0' "
+    "'printf %s \"$1\" > /data/home/agent/claude-prompt' 'pwd > /data/home/agent/claude-cwd' "
+    "'exec sleep 600' > /usr/local/bin/claude && chmod 755 /usr/local/bin/claude"
+)
+# A task no shell may read as code: if it ever went through one, a file would appear.
+TASK = "fix it; $(touch /tmp/pwned) `touch /tmp/pwned2` 'quoted' \"double\"\nsecond line"
+
+
+def hbtui(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [HBTUI_BIN, *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def in_box(env, script: str, *, user: str = "agent", check: bool = True) -> str:
+    """A shell script in box b1 (as agent in the clone unless it says otherwise)."""
+    done = subprocess.run(
+        [
+            env["HBTUI_SMOLVM"], "--state-dir", env["HBTUI_SMOLVM_STATE_DIR"], "machine", "exec",
+            "--name", "b1", "-u", user, "--", "bash", "-c", script,
+        ],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if check:
+        assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def one_error_line(done: subprocess.CompletedProcess, *words: str) -> str:
+    assert done.returncode != 0, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def host_state(repo: Path) -> tuple[str, ...]:
+    """Everything a pull must not touch, or (refused) touch at all."""
+    objects = subprocess.run(
+        ["find", str(repo / ".git" / "objects"), "-type", "f"], capture_output=True, text=True
+    ).stdout
+    return (
+        git(repo, "symbolic-ref", "HEAD"),
+        git(repo, "for-each-ref"),
+        git(repo, "status", "--porcelain", "--untracked-files=all"),
+        (repo / "a.txt").read_text(),
+        "\n".join(sorted(objects.splitlines())),
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A host repository on main with two commits, an unstaged change and an untracked file."""
+    r = tmp_path / "proj"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for n in (1, 2):
+        (r / "a.txt").write_text(f"line {n}\n")
+        git(r, "add", "a.txt")
+        git(r, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", f"host {n}")
+    (r / "a.txt").write_text("host edit, not committed\n")
+    (r / "scratch.txt").write_text("untracked on the host\n")
+    return r
+
+
+@pytest.mark.timeout(900)
+def test_new_with_repo_diff_pull_and_a_hostile_box(sim_env, repo: Path, tmp_path: Path):
+    seed = git(repo, "rev-parse", "HEAD")
+    recipe = recipe_with(tmp_path, FAKE_CLAUDE)
+    made = hbtui(
+        "new", "b1", "--recipe", str(recipe), "--repo", str(repo), "--task", TASK,
+        "--agent", "claude", "-q", env=sim_env,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    before = host_state(repo)
+
+    # The clone: on hb/b1 at the seed, the seed kept as refs/hbtui/seed; no git credentials.
+    assert in_box(sim_env, f"cd {CLONE} && git symbolic-ref --short HEAD").strip() == "hb/b1"
+    assert in_box(sim_env, f"cd {CLONE} && git rev-parse HEAD refs/hbtui/seed").split() == [
+        seed,
+        seed,
+    ]
+    assert in_box(sim_env, f"cd {CLONE} && git status --porcelain") == ""
+    assert in_box(sim_env, f"cat {CLONE}/a.txt") == "line 2\n"  # committed history only
+    creds = in_box(
+        sim_env,
+        f"cd {CLONE}; ls -a ~ ; env | grep -iE 'TOKEN|^GIT_ASKPASS|^SSH_AUTH_SOCK' ; "
+        "test -e ~/.config/gh/hosts.yml && echo gh-login; "
+        "for h in github.com gitlab.com source.developers.google.com; do "
+        "printf 'protocol=https\\nhost=%s\\n\\n' $h | GIT_TERMINAL_PROMPT=0 "
+        "GIT_ASKPASS=/bin/false git credential fill 2>/dev/null && echo got-login-$h; done; true",
+    )
+    assert ".git-credentials" not in creds and "gh-login" not in creds, creds
+    assert "TOKEN" not in creds and "SSH_AUTH_SOCK" not in creds, creds
+    assert "got-login" not in creds and "password" not in creds, creds
+    helpers = in_box(sim_env, f"cd {CLONE} && git config --get-all credential.helper")
+    assert helpers.splitlines()[-1] == "", helpers  # the image's helpers are reset
+    # The agent started in tmux main, in the clone, with the task as its first prompt.
+    assert in_box(sim_env, "cat ~/claude-prompt") == TASK.rstrip("\n")
+    assert in_box(sim_env, "cat ~/claude-cwd").strip() == CLONE
+    assert in_box(sim_env, "ls /tmp/pwned /tmp/pwned2 2>&1", check=False).count("No such") == 2
+
+    # The agent's work: one commit, one uncommitted change, one new untracked file.
+    in_box(
+        sim_env,
+        f"cd {CLONE} && echo agent > b.txt && git add b.txt && git commit -qm 'agent: add b' "
+        "&& echo 'agent edit' >> a.txt && echo new > c.txt",
+    )
+    head = in_box(sim_env, f"cd {CLONE} && git rev-parse HEAD").strip()
+    shown = hbtui("diff", "b1", "--json", env=sim_env)
+    assert shown.returncode == 0, shown.stderr
+    d = json.loads(shown.stdout)
+    assert d["seed"] == seed and d["head"] == head and d["branch"] == "hb/b1"
+    assert [c["subject"] for c in d["commits"]] == ["agent: add b"]
+    assert d["uncommitted"] == 2
+    assert {f["path"]: (f["added"], f["deleted"]) for f in d["files"]} == {
+        "a.txt": (1, 0),
+        "b.txt": (1, 0),
+        "c.txt": (1, 0),
+    }
+    assert "+agent edit" in d["patch"] and "+new" in d["patch"]
+    stat = hbtui("diff", "b1", "--stat", env=sim_env)
+    assert stat.returncode == 0 and "3 file(s) changed, +3 -0" in stat.stdout, stat.stdout
+    assert in_box(sim_env, f"cd {CLONE} && git status --porcelain") == " M a.txt\n?? c.txt\n"
+
+    # pull: the branch lands under refs/remotes/box/b1/, the host's branch and tree as they were.
+    pulled = hbtui("pull", "b1", env=sim_env)
+    assert pulled.returncode == 0, pulled.stderr
+    assert "refs/remotes/box/b1/hb/b1" in pulled.stdout
+    assert "uncommitted" in pulled.stdout + pulled.stderr
+    assert git(repo, "rev-parse", "refs/remotes/box/b1/hb/b1") == head
+    after = host_state(repo)
+    assert after[0] == before[0] and after[2:4] == before[2:4]
+    assert git(repo, "for-each-ref", "--format=%(refname)") == "\n".join(
+        ["refs/heads/main", "refs/remotes/box/b1/hb/b1"]
+    )
+    # --wip: the uncommitted changes as a commit on the throwaway ref, gone from the box after.
+    wip = hbtui("pull", "b1", "--wip", "--json", env=sim_env)
+    assert wip.returncode == 0, wip.stderr
+    result = json.loads(wip.stdout)
+    assert result["uncommitted"] == 2 and result["wip"]
+    assert git(repo, "rev-parse", "refs/remotes/box/b1/hbtui-wip") == result["wip"]
+    assert git(repo, "show", "refs/remotes/box/b1/hbtui-wip:c.txt") == "new"
+    assert in_box(sim_env, f"cd {CLONE} && git for-each-ref refs/hbtui/wip") == ""
+    assert in_box(sim_env, f"cd {CLONE} && git status --porcelain") == " M a.txt\n?? c.txt\n"
+
+    # A hostile box: its `git bundle create` hands over a bundle the test made.
+    in_box(
+        sim_env,
+        "printf '%s\\n' '#!/bin/sh' "
+        '\'if [ "$1 $2" = "bundle create" ] && [ -e /tmp/evil.bundle ]; then '
+        'cat /tmp/evil.bundle > "$4"; exit 0; fi\' \'exec /usr/bin/git "$@"\' '
+        "> /usr/local/bin/git && chmod 755 /usr/local/bin/git",
+        user="root",
+    )
+    steady = host_state(repo)
+
+    def refused(evil: str, *words: str, env=sim_env) -> None:
+        fresh = f"rm -rf /tmp/e /tmp/evil.bundle /tmp/full.bundle && git clone -q {CLONE} /tmp/e"
+        in_box(sim_env, f"{fresh} && cd /tmp/e && {evil}")
+        one_error_line(hbtui("pull", "b1", env=env), *words)
+        assert host_state(repo) == steady
+
+    # A ref outside the box's branches.
+    refused(
+        "git update-ref refs/remotes/origin/main HEAD && "
+        "git bundle create -q /tmp/evil.bundle refs/remotes/origin/main ^" + seed,
+        "refs/remotes/origin/main",
+        "refused",
+    )
+    refused(
+        "git tag v9 HEAD && git bundle create -q /tmp/evil.bundle refs/tags/v9 ^" + seed,
+        "refs/tags/v9",
+    )
+    # A corrupt bundle: its pack cut short.
+    refused(
+        f"git bundle create -q /tmp/full.bundle hb/b1 ^{seed} && "
+        "head -c $(( $(stat -c %s /tmp/full.bundle) - 30 )) /tmp/full.bundle > /tmp/evil.bundle",
+        "broken pack",
+    )
+    # Not a bundle at all.
+    refused("printf 'PK junk\\n' > /tmp/evil.bundle", "fails git bundle verify")
+    # Rewritten history: hb/b1 without the seed.
+    refused(
+        "git checkout -q --orphan fresh && git -c user.name=e -c user.email=e@e commit -qm new "
+        "&& git branch -f hb/b1 fresh && git bundle create -q /tmp/evil.bundle hb/b1",
+        "no longer contains the seed",
+    )
+    # Over the cap (a small one here): random bytes, refused as they stream in.
+    small = {**sim_env, "HBTUI_PULL_MAX_BYTES": str(256 * 1024)}
+    refused(
+        "head -c 1000000 /dev/urandom > big && git add big && "
+        "git -c user.name=e -c user.email=e@e commit -qm big && "
+        f"git bundle create -q /tmp/evil.bundle hb/b1 ^{seed}",
+        "more than the cap of 262144",
+        env=small,
+    )
+    # ... even when the box lies about its size.
+    in_box(
+        sim_env,
+        "printf '%s\\n' '#!/bin/sh' 'echo 10' > /usr/local/bin/stat && chmod 755 "
+        "/usr/local/bin/stat",
+        user="root",
+    )
+    one_error_line(hbtui("pull", "b1", env=small), "larger than the cap")
+    assert host_state(repo) == steady
+    in_box(sim_env, "rm /usr/local/bin/stat", user="root")
+    # A file far bigger than the cap that compresses to almost nothing.
+    refused(
+        "head -c 3000000 /dev/zero > zeros && git add zeros && "
+        "git -c user.name=e -c user.email=e@e commit -qm zeros && "
+        f"git bundle create -q /tmp/evil.bundle hb/b1 ^{seed}",
+        "a file of more than",
+        env=small,
+    )
+    # Garbage where the bundle's base64 should be.
+    in_box(sim_env, "rm -f /tmp/evil.bundle", user="root")
+    in_box(
+        sim_env,
+        "printf '%s\\n' '#!/bin/sh' 'echo \"!!! not base64 !!!\"' > /usr/local/bin/base64 && "
+        "chmod 755 /usr/local/bin/base64",
+        user="root",
+    )
+    one_error_line(hbtui("pull", "b1", env=sim_env), "garbled")
+    assert host_state(repo) == steady
+
+
+def test_new_whose_work_cannot_go_in_leaves_no_box_and_bad_input_makes_none(
+    sim_env, repo: Path, tmp_path: Path
+):
+    # The clone's folder is taken already: the box made for it is removed again.
+    recipe = recipe_with(tmp_path, f"mkdir -p {CLONE} && touch {CLONE}/taken")
+    made = hbtui("new", "b1", "--recipe", str(recipe), "--repo", str(repo), "-q", env=sim_env)
+    one_error_line(made, CLONE, "already exists")
+    assert json.loads(hbtui("ls", "--json", env=sim_env).stdout) == []
+    one_error_line(hbtui("diff", "b1", env=sim_env), "b1")
+    # Input errors come before any box is made.
+    one_error_line(hbtui("new", "b2", "--repo", str(tmp_path), env=sim_env), "not in a git")
+    one_error_line(hbtui("new", "b2", "--repo", f"{repo}@nosuch", env=sim_env), "nosuch")
+    one_error_line(hbtui("new", "b2", "--task", "x", env=sim_env), "--repo")
+    one_error_line(hbtui("new", "b2", "--repo", str(repo), "--task", "x", env=sim_env), "--agent")
+    assert json.loads(hbtui("ls", "--json", env=sim_env).stdout) == []
+    assert git(repo, "for-each-ref", "--format=%(refname)") == "refs/heads/main"
+
+
+def test_work_in_and_out_of_a_box_on_a_remote_host(trusted_host, sim_env, repo: Path):
+    env, _state, _server = trusted_host
+    env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE))
+    seed = git(repo, "rev-parse", "HEAD")
+    made = hbtui("new", "rb1", "--host", "r1", "--repo", f"{repo}@HEAD~1", "-q", env=env)
+    assert made.returncode == 0, made.stdout + made.stderr
+    first = git(repo, "rev-parse", "HEAD~1")
+    assert seed != first
+    work = (
+        f"cd {CLONE} && test $(git rev-parse HEAD) = {first} && echo r > r.txt && git add r.txt "
+        "&& git commit -qm remote"
+    )
+    done = hbtui("exec", "rb1", "--host", "r1", "--", "sh", "-c", work, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = json.loads(hbtui("diff", "rb1", "--host", "r1", "--json", env=env).stdout)
+    assert [c["subject"] for c in shown["commits"]] == ["remote"]
+    pulled = hbtui("pull", "rb1", "--host", "r1", "--json", env=env)
+    assert pulled.returncode == 0, pulled.stderr
+    [landed] = json.loads(pulled.stdout)["refs"]
+    assert landed["ref"] == "refs/remotes/box/rb1/hb/rb1"
+    assert git(repo, "log", "--format=%s", "-1", landed["ref"]) == "remote"
+    assert git(repo, "rev-parse", "HEAD") == seed  # the host's branch did not move
+
+
+@pytest.mark.timeout(900)
+def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
+    sim_env, repo: Path, tmp_path: Path
+):
+    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, FAKE_CLAUDE)))
+    task = tmp_path / "task.md"
+    task.write_text("add ok.txt\n")
+    made = hbtui(
+        "try", "3", "t", "--repo", str(repo), "--task-file", str(task), "--check",
+        "test -e ok.txt", "-q", env=env,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    boxes = sorted(b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout))
+    assert boxes == ["t-1", "t-2", "t-3"]
+    for box in ("t-1", "t-3"):
+        done = hbtui(
+            "exec", box, "--", "sh", "-c",
+            f"cd {CLONE} && touch ok.txt && git add ok.txt && git commit -qm ok", env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    listed = hbtui("try", "ls", "t", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["box"]: r for r in json.loads(listed.stdout)["boxes"]}
+    assert {b: (r["commits"], r["check"]["status"]) for b, r in rows.items()} == {
+        "t-1": (1, 0),
+        "t-2": (0, 1),
+        "t-3": (1, 0),
+    }
+    table = hbtui("try", "ls", "t", env=env).stdout
+    assert "pass" in table and "fail (1)" in table
+    nothing = hbtui("pull", "t-2", env=env)
+    assert nothing.returncode == 0 and "nothing pulled" in nothing.stdout, nothing.stderr
+    # Keeping asks first; without a terminal or --yes nothing changes.
+    one_error_line(hbtui("try", "keep", "t-3", env=env), "--yes")
+    kept = hbtui("try", "keep", "t-3", "--yes", env=env)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    boxes = [b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout)]
+    assert boxes == ["t-3"]
+    assert git(repo, "log", "-1", "--format=%s", "refs/remotes/box/t-3/hb/t-3") == "ok"
+    one_error_line(hbtui("try", "ls", "t", env=env), "no try")
+    assert hbtui("stop", "t-3", env=env).returncode == 0
+    one_error_line(hbtui("diff", "t-3", env=env), "not running", "hbtui start t-3")
+    one_error_line(hbtui("pull", "t-3", env=env), "not running")
