@@ -594,6 +594,9 @@ class Config:
     engine: EngineSettings = field(default_factory=EngineSettings)
     archive: ArchiveSettings = field(default_factory=ArchiveSettings)
     refresh_seconds: float = field(default=2.0, metadata=rule(low=0.5, high=3600, note="seconds"))
+    # The dashboard rings the bell, sends an OSC 9 notification and runs notify-send when
+    # a box's agent turns needs-you (false: only its own toast).
+    agent_alerts: bool = True
     keymap: dict[str, str] = field(  # action name -> keys
         default_factory=dict,
         metadata=rule(

@@ -23,6 +23,15 @@ STATE_STYLE = {
     "unreachable": "red",
     "orphan": "magenta",
 }
+# An agent session's status (hbtui.core.agents.STATUSES): its colour and its mark.
+AGENT_STYLE = {
+    "needs-you": "bold yellow",
+    "working": "cyan",
+    "idle": "green",
+    "ended": "dim",
+    "error": "red",
+}
+AGENT_ICON = {"needs-you": "●", "working": "◐", "idle": "○", "ended": "·", "error": "✗"}
 PROVISION_STYLE = {"ready": "green", "provisioning": "cyan", "failed": "bold red"}
 
 

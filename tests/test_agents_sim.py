@@ -12,12 +12,21 @@ import json
 import shutil
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE
-from support.cli import ok
+from support.agents import (
+    CLAUDE,
+    FAKE_API,
+    SETUP,
+    WORKSPACE,
+    exists,
+    in_box,
+    sessions,
+    wait_session,
+)
+from support.cli import hbtui, ok
 
 pytestmark = [
     pytest.mark.real_agent,
@@ -27,74 +36,7 @@ pytestmark = [
     ),
 ]
 
-FAKE_API = Path(__file__).parent / "sim" / "fake_anthropic.py"
-WORKSPACE = "/data/home/agent/workspace"
 STATE = "/data/home/agent/.local/state/hermes-box/agents"
-KEY = "sk-ant-fake-0123456789abcdefghijklmnop"
-
-# Run as agent in the box: Claude's first-run dialogs answered ahead (onboarding, trust
-# in ~/workspace, the API key), the fake API started, claude started in tmux "main".
-SETUP = f"""
-set -e
-mkdir -p "$CLAUDE_CONFIG_DIR"
-python3 - <<'PY'
-import json, os
-cfg = {{"hasCompletedOnboarding": True,
-       "projects": {{"{WORKSPACE}": {{"hasTrustDialogAccepted": True}}}},
-       "customApiKeyResponses": {{"approved": ["{KEY[-20:]}"], "rejected": []}}}}
-with open(os.path.join(os.environ["CLAUDE_CONFIG_DIR"], ".claude.json"), "w") as f:
-    json.dump(cfg, f)
-PY
-cat > ~/run-claude.sh <<'SH'
-#!/bin/sh
-export ANTHROPIC_BASE_URL=http://127.0.0.1:18555 ANTHROPIC_API_KEY={KEY}
-export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
-cd {WORKSPACE}
-exec claude
-SH
-chmod +x ~/run-claude.sh
-git -C {WORKSPACE} init -q -b main
-GIT_COMMITTER_DATE=2020-01-01T00:00:00Z \
-    git -C {WORKSPACE} -c user.name=t -c user.email=t@b commit -q --allow-empty -m start
-setsid python3 ~/fake_api.py 18555 ~/api.log >~/api.out 2>&1 </dev/null &
-tmux new-session -d -s main -x 150 -y 50 ~/run-claude.sh
-"""
-
-
-def hbtui(*args: str, env: dict[str, str], input: str | None = None, timeout: float = 120):
-    return subprocess.run(
-        [HBTUI_BIN, *args], env=env, input=input, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def sessions(env, box: str = "b1") -> list[dict]:
-    done = hbtui("agents", box, "--json", env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    [row] = json.loads(done.stdout)
-    assert row["error"] == "", row
-    return row["sessions"]
-
-
-def wait_session(env, predicate, timeout: float = 90.0) -> dict:
-    """Poll `hbtui agents` until a session satisfies `predicate`; returns that session."""
-    deadline = time.monotonic() + timeout
-    seen = []
-    while time.monotonic() < deadline:
-        for s in sessions(env):
-            if predicate(s):
-                return s
-            seen.append((s["agent"], s["session_id"][:8], s["status"], s["waiting_for"]))
-    raise AssertionError(f"no session as wanted within {timeout} s; saw {seen[-10:]}")
-
-
-def in_box(env, script: str, input: str | None = None) -> str:
-    done = hbtui("exec", "b1", "--", "sh", "-c", script, env=env, input=input)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
-def exists(env, path: str) -> bool:
-    return hbtui("exec", "b1", "--", "test", "-e", path, env=env).returncode == 0
 
 
 def as_root(sim_env, argv: list[str]) -> None:
@@ -142,18 +84,6 @@ def ask(env, command: str) -> tuple[dict, float]:
         assert not [t for t in missed if t > s["since"] + 0.2], (missed, s["since"])
         return s, time.time() - s["since"]
     raise AssertionError(f"claude never asked to run {command!r}")
-
-
-def claude_version() -> tuple[int, ...] | None:
-    """The installed claude's version, or None when it is missing."""
-    if shutil.which("claude") is None:
-        return None
-    out = subprocess.run(["claude", "--version"], capture_output=True, text=True, timeout=60)
-    word = out.stdout.split(" ", 1)[0]
-    return tuple(int(p) for p in word.split(".") if p.isdigit()) or None
-
-
-CLAUDE = claude_version()
 
 
 @pytest.mark.timeout(900)

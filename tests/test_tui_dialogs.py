@@ -22,7 +22,7 @@ from hbtui.tui.dialogs.remove import RemoveDialog
 from hbtui.tui.dialogs.url import UrlDialog
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.system import open_in_browser
-from hbtui.tui.widgets.box_table import cells
+from hbtui.tui.widgets.box_cells import COLUMNS, cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE
@@ -287,8 +287,9 @@ async def test_open_on_a_stopped_box_can_be_declined(service):
 
 def test_a_stopped_boxs_url_is_dimmed():
     running, stopped = view("a", 4791), view("b", 4795, state="stopped")
-    assert cells(running, None, NOW)[4].style == "underline"
-    assert cells(stopped, None, NOW)[4].style == "dim"
+    url = [ident for ident, _ in COLUMNS].index("url")
+    assert cells(running, None, NOW)[url].style == "underline"
+    assert cells(stopped, None, NOW)[url].style == "dim"
 
 
 # -- item 12: the keymap is checked -----------------------------------------------------------------

@@ -24,7 +24,7 @@ from hbtui.tui.dialogs.archive import LoadRequest, SaveDialog, SaveRequest
 from hbtui.tui.dialogs.confirm import ConfirmDialog, QuitScreen
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
-from hbtui.tui.widgets.box_table import cells
+from hbtui.tui.widgets.box_cells import cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tui_fake_agents import FakeAgents
+
 from hbtui.archive.errors import WrongPassphrase
 from hbtui.config import Config
 from hbtui.core.backups import ArchiveEntry
@@ -105,7 +107,7 @@ async def _nothing() -> None:
     return None
 
 
-class FakeService:
+class FakeService(FakeAgents):
     """In-memory boxes behind the Service methods the dashboard calls."""
 
     def __init__(
@@ -115,6 +117,7 @@ class FakeService:
         host_errors: dict[str, str] | None = None,
         step_delay: float = 0.0,
     ) -> None:
+        super().__init__()
         self.config = Config()
         self.boxes = list(boxes if boxes is not None else sample_boxes())
         self.host_errors = dict(host_errors or {})

@@ -7,20 +7,13 @@ import time
 from typing import TYPE_CHECKING
 
 from hbtui.cli.output import Invocation, print_json
-from hbtui.present import elapsed
+from hbtui.present import AGENT_STYLE, elapsed
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from hbtui.core.agents import BoxAgents
 
-STATUS_STYLE = {
-    "needs-you": "bold yellow",
-    "working": "cyan",
-    "idle": "green",
-    "ended": "dim",
-    "error": "red",
-}
 WATCH_SECONDS = 2.0
 
 
@@ -65,7 +58,7 @@ def agents_table(rows: list[BoxAgents], *, show_host: bool) -> Table:
                 *lead,
                 Text(s.agent),
                 Text(s.session_id[:8]),
-                Text(s.status, style=STATUS_STYLE.get(s.status, "")),
+                Text(s.status, style=AGENT_STYLE.get(s.status, "")),
                 Text(_since(s.since, now)),
                 Text(s.error or s.waiting_for),
                 Text(s.pane),

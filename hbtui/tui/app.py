@@ -27,7 +27,7 @@ from textual.worker import Worker, WorkerState
 
 from hbtui.config import check_keymap
 from hbtui.tui.actions import MAIN, default_keys, in_scope, scopes
-from hbtui.tui.box_actions import BoxActions
+from hbtui.tui.agents import Agents
 from hbtui.tui.operations import describe_error
 from hbtui.tui.screens.main import MainScreen
 
@@ -35,7 +35,7 @@ TEXTUAL_DUPLICATES = ("Quit", "Keys")  # Textual's palette entries the dashboard
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 
-class HbtuiApp(BoxActions):
+class HbtuiApp(Agents):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "hbtui"
     SUB_TITLE = "boxes"

@@ -22,6 +22,7 @@ from hbtui.events import Event
 from hbtui.tui.activity import BoxKey
 
 if TYPE_CHECKING:
+    from hbtui.core.agents import BoxAgents
     from hbtui.core.hosts import WebAccess
 
 # -- the main screen asks ----------------------------------------------------------------
@@ -132,3 +133,43 @@ class StatsLoaded(Message):
     def __init__(self, usage: dict[BoxKey, BoxStats]) -> None:
         super().__init__()
         self.usage = usage
+
+
+# -- agents ------------------------------------------------------------------------------
+
+
+class AgentsWanted(Message):
+    """Ask every running box what its agents are doing (the agents tick, or after an answer)."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, AgentsWanted)
+
+
+class AgentsLoaded(Message):
+    """`Service.agents()`: one row per running box (a box that could not be asked says
+    why in its row), or why there are none at all."""
+
+    def __init__(self, rows: list[BoxAgents] | None, error: str = "") -> None:
+        super().__init__()
+        self.rows = rows
+        self.error = error
+
+
+class AgentPaneWanted(Message):
+    """The screen of an agent's tmux pane in a box, for the preview."""
+
+    def __init__(self, key: BoxKey, pane: str) -> None:
+        super().__init__()
+        self.key = key
+        self.pane = pane
+
+
+class AgentPaneLoaded(Message):
+    """An agent's screen (colours only, see hbtui.core.ansi), or why it could not be read."""
+
+    def __init__(self, key: BoxKey, pane: str, text: str, error: str = "") -> None:
+        super().__init__()
+        self.key = key
+        self.pane = pane
+        self.text = text
+        self.error = error

@@ -53,7 +53,8 @@ class RecordingApp(HbtuiApp):
         self.toasts: list[str] = []
 
     def _on_notify(self, event) -> None:
-        super()._on_notify(event)
+        # Textual calls the handler of every class of the App's MRO, HbtuiApp's too: a
+        # super() call here would run it twice (each toast shown as "… (×2)").
         self.toasts.append(f"{event.notification.title} {event.notification.message}")
 
 

@@ -25,7 +25,6 @@ from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
 from hbtui.core.views import BOX, MISSING, BoxListing, BoxView
@@ -46,6 +45,8 @@ from hbtui.tui.messages import (
     WorkloadLogLoaded,
     WorkloadLogWanted,
 )
+from hbtui.tui.screens.agents_panel import AgentPanel
+from hbtui.tui.widgets.agent_preview import AgentPreview
 from hbtui.tui.widgets.box_table import BoxTable
 from hbtui.tui.widgets.command_line import CommandLine
 from hbtui.tui.widgets.key_footer import KeyFooter
@@ -59,7 +60,7 @@ Clock = Callable[[], datetime]
 NO_ROW_OPERATIONS = ("", "remove")
 
 
-class MainScreen(Screen[None]):
+class MainScreen(AgentPanel):
     BINDINGS: ClassVar[list[BindingType]] = bindings(MAIN)
 
     def __init__(
@@ -84,6 +85,7 @@ class MainScreen(Screen[None]):
         yield BoxTable(id="boxes")
         with Horizontal(id="lower"):
             yield LogPane(id="log-pane")
+            yield AgentPreview(id="agent-preview")
             with Vertical(id="ports-panel"):
                 yield Static("Port allocator", classes="panel-title")
                 yield PortGrid(id="port-grid")
@@ -101,6 +103,7 @@ class MainScreen(Screen[None]):
         self.set_interval(
             self.refresh_seconds, lambda: self.post_message(ListingWanted()), name="refresh"
         )
+        self.start_agents()
 
     @property
     def table(self) -> BoxTable:
@@ -126,6 +129,7 @@ class MainScreen(Screen[None]):
             listing = BoxListing(self.listing.boxes if self.listing else [], {LOCAL: message.error})
         self.bases = message.bases
         self.show_listing(listing, message.asked_at)
+        self.listing_shown()
         running = [(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING]
         self.post_message(StatsWanted(running))
         if self.ports_visible:
@@ -174,6 +178,7 @@ class MainScreen(Screen[None]):
                 f"[dim]{len(listing.boxes)} boxes{bases} · refresh {self.refresh_seconds:g}s[/]"
             )
         line += f"  [dim]· listed at {self.clock().astimezone():%H:%M:%S}[/]"
+        line += self.agents_status()
         if line != self._status:  # an unchanged update would still relayout
             self._status = line
             self.query_one("#host-status", Static).update(line)
@@ -250,6 +255,8 @@ class MainScreen(Screen[None]):
         self._selection_changed(self.table.selected_key())
 
     def _selection_changed(self, key: BoxKey | None) -> None:
+        if self.preview_visible and key != self.preview.key:
+            self.show_preview()
         pane = self.log_pane
         if key == pane.key:
             return
@@ -292,6 +299,9 @@ class MainScreen(Screen[None]):
             self.log_pane.show_workload(message.text)
 
     def action_toggle_logs(self) -> None:
+        if self.preview_visible:  # the log comes back as it was
+            self.action_toggle_agent()
+            return
         self.log_pane.toggle_tab()
         if self.log_pane.workload_visible:
             self._want_workload()
@@ -343,6 +353,7 @@ class MainScreen(Screen[None]):
         self._status = "[b]refreshing…[/]"
         self.query_one("#host-status", Static).update(self._status)
         self.post_message(ListingWanted())
+        self.want_agents()
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

@@ -6,9 +6,8 @@ rows that differ, and re-sorts only when a row came, went or changed its
 sort key, so the cursor and the scroll position survive every tick and a
 tick costs in proportion to what changed, not to the number of boxes.
 
-Over ~500 lines on purpose: the row cache, the diffing, the sort, the filter
-and the marks are one Line API widget and change together; the cell text
-(`cells` and its helpers) is the part that could move out first.
+What each cell says is box_cells.py's; this is where it goes and when a row
+is drawn again.
 """
 
 from __future__ import annotations
@@ -28,39 +27,26 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from hbtui.core.views import BOX, MISSING, BoxStats, BoxView
-from hbtui.events import MachineState
-from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
+from hbtui.core.agents import BoxAgents
+from hbtui.core.views import BoxStats, BoxView
+from hbtui.present import age
 from hbtui.tui.actions import TABLE
 from hbtui.tui.activity import Activity, BoxKey, row_key
 from hbtui.tui.keys import bindings
-from hbtui.tui.operations import StartRequest, StopRequest
-
-COLUMNS = (
-    ("name", "Box"),
-    ("host", "Host"),
-    ("state", "State"),
-    ("port", "Port"),
-    ("url", "URL"),
-    ("image", "Image"),
-    ("cpus", "CPUs"),
-    ("mem", "Memory"),
-    ("live", "CPU · Mem"),
-    ("keys", "Keys"),
-    ("prov", "Provisioning"),
-    ("age", "Age"),
-)
+from hbtui.tui.widgets.box_cells import COLUMNS, agent_text, cells, matches
 
 # The widest a column grows; longer text ends in "…". Box names are at most 40 characters and
 # states short, so those two (and the port) always fit an 80-column terminal.
-CAPS = {"host": 16, "url": 32, "image": 24, "keys": 16}
+CAPS = {"host": 16, "url": 32, "image": 24, "keys": 16, "agent": 30}
 # Provisioning (an error can be long) takes up to PROV_CAP while the columns are placed,
 # then whatever room is left over, up to its whole text.
 PROV_CAP = 40
 
 # When the table is too narrow, columns go in this order (name and state always stay);
-# Provisioning first narrows to what is left, down to PROV_MIN, before it goes.
-COLLAPSE_ORDER = ("url", "image", "age", "cpus", "mem", "keys", "host", "live", "prov", "port")
+# Provisioning first narrows to what is left, down to PROV_MIN, before it goes. The Agent
+# column shows once some box has said something of its agents.
+_GO_FIRST = ("url", "image", "age", "cpus", "mem", "keys", "host", "live")
+COLLAPSE_ORDER = (*_GO_FIRST, "prov", "agent", "port")
 PROV_MIN = 12
 
 # Sort orders the `sort` key cycles through: (column id, key on a BoxView).
@@ -76,108 +62,11 @@ SORTS: tuple[tuple[str, Callable[[BoxView], tuple[Any, ...]]], ...] = (
 _IDS = [ident for ident, _ in COLUMNS]
 _CAPS = [CAPS.get(ident, 1 << 16) for ident in _IDS]
 _PROV = _IDS.index("prov")
+_AGENT = _IDS.index("agent")
 
-BAR_WIDTH = 8
-
-# What a row's state says while the dashboard's own start or stop of the box runs.
-PASSING = {
-    StartRequest.operation: MachineState.STARTING,
-    StopRequest.operation: MachineState.STOPPING,
-}
-
-# What a row is drawn from: the box, its age, what of its activity shows, its CPU and memory.
-RowSource = tuple[BoxView, str, tuple[object, ...] | None, BoxStats | None]
-
-
-def progress_text(activity: Activity) -> Text:
-    """A text progress bar for the row of a box whose recipe is running."""
-    step = activity.step
-    if step is None or step.total <= 0:
-        return Text(activity.phase, style="cyan")
-    filled = round(BAR_WIDTH * (step.index - 1) / step.total)
-    text = Text("━" * filled, style="cyan")
-    text.append("━" * (BAR_WIDTH - filled), style="grey35")
-    text.append(f" {step.index}/{step.total} {step.name}", style="cyan")
-    return text
-
-
-def url_style(view: BoxView) -> str:
-    """A URL that answers is underlined; one of a box that is not running is dimmed."""
-    if not view.url:
-        return ""
-    return "underline" if view.state == MachineState.RUNNING else "dim"
-
-
-def usage_text(usage: BoxStats | None) -> Text:
-    """A running box's CPU and memory, as the engine last measured them."""
-    if usage is None:
-        return Text("")
-    cpu = "  ?%" if usage.cpu_percent is None else f"{usage.cpu_percent:3.0f}%"
-    memory = "    ?" if usage.memory_mib is None else f"{usage.memory_mib:5.0f}"
-    return Text(f"{cpu} {memory} MiB", justify="right")
-
-
-def keys_text(view: BoxView) -> Text:
-    """🔒 when every key the box uses is held by the engine (its secret stored), ⚠ with
-    the ones whose secret is missing (the box will not start), nothing without keys."""
-    if view.keys_missing:
-        return Text(f"⚠ {','.join(view.keys_missing)}", style="yellow")
-    if view.credentials:
-        return Text(f"🔒 {len(view.credentials)}", style="green")
-    return Text("")
-
-
-def cells(
-    view: BoxView, activity: Activity | None, now: datetime, usage: BoxStats | None = None
-) -> tuple[Text, ...]:
-    shown_state = view.state
-    if activity is not None and activity.making:  # listed before its machine exists: "missing"
-        shown_state = MachineState.CREATING
-    elif activity is not None and activity.running and activity.operation in PASSING:
-        shown_state = PASSING[activity.operation]
-    elif view.being_made:
-        shown_state = MachineState.CREATING  # being made (by this or another hbtui), no machine yet
-    state = shown_state if view.kind in (BOX, MISSING) else f"{shown_state} ({view.kind})"
-    if activity is not None and activity.running:
-        prov = progress_text(activity)
-    elif activity is not None and activity.failure_stands(view.state, view.provisioning):
-        prov = Text(f"✗ {activity.operation}: {activity.error}", style="bold red")
-    else:
-        label = view.provisioning + (f": {view.error}" if view.error else "")
-        prov = Text(label, style=PROVISION_STYLE.get(view.provisioning, ""))
-        if view.busy:  # another process's operation, or what an interrupted one left
-            prov.append(f" · {view.busy}", style="yellow")
-    return (
-        Text(view.name, style="bold"),
-        Text(view.host),
-        Text(state, style=STATE_STYLE.get(shown_state, STATE_STYLE.get(view.kind, ""))),
-        Text(str(view.port or ""), justify="right"),
-        Text(view.url or "", style=url_style(view)),
-        Text(view.image or ""),
-        Text(str(view.cpus or ""), justify="right"),
-        Text(f"{view.memory_mib} MiB" if view.memory_mib else "", justify="right"),
-        usage_text(usage if view.state == MachineState.RUNNING else None),
-        keys_text(view),
-        prov,
-        Text(age(view.created, now), justify="right"),
-    )
-
-
-def matches(view: BoxView, needle: str) -> bool:
-    if not needle:
-        return True
-    hay = " ".join(
-        (
-            view.name,
-            view.host,
-            view.state,
-            view.kind,
-            view.image or "",
-            view.provisioning,
-            str(view.port or ""),
-        )
-    ).lower()
-    return all(word in hay for word in needle.lower().split())
+# What a row is drawn from: the box, its age, what of its activity shows, its CPU and
+# memory, what its agents do.
+RowSource = tuple[BoxView, str, tuple[object, ...] | None, BoxStats | None, Text | None]
 
 
 class BoxTable(ScrollView, can_focus=True):
@@ -254,6 +143,7 @@ class BoxTable(ScrollView, can_focus=True):
         self.filter_text = ""
         self._empty_said = ""  # what the empty table said when last drawn
         self.usage: dict[BoxKey, BoxStats] = {}  # running boxes' CPU and memory
+        self.agents: dict[BoxKey, BoxAgents] = {}  # running boxes' agents, by the last ask
         self.marked: set[str] = set()  # row keys picked for a bulk action (space)
 
     # -- what is shown -------------------------------------------------------------
@@ -315,6 +205,25 @@ class BoxTable(ScrollView, can_focus=True):
         for key in self._shown:
             self._put(key, self.views[key], activities, now)
 
+    def set_agents(
+        self, agents: dict[BoxKey, BoxAgents], activities: dict[BoxKey, Activity], now: datetime
+    ) -> None:
+        """What the agents of the running boxes do now: repaint the rows that have agents,
+        or had (the column comes with the first box that says anything of its agents)."""
+        before = self.agents
+        self.agents = {k: row for k, row in agents.items() if row.sessions or row.error}
+        for key in self._shown:
+            view = self.views[key]
+            box = (view.host, view.name)
+            if box in self.agents or box in before:
+                self._put(key, view, activities, now)
+        if bool(before) != bool(self.agents):
+            self._resize()
+
+    def keys_in_order(self) -> list[BoxKey]:
+        """The boxes shown, top to bottom."""
+        return [(self.views[k].host, self.views[k].name) for k in self._order]
+
     def selected_key(self) -> BoxKey | None:
         if not self._order:
             return None
@@ -364,6 +273,8 @@ class BoxTable(ScrollView, can_focus=True):
     ) -> None:
         activity = activities.get((view.host, view.name))
         usage = self.usage.get((view.host, view.name))
+        row = self.agents.get((view.host, view.name))
+        agent = agent_text(row, now) if row is not None else None  # most rows: no agent
         source: RowSource = (
             view,
             age(view.created, now),
@@ -378,6 +289,7 @@ class BoxTable(ScrollView, can_focus=True):
                 activity.failed_as,
             ),
             usage,
+            agent,
         )
         old = self._sources.get(key)
         if old == source:
@@ -385,7 +297,7 @@ class BoxTable(ScrollView, can_focus=True):
         self._sources[key] = source
         if old is None or SORTS[self.sort_index][1](old[0]) != SORTS[self.sort_index][1](view):
             self._order_stale = True
-        new = cells(view, activity, now, usage)
+        new = cells(view, activity, now, usage, agent)
         before = self._shown.get(key)
         self._shown[key] = new
         if before is not None and any(
@@ -445,7 +357,7 @@ class BoxTable(ScrollView, can_focus=True):
     def _collapse(self) -> None:
         """Hide columns, least useful first, until the rest fit the table's width."""
         room = self.scrollable_content_region.width
-        hidden: set[int] = set()
+        hidden: set[int] = set() if self.agents else {_AGENT}
         drawn = list(self._widths)
         drawn[_PROV] = min(drawn[_PROV], max(PROV_CAP, self._least[_PROV]))
 

@@ -1,0 +1,41 @@
+"""The agents of a box as the dashboard reads them: which session leads its row, which
+wait for an answer. No Textual here; what a row says is box_cells.py's.
+
+A status is data (`hbtui.core.agents.STATUSES`), never words to decode.
+"""
+
+from __future__ import annotations
+
+from hbtui.core.agents import ENDED, ERROR, IDLE, NEEDS_YOU, WORKING, AgentSession, BoxAgents
+
+# The session a box's row shows: the one that needs the user first, then a broken one,
+# then one at work.
+URGENCY = {NEEDS_YOU: 0, ERROR: 1, WORKING: 2, IDLE: 3, ENDED: 4}
+
+
+def lead(row: BoxAgents) -> AgentSession | None:
+    """The session the row and the preview show (the longest waiting first)."""
+    if not row.sessions:
+        return None
+    return min(row.sessions, key=lambda s: (URGENCY.get(s.status, 5), s.since or 0.0))
+
+
+def waiting(row: BoxAgents | None) -> list[AgentSession]:
+    """The sessions that wait for the user (a permission, a question)."""
+    return [s for s in row.sessions if s.status == NEEDS_YOU] if row is not None else []
+
+
+def live(row: BoxAgents | None) -> list[AgentSession]:
+    """The sessions a line can be sent to."""
+    return [s for s in row.sessions if s.status not in (ENDED, ERROR)] if row is not None else []
+
+
+def on_screen(row: BoxAgents | None) -> AgentSession | None:
+    """The session whose pane the preview shows: the lead one, if it has a pane, else
+    the first with one."""
+    if row is None:
+        return None
+    first = lead(row)
+    if first is not None and first.pane:
+        return first
+    return next((s for s in row.sessions if s.pane), None)

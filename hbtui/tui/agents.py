@@ -1,0 +1,186 @@
+"""The agents in the boxes: asking what they do, showing an agent's screen, answering it.
+
+The main screen asks (`AgentsWanted` every AGENT_SECONDS while boxes run,
+`AgentPaneWanted` every second while the preview shows); each ask is one worker,
+never two at once, and its answer goes back as a message. Approve, deny and send go
+through the Service (`answer_agent`, `send_to_agent`), which checks in the box what is
+pending; what it refuses is one notification. A box that turns needs-you rings the
+terminal's bell, asks the terminal for a desktop notification (OSC 9) and runs
+`notify-send` where there is one, unless `agent_alerts = false` in the config.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.worker import Worker
+
+from hbtui.core.agents import BoxAgents
+from hbtui.tui.activity import BoxKey
+from hbtui.tui.agent_state import live, waiting
+from hbtui.tui.alerts import alert_text, notify_send_argv, osc9, run_notify_send
+from hbtui.tui.box_actions import BoxActions
+from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, AgentsWanted
+from hbtui.tui.operations import describe_error
+
+ALLOW, DENY = "allow", "deny"
+ANSWERS = ("approve_agent", "deny_agent", "send_agent")
+
+
+class Agents(BoxActions):
+    _agents_worker: Worker[None] | None = None
+    _agents_again = False  # asked for while an ask was out
+    _pane_worker: Worker[None] | None = None
+    # (host, box, session) of every session that waited at the last ask; None: not asked yet
+    _waited: set[tuple[str, str, str]] | None = None
+
+    # -- what the agents do ----------------------------------------------------------------
+
+    def on_agents_wanted(self, _message: AgentsWanted) -> None:
+        """Ask now, or, while an ask is out, once more right after it (a tick is never
+        lost: a slow box would otherwise halve the rate)."""
+        if self._paused:
+            return
+        if self._agents_worker is None or self._agents_worker.is_finished:
+            self._agents_again = False
+            self._agents_worker = self._start(self._agents, "agents")
+        else:
+            self._agents_again = True
+
+    async def _agents(self) -> None:
+        while True:
+            try:
+                rows = await self.service.agents()
+            except Exception as exc:  # the dashboard outlives a broken engine
+                self._to_main(AgentsLoaded(None, describe_error(exc)))
+            else:
+                self._alert_new(rows)
+                self._to_main(AgentsLoaded(rows))
+            if not self._agents_again or self._paused:
+                return
+            self._agents_again = False
+
+    def _alert_new(self, rows: list[BoxAgents]) -> None:
+        """Alert for each session that waits now and did not at the last ask (none on the
+        first ask: what already waits is on the screen the user just opened)."""
+        now = {(s.host, s.box, s.session_id): s for row in rows for s in waiting(row)}
+        before, self._waited = self._waited, set(now)
+        if before is None:
+            return
+        for key, session in now.items():
+            if key not in before:
+                self.alert(alert_text(session))
+
+    def alert(self, text: str) -> None:
+        """A toast always; the bell, OSC 9 and notify-send unless the config says no."""
+        self.notify(text, title="agent", severity="warning", timeout=10)
+        if not self.config.agent_alerts:
+            return
+        self.bell()
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(osc9(text))
+        argv = notify_send_argv(text)
+        if argv is not None:
+            self._start(partial(run_notify_send, argv), "notify-send")
+
+    # -- the preview -----------------------------------------------------------------------
+
+    def on_agent_pane_wanted(self, message: AgentPaneWanted) -> None:
+        if self._paused:
+            return
+        if self._pane_worker is None or self._pane_worker.is_finished:
+            work = partial(self._agent_pane, message.key, message.pane)
+            self._pane_worker = self._start(work, "agent-pane")
+
+    async def _agent_pane(self, key: BoxKey, pane: str) -> None:
+        try:
+            text = await self.service.agent_pane(key[1], pane, key[0])
+        except Exception as exc:
+            self._to_main(AgentPaneLoaded(key, pane, "", describe_error(exc)))
+            return
+        self._to_main(AgentPaneLoaded(key, pane, text))
+
+    # -- answering -------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Approve, deny and send are left out of the footer while no box has an agent.
+        if action in ANSWERS and self.screen_stack:
+            return self.main.any_agents
+        return True
+
+    def action_approve_agent(self) -> None:
+        self._answer(ALLOW)
+
+    def action_deny_agent(self) -> None:
+        self._answer(DENY)
+
+    def _answer(self, decision: str) -> None:
+        """The one pending request of the selected box, or the one the user picks when
+        the last ask saw several; the box is asked again before anything is decided."""
+        from hbtui.tui.dialogs.agents import SessionPicker
+
+        view = self._need_box()
+        if view is None:
+            return
+        key = (view.host, view.name)
+        pending = waiting(self.main.agents.get(key))
+        if len(pending) > 1:
+            what = "approve" if decision == ALLOW else "deny"
+            picker = SessionPicker(view.name, what, pending)
+            self.push_screen(picker, partial(self._decide_picked, key, decision))
+        else:
+            self._start(partial(self._decide, key, decision, None), "agent-answer")
+
+    def _decide_picked(self, key: BoxKey, decision: str, session: str | None) -> None:
+        if session is not None:
+            self._start(partial(self._decide, key, decision, session), "agent-answer")
+
+    async def _decide(self, key: BoxKey, decision: str, session: str | None) -> None:
+        host, name = key
+        try:
+            answer = await self.service.answer_agent(name, decision, host, session=session)
+        except Exception as exc:
+            self.notify(describe_error(exc), title="agent", severity="warning")
+            return
+        done = "approved" if decision == ALLOW else "denied"
+        what = answer.session.waiting_for or f"session {answer.session.session_id[:8]}"
+        how = "through its hook" if answer.via == "hook" else "at its prompt"
+        self.notify(f"{done} in {name} ({how}): {what}", title="agent")
+        self.post_message(AgentsWanted())
+
+    def action_send_agent(self) -> None:
+        """A line for the selected box's agent (the session picked first when several run)."""
+        from hbtui.tui.dialogs.agents import SessionPicker
+
+        view = self._need_box()
+        if view is None:
+            return
+        key = (view.host, view.name)
+        sessions = live(self.main.agents.get(key))
+        if len(sessions) > 1:
+            picker = SessionPicker(view.name, "send a line to", sessions)
+            self.push_screen(picker, partial(self._send_dialog, key))
+        else:
+            self._send_dialog(key, sessions[0].session_id if sessions else None)
+
+    def _send_dialog(self, key: BoxKey, session: str | None) -> None:
+        from hbtui.tui.dialogs.agents import SendDialog
+
+        row = self.main.agents.get(key)
+        chosen = next((s for s in live(row) if s.session_id == session), None)
+        dialog = SendDialog(key[1], chosen)
+        self.push_screen(dialog, partial(self._send_line, key, session))
+
+    def _send_line(self, key: BoxKey, session: str | None, text: str | None) -> None:
+        if text is not None:
+            self._start(partial(self._send, key, text, session), "agent-answer")
+
+    async def _send(self, key: BoxKey, text: str, session: str | None) -> None:
+        host, name = key
+        try:
+            sent = await self.service.send_to_agent(name, text, host, session=session)
+        except Exception as exc:
+            self.notify(describe_error(exc), title="agent", severity="warning")
+            return
+        self.notify(f"sent to {sent.agent} in {name}", title="agent")
+        self.post_message(AgentsWanted())

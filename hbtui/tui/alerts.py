@@ -1,0 +1,73 @@
+"""Telling the user a box's agent waits for them, outside the dashboard's own screen:
+the terminal's bell, an OSC 9 desktop notification (iTerm2, kitty, WezTerm, foot,
+Windows Terminal...), and `notify-send` where it is installed.
+
+What a box says is untrusted: the text is made plain (no escape or control character,
+`hbtui.core.ansi.plain`) and capped before it goes anywhere, and `notify-send` gets it
+as one argv element, never through a shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import subprocess
+
+from hbtui.core import ansi
+from hbtui.core.agents import AgentSession
+from hbtui.environment import child_env
+from hbtui.names import LOCAL
+
+ALERT_MAX = 200  # characters of an alert's text
+NOTIFY_SEND = "notify-send"
+NOTIFY_TIMEOUT = 5.0  # seconds notify-send may take before it is killed
+
+
+def alert_text(session: AgentSession) -> str:
+    """`alpha needs you: Bash rm -rf build` (what it waits for, when the box said)."""
+    where = session.box if session.host == LOCAL else f"{session.box}@{session.host}"
+    what = f"{where} needs you" + (f": {session.waiting_for}" if session.waiting_for else "")
+    return safe(what)
+
+
+def safe(text: str, limit: int = ALERT_MAX) -> str:
+    """One plain line of at most `limit` characters."""
+    flat = ansi.plain(text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def osc9(text: str) -> str:
+    """The OSC 9 sequence that asks the terminal for a desktop notification."""
+    return f"\x1b]9;{safe(text)}\x07"
+
+
+def notify_send_argv(text: str) -> list[str] | None:
+    """`notify-send` with the text as its own argument, or None where it is missing."""
+    program = shutil.which(NOTIFY_SEND)
+    if program is None:
+        return None
+    return [program, "--app-name=hbtui", "--", "hbtui: an agent needs you", safe(text)]
+
+
+async def run_notify_send(argv: list[str]) -> None:
+    """Run it detached from the terminal; one that hangs is killed, a failure is ignored
+    (a notification is a courtesy, never an error)."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=child_env(),
+            start_new_session=True,
+        )
+    except OSError:
+        return
+    try:
+        async with asyncio.timeout(NOTIFY_TIMEOUT):
+            await process.wait()
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()

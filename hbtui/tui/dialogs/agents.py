@@ -1,0 +1,99 @@
+"""Answering a box's agent: which session (when several wait), and the line to send.
+
+`SessionPicker` dismisses with the chosen session's id; `SendDialog` with the line to
+type into the agent's pane. Neither calls the Service: the App sends the answer
+(`Service.answer_agent`, `Service.send_to_agent`), which checks again in the box.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from hbtui.core.agents import SEND_MAX, AgentSession
+from hbtui.present import AGENT_STYLE
+from hbtui.tui.dialogs.base import Dialog, Field
+
+
+def session_label(session: AgentSession) -> Text:
+    """`claude 3f2a9c1e  needs-you  Bash: rm -rf build`."""
+    text = Text(f"{session.agent} {session.session_id[:8]}  ")
+    text.append(session.status, style=AGENT_STYLE.get(session.status, ""))
+    if session.waiting_for:
+        text.append(f"  {session.waiting_for}")
+    return text
+
+
+class SessionPicker(Dialog[str]):
+    """Several sessions of the box could take the answer: the user picks one."""
+
+    TITLE_TEXT = "Which agent session?"
+
+    def __init__(self, box: str, what: str, sessions: list[AgentSession]) -> None:
+        super().__init__()
+        self.box = box
+        self.what = what  # "approve", "deny", "send a line to"
+        self.sessions = sessions
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(f"{len(self.sessions)} agent sessions in {self.box}: {self.what} which?")
+        yield OptionList(
+            *(Option(session_label(s), id=s.session_id) for s in self.sessions), id="sessions"
+        )
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    @on(OptionList.OptionSelected)
+    def picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+
+def line_problem(text: str) -> str | None:
+    """Why `text` cannot be sent (the core checks it again)."""
+    if not text.strip():
+        return "type the line to send"
+    if len(text) > SEND_MAX:
+        return f"at most {SEND_MAX} characters"
+    if not text.isprintable():
+        return "no control characters"
+    return None
+
+
+class SendDialog(Dialog[str]):
+    """One line for the agent: an answer to its question, or the next prompt."""
+
+    TITLE_TEXT = "Send a line to the agent"
+
+    def __init__(self, box: str, session: AgentSession | None) -> None:
+        super().__init__()
+        self.box = box
+        self.session = session
+
+    def compose_body(self) -> ComposeResult:
+        to = f"the agent in {self.box}"
+        if self.session is not None:
+            to = f"{self.session.agent} ({self.session.session_id[:8]}) in {self.box}"
+        yield Static(f"Typed into {to}'s pane, then Enter.")
+        yield Field(placeholder="the answer, or the next prompt", id="line")
+        yield Label("", id="error", classes="problem")
+        with Horizontal(classes="buttons"):
+            yield Button("Send", variant="primary", id="ok")
+            yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#line", Input).focus()
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def submit(self, event: Input.Submitted | Button.Pressed) -> None:
+        self.as_submitted(event)
+        text = self.query_one("#line", Input).value
+        problem = line_problem(text)
+        self.query_one("#error", Label).update(problem or "")
+        if problem is None:
+            self.dismiss(text)

@@ -1,0 +1,181 @@
+"""The agents part of the main screen: the Agent column's data, the needs-you count
+and queue, and the live preview of the selected box's agent.
+
+It asks the App (`AgentsWanted` every AGENT_SECONDS while some box runs,
+`AgentPaneWanted` every PREVIEW_SECONDS while the preview shows) and shows the
+answers; the App's workers do the asking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from textual.screen import Screen
+from textual.timer import Timer
+
+from hbtui.core.agents import BoxAgents
+from hbtui.core.views import BoxListing
+from hbtui.events import MachineState
+from hbtui.tui.activity import Activity, BoxKey
+from hbtui.tui.agent_state import on_screen, waiting
+from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, AgentsWanted
+from hbtui.tui.widgets.agent_preview import AgentPreview
+from hbtui.tui.widgets.box_table import BoxTable
+from hbtui.tui.widgets.log_pane import LogPane
+
+AGENT_SECONDS = 2.0  # between two asks of what the agents do
+PREVIEW_SECONDS = 1.0  # between two captures of the previewed agent's screen
+AGENT_ACTIONS = ("next_needs_you", "toggle_agent")  # the screen's; the App has the others
+
+
+class AgentPanel(Screen[None]):
+    activities: dict[BoxKey, Activity]
+    clock: Callable[[], datetime]
+    listing: BoxListing | None
+
+    if TYPE_CHECKING:
+
+        def _show_status(self, listing: BoxListing) -> None: ...
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.agents: dict[BoxKey, BoxAgents] = {}  # running boxes', by the last ask
+        self.agents_error = ""  # why the last ask failed as a whole
+        self._agents_asked = False
+        self._preview_timer: Timer | None = None
+
+    @property
+    def preview(self) -> AgentPreview:
+        return self.query_one(AgentPreview)
+
+    @property
+    def preview_visible(self) -> bool:
+        return bool(self.preview.display)
+
+    def _boxes_running(self) -> bool:
+        boxes = self.listing.boxes if self.listing is not None else []
+        return any(v.state == MachineState.RUNNING for v in boxes)
+
+    def start_agents(self) -> None:
+        self.set_interval(AGENT_SECONDS, self.want_agents, name="agents")
+
+    def want_agents(self) -> None:
+        """Ask again while some box runs; with none, nothing is left to show."""
+        if self._boxes_running():
+            self._agents_asked = True
+            self.post_message(AgentsWanted())
+        elif self.agents:
+            self._show_agents({})
+
+    def listing_shown(self) -> None:
+        """The first listing with a running box asks at once, not a tick later."""
+        if not self._agents_asked:
+            self.want_agents()
+
+    def on_agents_loaded(self, message: AgentsLoaded) -> None:
+        if message.rows is None:
+            self.agents_error = message.error
+            if self.listing is not None:
+                self._show_status(self.listing)
+            return
+        self.agents_error = ""
+        self._show_agents({(r.host, r.box): r for r in message.rows if r.box})
+
+    def _show_agents(self, agents: dict[BoxKey, BoxAgents]) -> None:
+        had = self.any_agents
+        self.agents = agents
+        if self.any_agents != had:
+            self.app.refresh_bindings()  # the agent keys come into the footer, or go
+        now = self.clock()
+        self.query_one(BoxTable).set_agents(agents, self.activities, now)
+        if self.listing is not None:
+            self._show_status(self.listing)
+        if self.preview_visible:
+            self.show_preview()
+
+    @property
+    def any_agents(self) -> bool:
+        """Some box has an agent session, or could not say: the agent keys apply."""
+        return any(row.sessions or row.error for row in self.agents.values())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Without an agent anywhere the agent keys are left out of the footer.
+        return self.any_agents if action in AGENT_ACTIONS else True
+
+    def agents_status(self) -> str:
+        """The status line's part: how many boxes need you (markup)."""
+        if self.agents_error:
+            return f"  [red]agents: {escape(self.agents_error)}[/]"
+        count = sum(1 for row in self.agents.values() if waiting(row))
+        if not count:
+            return ""
+        line = f"  [b yellow]● {count} need{'s' if count == 1 else ''} you[/]"
+        key = self.key_of("next_needs_you")
+        return line + (f" [dim]({escape(key)}: next)[/]" if key else "")
+
+    def key_of(self, action: str) -> str:
+        """The key that runs `action` here, as the footer shows it (remapped or not)."""
+        keys = [
+            self.app.get_key_display(active.binding)
+            for active in self.active_bindings.values()
+            if active.binding.action == action
+        ]
+        return keys[0] if keys else ""
+
+    def action_next_needs_you(self) -> None:
+        """`a`: select the next box (below the cursor, round the end) whose agent waits."""
+        table = self.query_one(BoxTable)
+        order = table.keys_in_order()
+        wanted = [key for key, row in self.agents.items() if waiting(row)]
+        if not wanted:
+            self.notify("no agent needs you", title="agent")
+            return
+        shown = [key for key in order if key in wanted]
+        if not shown:
+            self.notify(f"{wanted[0][1]} needs you but the filter hides it", severity="warning")
+            return
+        here = table.selected_key()
+        start = order.index(here) + 1 if here in order else 0
+        after = [key for key in order[start:] + order[:start] if key in wanted]
+        table.select(after[0])
+
+    # -- the preview ---------------------------------------------------------------------------
+
+    def action_toggle_agent(self) -> None:
+        """`v`: the selected box's agent screen takes the log's place, and back."""
+        preview, log = self.preview, self.query_one(LogPane)
+        shown = not preview.display
+        preview.display, log.display = shown, not shown
+        if self._preview_timer is None:
+            self._preview_timer = self.set_interval(PREVIEW_SECONDS, self._want_pane)
+        if shown:
+            self.show_preview()
+            self._preview_timer.resume()
+        else:
+            self._preview_timer.pause()
+
+    def show_preview(self) -> None:
+        """The selected box's session in the preview, and its screen asked for now."""
+        key = self.query_one(BoxTable).selected_key()
+        row = self.agents.get(key) if key is not None else None
+        session = on_screen(row)
+        others = len(row.sessions) - 1 if row is not None and session is not None else 0
+        why = row.error if row is not None else ""
+        back = self.key_of("toggle_agent")
+        self.preview.show_session(key, session, others, why, self.clock().timestamp(), back)
+        self._want_pane()
+
+    def _want_pane(self) -> None:
+        if not self.preview_visible:
+            return
+        preview = self.preview
+        if preview.key is not None and preview.pane:
+            self.post_message(AgentPaneWanted(preview.key, preview.pane))
+
+    def on_agent_pane_loaded(self, message: AgentPaneLoaded) -> None:
+        preview = self.preview
+        if (message.key, message.pane) == (preview.key, preview.pane):
+            preview.show_screen(message.text, message.error)

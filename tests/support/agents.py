@@ -1,0 +1,87 @@
+"""The real `claude` in a simulator box, for the agent tests (tests/test_agents_sim.py,
+tests/test_tui_agents_sim.py): the fake Messages API it talks to, the set-up that starts
+it in tmux "main" of box b1, and waits on `hbtui agents`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from support.cli import hbtui
+
+FAKE_API = Path(__file__).parents[1] / "sim" / "fake_anthropic.py"
+WORKSPACE = "/data/home/agent/workspace"
+KEY = "sk-ant-fake-0123456789abcdefghijklmnop"
+
+# Run as agent in the box: Claude's first-run dialogs answered ahead (onboarding, trust
+# in ~/workspace, the API key), the fake API started, claude started in tmux "main".
+SETUP = f"""
+set -e
+mkdir -p "$CLAUDE_CONFIG_DIR"
+python3 - <<'PY'
+import json, os
+cfg = {{"hasCompletedOnboarding": True,
+       "projects": {{"{WORKSPACE}": {{"hasTrustDialogAccepted": True}}}},
+       "customApiKeyResponses": {{"approved": ["{KEY[-20:]}"], "rejected": []}}}}
+with open(os.path.join(os.environ["CLAUDE_CONFIG_DIR"], ".claude.json"), "w") as f:
+    json.dump(cfg, f)
+PY
+cat > ~/run-claude.sh <<'SH'
+#!/bin/sh
+export ANTHROPIC_BASE_URL=http://127.0.0.1:18555 ANTHROPIC_API_KEY={KEY}
+export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+cd {WORKSPACE}
+exec claude
+SH
+chmod +x ~/run-claude.sh
+git -C {WORKSPACE} init -q -b main
+GIT_COMMITTER_DATE=2020-01-01T00:00:00Z \
+    git -C {WORKSPACE} -c user.name=t -c user.email=t@b commit -q --allow-empty -m start
+setsid python3 ~/fake_api.py 18555 ~/api.log >~/api.out 2>&1 </dev/null &
+tmux new-session -d -s main -x 150 -y 50 ~/run-claude.sh
+"""
+
+
+def sessions(env, box: str = "b1") -> list[dict]:
+    done = hbtui("agents", box, "--json", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [row] = json.loads(done.stdout)
+    assert row["error"] == "", row
+    return row["sessions"]
+
+
+def wait_session(env, predicate, timeout: float = 90.0) -> dict:
+    """Poll `hbtui agents` until a session satisfies `predicate`; returns that session."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        for s in sessions(env):
+            if predicate(s):
+                return s
+            seen.append((s["agent"], s["session_id"][:8], s["status"], s["waiting_for"]))
+    raise AssertionError(f"no session as wanted within {timeout} s; saw {seen[-10:]}")
+
+
+def in_box(env, script: str, input: str | None = None) -> str:
+    done = hbtui("exec", "b1", "--", "sh", "-c", script, env=env, input=input)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def exists(env, path: str) -> bool:
+    return hbtui("exec", "b1", "--", "test", "-e", path, env=env).returncode == 0
+
+
+def claude_version() -> tuple[int, ...] | None:
+    """The installed claude's version, or None when it is missing."""
+    if shutil.which("claude") is None:
+        return None
+    out = subprocess.run(["claude", "--version"], capture_output=True, text=True, timeout=60)
+    word = out.stdout.split(" ", 1)[0]
+    return tuple(int(p) for p in word.split(".") if p.isdigit()) or None
+
+
+CLAUDE = claude_version()
