@@ -1,0 +1,156 @@
+"""The keys for a box's work (docs/work.md): its diff (`D`), pulling it into the host
+repository (`P`), and the compare view of the try it belongs to (`T`, keep with `k`).
+
+Reading a diff or a try changes nothing and runs in a worker like the other questions;
+pull and keep change the host repository (keep removes boxes too), so they run as
+operations, in the box's row and log, cancellable, and say what landed when they end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, ClassVar
+
+from hbtui.tui.activity import BoxKey
+from hbtui.tui.operations import describe_error
+from hbtui.tui.running import Running
+from hbtui.tui.screens.compare import TryScreen
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from hbtui.core.service import Service
+    from hbtui.core.work import PullResult
+    from hbtui.events import Report
+    from hbtui.tui.screens.diff import DiffScreen
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    name: str
+    host: str
+
+    operation: ClassVar[str] = "pull"
+    makes: ClassVar[bool] = False
+
+    @property
+    def key(self) -> BoxKey:
+        return (self.host, self.name)
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.pull(self.name, self.host, report=report)
+
+
+@dataclass(frozen=True)
+class KeepRequest:
+    """Keep one box of a try: its work pulled, the try's other boxes removed."""
+
+    name: str
+    host: str
+
+    operation: ClassVar[str] = "keep"
+    makes: ClassVar[bool] = False
+
+    @property
+    def key(self) -> BoxKey:
+        return (self.host, self.name)
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.try_keep(self.name, self.host, report=report)
+
+
+def _pulled(result: PullResult) -> str:
+    if not result.refs:
+        said = f"{result.box} has no commits since its seed; nothing pulled"
+    else:
+        said = "\n".join(f"{ref} → {sha[:12]}" for ref, sha in result.refs)
+        said += f"\nin {result.repo}"
+    if result.uncommitted and not result.wip:
+        said += f"\n{result.uncommitted} file(s) uncommitted in the box, not pulled"
+    return said
+
+
+def landed(result: object) -> str:
+    """What a pull or keep brought into the host repository, for its notification."""
+    from hbtui.core.work import PullResult
+
+    if isinstance(result, PullResult):
+        return _pulled(result)
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], PullResult):
+        removed = ", ".join(result[1]) or "nothing"
+        return f"{_pulled(result[0])}\nremoved {removed}"
+    return "done"
+
+
+class WorkActions(Running):
+    def action_show_diff(self) -> None:
+        if view := self._need_box():
+            self.open_diff((view.host, view.name))
+
+    def open_diff(self, key: BoxKey) -> None:
+        from hbtui.tui.screens.diff import DiffScreen
+
+        screen = DiffScreen(key)
+        self.push_screen(screen)
+        self._start(partial(self._diff, screen), "diff", exclusive=True)
+
+    async def _diff(self, screen: DiffScreen) -> None:
+        """The box's diff, highlighted in a thread; a box without work (or not running)
+        is one notification and no view."""
+        from hbtui.tui.screens.diff import highlight
+
+        host, name = screen.key
+        try:
+            diff = await self.service.diff(name, host)
+            shown = await asyncio.to_thread(highlight, diff)
+        except Exception as exc:
+            if self.screen is screen:
+                self.pop_screen()
+            else:  # something was opened over it meanwhile: it says so itself
+                screen.failed(describe_error(exc))
+            self.notify(describe_error(exc), title=f"diff {name}", severity="error", timeout=8)
+            return
+        screen.show(shown)
+
+    def action_pull_box(self) -> None:
+        if view := self._need_box():
+            self.run_request(PullRequest(view.name, view.host))
+
+    def action_show_try(self) -> None:
+        """The compare view of the try the selected box belongs to (NAME-K)."""
+        view = self._need_box()
+        if view is None:
+            return
+        try:
+            record, box = self.service.try_of(view.name, view.host)
+        except Exception as exc:
+            self.notify(describe_error(exc), title=f"try of {view.name}", severity="warning")
+            return
+        self.push_screen(TryScreen(record.name, view.host, box))
+
+    def on_try_screen_wanted(self, message: TryScreen.Wanted) -> None:
+        self._start(partial(self._try_rows, message.screen), "try")
+
+    async def _try_rows(self, screen: TryScreen) -> None:
+        try:
+            record, rows = await self.service.try_rows(screen.try_name, screen.host)
+        except Exception as exc:
+            screen.show(None, [], describe_error(exc))
+            return
+        screen.show(record, rows)
+
+    def on_try_screen_keep(self, message: TryScreen.Keep) -> None:
+        screen = message.screen
+        operation = self.run_request(KeepRequest(message.box, screen.host))
+        if operation is not None:
+            operation.then = partial(self._kept, screen)
+
+    def _kept(self, screen: TryScreen) -> None:
+        """The try is gone once a box was kept: back to the boxes."""
+        if self.screen is screen:
+            self.pop_screen()
+
+    def on_try_screen_diff_of(self, message: TryScreen.DiffOf) -> None:
+        self.open_diff((message.host, message.box))
