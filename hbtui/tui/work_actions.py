@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from hbtui.core.service import Service
     from hbtui.core.work import PullResult
     from hbtui.events import Report
-    from hbtui.tui.screens.diff import DiffScreen
 
 
 @dataclass(frozen=True)
@@ -90,29 +89,22 @@ class WorkActions(Running):
             self.open_diff((view.host, view.name))
 
     def open_diff(self, key: BoxKey) -> None:
-        from hbtui.tui.screens.diff import DiffScreen
+        self._start(partial(self._diff, key), "diff", exclusive=True)
 
-        screen = DiffScreen(key)
-        self.push_screen(screen)
-        self._start(partial(self._diff, screen), "diff", exclusive=True)
+    async def _diff(self, key: BoxKey) -> None:
+        """The box's diff in its view, highlighted in a thread once the view is up; a box
+        without work (or not running) is one notification, and no view opens."""
+        from hbtui.tui.screens.diff import DiffScreen, highlight
 
-    async def _diff(self, screen: DiffScreen) -> None:
-        """The box's diff, highlighted in a thread; a box without work (or not running)
-        is one notification and no view."""
-        from hbtui.tui.screens.diff import highlight
-
-        host, name = screen.key
+        host, name = key
         try:
             diff = await self.service.diff(name, host)
-            shown = await asyncio.to_thread(highlight, diff)
         except Exception as exc:
-            if self.screen is screen:
-                self.pop_screen()
-            else:  # something was opened over it meanwhile: it says so itself
-                screen.failed(describe_error(exc))
             self.notify(describe_error(exc), title=f"diff {name}", severity="error", timeout=8)
             return
-        screen.show(shown)
+        screen = DiffScreen(key)
+        await self.push_screen(screen)
+        screen.show(await asyncio.to_thread(highlight, diff))
 
     def action_pull_box(self) -> None:
         if view := self._need_box():

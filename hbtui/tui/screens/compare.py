@@ -105,6 +105,7 @@ class TryScreen(Screen[None]):
         if record is None:
             summary.update(Text(f"try {self.try_name}: {error}", style="bold red"))
             return
+        selected = self.selected() or self.start_box  # (before the rows change)
         self.record, self.rows = record, rows
         text = Text.assemble(
             (f"try {record.name}", "bold"),
@@ -114,7 +115,6 @@ class TryScreen(Screen[None]):
         )
         summary.update(text)
         table: DataTable[Text] = self.query_one(DataTable)
-        selected = self.selected() or self.start_box
         table.clear()
         for r in rows:
             if r.error:

@@ -104,7 +104,7 @@ def highlight(diff: WorkDiff) -> ShownDiff:
     if patch:
         text = Syntax(patch, "diff", theme="ansi_dark").highlight(patch)
         text.expand_tabs(8)
-        lines = list(text.split("\n", allow_blank=True))
+        lines = list(text.split("\n"))  # (the lexer ends the text with a newline)
     return ShownDiff(diff, lines, file_entries(diff))
 
 
@@ -201,7 +201,7 @@ class DiffScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(Text(f"reading the work in {self.key[1]}…"), id="diff-summary")
+        yield Static(Text(f"colouring the patch of {self.key[1]}…"), id="diff-summary")
         yield DataTable(id="diff-files", cursor_type="row", zebra_stripes=True)
         yield PatchView(id="diff-patch")
         yield Input(placeholder="search the patch (enter)", id="diff-search")
@@ -255,9 +255,6 @@ class DiffScreen(Screen[None]):
             self.query_one("#diff-summary", Static).update(
                 summary.append("\nno changes since the seed", style="dim italic")
             )
-
-    def failed(self, error: str) -> None:
-        self.query_one("#diff-summary", Static).update(Text(error, style="bold red"))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """enter on a file: its part of the patch."""
