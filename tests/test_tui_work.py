@@ -10,7 +10,7 @@ from textual.widgets._footer import FooterKey
 from hbtui.names import LOCAL
 from hbtui.tui.dialogs.confirm import ConfirmDialog
 from hbtui.tui.screens.compare import TryScreen
-from hbtui.tui.screens.diff import DiffScreen, PatchView
+from hbtui.tui.screens.diff import DiffScreen, PatchView, highlight
 from hbtui.tui.screens.help import HelpScreen
 
 from support.pilot import SIZE, make_app, notes, operations_done, settled, until
@@ -67,7 +67,7 @@ async def test_the_diff_view_lists_files_and_colours_the_patch_as_plain_text():
         assert len(view.rows) == len(SAMPLE_PATCH.splitlines())
         # Text from the box stays text: a markup-like word is drawn as typed, not as bold.
         row = next(i for i, r in enumerate(view.rows) if "not markup" in r.plain)
-        assert "[bold]not markup[/bold]" in drawn(view, row)
+        assert "[bold]not markup[/bold], [red]nor this[/]" in drawn(view, row)
         # Coloured by the diff lexer: an added line is green, a removed one red.
         added = list(view.render_line(row))  # the first rows are in view
         assert any(s.style and s.style.color and "green" in s.style.color.name for s in added)
@@ -78,6 +78,16 @@ async def test_the_diff_view_lists_files_and_colours_the_patch_as_plain_text():
         )
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main, what="back to the boxes")
+
+
+def test_the_view_draws_no_escape_sequence_whatever_it_is_given():
+    """The core strips the box's escapes; the view, where the text meets the terminal,
+    does not depend on it."""
+    hostile = "+\x1b]0;pwned\x07title \x1b[2J\x1b[31mred\x1b[0m \x9b2J done\n"
+    shown = highlight(work_diff("alpha", patch=hostile))
+    [row] = shown.lines
+    assert row.plain.startswith("+title red") and row.plain.endswith(" done")
+    assert row.plain.isprintable()
 
 
 async def test_the_diff_view_searches_scrolls_and_jumps_to_a_file():

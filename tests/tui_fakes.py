@@ -544,7 +544,7 @@ index 3b18e51..a5c1f2e 100644
 @@ -10,4 +10,6 @@ def read(path):
 -    with open(path) as f:
 -        return f.read()
-+    # [bold]not markup[/bold] \x1b is gone already
++    # [bold]not markup[/bold], [red]nor this[/]
 +    with open(path, encoding="utf-8") as f:
 +        data = f.read()
 +    return data.replace("\\r\\n", "\\n")

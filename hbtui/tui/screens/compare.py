@@ -111,7 +111,7 @@ class TryScreen(Screen[None]):
             (f"try {record.name}", "bold"),
             f": {len(rows)} box(es) from {record.repo} at {record.seed[:12]} · check: ",
             (record.check or "none", "italic"),
-            ("   k keeps the box under the cursor (its work pulled, the others removed)", "dim"),
+            ("\nk keeps the box under the cursor (its work pulled, the others removed)", "dim"),
         )
         summary.update(text)
         table: DataTable[Text] = self.query_one(DataTable)

@@ -24,6 +24,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from hbtui.core.ansi import without_escapes
 from hbtui.tui.actions import DIFF
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.keys import bindings
@@ -99,7 +100,9 @@ def file_entries(diff: WorkDiff) -> list[FileEntry]:
 
 def highlight(diff: WorkDiff) -> ShownDiff:
     """The patch as coloured lines (rich's diff lexer) and its files (run in a thread)."""
-    patch = (diff.patch or "").removesuffix("\n")
+    # The core removed every escape sequence already; once more here, where the text
+    # meets the terminal, costs little.
+    patch = without_escapes(diff.patch or "").removesuffix("\n")
     lines: list[Text] = []
     if patch:
         text = Syntax(patch, "diff", theme="ansi_dark").highlight(patch)
