@@ -4,16 +4,19 @@ pull (`P`), and a try's compare view with keep (`T`, `k`), driven with Pilot ove
 
 from __future__ import annotations
 
-from textual.widgets import DataTable, Static
+from textual.widgets import Button, DataTable, Input, Select, Static
 from textual.widgets._footer import FooterKey
 
+from hbtui.core.gitops import RepoSeed
+from hbtui.core.specs import WorkRequest
 from hbtui.names import LOCAL
 from hbtui.tui.dialogs.confirm import ConfirmDialog
+from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.compare import TryScreen
 from hbtui.tui.screens.diff import DiffScreen, PatchView, highlight
 from hbtui.tui.screens.help import HelpScreen
 
-from support.pilot import SIZE, make_app, notes, operations_done, settled, until
+from support.pilot import SIZE, make_app, notes, operations_done, settled, text_of, until
 from tui_fakes import SAMPLE_PATCH, FakeService, sample_try, work_diff
 
 
@@ -247,6 +250,50 @@ async def test_the_command_line_opens_the_compare_view_of_a_named_box():
         assert app.screen.selected() == "fix-1"
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main)
+
+
+async def test_the_new_dialog_puts_a_repository_and_an_agent_on_a_task_in_the_box(tmp_path):
+    service = FakeService()
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
+        dialog = app.screen
+        await pilot.press(*"w1")
+        ok = dialog.query_one("#ok", Button)
+        repo, task = dialog.query_one("#repo", Input), dialog.query_one("#task", Input)
+        agent = dialog.query_one("#agent", Select)
+
+        async def problem(is_now: str) -> None:
+            await until(
+                pilot,
+                lambda: text_of(dialog, "#work-problem") == is_now,
+                what=lambda: f"{is_now!r}, not {text_of(dialog, '#work-problem')!r}",
+            )
+            assert ok.disabled == bool(is_now)
+
+        task.value = "make tests/io pass"
+        await problem("a task or an agent needs a repository")
+        repo.value = str(tmp_path / "nowhere")
+        await problem(f"{tmp_path / 'nowhere'} is not a folder")
+        repo.value = f"{tmp_path}@main"
+        await problem("a task needs an agent to do it: add --agent claude|codex|hermes")
+        agent.value = "codex"
+        await problem("")
+        ok.press()
+        await until(pilot, lambda: "w1" in service.new_specs, what="new called")
+        seed = RepoSeed(tmp_path, "main", "main", "c" * 40)
+        assert service.new_specs["w1"].work == WorkRequest(seed, "make tests/io pass", "codex")
+        await operations_done(pilot, app)
+        # no repository: no work, as before
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
+        await pilot.press(*"w2", "enter")
+        await until(pilot, lambda: "w2" in service.new_specs, what="new called")
+        assert service.new_specs["w2"].work is None
+        assert not [c for c in service.calls if c == ("repo_seed", "")]
+        await operations_done(pilot, app)
 
 
 async def test_footer_and_help_list_the_work_keys():

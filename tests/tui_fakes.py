@@ -20,6 +20,7 @@ from hbtui.config import Config
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, NewPlan
 from hbtui.core.credentials import BUILT_IN, Preset
+from hbtui.core.gitops import RepoSeed, split_repo_ref
 from hbtui.core.hosts import WebAccess
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import check_recipe, parse_marker
@@ -451,6 +452,14 @@ class FakeService:
         return dest or archive.with_suffix("")
 
     # -- work in and out (docs/work.md) -------------------------------------------------------
+
+    async def repo_seed(self, text: str) -> RepoSeed:
+        """A folder is a repository at a fixed commit here (the real one asks git)."""
+        self._called("repo_seed", text)
+        path, ref = split_repo_ref(text)
+        if not path.is_dir():
+            raise UsageError(f"{path} is not a folder")
+        return RepoSeed(path.absolute(), ref, ref or "refs/heads/main", "c" * 40)
 
     def _work_of(self, name: str, host: str) -> WorkDiff:
         self._find(name, host)
