@@ -10,6 +10,7 @@ from textual.widgets._footer import FooterKey
 from hbtui.core.gitops import RepoSeed
 from hbtui.core.specs import WorkRequest
 from hbtui.names import LOCAL
+from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.confirm import ConfirmDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.compare import TryScreen
@@ -17,7 +18,7 @@ from hbtui.tui.screens.diff import DiffScreen, PatchView, highlight
 from hbtui.tui.screens.help import HelpScreen
 
 from support.pilot import SIZE, make_app, notes, operations_done, settled, text_of, until
-from tui_fakes import SAMPLE_PATCH, FakeService, sample_try, work_diff
+from tui_fakes import SAMPLE_PATCH, FakeService, frozen_clock, sample_try, work_diff
 
 
 async def listed(pilot, app, count: int = 4) -> None:
@@ -307,3 +308,37 @@ async def test_footer_and_help_list_the_work_keys():
         table = app.screen.query_one(DataTable)
         ids = {str(table.get_row_at(y)[0]) for y in range(table.row_count)}
         assert {"diff", "pull", "try", "diff-search", "try-keep"} <= ids
+
+
+# -- snapshots (docs/images/diff.svg, docs/images/try-compare.svg) --------------------------------
+
+
+def test_diff_view_snapshot(snap_compare):
+    service = FakeService()
+    service.work[(LOCAL, "alpha")] = work_diff("alpha")
+    app = HbtuiApp(service, clock=frozen_clock, refresh_seconds=60)
+
+    async def run_before(pilot):
+        await listed(pilot, app)
+        await pilot.press("D")
+        await until(pilot, lambda: getattr(app.screen, "shown", None) is not None)
+        await pilot.press("slash", *"read", "enter")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+def test_compare_view_snapshot(snap_compare):
+    service = FakeService()
+    sample_try(service)
+    service.agent_status["fix-3"] = "working"
+    app = HbtuiApp(service, clock=frozen_clock, refresh_seconds=60)
+
+    async def run_before(pilot):
+        await listed(pilot, app, 7)
+        await select(pilot, app, "fix-2")
+        await pilot.press("T")
+        await until(pilot, lambda: getattr(app.screen, "rows", None))
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)

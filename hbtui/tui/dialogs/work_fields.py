@@ -18,7 +18,7 @@ from hbtui.tui.dialogs.base import Field
 def compose_work_fields() -> ComposeResult:
     with Horizontal(classes="row"):
         with Vertical(classes="wide"):
-            yield Label("Repository to put in the box (PATH[@REF], optional)")
+            yield Label("Repository to clone in the box: PATH[@REF]")
             yield Field(placeholder=".  or  ~/src/app@main", id="repo")
         with Vertical():
             yield Label("Agent")
