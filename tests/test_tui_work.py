@@ -4,6 +4,8 @@ pull (`P`), and a try's compare view with keep (`T`, `k`), driven with Pilot ove
 
 from __future__ import annotations
 
+import asyncio
+
 from textual.widgets import Button, DataTable, Input, Select, Static
 from textual.widgets._footer import FooterKey
 
@@ -14,7 +16,7 @@ from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.confirm import ConfirmDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.screens.compare import TryScreen
-from hbtui.tui.screens.diff import DiffScreen, PatchView, highlight
+from hbtui.tui.screens.diff import DiffScreen, PatchView, prepare
 from hbtui.tui.screens.help import HelpScreen
 
 from support.pilot import SIZE, make_app, notes, operations_done, settled, text_of, until
@@ -70,12 +72,12 @@ async def test_the_diff_view_lists_files_and_colours_the_patch_as_plain_text():
         view = screen.query_one(PatchView)
         assert len(view.rows) == len(SAMPLE_PATCH.splitlines())
         # Text from the box stays text: a markup-like word is drawn as typed, not as bold.
-        row = next(i for i, r in enumerate(view.rows) if "not markup" in r.plain)
+        row = next(i for i, r in enumerate(view.rows) if "not markup" in r)
         assert "[bold]not markup[/bold], [red]nor this[/]" in drawn(view, row)
         # Coloured by the diff lexer: an added line is green, a removed one red.
         added = list(view.render_line(row))  # the first rows are in view
         assert any(s.style and s.style.color and "green" in s.style.color.name for s in added)
-        removed = next(i for i, r in enumerate(view.rows) if r.plain.startswith("-    with"))
+        removed = next(i for i, r in enumerate(view.rows) if r.startswith("-    with"))
         assert any(
             s.style and s.style.color and "red" in s.style.color.name
             for s in view.render_line(removed)
@@ -88,10 +90,10 @@ def test_the_view_draws_no_escape_sequence_whatever_it_is_given():
     """The core strips the box's escapes; the view, where the text meets the terminal,
     does not depend on it."""
     hostile = "+\x1b]0;pwned\x07title \x1b[2J\x1b[31mred\x1b[0m \x9b2J done\n"
-    shown = highlight(work_diff("alpha", patch=hostile))
+    shown = prepare(work_diff("alpha", patch=hostile))
     [row] = shown.lines
-    assert row.plain.startswith("+title red") and row.plain.endswith(" done")
-    assert row.plain.isprintable()
+    assert row.startswith("+title red") and row.endswith(" done")
+    assert row.isprintable()
 
 
 async def test_the_diff_view_searches_scrolls_and_jumps_to_a_file():
@@ -111,7 +113,7 @@ async def test_the_diff_view_searches_scrolls_and_jumps_to_a_file():
         await settled(pilot)
         await pilot.press(*"F.READ", "enter")  # any case
         await until(pilot, lambda: view.matches, what="matches")
-        rows = [i for i, r in enumerate(view.rows) if "f.read" in r.plain.lower()]
+        rows = [i for i, r in enumerate(view.rows) if "f.read" in r.lower()]
         assert view.matches == rows and len(rows) == 2
         assert screen.sub_title == "/f.read: 1/2 (n/N)"
         first = rows[0]
@@ -132,7 +134,7 @@ async def test_the_diff_view_searches_scrolls_and_jumps_to_a_file():
         table.focus()
         table.move_cursor(row=1)  # tests/test_io.py
         await pilot.press("enter")
-        start = next(i for i, r in enumerate(view.rows) if r.plain.endswith("b/tests/test_io.py"))
+        start = next(i for i, r in enumerate(view.rows) if r.endswith("b/tests/test_io.py"))
         await until(pilot, lambda: view.scroll_offset.y == start, what="the file's patch")
         # esc closes an open search first, then the view
         await pilot.press("slash")
@@ -237,6 +239,26 @@ async def test_the_compare_view_shows_the_try_and_keep_asks_first():
         assert "refs/remotes/box/fix-2/hb/fix-2" in note and "removed fix-1, fix-3" in note
         await until(pilot, lambda: app.screen is app.main)
         await listed(pilot, app, 5)
+
+
+async def test_a_compare_view_closed_while_its_checks_run_is_left_be():
+    service = FakeService()
+    sample_try(service)
+    service.checks_gate = asyncio.Event()
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app, 7)
+        await select(pilot, app, "fix-1")
+        await pilot.press("T")
+        await until(pilot, lambda: ("try_rows", "fix", LOCAL) in service.calls)
+        screen = app.screen
+        assert "asking the boxes of fix" in str(screen.query_one("#try-summary").render())
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main)
+        service.checks_gate.set()
+        await until(pilot, lambda: not [w for w in app.workers if w.group == "try"])
+        await settled(pilot)
+        assert not [n for n in notes(app) if "internal error" in n]
 
 
 async def test_the_command_line_opens_the_compare_view_of_a_named_box():

@@ -144,6 +144,7 @@ class FakeService:
         self.work: dict[tuple[str, str], WorkDiff] = {}  # (host, box) -> its work (new --repo)
         self.tries: dict[tuple[str, str], TryRecord] = {}  # (host, try name) -> the try
         self.agent_status: dict[str, str] = {}  # box -> its agent's status (default idle)
+        self.checks_gate: asyncio.Event | None = None  # try_rows waits for it (checks running)
 
     def _called(self, *call: Any) -> None:
         self.calls.append(call)
@@ -511,6 +512,8 @@ class FakeService:
 
     async def try_rows(self, name: str, host: str = LOCAL) -> tuple[TryRecord, list[TryRow]]:
         self._called("try_rows", name, host)
+        if self.checks_gate is not None:
+            await self.checks_gate.wait()
         record = self.tries.get((host, name))
         if record is None:
             raise UsageError(f"no try named {name!r} (made with: hbtui try N {name} ...)")

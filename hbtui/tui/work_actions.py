@@ -92,9 +92,9 @@ class WorkActions(Running):
         self._start(partial(self._diff, key), "diff", exclusive=True)
 
     async def _diff(self, key: BoxKey) -> None:
-        """The box's diff in its view, highlighted in a thread once the view is up; a box
+        """The box's diff in its view (prepared in a thread once the view is up); a box
         without work (or not running) is one notification, and no view opens."""
-        from hbtui.tui.screens.diff import DiffScreen, highlight
+        from hbtui.tui.screens.diff import DiffScreen, prepare
 
         host, name = key
         try:
@@ -104,7 +104,9 @@ class WorkActions(Running):
             return
         screen = DiffScreen(key)
         await self.push_screen(screen)
-        screen.show(await asyncio.to_thread(highlight, diff))
+        shown = await asyncio.to_thread(prepare, diff)
+        if screen in self.screen_stack:  # (not closed meanwhile)
+            screen.show(shown)
 
     def action_pull_box(self) -> None:
         if view := self._need_box():
@@ -126,12 +128,14 @@ class WorkActions(Running):
         self._start(partial(self._try_rows, message.screen), "try")
 
     async def _try_rows(self, screen: TryScreen) -> None:
+        """The try's rows (its checks may run meanwhile); a view closed by then is left be."""
         try:
             record, rows = await self.service.try_rows(screen.try_name, screen.host)
+            error = ""
         except Exception as exc:
-            screen.show(None, [], describe_error(exc))
-            return
-        screen.show(record, rows)
+            record, rows, error = None, [], describe_error(exc)
+        if screen in self.screen_stack:
+            screen.show(record, rows, error)
 
     def on_try_screen_keep(self, message: TryScreen.Keep) -> None:
         screen = message.screen

@@ -3,8 +3,9 @@ their status and line counts, and the patch coloured as a diff, scrollable and s
 
 The patch is text from the box. The core has removed every escape sequence from it; here
 it stays plain text, coloured by rich's diff lexer (`Syntax`), never read as markup.
-Highlighting a large patch takes a while, so the App does it in a thread (`highlight`)
-before the screen gets it.
+The lexer colours a diff line by line, so only the rows drawn are coloured (a patch of
+32 MiB, the core's cap, would take over a minute as a whole); the rest of the preparing
+(`prepare`) runs in a thread before the screen gets it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import BindingType
+from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.scroll_view import ScrollView
@@ -49,10 +51,12 @@ class FileEntry:
 
 @dataclass(frozen=True)
 class ShownDiff:
-    """What the view draws: the core's answer, its patch's lines highlighted, its files."""
+    """What the view draws: the core's answer, its patch's lines, its files."""
 
     diff: WorkDiff
-    lines: list[Text]
+    lines: list[str]  # as they read: no escape or control, tabs expanded
+    lower: list[str]  # the same in lower case, for the search
+    width: int  # cells of the widest
     files: list[FileEntry]
 
 
@@ -79,7 +83,7 @@ def file_entries(diff: WorkDiff) -> list[FileEntry]:
         if path:
             status[path], start[path] = kind, at
 
-    for number, line in enumerate((diff.patch or "").splitlines()):
+    for number, line in enumerate(_lines(diff)):
         if line.startswith("diff --git "):
             close()
             path, kind, at = _header_path(line), "M", number
@@ -98,17 +102,19 @@ def file_entries(diff: WorkDiff) -> list[FileEntry]:
     ]
 
 
-def highlight(diff: WorkDiff) -> ShownDiff:
-    """The patch as coloured lines (rich's diff lexer) and its files (run in a thread)."""
+def _lines(diff: WorkDiff) -> list[str]:
     # The core removed every escape sequence already; once more here, where the text
-    # meets the terminal, costs little.
+    # meets the terminal, costs little. Unicode's own line breaks would break a row.
     patch = without_escapes(diff.patch or "").removesuffix("\n")
-    lines: list[Text] = []
-    if patch:
-        text = Syntax(patch, "diff", theme="ansi_dark").highlight(patch)
-        text.expand_tabs(8)
-        lines = list(text.split("\n"))  # (the lexer ends the text with a newline)
-    return ShownDiff(diff, lines, file_entries(diff))
+    patch = patch.replace("\u2028", " ").replace("\u2029", " ")
+    return [line.expandtabs(8) for line in patch.split("\n")] if patch else []
+
+
+def prepare(diff: WorkDiff) -> ShownDiff:
+    """The patch's lines, its widest line and its files (run in a thread)."""
+    lines = _lines(diff)
+    width = max((len(line) if line.isascii() else cell_len(line) for line in lines), default=0)
+    return ShownDiff(diff, lines, [line.lower() for line in lines], width, file_entries(diff))
 
 
 class PatchView(ScrollView, can_focus=True):
@@ -121,17 +127,18 @@ class PatchView(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.rows: list[Text] = []
-        self.plain: list[str] = []  # each row as it reads, lower case, for the search
+        self.rows: list[str] = []
+        self.plain: list[str] = []  # each row in lower case, for the search
+        self._lexer = Syntax("", "diff", theme="ansi_dark")
+        self._coloured: LRUCache[int, Text] = LRUCache(4096)
         self.needle = ""
         self.matches: list[int] = []  # rows holding the needle, top to bottom
         self.current: int | None = None  # the index in matches jumped to
 
-    def set_lines(self, rows: list[Text]) -> None:
-        self.rows = rows
-        self.plain = [row.plain.lower() for row in rows]
-        width = max((cell_len(row.plain) for row in rows), default=0)
-        self.virtual_size = Size(width, len(rows))
+    def set_lines(self, shown: ShownDiff) -> None:
+        self.rows, self.plain = shown.lines, shown.lower
+        self._coloured.clear()
+        self.virtual_size = Size(shown.width, len(self.rows))
         self.search("")
         self.refresh()
 
@@ -155,6 +162,15 @@ class PatchView(ScrollView, can_focus=True):
         self._show_current()
         self.refresh()
 
+    def coloured(self, number: int) -> Text:
+        """One row through the diff lexer (a diff's colours depend on its line alone)."""
+        text = self._coloured.get(number)
+        if text is None:
+            text = self._lexer.highlight(self.rows[number])
+            text.rstrip_end(len(self.rows[number]))  # the lexer adds a newline
+            self._coloured[number] = text
+        return text
+
     def go_to(self, row: int) -> None:
         self.scroll_to(y=row, animate=False, immediate=True, force=True)
 
@@ -172,7 +188,7 @@ class PatchView(ScrollView, can_focus=True):
         number = scroll_y + y
         if number >= len(self.rows):
             return Strip.blank(width, style)
-        row = self.rows[number]
+        row = self.coloured(number)
         if self.needle and self.needle in self.plain[number]:
             row = row.copy()
             now = self.current is not None and self.matches[self.current] == number
@@ -253,7 +269,7 @@ class DiffScreen(Screen[None]):
             )
         if not shown.files:
             table.display = False
-        self.patch.set_lines(shown.lines)
+        self.patch.set_lines(shown)
         if not shown.lines:
             self.query_one("#diff-summary", Static).update(
                 summary.append("\nno changes since the seed", style="dim italic")
