@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, ClassVar
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.operations import describe_error
 from hbtui.tui.running import Running
-from hbtui.tui.screens.compare import TryScreen
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from hbtui.core.service import Service
     from hbtui.core.work import PullResult
     from hbtui.events import Report
+    from hbtui.tui.screens.compare import TryScreen
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,8 @@ class WorkActions(Running):
 
     def action_show_try(self) -> None:
         """The compare view of the try the selected box belongs to (NAME-K)."""
+        from hbtui.tui.screens.compare import TryScreen
+
         view = self._need_box()
         if view is None:
             return

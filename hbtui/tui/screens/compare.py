@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from hbtui.tui.actions import TRY
 from hbtui.tui.keys import bindings
+from hbtui.tui.screens.diff import fill_table
 
 if TYPE_CHECKING:
     from hbtui.core.tries import CheckResult, TryRecord, TryRow
@@ -64,6 +65,8 @@ class TryScreen(Screen[None]):
             self.box = box
 
     class DiffOf(Message):
+        """Open the diff view of one of the try's boxes."""
+
         def __init__(self, box: str, host: str) -> None:
             super().__init__()
             self.box = box
@@ -87,10 +90,7 @@ class TryScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = f"try {self.try_name} on {self.host}"
-        table: DataTable[Text] = self.query_one(DataTable)
-        for label in HEADERS:
-            table.add_column(label)
-        table.focus()
+        self.query_one(DataTable).focus()
         self.action_reload()
 
     def action_reload(self) -> None:
@@ -115,13 +115,14 @@ class TryScreen(Screen[None]):
         )
         summary.update(text)
         table: DataTable[Text] = self.query_one(DataTable)
-        table.clear()
+        cells = []
         for r in rows:
             if r.error:
-                cells = [Text(r.error, style="red"), Text(""), Text("")]
+                work = [Text(r.error, style="red"), Text(""), Text("")]
             else:
-                cells = [Text(str(r.commits)), Text(str(r.files)), Text(f"+{r.added} -{r.deleted}")]
-            table.add_row(Text(r.box), Text(r.agent), *cells, check_text(r, record.check))
+                work = [Text(str(r.commits)), Text(str(r.files)), Text(f"+{r.added} -{r.deleted}")]
+            cells.append([Text(r.box), Text(r.agent), *work, check_text(r, record.check)])
+        fill_table(table, HEADERS, cells)
         names = [r.box for r in rows]
         if selected in names:
             table.move_cursor(row=names.index(selected))

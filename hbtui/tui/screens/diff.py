@@ -117,6 +117,17 @@ def prepare(diff: WorkDiff) -> ShownDiff:
     return ShownDiff(diff, lines, [line.lower() for line in lines], width, file_entries(diff))
 
 
+def fill_table(table: DataTable[Text], headers: tuple[str, ...], rows: list[list[Text]]) -> None:
+    """Columns as wide as their widest cell, set with the rows (a width that grows as rows
+    come can leave the header drawn at the old width)."""
+    table.clear(columns=True)
+    for index, header in enumerate(headers):
+        width = max([cell_len(header), *(row[index].cell_len for row in rows)])
+        table.add_column(header, width=width)
+    for row in rows:
+        table.add_row(*row)
+
+
 class PatchView(ScrollView, can_focus=True):
     """The patch, drawn row by row (only the rows on screen), with search matches marked."""
 
@@ -228,9 +239,6 @@ class DiffScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = f"diff of {self.key[1]} on {self.key[0]}"
-        table: DataTable[str | Text] = self.query_one("#diff-files", DataTable)
-        for label in ("", "file", "+", "-"):
-            table.add_column(label)
         self.query_one(PatchView).focus()
         self._ready = True
         if self._early is not None:
@@ -256,19 +264,19 @@ class DiffScreen(Screen[None]):
             summary.append(commit.subject + "\n")
         summary.rstrip()
         self.query_one("#diff-summary", Static).update(summary)
-        table: DataTable[str | Text] = self.query_one("#diff-files", DataTable)
-        table.clear()
         colours = {"A": "green", "D": "red", "R": "cyan", "M": "yellow"}
-        for f in shown.files:
-            binary = f.added is None
-            table.add_row(
+        rows = [
+            [
                 Text(f.status, style=colours.get(f.status, "")),
                 Text(f.path),
-                Text("bin" if binary else f"+{f.added}", style="green"),
-                Text("" if binary else f"-{f.deleted}", style="red"),
-            )
-        if not shown.files:
-            table.display = False
+                Text("bin" if f.added is None else f"+{f.added}", style="green"),
+                Text("" if f.added is None else f"-{f.deleted}", style="red"),
+            ]
+            for f in shown.files
+        ]
+        table: DataTable[Text] = self.query_one("#diff-files", DataTable)
+        fill_table(table, ("", "file", "+", "-"), rows)
+        table.display = bool(rows)
         self.patch.set_lines(shown)
         if not shown.lines:
             self.query_one("#diff-summary", Static).update(
