@@ -185,7 +185,7 @@ class Running(Queries):
         elif operation.name == "extract":
             self.notify(f"extracted into {message.result}", title="extract: done", timeout=10)
         elif operation.name in ("pull", "keep"):  # what landed in the host repository
-            from hbtui.tui.work_actions import landed
+            from hbtui.tui.work_requests import landed
 
             self.notify(landed(message.result), title=f"{operation.label}: done", timeout=15)
         else:
