@@ -1,4 +1,4 @@
-"""The dashboard's keys for a box's work (issue 22, items 2, 4 and 5): the diff view (`D`),
+"""The dashboard's keys for a box's work (issue 22, items 2, 4 and 5): the diff view (`u`),
 pull (`P`), and a try's compare view with keep (`T`, `k`), driven with Pilot over
 `FakeService` (the core's side is tests/test_work.py and tests/test_work_sim.py)."""
 
@@ -42,7 +42,7 @@ def drawn(view: PatchView, row: int) -> str:
 
 
 async def opened_diff(pilot, app) -> DiffScreen:
-    await pilot.press("D")
+    await pilot.press("u")
     await until(pilot, lambda: isinstance(app.screen, DiffScreen), what="the diff view")
     screen = app.screen
     await until(pilot, lambda: screen.shown is not None, what="the diff shown")
@@ -152,7 +152,7 @@ async def test_a_box_without_work_gets_one_notification_and_no_view():
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot, app)
         await select(pilot, app, "beta")
-        await pilot.press("D")
+        await pilot.press("u")
         said = "box beta was not made with a repository (hbtui new beta --repo PATH)"
         await until(pilot, lambda: any(said in n for n in notes(app)), what=lambda: notes(app))
         await settled(pilot)
@@ -213,8 +213,8 @@ async def test_the_compare_view_shows_the_try_and_keep_asks_first():
         assert screen.selected() == "fix-2"  # where it was opened from
         output = str(screen.query_one("#try-output", Static).render())
         assert "FAILED tests/test_io.py::test_read" in output
-        # D: the diff of the box under the cursor
-        await pilot.press("D")
+        # u: the diff of the box under the cursor
+        await pilot.press("u")
         await until(pilot, lambda: isinstance(app.screen, DiffScreen))
         assert app.screen.key == (LOCAL, "fix-2")
         await pilot.press("escape")
@@ -324,7 +324,7 @@ async def test_footer_and_help_list_the_work_keys():
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot, app)
         footer = {k.key: k.description for k in app.main.query(FooterKey)}
-        assert (footer["D"], footer["P"], footer["T"]) == ("Diff", "Pull", "Try")
+        assert (footer["u"], footer["P"], footer["T"]) == ("Diff", "Pull", "Try")
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         table = app.screen.query_one(DataTable)
@@ -342,7 +342,7 @@ def test_diff_view_snapshot(snap_compare):
 
     async def run_before(pilot):
         await listed(pilot, app)
-        await pilot.press("D")
+        await pilot.press("u")
         await until(pilot, lambda: getattr(app.screen, "shown", None) is not None)
         await pilot.press("slash", *"read", "enter")
         await settled(pilot)

@@ -117,7 +117,7 @@ ACTIONS: tuple[Action, ...] = (
     # -- work in and out of boxes (docs/work.md) ------------------------------------------
     Action(
         "diff",
-        "D",
+        "u",
         "app.show_diff",
         "Diff",
         "Diff of the box's work",
@@ -305,7 +305,7 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         "diff-back",
-        "escape,D",
+        "escape,u",
         "back",
         "Back",
         "",
@@ -323,7 +323,7 @@ ACTIONS: tuple[Action, ...] = (
         TRY,
         command=False,
     ),
-    Action("try-diff", "D", "diff", "Diff", "", "This box's diff", TRY, command=False),
+    Action("try-diff", "u", "diff", "Diff", "", "This box's diff", TRY, command=False),
     Action(
         "try-refresh",
         "r",

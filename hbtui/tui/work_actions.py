@@ -1,4 +1,4 @@
-"""The keys for a box's work (docs/work.md): its diff (`D`), pulling it into the host
+"""The keys for a box's work (docs/work.md): its diff (`u`), pulling it into the host
 repository (`P`), and the compare view of the try it belongs to (`T`, keep with `k`).
 
 Reading a diff or a try changes nothing and runs in a worker like the other questions;

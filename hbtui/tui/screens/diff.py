@@ -1,4 +1,4 @@
-"""The diff view (`D`): a box's work since its seed — its commits, the changed files with
+"""The diff view (`u`): a box's work since its seed — its commits, the changed files with
 their status and line counts, and the patch coloured as a diff, scrollable and searchable.
 
 The patch is text from the box. The core has removed every escape sequence from it; here
