@@ -24,11 +24,13 @@ from hbtui.config import Config
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, NewPlan
 from hbtui.core.credentials import BUILT_IN, Preset
+from hbtui.core.gitops import RepoSeed, split_repo_ref
 from hbtui.core.hosts import WebAccess
 from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import check_recipe, parse_marker
 from hbtui.core.secrets import SecretInfo
 from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
+from hbtui.core.tries import CheckResult, TryRecord, TryRow
 from hbtui.core.views import (
     BOX,
     BoxDetails,
@@ -38,6 +40,7 @@ from hbtui.core.views import (
     DetailSection,
     ProvisionLog,
 )
+from hbtui.core.work import Commit, FileChange, PullResult, WorkDiff, WorkError
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import (
     Event,
@@ -147,6 +150,10 @@ class FakeService(FakeAgents):
         # thread?), so a test sees what runs on each key and what runs before a paint.
         self.reads: list[tuple[str, bool]] = []
         self.base_list: list[Base] = []
+        self.work: dict[tuple[str, str], WorkDiff] = {}  # (host, box) -> its work (new --repo)
+        self.tries: dict[tuple[str, str], TryRecord] = {}  # (host, try name) -> the try
+        self.agent_status: dict[str, str] = {}  # box -> its agent's status (default idle)
+        self.checks_gate: asyncio.Event | None = None  # try_rows waits for it (checks running)
 
     def _read(self, method: str) -> None:
         self.reads.append((method, threading.current_thread() is threading.main_thread()))
@@ -467,6 +474,169 @@ class FakeService(FakeAgents):
         self._open(passphrase)
         await self._transfer("unpacking", report)
         return dest or archive.with_suffix("")
+
+    # -- work in and out (docs/work.md) -------------------------------------------------------
+
+    async def repo_seed(self, text: str) -> RepoSeed:
+        """A folder is a repository at a fixed commit here (the real one asks git)."""
+        self._called("repo_seed", text)
+        path, ref = split_repo_ref(text)
+        if not path.is_dir():
+            raise UsageError(f"{path} is not a folder")
+        return RepoSeed(path.absolute(), ref, ref or "refs/heads/main", "c" * 40)
+
+    def _work_of(self, name: str, host: str) -> WorkDiff:
+        self._find(name, host)
+        work = self.work.get((host, name))
+        if work is None:
+            raise WorkError(
+                f"box {name} was not made with a repository (hbtui new {name} --repo PATH)"
+            )
+        return work
+
+    async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
+        self._called("diff", name, host, patch)
+        work = self._work_of(name, host)
+        return work if patch else replace(work, patch=None)
+
+    async def pull(
+        self,
+        name: str,
+        host: str = LOCAL,
+        *,
+        wip: bool = False,
+        repo: Path | None = None,
+        report: Report = ignore,
+    ) -> PullResult:
+        """The box's branch as the core names it in the host repository, or nothing when it
+        has no commits since the seed."""
+        self._called("pull", name, host, wip, repo)
+        work = self._work_of(name, host)
+        report(Phase(f"bundling the work in {name}"))
+        await self._pause()
+        refs = ((f"refs/remotes/box/{name}/{work.branch}", work.head),) if work.commits else ()
+        if work.uncommitted and not wip:
+            report(Notice(f"{work.uncommitted} file(s) in {name} have uncommitted changes"))
+        return PullResult(
+            name, host, str(repo) if repo else work.repo, refs, work.uncommitted, "", 4096
+        )
+
+    def try_of(self, box: str, host: str = LOCAL) -> tuple[TryRecord, str]:
+        self._called("try_of", box, host)
+        name, dash, number = box.rpartition("-")
+        if not dash or not number.isdigit():
+            raise UsageError(f"{box!r} is not a box of a try (NAME-K)")
+        record = self.tries.get((host, name))
+        if record is None:
+            raise UsageError(f"no try named {name!r} (made with: hbtui try N {name} ...)")
+        if box not in record.boxes:
+            raise UsageError(f"try {name} has no box {box!r}")
+        return record, box
+
+    async def try_rows(self, name: str, host: str = LOCAL) -> tuple[TryRecord, list[TryRow]]:
+        self._called("try_rows", name, host)
+        if self.checks_gate is not None:
+            await self.checks_gate.wait()
+        record = self.tries.get((host, name))
+        if record is None:
+            raise UsageError(f"no try named {name!r} (made with: hbtui try N {name} ...)")
+        rows = []
+        for box in record.boxes:
+            agent = self.agent_status.get(box, "idle")
+            check = record.checks.get(box)
+            try:
+                work = self._work_of(box, host)
+            except HbtuiError as exc:
+                rows.append(TryRow(box, agent, None, None, None, None, check, exc.message))
+                continue
+            added = sum(f.added or 0 for f in work.files)
+            deleted = sum(f.deleted or 0 for f in work.files)
+            rows.append(
+                TryRow(box, agent, len(work.commits), len(work.files), added, deleted, check)
+            )
+        return record, rows
+
+    async def try_keep(
+        self, box: str, host: str = LOCAL, *, report: Report = ignore
+    ) -> tuple[PullResult, list[str]]:
+        record, _ = self.try_of(box, host)
+        self._called("try_keep", box, host)
+        pulled = await self.pull(box, host, report=report)
+        removed = []
+        for other in record.boxes:
+            if other != box:
+                await self.remove(other, host, report=report)
+                removed.append(other)
+        del self.tries[(host, record.name)]
+        return pulled, removed
+
+
+SAMPLE_PATCH = """\
+diff --git a/src/io.py b/src/io.py
+index 3b18e51..a5c1f2e 100644
+--- a/src/io.py
++++ b/src/io.py
+@@ -10,4 +10,6 @@ def read(path):
+-    with open(path) as f:
+-        return f.read()
++    # [bold]not markup[/bold], [red]nor this[/]
++    with open(path, encoding="utf-8") as f:
++        data = f.read()
++    return data.replace("\\r\\n", "\\n")
+ # -- writing --
+ def write(path, text):
+diff --git a/tests/test_io.py b/tests/test_io.py
+new file mode 100644
+index 0000000..e69de29
+--- /dev/null
++++ b/tests/test_io.py
+@@ -0,0 +1,3 @@
++def test_read_keeps_text(tmp_path):
++    (tmp_path / "a").write_text("x")
++    assert read(tmp_path / "a") == "x"
+diff --git a/old.txt b/old.txt
+deleted file mode 100644
+index 1111111..0000000
+--- a/old.txt
++++ /dev/null
+@@ -1 +0,0 @@
+-gone
+"""
+
+
+def work_diff(name: str, *, commits: int = 2, patch: str = SAMPLE_PATCH) -> WorkDiff:
+    """A box's work as the core reports it: commits on hb/NAME since the seed, three files
+    (one changed, one added, one deleted) and the patch (escape-free, as the core makes it)."""
+    return WorkDiff(
+        box=name,
+        host=LOCAL,
+        repo="/src/project",
+        seed="a" * 40,
+        head=("b" * 40) if commits else "a" * 40,
+        branch=f"hb/{name}",
+        commits=tuple(Commit(f"{k:x}" * 40, f"fix the reader, part {k}") for k in range(commits)),
+        files=(
+            FileChange("src/io.py", 4, 2),
+            FileChange("tests/test_io.py", 3, 0),
+            FileChange("old.txt", 0, 1),
+        ),
+        uncommitted=1,
+        patch=patch,
+    )
+
+
+def sample_try(service: FakeService, name: str = "fix", count: int = 3) -> TryRecord:
+    """A try of `count` boxes NAME-1.. in the fake, each with work, the first one checked."""
+    boxes = [f"{name}-{k}" for k in range(1, count + 1)]
+    for k, box in enumerate(boxes):
+        service.boxes.append(view(box, 4900 + k))
+        service.work[(LOCAL, box)] = work_diff(box, commits=k)
+    record = TryRecord(name, "/src/project", "a" * 40, "pytest -q", boxes)
+    record.checks[boxes[0]] = CheckResult("b" * 40, 0, "3 passed in 0.12s")
+    if count > 1:
+        record.checks[boxes[1]] = CheckResult("b" * 40, 1, "FAILED tests/test_io.py::test_read")
+    service.tries[(LOCAL, name)] = record
+    return record
 
 
 def shelf() -> list[ArchiveEntry]:

@@ -19,8 +19,17 @@ MAIN = "main"  # the main screen: wherever the focus is on it, unless a widget h
 TABLE = "table"  # the box table, while it has the focus
 LOG = "log"  # the log, while it has the focus
 PORTS = "ports"  # the port allocator's grid, while it has the focus
+DIFF = "diff"  # the diff view of a box's work
+TRY = "try"  # the compare view of a try's boxes
 
-SCOPE_NAMES = {MAIN: "", TABLE: "in the table", LOG: "in a log", PORTS: "in the port grid"}
+SCOPE_NAMES = {
+    MAIN: "",
+    TABLE: "in the table",
+    LOG: "in a log",
+    PORTS: "in the port grid",
+    DIFF: "in the diff view",
+    TRY: "in the compare view",
+}
 
 
 @dataclass(frozen=True)
@@ -145,6 +154,31 @@ ACTIONS: tuple[Action, ...] = (
         "Info",
         "Box details",
         "Everything about the selected box, with its live CPU and memory",
+    ),
+    # -- work in and out of boxes (docs/work.md) ------------------------------------------
+    Action(
+        "diff",
+        "u",
+        "app.show_diff",
+        "Diff",
+        "Diff of the box's work",
+        "The selected box's work since its seed: changed files and the patch (new --repo)",
+    ),
+    Action(
+        "pull",
+        "P",
+        "app.pull_box",
+        "Pull",
+        "Pull the box's work",
+        "Fetch the box's branches into its host repository as refs/remotes/box/BOX/*",
+    ),
+    Action(
+        "try",
+        "T",
+        "app.show_try",
+        "Try",
+        "Compare the try's boxes",
+        "The try the selected box belongs to: each box's agent, diffstat and check; keep one",
     ),
     Action("refresh", "r", "refresh_now", "Refresh", "Refresh", "List the boxes again now"),
     Action("filter", "slash", "filter", "Filter", "Filter boxes", "Show only boxes matching words"),
@@ -287,6 +321,69 @@ ACTIONS: tuple[Action, ...] = (
         PORTS,
         False,
         False,
+    ),
+    # -- the diff view and the compare view (pushed screens) ---------------------------------
+    Action(
+        "diff-search",
+        "slash",
+        "start_search",
+        "Search",
+        "",
+        "Search the patch",
+        DIFF,
+        command=False,
+    ),
+    Action("diff-next", "n", "next_match(1)", "Next", "", "The next match", DIFF, command=False),
+    Action(
+        "diff-previous",
+        "N",
+        "next_match(-1)",
+        "Prev",
+        "",
+        "The previous match",
+        DIFF,
+        command=False,
+    ),
+    Action(
+        "diff-back",
+        "escape,u",
+        "back",
+        "Back",
+        "",
+        "Close the search, else the view",
+        DIFF,
+        command=False,
+    ),
+    Action(
+        "try-keep",
+        "k",
+        "keep",
+        "Keep",
+        "",
+        "Pull this box's work, remove the others",
+        TRY,
+        command=False,
+    ),
+    Action("try-diff", "u", "diff", "Diff", "", "This box's diff", TRY, command=False),
+    Action(
+        "try-refresh",
+        "r",
+        "reload",
+        "Refresh",
+        "",
+        "Ask the boxes again (runs checks)",
+        TRY,
+        command=False,
+    ),
+    Action(
+        "try-back",
+        "escape,T",
+        "app.pop_screen",
+        "Back",
+        "",
+        "Back to the boxes",
+        TRY,
+        command=False,
     ),
 )
 

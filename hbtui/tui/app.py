@@ -30,12 +30,13 @@ from hbtui.tui.actions import MAIN, default_keys, in_scope, scopes
 from hbtui.tui.agents import Agents
 from hbtui.tui.operations import describe_error
 from hbtui.tui.screens.main import MainScreen
+from hbtui.tui.work_actions import WorkActions
 
 TEXTUAL_DUPLICATES = ("Quit", "Keys")  # Textual's palette entries the dashboard has its own of
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 
-class HbtuiApp(Agents):
+class HbtuiApp(WorkActions, Agents):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "hbtui"
     SUB_TITLE = "boxes"

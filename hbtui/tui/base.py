@@ -5,8 +5,9 @@ built on the one before: `DashboardBase` (this: the state and the
 plumbing), `Queries` (read-only questions), `Running` (operations and their
 records), `WebAndShell` (a box's web UI and its shell), `BoxActions` (the
 keys that act on boxes, and their dialogs), `Agents` (what the boxes' agents
-do, their screens, answering them), then `HbtuiApp` (start-up, signals, keys,
-quitting, notifications). Each handles its own messages;
+do, their screens, answering them), `WorkActions` (a box's work: diff, pull, try; a
+mixin beside them), then `HbtuiApp` (start-up, signals, keys, quitting,
+notifications). Each handles its own messages;
 Textual calls a handler in every class of the App's MRO, so no two of them
 handle the same one.
 """

@@ -196,6 +196,10 @@ class Running(Queries):
             self.notify(f"saved to {message.result}", title=f"{operation.label}: done", timeout=10)
         elif operation.name == "extract":
             self.notify(f"extracted into {message.result}", title="extract: done", timeout=10)
+        elif operation.name in ("pull", "keep"):  # what landed in the host repository
+            from hbtui.tui.work_requests import landed
+
+            self.notify(landed(message.result), title=f"{operation.label}: done", timeout=15)
         else:
             self.notify(f"{operation.label}: done", timeout=4)
         if operation.progress is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -18,7 +18,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from hbtui.config import EGRESS_MODES, host_pattern_problem, split_list
 from hbtui.core.ports import PortSlot
-from hbtui.core.specs import NewSpec
+from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.core.views import BoxView
 from hbtui.errors import HbtuiError
 from hbtui.events import Report
@@ -31,6 +31,7 @@ from hbtui.tui.dialogs.base import (
     name_taken,
     port_problem,
 )
+from hbtui.tui.dialogs.work_fields import compose_work_fields, work_fields, work_problem
 from hbtui.tui.widgets.port_grid import PortGrid
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class NewBoxRequest:
     spec: NewSpec
+    repo: str = ""  # PATH[@REF] to put in the box (new --repo), resolved when it runs
+    task: str = ""
+    agent: str = ""
 
     operation: ClassVar[str] = "new"
     makes: ClassVar[bool] = True
@@ -49,7 +53,16 @@ class NewBoxRequest:
         return (self.spec.host, self.spec.name)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.new(self.spec, report=report)
+        return self._new(service, report)
+
+    async def _new(self, service: Service, report: Report) -> object:
+        """The repository's seed is read first (it runs git): a wrong one is refused
+        before any box exists, and the dialog says why."""
+        spec = self.spec
+        if self.repo:
+            seed = await service.repo_seed(self.repo)
+            spec = replace(spec, work=WorkRequest(seed, self.task, self.agent))
+        return await service.new(spec, report=report)
 
 
 @dataclass(frozen=True)
@@ -147,6 +160,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         yield Label("Allow list (hosts, comma-separated)", id="allow-label")
         yield Field(value=defaults.allow, placeholder="pypi.org,*.npmjs.org", id="allow")
         yield Label("", id="allow-problem", classes="problem")
+        yield from compose_work_fields()
         with Horizontal(classes="row"):
             with Vertical():
                 yield Label("CPUs")
@@ -215,6 +229,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             "#recipe-problem": self._recipe_problem(recipe),
             "#credentials-problem": self._credentials_problem(),
             "#allow-problem": self._allow_problem(),
+            "#work-problem": work_problem(*work_fields(self)),
             "#port-problem": port_problem(
                 self.query_one("#port", Input).value.strip(),
                 self.query_one(PortGrid).slots,
@@ -335,6 +350,9 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     @on(Input.Changed, "#image")
     @on(Input.Changed, "#credentials")
     @on(Input.Changed, "#allow")
+    @on(Input.Changed, "#repo")
+    @on(Input.Changed, "#task")
+    @on(Select.Changed, "#agent")
     @on(Select.Changed, "#egress")
     @on(Checkbox.Changed, "#use-base")
     def field_changed(self) -> None:
@@ -365,6 +383,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             self.query_one("#name", Input).focus()
             return
         egress = str(self.query_one("#egress", Select).value)
+        repo, task, agent = work_fields(self)
         self._send(
             NewBoxRequest(
                 NewSpec(
@@ -384,7 +403,10 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
                         if egress == "allow-list"
                         else None
                     ),
-                )
+                ),
+                repo,
+                task,
+                agent,
             )
         )
 

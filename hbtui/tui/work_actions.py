@@ -1,0 +1,92 @@
+"""The keys for a box's work (docs/work.md): its diff (`u`), pulling it into the host
+repository (`P`), and the compare view of the try it belongs to (`T`, keep with `k`).
+
+Reading a diff or a try changes nothing and runs in a worker like the other questions;
+pull and keep change the host repository (keep removes boxes too), so they run as
+operations, in the box's row and log, cancellable, and say what landed when they end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import TYPE_CHECKING
+
+from hbtui.tui.activity import BoxKey
+from hbtui.tui.operations import describe_error
+from hbtui.tui.running import Running
+from hbtui.tui.work_requests import KeepRequest, PullRequest
+
+if TYPE_CHECKING:
+    from hbtui.tui.screens.compare import TryScreen
+
+
+class WorkActions(Running):
+    def action_show_diff(self) -> None:
+        if view := self._need_box():
+            self.open_diff((view.host, view.name))
+
+    def open_diff(self, key: BoxKey) -> None:
+        self._start(partial(self._diff, key), "diff", exclusive=True)
+
+    async def _diff(self, key: BoxKey) -> None:
+        """The box's diff in its view (prepared in a thread once the view is up); a box
+        without work (or not running) is one notification, and no view opens."""
+        from hbtui.tui.screens.diff import DiffScreen, prepare
+
+        host, name = key
+        try:
+            diff = await self.service.diff(name, host)
+        except Exception as exc:
+            self.notify(describe_error(exc), title=f"diff {name}", severity="error", timeout=8)
+            return
+        screen = DiffScreen(key)
+        await self.push_screen(screen)
+        shown = await asyncio.to_thread(prepare, diff)
+        if screen in self.screen_stack:  # (not closed meanwhile)
+            screen.show(shown)
+
+    def action_pull_box(self) -> None:
+        if view := self._need_box():
+            self.run_request(PullRequest(view.name, view.host))
+
+    def action_show_try(self) -> None:
+        """The compare view of the try the selected box belongs to (NAME-K)."""
+        from hbtui.tui.screens.compare import TryScreen
+
+        view = self._need_box()
+        if view is None:
+            return
+        try:
+            record, box = self.service.try_of(view.name, view.host)
+        except Exception as exc:
+            self.notify(describe_error(exc), title=f"try of {view.name}", severity="warning")
+            return
+        self.push_screen(TryScreen(record.name, view.host, box))
+
+    def on_try_screen_wanted(self, message: TryScreen.Wanted) -> None:
+        self._start(partial(self._try_rows, message.screen), "try")
+
+    async def _try_rows(self, screen: TryScreen) -> None:
+        """The try's rows (its checks may run meanwhile); a view closed by then is left be."""
+        try:
+            record, rows = await self.service.try_rows(screen.try_name, screen.host)
+            error = ""
+        except Exception as exc:
+            record, rows, error = None, [], describe_error(exc)
+        if screen in self.screen_stack:
+            screen.show(record, rows, error)
+
+    def on_try_screen_keep(self, message: TryScreen.Keep) -> None:
+        screen = message.screen
+        operation = self.run_request(KeepRequest(message.box, screen.host))
+        if operation is not None:
+            operation.then = partial(self._kept, screen)
+
+    def _kept(self, screen: TryScreen) -> None:
+        """The try is gone once a box was kept: back to the boxes."""
+        if self.screen is screen:
+            self.pop_screen()
+
+    def on_try_screen_diff_of(self, message: TryScreen.DiffOf) -> None:
+        self.open_diff((message.host, message.box))
