@@ -344,7 +344,13 @@ def test_diff_view_snapshot(snap_compare):
         await listed(pilot, app)
         await pilot.press("u")
         await until(pilot, lambda: getattr(app.screen, "shown", None) is not None)
-        await pilot.press("slash", *"read", "enter")
+        patch = app.screen.patch
+        await until(pilot, lambda: patch.size.height > 20, what="the patch laid out")
+        await settled(pilot)  # (the search places its match by the view's height)
+        await pilot.press("slash")
+        await until(pilot, lambda: app.screen.query_one("#diff-search").has_focus)
+        await pilot.press(*"read", "enter")
+        await until(pilot, lambda: patch.matches, what="the matches")
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
