@@ -169,3 +169,14 @@ async def test_a_repository_at_an_odd_path_still_lends_its_objects(tmp_path: Pat
         ["git", "bundle", "list-heads", str(bundle)], capture_output=True, text=True, check=True
     )
     assert heads.stdout.split() == [seed.seed, gitops.SEED_REF]
+
+
+@pytest.mark.parametrize("verb", ["diff", "pull"])
+def test_a_box_that_does_not_exist_is_named_so(hbtui_home, verb):
+    """`diff nosuch` said the box 'was not made with a repository', as if it existed."""
+    import os
+
+    from support.cli import hbtui, one_line_error
+
+    done = hbtui(verb, "nosuch", env=dict(os.environ))
+    assert one_line_error(done) == "error: no box named 'nosuch' (see: hbtui ls)"
