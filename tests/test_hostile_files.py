@@ -168,3 +168,31 @@ def test_a_symlink_loop_in_a_recipe_is_one_line_naming_the_link(sim_env, tmp_pat
     ]
     assert run("ls", "--json", env=looping)[0].returncode == 0
     assert not any(b["name"] == "web2" for b in json.loads(run("ls", "--json", env=env)[0].stdout))
+
+
+@pytest.mark.parametrize(
+    "kind, words",
+    [("fifo", "a FIFO"), ("huge", "over 65536 bytes"), ("loop", "symbolic links")],
+)
+def test_a_hostile_task_file_is_one_line_at_once(hbtui_home, tmp_path: Path, kind, words):
+    """`new --task-file` read a FIFO until someone wrote to it (a hang), and all of a
+    1 GB file before it said the task was too long."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    task = tmp_path / "task"
+    if kind == "fifo":
+        os.mkfifo(task)
+    elif kind == "huge":
+        with task.open("wb") as fh:
+            fh.truncate(1 << 30)
+    else:
+        (tmp_path / "other").symlink_to(task)
+        task.symlink_to(tmp_path / "other")
+    argv = ("new", "w", "-q", "--repo", str(repo), "--agent", "claude", "--task-file", str(task))
+    done, took = run(*argv, env=dict(os.environ))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: the task file {task}: "), lines
+    assert words in lines[0]
+    assert took < 10, took

@@ -257,3 +257,19 @@ def test_a_killed_repair_leaves_a_box_repair_finishes(remake_env):
     assert done.returncode == 0, done.stdout + done.stderr
     assert ls(remake_env)["c1"]["provisioning"] == "ready"
     _back_with_its_data(remake_env)
+
+
+def test_a_change_interrupted_once_the_box_is_made_again_says_it_was_made(remake_env):
+    """Ctrl-C while the machine was made again: the remake ran to its end (as it must),
+    the box came back with github, and hbtui said "interrupted", exit status 130."""
+    hold = _hold(remake_env, "create")
+    adding = background("credentials", "c1", "add", "github", env=remake_env)
+    waiting = hold.with_suffix(".waiting")
+    wait_for("the engine to make c1 again", lambda: waiting.exists() or adding.poll() is not None)
+    adding.send_signal(signal.SIGINT)
+    hold.unlink()
+    out = adding.communicate(timeout=120)[0]
+    bound = "github" in ls(remake_env)["c1"]["credentials"]
+    assert (adding.returncode, bound) in ((0, True), (130, False)), out
+    assert bound, out  # the remake was past its point of no return
+    _back_with_its_data(remake_env)

@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE
+from support.cli import hbtui
 
 SIGPIPE_STATUS = 128 + signal.SIGPIPE
 
@@ -470,3 +471,11 @@ async def test_a_box_whose_preset_variable_changed_starts_with_its_own_binding(
     monkeypatch.setattr(host.engine, "start", start)
     await service.start("web")
     assert handed == [{"MINE_OLD": "the-value"}]
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("argv", [("agents", "nope"), ("diff", "nope"), ("start", "nope")])
+def test_every_verb_says_no_box_named_the_same_way(sim_env, argv):
+    """`agents nope` said it with a semicolon and exit status 2, unlike every other verb."""
+    done = hbtui(*argv, env=sim_env)
+    assert (done.returncode, done.stderr) == (1, "error: no box named 'nope' (see: hbtui ls)\n")

@@ -146,3 +146,37 @@ async def test_a_stream_left_early_ends_its_child_at_once(tmp_path: Path):
     pid = int(pidfile.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("odd", ["line\nbreak", 'quote" back\\slash', "tab\there"])
+async def test_a_repository_at_an_odd_path_still_lends_its_objects(tmp_path: Path, odd: str):
+    """The seed is made in a repository that borrows the host repository's objects by an
+    alternates line: a newline in the path split that line, and the seed 'did not exist'."""
+    import subprocess
+
+    repo = tmp_path / odd
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    (repo / "f").write_text("x\n")
+    subprocess.run([*git, "add", "f"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    seed = await gitops.resolve_seed(str(repo))
+    out = tmp_path / "out"
+    out.mkdir()
+    bundle = await gitops.seed_bundle(seed, out)
+    heads = subprocess.run(
+        ["git", "bundle", "list-heads", str(bundle)], capture_output=True, text=True, check=True
+    )
+    assert heads.stdout.split() == [seed.seed, gitops.SEED_REF]
+
+
+@pytest.mark.parametrize("verb", ["diff", "pull"])
+def test_a_box_that_does_not_exist_is_named_so(hbtui_home, verb):
+    """`diff nosuch` said the box 'was not made with a repository', as if it existed."""
+    import os
+
+    from support.cli import hbtui, one_line_error
+
+    done = hbtui(verb, "nosuch", env=dict(os.environ))
+    assert one_line_error(done) == "error: no box named 'nosuch' (see: hbtui ls)"

@@ -337,3 +337,16 @@ def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     assert hbtui("stop", "t-3", env=env).returncode == 0
     one_error_line(hbtui("diff", "t-3", env=env), "not running", "hbtui start t-3")
     one_error_line(hbtui("pull", "t-3", env=env), "not running")
+
+
+def test_a_try_whose_box_name_is_taken_makes_nothing(sim_env, repo: Path):
+    """`try 2 t` beside a box t-1 made t-2, then failed t-1: a name is known to be taken
+    before any box is made."""
+    env = dict(sim_env, HBTUI_RECIPE=str(SIM_RECIPE))
+    made = hbtui("new", "t-1", "-q", env=env)
+    assert made.returncode == 0, made.stderr
+    done = hbtui("try", "2", "t", "--repo", str(repo), "--task", "x", "-q", env=env)
+    one_error_line(done, "'t-1' exists")
+    boxes = sorted(b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout))
+    assert boxes == ["t-1"]
+    assert hbtui("try", "ls", "t", env=env).returncode == 2

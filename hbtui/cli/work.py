@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 def work_request(inv: Invocation) -> WorkRequest | None:
     """`new`'s --repo, --task/--task-file and --agent, checked before any box is made."""
     from hbtui.core.specs import WorkRequest
-    from hbtui.core.work import check_task
+    from hbtui.core.work import TASK_MAX, check_task
+    from hbtui.paths import UnreadableFile, read_state
 
     a = inv.args
     if a.task is not None and a.task_file is not None:
@@ -26,10 +27,15 @@ def work_request(inv: Invocation) -> WorkRequest | None:
     task = a.task or ""
     if a.task_file is not None:
         path = Path(a.task_file).expanduser()
-        try:
-            task = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read the task file {path}: {exc}") from None
+        try:  # a FIFO or a device is refused before a byte is read, a huge file after 64 KiB
+            data = read_state(path, TASK_MAX)
+            if data is None:
+                raise UsageError(f"the task file {path} does not exist")
+            task = data.decode("utf-8")
+        except UnreadableFile as exc:
+            raise UsageError(f"the task file {exc}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"the task file {path} is not UTF-8 text") from None
     if a.repo is None:
         if task or a.agent:
             raise UsageError("--task and --agent need --repo PATH (the work to do them in)")

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 from hbtui.core import ansi
 from hbtui.core import recipe as recipes
-from hbtui.core.boxes import BoxOperations
+from hbtui.core.boxes import BoxNotFound, BoxOperations
 from hbtui.core.hosts import HostPool
 from hbtui.core.views import BOX, BoxView
 from hbtui.engine import EngineError
@@ -242,7 +242,7 @@ async def listing(
     if wanted is not None:
         missing = wanted - {v.name for v in found.boxes if v.kind == BOX}
         if missing and not found.errors:
-            raise UsageError(f"no box named {sorted(missing)[0]!r}; see: hbtui ls")
+            raise BoxNotFound(f"no box named {sorted(missing)[0]!r} (see: hbtui ls)")
     limits = _Limits()
     answers = await asyncio.gather(*(_box_agents(boxes, v, limits) for v in targets))
     rows.extend(answers)

@@ -174,8 +174,20 @@ async def _borrowing_repo(repo: Path, folder: Path) -> Path:
     quarantine = folder / "quarantine.git"
     await run_git(None, "init", "-q", "--bare", str(quarantine))
     alternates = quarantine / "objects" / "info" / "alternates"
-    alternates.write_text(f"{await objects_dir(repo)}\n")
+    alternates.write_bytes(alternates_line(await objects_dir(repo)))
     return quarantine
+
+
+def alternates_line(objects: Path) -> bytes:
+    """`objects` as one line of an alternates file, C-quoted as git reads it: a newline
+    in the path would otherwise split it in two and git would find no objects."""
+    quoted = bytearray(b'"')
+    for byte in os.fsencode(objects):
+        if byte in b'"\\' or byte < 0x20 or byte == 0x7F:
+            quoted += b"\\%03o" % byte
+        else:
+            quoted.append(byte)
+    return bytes(quoted + b'"\n')
 
 
 async def seed_bundle(seed: RepoSeed, folder: Path) -> Path:

@@ -364,16 +364,18 @@ async def change_credentials(
     try:
         remake = await _pack_for_remake(boxes, host, record, changed, was_running, report)
         # The machine is deleted next: from here only the pack holds the box, and the
-        # journal says where. The remake runs to its end even when cancelled.
-        await to_the_end(boxes.finish_remake(host, remake, report))
+        # journal says where. The remake runs to its end even when cancelled; once it is
+        # made the change is done, and a cancellation meanwhile cannot make it "interrupted".
+        await done_despite_cancel(boxes.finish_remake(host, remake, report))
     except BaseException:
         if was_running:
             await to_the_end(_start_if_there(boxes, host, record, report))
         raise
     if was_running:
         # As `start` does: the quiesce taken before the stop is on the disk it was made
-        # from, and keeps the services down until it lapses unless they are resumed.
-        return await boxes.start(name, host_name, report=report)
+        # from, and keeps the services down until it lapses unless they are resumed. A
+        # cancelled change starts the box again too, so this start is not cut off either.
+        return await done_despite_cancel(boxes.start(name, host_name, report=report))
     return await boxes.get(name, host_name)
 
 

@@ -234,6 +234,13 @@ class TryOperations:
             raise UsageError(f"a try named {name!r} exists (see: hbtui try ls {name})")
         if not work.agent:
             raise UsageError("a try needs an agent: --agent claude|codex|hermes")
+        registry = self._boxes.registry.read()
+        taken = [box for box in names if registry.get(box, host) is not None]
+        if taken:  # known before any box is made: nothing is made
+            raise UsageError(
+                f"a box named {taken[0]!r} exists; a try {name} makes {', '.join(names)}: "
+                "remove it or name the try otherwise"
+            )
         door = cast(_Door, self)
         limit = asyncio.Semaphore(TRY_CONCURRENCY)
         failed: dict[str, str] = {}

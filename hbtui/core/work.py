@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hbtui.core import ansi, gitops, work_box
-from hbtui.core.boxes import BoxOperations, to_the_end
+from hbtui.core.boxes import BoxNotFound, BoxOperations, to_the_end
 from hbtui.core.gitops import BundleRefused, RepoSeed
 from hbtui.core.hosts import Host, HostPool
 from hbtui.core.scratch import scratch
@@ -243,8 +243,11 @@ async def _start_agent(
         raise WorkError(f"starting {request.agent} in box {name} failed: {answer.why()}")
 
 
-def _record(book: WorkBook, name: str, host: str) -> WorkRecord:
+def _record(boxes: BoxOperations, book: WorkBook, name: str, host: str) -> WorkRecord:
     record = book.get(host, name)
+    if record is None and boxes.registry.read().get(name, host) is None:
+        where = "" if host == LOCAL else f" on {host}"
+        raise BoxNotFound(f"no box named {name!r}{where} (see: hbtui ls)")
     if record is None:
         raise WorkError(f"box {name} was not made with a repository (hbtui new {name} --repo PATH)")
     return record
@@ -298,7 +301,7 @@ def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answe
 async def diff(
     boxes: BoxOperations, book: WorkBook, name: str, host_name: str, *, patch: bool
 ) -> WorkDiff:
-    record = _record(book, name, host_name)
+    record = _record(boxes, book, name, host_name)
     host = await boxes.hosts.get(host_name)
     with _reaching(name):
         answer = await work_box.run_step(
@@ -324,7 +327,7 @@ async def pull(
 ) -> PullResult:
     """The box's branches into the host repository under refs/remotes/box/BOX/, once the
     bundle has passed every check (see hbtui.core.gitops); a refusal changes nothing."""
-    record = _record(book, name, host_name)
+    record = _record(boxes, book, name, host_name)
     target = await gitops.repo_top(_repo(record, repo))
     cap = pull_max()
     host = await boxes.hosts.get(host_name)
