@@ -118,14 +118,16 @@ def prepare(diff: WorkDiff) -> ShownDiff:
 
 
 def fill_table(table: DataTable[Text], headers: tuple[str, ...], rows: list[list[Text]]) -> None:
-    """Columns as wide as their widest cell, set with the rows (a width that grows as rows
-    come can leave the header drawn at the old width)."""
+    """Columns as wide as their widest cell and the height of header and rows, set with the
+    rows: a table measures itself when idle, and a screen laid out before that drew the
+    header at the old width or the table with no height at all (CSS max-height still caps)."""
     table.clear(columns=True)
     for index, header in enumerate(headers):
         width = max([cell_len(header), *(row[index].cell_len for row in rows)])
         table.add_column(header, width=width)
     for row in rows:
         table.add_row(*row)
+    table.styles.height = len(rows) + 1
 
 
 class PatchView(ScrollView, can_focus=True):
