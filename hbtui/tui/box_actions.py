@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from hbtui.core.views import BoxView
 from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
-from hbtui.tui.operations import StartRequest, StopRequest
+from hbtui.tui.requests import StartRequest, StopRequest
 from hbtui.tui.web_shell import WebAndShell
 
 if TYPE_CHECKING:
     from hbtui.tui.dialogs.archive import ExtractRequest, LoadRequest, SaveRequest
     from hbtui.tui.dialogs.new import BranchRequest
-    from hbtui.tui.dialogs.remove import RemoveRequest
+    from hbtui.tui.requests import RemoveRequest
 
 
 class BoxActions(WebAndShell):

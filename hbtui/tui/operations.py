@@ -11,8 +11,7 @@ Its `report` is the Report the core call gets; events reported in one burst
 message, so a recipe printing thousands of lines costs one message per
 burst, not one per line.
 
-A request (a dialog's result, or `StartRequest`/`StopRequest`) knows which
-Service call runs it; the App only starts it.
+The requests that start one are in `hbtui.tui.requests`.
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
@@ -34,7 +32,6 @@ if TYPE_CHECKING:
     from textual.message_pump import MessagePump
     from textual.worker import Worker
 
-    from hbtui.core.service import Service
 
 Call = Callable[[Report], Awaitable[object]]  # one Service call, given its Report
 
@@ -44,50 +41,6 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, HbtuiError):
         return exc.message
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-class Request(Protocol):
-    """What a dialog returns: the operation it starts, the box it concerns, and the call."""
-
-    operation: ClassVar[str]  # "new", "save", ...: the word the log and notifications use
-    makes: ClassVar[bool]  # it makes its box (new, branch, load)
-
-    @property
-    def key(self) -> BoxKey | None: ...
-
-    def call(self, service: Service, report: Report) -> Awaitable[object]: ...
-
-
-@dataclass(frozen=True)
-class StartRequest:
-    name: str
-    host: str
-
-    operation: ClassVar[str] = "start"
-    makes: ClassVar[bool] = False
-
-    @property
-    def key(self) -> BoxKey:
-        return (self.host, self.name)
-
-    def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.start(self.name, self.host, report=report)
-
-
-@dataclass(frozen=True)
-class StopRequest:
-    name: str
-    host: str
-
-    operation: ClassVar[str] = "stop"
-    makes: ClassVar[bool] = False
-
-    @property
-    def key(self) -> BoxKey:
-        return (self.host, self.name)
-
-    def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.stop(self.name, self.host, report=report)
 
 
 class ProgressView(Protocol):

@@ -27,10 +27,10 @@ from hbtui.tui.operations import (
     Operation,
     OperationEvents,
     OperationFinished,
-    Request,
     describe_error,
 )
 from hbtui.tui.queries import Queries
+from hbtui.tui.requests import Request
 
 if TYPE_CHECKING:
     from hbtui.tui.dialogs.new import NewBoxDialog
@@ -197,7 +197,7 @@ class Running(Queries):
         elif operation.name == "extract":
             self.notify(f"extracted into {message.result}", title="extract: done", timeout=10)
         elif operation.name in ("pull", "keep"):  # what landed in the host repository
-            from hbtui.tui.work_requests import landed
+            from hbtui.tui.landed import landed
 
             self.notify(landed(message.result), title=f"{operation.label}: done", timeout=15)
         else:

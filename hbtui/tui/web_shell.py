@@ -21,7 +21,8 @@ from hbtui.core.views import BoxView
 from hbtui.events import MachineState
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.messages import ListingWanted, WebReady
-from hbtui.tui.operations import Operation, StartRequest, describe_error
+from hbtui.tui.operations import Operation, describe_error
+from hbtui.tui.requests import StartRequest
 from hbtui.tui.running import Running
 from hbtui.tui.system import no_browser_reason
 

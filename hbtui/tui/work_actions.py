@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.operations import describe_error
+from hbtui.tui.requests import KeepRequest, PullRequest
 from hbtui.tui.running import Running
-from hbtui.tui.work_requests import KeepRequest, PullRequest
 
 if TYPE_CHECKING:
     from hbtui.tui.screens.compare import TryScreen

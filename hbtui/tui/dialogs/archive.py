@@ -28,6 +28,7 @@ from hbtui.tui.dialogs.base import (
     name_taken,
     passphrase_inputs,
 )
+from hbtui.tui.requests import SpecRequest
 
 if TYPE_CHECKING:
     from hbtui.core.backups import ArchiveEntry
@@ -35,32 +36,23 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class SaveRequest:
+class SaveRequest(SpecRequest):
     spec: SaveSpec
     passphrase: bytes = field(repr=False)
 
     operation: ClassVar[str] = "save"
-    makes: ClassVar[bool] = False
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.spec.host, self.spec.name)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
         return service.save(self.spec, passphrase=self.passphrase, report=report)
 
 
 @dataclass(frozen=True)
-class LoadRequest:
+class LoadRequest(SpecRequest):
     spec: LoadSpec
     passphrase: bytes = field(repr=False)
 
     operation: ClassVar[str] = "load"
     makes: ClassVar[bool] = True
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.spec.host, self.spec.name)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
         return service.load(self.spec, passphrase=self.passphrase, report=report)

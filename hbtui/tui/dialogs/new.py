@@ -32,6 +32,7 @@ from hbtui.tui.dialogs.base import (
     port_problem,
 )
 from hbtui.tui.dialogs.work_fields import compose_work_fields, work_fields, work_problem
+from hbtui.tui.requests import BoxRequest, SpecRequest
 from hbtui.tui.widgets.port_grid import PortGrid
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class NewBoxRequest:
+class NewBoxRequest(SpecRequest):
     spec: NewSpec
     repo: str = ""  # PATH[@REF] to put in the box (new --repo), resolved when it runs
     task: str = ""
@@ -47,10 +48,6 @@ class NewBoxRequest:
 
     operation: ClassVar[str] = "new"
     makes: ClassVar[bool] = True
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.spec.host, self.spec.name)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
         return self._new(service, report)
@@ -66,18 +63,12 @@ class NewBoxRequest:
 
 
 @dataclass(frozen=True)
-class BranchRequest:
+class BranchRequest(BoxRequest):
     source: str
-    name: str
-    host: str
     port: int | None  # None: any free port
 
     operation: ClassVar[str] = "branch"
     makes: ClassVar[bool] = True
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.host, self.name)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
         return service.branch(self.source, self.name, self.host, port=self.port, report=report)
@@ -525,9 +516,9 @@ class BranchDialog(Dialog[BranchRequest]):
         if self.check():
             self.dismiss(
                 BranchRequest(
-                    self.view.name,
-                    self.query_one("#name", Input).value.strip(),
-                    self.view.host,
-                    int_or_none(self.query_one("#port", Input).value),
+                    name=self.query_one("#name", Input).value.strip(),
+                    host=self.view.host,
+                    source=self.view.name,
+                    port=int_or_none(self.query_one("#port", Input).value),
                 )
             )

@@ -1,10 +1,6 @@
-"""Removing a box: type its name to confirm, and the request that removes it."""
+"""Removing a box: type its name to confirm."""
 
 from __future__ import annotations
-
-from collections.abc import Awaitable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -13,28 +9,9 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Static
 
 from hbtui.core.views import BoxView
-from hbtui.events import Report
 from hbtui.names import LOCAL
 from hbtui.tui.dialogs.base import Dialog, Field
-
-if TYPE_CHECKING:
-    from hbtui.core.service import Service
-
-
-@dataclass(frozen=True)
-class RemoveRequest:
-    name: str
-    host: str
-
-    operation: ClassVar[str] = "remove"
-    makes: ClassVar[bool] = False
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.host, self.name)
-
-    def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.remove(self.name, self.host, report=report)
+from hbtui.tui.requests import RemoveRequest
 
 
 class RemoveDialog(Dialog[RemoveRequest]):
