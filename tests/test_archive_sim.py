@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -17,7 +16,7 @@ from hbtui.core.registry import Registry
 from hbtui.paths import resolve_paths
 
 from support import HBTUI_BIN, SIM_RECIPE
-from support.cli import as_root
+from support.cli import ArgvWatch, as_root
 
 pytestmark = pytest.mark.sim
 
@@ -34,44 +33,6 @@ def hbtui(
     return subprocess.run(
         [HBTUI_BIN, *args], env=env, capture_output=True, text=True, timeout=timeout, **kw
     )
-
-
-class ArgvWatch:
-    """Samples every process's argv, and the environment of every process that
-    hbtui started, while a test runs. (The hbtui process the test started keeps
-    its own initial environment block in /proc; that one is the user's.)"""
-
-    def __init__(self, needle: str) -> None:
-        self.needle = needle.encode()
-        self.seen: list[str] = []
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        me = str(os.getpid())
-        while not self._stop.is_set():
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit() or pid == me:
-                    continue
-                try:
-                    argv = Path(f"/proc/{pid}/cmdline").read_bytes()
-                    environ = Path(f"/proc/{pid}/environ").read_bytes()
-                except OSError:
-                    continue
-                started_by_test = argv.split(b"\0")[1:2] == [HBTUI_BIN.encode()]
-                if self.needle in argv or (self.needle in environ and not started_by_test):
-                    self.seen.append(argv.replace(b"\0", b" ").decode(errors="replace")[:200])
-            self.samples += 1
-            time.sleep(0.02)
-
-    def __enter__(self) -> ArgvWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def executor_answers(port: int) -> bool:
@@ -114,10 +75,10 @@ def test_save_verify_load_extract_round_trip(sim_env, tmp_path, hbtui_home):
     )
     assert fill.returncode == 0, fill.stderr
     archive = tmp_path / "src.hbx"
-    with ArgvWatch(PASS) as watch:
+    with ArgvWatch(PASS, environ=True) as watch:
         saved = hbtui("save", "src", "-o", str(archive), "--json", env=env, passphrase=PASS)
     assert saved.returncode == 0, saved.stderr
-    assert watch.samples > 5 and watch.seen == [], f"passphrase visible in {watch.seen}"
+    assert watch.samples > 5 and watch.hits == [], f"passphrase visible in {watch.hits}"
     assert json.loads(saved.stdout)["archive"] == str(archive)
     assert archive.stat().st_mode & 0o777 == 0o600
     assert archive.stat().st_size > 300_000_000
@@ -132,11 +93,11 @@ def test_save_verify_load_extract_round_trip(sim_env, tmp_path, hbtui_home):
     info = hbtui("archive", "info", str(archive), "--json", env=env, passphrase=None)
     assert json.loads(info.stdout)["format_version"] == 1
 
-    with ArgvWatch(PASS) as watch:
+    with ArgvWatch(PASS, environ=True) as watch:
         loaded = hbtui(
             "load", str(archive), "dst", "-q", "--recipe", str(SIM_RECIPE), env=env, passphrase=PASS
         )
-    assert watch.seen == [], f"passphrase visible in {watch.seen}"
+    assert watch.hits == [], f"passphrase visible in {watch.hits}"
     assert loaded.returncode == 0, loaded.stdout + loaded.stderr
     boxes = ls(env)
     assert boxes["dst"]["state"] == "running" and boxes["dst"]["provisioning"] == "ready"

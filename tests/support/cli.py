@@ -213,27 +213,39 @@ def files_holding(needle: str, *roots: Path) -> list[Path]:
 
 class ArgvWatch:
     """Reads every process's argv every few milliseconds while it runs; `hits` are the
-    command lines that held one of the needles."""
+    command lines that held one of the needles. With `environ`, the environment of every
+    process hbtui started too (the hbtui the test started keeps the environment block the
+    test gave it in /proc: that one is the user's)."""
 
-    def __init__(self, *needles: str) -> None:
+    def __init__(self, *needles: str, environ: bool = False) -> None:
         self.needles = [n.encode() for n in needles]
+        self.environ = environ
         self.hits: list[str] = []
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
+    def _holds(self, pid: str) -> bytes | None:
+        """The argv of a process that holds a needle, else None."""
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read()
+            if any(n in argv for n in self.needles):
+                return argv
+            if not self.environ or argv.split(b"\0")[1:2] == [HBTUI_BIN.encode()]:
+                return None
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            return None
+        return argv if any(n in environ for n in self.needles) else None
+
     def _watch(self) -> None:
+        me = str(os.getpid())
         while not self._stop.is_set():
             for pid in os.listdir("/proc"):
-                if not pid.isdigit():
-                    continue
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                        argv = fh.read()
-                except OSError:
-                    continue
-                if any(n in argv for n in self.needles):
-                    self.hits.append(argv.replace(b"\0", b" ").decode(errors="replace"))
+                if pid.isdigit() and pid != me and (argv := self._holds(pid)) is not None:
+                    self.hits.append(argv.replace(b"\0", b" ").decode(errors="replace")[:200])
             self.samples += 1
             time.sleep(0.01)
 
