@@ -18,6 +18,11 @@ MAX_LEN = 40
 _NAME_RE = re.compile(r"^[a-z](?:[a-z0-9]|-(?=[a-z0-9]))*$")
 
 
+def host_flag(host_name: str) -> str:
+    """The ` --host H` a hint needs to name the same box again (nothing for this machine)."""
+    return "" if host_name == LOCAL else f" --host {host_name}"
+
+
 def name_problem(name: str) -> str | None:
     """Why `name` is not a valid box name, or None when it is."""
     if not name:

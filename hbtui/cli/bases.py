@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hbtui.cli.output import Invocation, print_json
-from hbtui.names import LOCAL
+from hbtui.names import host_flag
 from hbtui.present import age, human_bytes
 
 
@@ -43,7 +43,7 @@ def cmd_base_build(inv: Invocation) -> int:
     if inv.json:
         print_json(base.to_json())
     else:
-        where = "" if base.host == LOCAL else f" --host {base.host}"
+        where = host_flag(base.host)
         inv.out.print(
             f"✓ base {base.id} ({human_bytes(base.size)}); new boxes of {base.image} with this "
             f"recipe are made from it: hbtui new NAME{where}",

@@ -20,7 +20,7 @@ from pathlib import Path
 from hbtui.core.hosts import Host
 from hbtui.core.registry import utc_now
 from hbtui.errors import HbtuiError, UsageError
-from hbtui.names import LOCAL
+from hbtui.names import LOCAL, host_flag
 from hbtui.paths import make_folder, naming, read_state
 from hbtui.statefile import locked, write_atomic
 
@@ -183,7 +183,7 @@ class BaseBook:
     ) -> NewPlan:
         """From which base a new box of this recipe and image would be made, and why not.
         `recipe_flag` is what a hint's `base build` needs to build from this recipe."""
-        where = recipe_flag + ("" if host == LOCAL else f" --host {host}")
+        where = recipe_flag + host_flag(host)
         if not use_base:
             return NewPlan(None, "full provisioning: bases are not used (--no-base)")
         ours = [b for b in self.manifests(host) if b.image == image]

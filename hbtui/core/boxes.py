@@ -56,7 +56,7 @@ from hbtui.events import (
     Stage,
     ignore,
 )
-from hbtui.names import LOCAL, check_name
+from hbtui.names import LOCAL, check_name, host_flag
 from hbtui.paths import Paths, make_folder
 
 T = TypeVar("T")
@@ -109,11 +109,6 @@ def check_sizes(cpus: int, memory_mib: int, port: int | None) -> None:
 def shown_value(text: str, most: int = 80) -> str:
     """A value the user typed, quoted and cut to fit one line of an error."""
     return repr(text) if len(text) <= most else repr(text[:most]) + f"… ({len(text)} characters)"
-
-
-def host_flag(host_name: str) -> str:
-    """The `--host H` a hint needs to name the same box again."""
-    return "" if host_name == LOCAL else f" --host {host_name}"
 
 
 class BoxOperations:

@@ -23,7 +23,7 @@ from hbtui.core import credentials as creds
 from hbtui.core import guest, remakes
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
-from hbtui.core.boxes import BoxOperations, done_despite_cancel, host_flag, shown_value, to_the_end
+from hbtui.core.boxes import BoxOperations, done_despite_cancel, shown_value, to_the_end
 from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
 from hbtui.core.registry import BoxRecord
@@ -33,7 +33,7 @@ from hbtui.core.views import BoxView
 from hbtui.engine.locate import format_version
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
-from hbtui.names import LOCAL, check_name
+from hbtui.names import LOCAL, check_name, host_flag
 from hbtui.present import human_bytes
 
 

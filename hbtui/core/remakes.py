@@ -30,7 +30,7 @@ from hbtui.engine import EngineError, MachineNotFound, MachineSpec
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError
 from hbtui.events import Notice, Phase, Report
-from hbtui.names import LOCAL
+from hbtui.names import host_flag
 from hbtui.paths import make_folder
 from hbtui.statefile import fsync_dir, write_atomic
 
@@ -71,8 +71,7 @@ def _record(raw: object) -> BoxRecord:
 
 
 def hint(name: str, host: str) -> str:
-    flag = "" if host == LOCAL else f" --host {host}"
-    return f"hbtui repair {name}{flag}"
+    return f"hbtui repair {name}{host_flag(host)}"
 
 
 class RemakeJournal:
