@@ -179,7 +179,7 @@ def listing(env) -> dict[str, dict]:
     return {s["session_id"]: s for s in json.loads(done.stdout)["sessions"]}
 
 
-def until(predicate, what: str, timeout: float = 60.0, show=lambda: ""):
+def until(predicate, what: str, timeout: float = 120.0, show=lambda: ""):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -518,6 +518,99 @@ def test_the_real_codex_asks_is_approved_and_denied(box, tmp_path):
         decide(session["session_id"], "deny", via="keys")
         idle(session["session_id"])
         assert not refused.exists()
+    finally:
+        subprocess.run(["tmux", "kill-server"], env=env, capture_output=True)
+        api.kill()
+        api.wait()
+
+
+def hermes_ready() -> str:
+    """Why the real hermes cannot run here, or ''."""
+    if shutil.which("hermes") is None or shutil.which("tmux") is None:
+        return "hermes (hermes-agent) and tmux are not installed"
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return "needs root and unshare (the recipe writes /etc/hermes)"
+    pin = next(
+        line.split("=", 1)[1]
+        for line in (ROOT / "provision" / "versions.env").read_text().splitlines()
+        if line.startswith("HERMES_AGENT_VERSION=")
+    )
+    version = subprocess.run(["hermes", "--version"], capture_output=True, text=True).stdout
+    if pin not in version.split() and f"v{pin}" not in version.split():
+        return f"hermes {version.strip()[:60]!r} is not the recipe's pin {pin}"
+    return ""
+
+
+@pytest.mark.real_agent
+@pytest.mark.skipif(bool(hermes_ready()), reason=hermes_ready() or "ready")
+def test_the_real_hermes_reports_and_is_answered_at_its_prompt(box, tmp_path):
+    """hermes of the pin in tmux with the recipe's managed scope, against a fake API: its
+    hooks say what it does; its own prompt takes hbtui's answer through the pane's keys."""
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    text = in_etc_overlay(tmp_path, "hb_hermes_settings\ncat /etc/hermes/config.yaml")
+    (managed / "config.yaml").write_text(text)
+    port = free_port()
+    hermes_home = tmp_path / "hermes-home"
+    hermes_home.mkdir()
+    (hermes_home / "config.yaml").write_text(
+        f"model:\n  default: fake-model\n  provider: custom\n"
+        f"  base_url: http://127.0.0.1:{port}/v1\n  api_key: sk-fake\n"
+    )
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    env = {k: v for k, v in box.items() if k not in ("TMUX_PANE", "PYTEST_CURRENT_TEST")}
+    env.update(HERMES_HOME=str(hermes_home), HERMES_MANAGED_DIR=str(managed))
+    api = subprocess.Popen([sys.executable, str(FAKE_API), str(port)], env=env)
+    try:
+        subprocess.run(
+            ["tmux", "-f", "/dev/null", "new-session", "-d", "-s", "h", "-x", "150", "-y", "45",
+             "-c", str(workspace), "hermes"],
+            env=env, check=True,
+        )  # fmt: skip
+
+        def screen() -> str:
+            return subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", "h"], env=env, capture_output=True, text=True
+            ).stdout
+
+        def asking(target: Path) -> dict:
+            subprocess.run(["tmux", "send-keys", "-t", "h", "-l", f"run: rm -rf {target}"],
+                           env=env, check=True)  # fmt: skip
+            until(lambda: f"run: rm -rf {target}" in screen(), "the prompt typed")
+            subprocess.run(["tmux", "send-keys", "-t", "h", "Enter"], env=env, check=True)
+
+            def check():
+                s = next((s for s in listing(env).values() if s["agent"] == "hermes"), None)
+                ok = s and s["status"] == "needs-you" and "Dangerous Command" in screen()
+                return s if ok and s["waiting_for"] == f"terminal: rm -rf {target}" else None
+
+            return until(check, "hermes asking", 120, show=lambda: (screen(), listing(env)))
+
+        def decide(sid: str, decision: str) -> None:
+            done = subprocess.run(
+                ["node", str(GUEST / "hb-agents"), "decide", sid, "-", decision],
+                env=env, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert json.loads(done.stdout) == {"via": "keys", "decision": decision}, done.stderr
+
+        def idle(sid: str) -> None:
+            until(lambda: listing(env)[sid]["status"] == "idle", "hermes idle again", 120)
+
+        until(lambda: "Welcome to Hermes" in screen(), "hermes's prompt", 120, show=screen)
+        removed, kept = workspace / "removed", workspace / "kept"
+        removed.mkdir()
+        kept.mkdir()
+        session = asking(removed)
+        assert session["pane"].startswith("%") and session["source"] == "hook"
+        assert "request" not in session  # its hooks only observe
+        decide(session["session_id"], "allow")
+        until(lambda: not removed.exists(), "the approved command to run", 120)
+        idle(session["session_id"])
+        asking(kept)
+        decide(session["session_id"], "deny")
+        idle(session["session_id"])
+        assert kept.exists()
     finally:
         subprocess.run(["tmux", "kill-server"], env=env, capture_output=True)
         api.kill()
