@@ -236,6 +236,9 @@ def test_a_hermes_turn_asks_and_ends(box):
         assert hook(box, "--agent", "hermes", event=event).returncode == 0
     s = listing(box)[HERMES_SID]
     assert (s["agent"], s["status"], s["cwd"], s["pane"]) == ("hermes", "working", HERMES_CWD, "%3")
+    smart = {**HERMES_ASKS, "extra": {**HERMES_ASKS["extra"], "surface": "smart"}}
+    hook(box, "--agent", "hermes", event=smart)  # its auxiliary model decides, not the user
+    assert listing(box)[HERMES_SID]["status"] == "working"
     hook(box, "--agent", "hermes", event=HERMES_ASKS)  # no session_id: this process's session
     s = listing(box)[HERMES_SID]
     assert (s["status"], s["waiting_for"]) == ("needs-you", "terminal: rm -rf build")
@@ -296,6 +299,11 @@ def test_huge_fields_are_capped_and_not_copied(box):
     assert (state(box) / f"{SID}.json").stat().st_size < 4096
     for agent in ("evil", ""):
         assert hook(box, "--agent", agent, event=PROMPT).returncode == 0
+    before = (state(box) / f"{SID}.json").read_bytes()
+    for name in ("constructor", "__proto__", "toString", 7, None):
+        done = hook(box, "--agent", "codex", event={**PROMPT, "hook_event_name": name})
+        assert done.returncode == 0 and done.stderr == b""
+    assert (state(box) / f"{SID}.json").read_bytes() == before  # no event, no change
     assert json.loads((state(box) / f"{SID}.json").read_text())["status"] == "idle"
 
 
