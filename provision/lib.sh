@@ -183,11 +183,69 @@ step_agent_settings() {
     } >"$tmp"
     chmod 0644 "$tmp"
     mv -f "$tmp" /etc/claude-code/managed-settings.json
+    hb_codex_settings "$mode" $((wait + 30))
+    hb_hermes_settings
     hb_env_set HB_AGENT_PERMISSIONS "$mode"
     hb_env_set HB_AGENT_DECISION_SECONDS "$wait"
     install -d -m 0700 -o "$HB_AGENT" -g "$HB_AGENT" "$HB_AGENT_HOME/.local/state/hermes-box" \
         "$HB_AGENT_HOME/.local/state/hermes-box/agents"
-    hb_log "claude-code: hooks to hb-agent-hook, permissions $mode"
+    hb_log "claude-code, codex and hermes: hooks to hb-agent-hook, permissions $mode"
+}
+
+# Codex's managed config (/etc/codex/managed_config.toml: the layer above the user's
+# config.toml and -c, whose hooks run without Codex's trust review; checked with codex
+# 0.171.0): the same hook events (Codex has no Notification) and its `notify` program go
+# to hb-agent-hook; the approval policy follows the box's mode (`ask`: on-request, Codex
+# asks before a command leaves its sandbox; `skip`: never, no sandbox); and no app-server
+# daemon, so hooks run as children of the Codex in the pane (a daemon outlives the session
+# and has no pane). Args: MODE HOOK_TIMEOUT_SECONDS.
+hb_codex_settings() {
+    local mode=$1 timeout=$2 hook=$HB_BIN/hb-agent-hook event seconds tmp
+    install -d -m 0755 /etc/codex
+    tmp=$(mktemp /etc/codex/.managed_config.XXXXXX)
+    {
+        printf '# Written by the hbtui recipe; rewritten by hbtui repair.\n'
+        printf 'notify = ["%s", "--agent", "codex", "--notify"]\n' "$hook"
+        if [[ $mode == skip ]]; then
+            printf 'approval_policy = "never"\nsandbox_mode = "danger-full-access"\n'
+        else
+            printf 'approval_policy = "on-request"\n'
+        fi
+        printf '\n[features]\ndaemon_auto_start = false\n'
+        for event in SessionStart UserPromptSubmit PreToolUse PermissionRequest PostToolUse \
+            Stop Interrupt SessionEnd; do
+            # Only a permission request waits; Codex clamps Interrupt and SessionEnd to 3 s.
+            case $event in
+                PermissionRequest) seconds=$timeout ;;
+                Interrupt | SessionEnd) seconds=3 ;;
+                *) seconds=10 ;;
+            esac
+            printf '\n[[hooks.%s]]\n[[hooks.%s.hooks]]\ntype = "command"\n' "$event" "$event"
+            printf 'command = "%s --agent codex"\ntimeout = %d\n' "$hook" "$seconds"
+        done
+    } >"$tmp"
+    chmod 0644 "$tmp"
+    mv -f "$tmp" /etc/codex/managed_config.toml
+}
+
+# Hermes's managed scope (/etc/hermes/config.yaml, whose keys win over the user's
+# ~/.hermes/config.yaml; hermes-agent 0.19.0): its shell hooks go to hb-agent-hook, accepted
+# without Hermes's first-use prompt (`hooks_auto_accept`, which then also covers hooks the
+# user adds). Hermes's hooks only observe, so its permission mode is not set here.
+hb_hermes_settings() {
+    local hook=$HB_BIN/hb-agent-hook event tmp
+    install -d -m 0755 /etc/hermes
+    tmp=$(mktemp /etc/hermes/.config.XXXXXX)
+    {
+        printf '# Written by the hbtui recipe; rewritten by hbtui repair.\n'
+        printf 'hooks_auto_accept: true\nhooks:\n'
+        for event in on_session_start pre_llm_call pre_tool_call post_tool_call \
+            pre_approval_request post_approval_response on_session_end on_session_finalize; do
+            printf '  %s:\n    - command: %s --agent hermes\n      timeout: 10\n' "$event" "$hook"
+        done
+    } >"$tmp"
+    chmod 0644 "$tmp"
+    mv -f "$tmp" /etc/hermes/config.yaml
 }
 
 # Checks that the guest helpers work in place; shared by every recipe.

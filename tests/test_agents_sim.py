@@ -193,6 +193,8 @@ def test_hostile_status_files_each_give_a_sane_row_and_bad_input_one_line(sim_en
     assert listed["agent_permissions"] == "ask"
     settings = in_box(sim_env, "cat /etc/claude-code/managed-settings.json")
     assert json.loads(settings)["permissions"]["defaultMode"] == "default"
+    codex = in_box(sim_env, "cat /etc/codex/managed_config.toml /etc/hermes/config.yaml")
+    assert 'approval_policy = "on-request"' in codex and "hb-agent-hook --agent hermes" in codex
     refused = hbtui("new", "b2", "--recipe", str(SIM_RECIPE), "--agent-permissions", "skip",
                     env=sim_env)  # fmt: skip
     one_error_line(refused, "allow-list")

@@ -377,8 +377,12 @@ def notify_send(tmp_path, monkeypatch) -> Path:
     return out
 
 
-@pytest.mark.parametrize("enabled", [True, False])
-async def test_a_box_turning_needs_you_rings_and_notifies(notify_send, enabled):
+@pytest.mark.parametrize(("enabled", "tmux"), [(True, False), (False, False), (True, True)])
+async def test_a_box_turning_needs_you_rings_and_notifies(notify_send, monkeypatch, enabled, tmux):
+    if tmux:
+        monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,123,0")
+    else:
+        monkeypatch.delenv("TMUX", raising=False)
     service = with_agents()
     service.config.agent_alerts = enabled
     waits = session(
@@ -394,13 +398,16 @@ async def test_a_box_turning_needs_you_rings_and_notifies(notify_send, enabled):
         await until(pilot, lambda: any("delta@lab needs you" in n for n in notes(app)))
         toast = next(n for n in notes(app) if "delta" in n)
         assert toast == "agent delta@lab needs you: Bash: ls"
-        osc = [w for w in RecordingDriver.written if "\x1b]9;" in w]
+        osc = [w for w in RecordingDriver.written if "]9;" in w]
         if not enabled:
             await settled(pilot)  # the alert is decided as the answer is shown
             assert not osc and not notify_send.exists()
             assert "\x07" not in RecordingDriver.written
             return
-        assert osc == ["\x1b]9;delta@lab needs you: Bash: ls\x07"]
+        if tmux:  # in tmux's passthrough, its ESCs doubled
+            assert osc == ["\x1bPtmux;\x1b\x1b]9;delta@lab needs you: Bash: ls\x07\x1b\\"]
+        else:
+            assert osc == ["\x1b]9;delta@lab needs you: Bash: ls\x07"]
         assert "\x07" in RecordingDriver.written  # the bell
         await until(pilot, notify_send.exists, what="notify-send ran")
         expected = [
@@ -419,7 +426,21 @@ def test_alert_text_is_one_plain_capped_line():
     text = alert_text(hostile)
     assert text.startswith("alpha needs you: `rm -rf ~`; $(x)")
     assert len(text) <= ALERT_MAX and text.isprintable()
-    assert osc9("a\x07b\x1b\\c\x1b]9;x\x07") == "\x1b]9;a bc\x07"
+    assert osc9("a\x07b\x1b\\c\x1b]9;x\x07", tmux=False) == "\x1b]9;a bc\x07"
+
+
+def test_osc9_inside_tmux_goes_through_its_passthrough_with_box_text_filtered(monkeypatch):
+    hostile = "web\x1b\\\x1bPtmux;\x1b]52;c;eA==\x07 needs you\x9c\x90x"
+    wrapped = osc9(hostile, tmux=True)
+    assert wrapped == "\x1bPtmux;\x1b\x1b]9;web needs you x\x07\x1b\\"
+    inner = wrapped.removeprefix("\x1bPtmux;").removesuffix("\x1b\\")
+    assert inner.replace("\x1b\x1b", "") == "]9;web needs you x\x07"  # no lone ESC inside
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,123,0")
+    assert osc9("a") == "\x1bPtmux;\x1b\x1b]9;a\x07\x1b\\"
+    monkeypatch.setenv("TMUX", "")
+    assert osc9("a") == "\x1b]9;a\x07"
+    monkeypatch.delenv("TMUX")
+    assert osc9("a") == "\x1b]9;a\x07"
 
 
 # -- snapshots (docs/images/agents-*.png are made from them) ----------------------------------

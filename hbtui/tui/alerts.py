@@ -1,6 +1,8 @@
 """Telling the user a box's agent waits for them, outside the dashboard's own screen:
 the terminal's bell, an OSC 9 desktop notification (iTerm2, kitty, WezTerm, foot,
-Windows Terminal...), and `notify-send` where it is installed.
+Windows Terminal...), and `notify-send` where it is installed. Inside tmux the OSC 9 goes
+in tmux's DCS passthrough, which reaches the outer terminal only where tmux's
+`allow-passthrough` option is on (tmux drops it otherwise).
 
 What a box says is untrusted: the text is made plain (no escape or control character,
 `hbtui.core.ansi.plain`) and capped before it goes anywhere, and `notify-send` gets it
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import subprocess
 
@@ -37,9 +40,16 @@ def safe(text: str, limit: int = ALERT_MAX) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def osc9(text: str) -> str:
-    """The OSC 9 sequence that asks the terminal for a desktop notification."""
-    return f"\x1b]9;{safe(text)}\x07"
+def osc9(text: str, *, tmux: bool | None = None) -> str:
+    """The OSC 9 sequence that asks the terminal for a desktop notification; wrapped for
+    tmux's passthrough when hbtui runs inside tmux (`tmux` None: where $TMUX says so)."""
+    sequence = f"\x1b]9;{safe(text)}\x07"
+    if tmux is None:
+        tmux = bool(os.environ.get("TMUX"))
+    if not tmux:
+        return sequence
+    # DCS tmux; ... ST, every ESC of the wrapped sequence doubled.
+    return "\x1bPtmux;" + sequence.replace("\x1b", "\x1b\x1b") + "\x1b\\"
 
 
 def notify_send_argv(text: str) -> list[str] | None:
