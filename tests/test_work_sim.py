@@ -170,6 +170,23 @@ def test_new_with_repo_diff_pull_and_a_hostile_box(sim_env, repo: Path, tmp_path
     assert git(repo, "show", "refs/remotes/box/b1/hbtui-wip:c.txt") == "new"
     assert in_box(sim_env, f"cd {CLONE} && git for-each-ref refs/hbtui/wip") == ""
     assert in_box(sim_env, f"cd {CLONE} && git status --porcelain") == " M a.txt\n?? c.txt\n"
+    # Nothing uncommitted any more (and a WIP ref a killed pull left in the box): a later
+    # pull --wip leaves no WIP ref anywhere; the old one would show changes long gone.
+    stash = f"cd {CLONE} && git -c user.name=a -c user.email=a@a stash -q -u"
+    in_box(sim_env, f"{stash} && git update-ref refs/hbtui/wip HEAD")
+    again = hbtui("pull", "b1", "--wip", env=sim_env)
+    assert again.returncode == 0, again.stderr
+    assert "removed refs/remotes/box/b1/hbtui-wip" in again.stdout, again.stdout
+    branches_only = "refs/heads/main\nrefs/remotes/box/b1/hb/b1"
+    assert git(repo, "for-each-ref", "--format=%(refname)") == branches_only
+    assert in_box(sim_env, f"cd {CLONE} && git for-each-ref refs/hbtui/wip") == ""
+    # Changes again: --wip takes them, and a plain pull after does not keep the old ones.
+    in_box(sim_env, f"cd {CLONE} && git stash pop -q")
+    assert hbtui("pull", "b1", "--wip", env=sim_env).returncode == 0
+    assert git(repo, "show", "refs/remotes/box/b1/hbtui-wip:c.txt") == "new"
+    plain = hbtui("pull", "b1", env=sim_env)
+    assert plain.returncode == 0 and "--wip takes them" in plain.stdout, plain.stdout
+    assert git(repo, "for-each-ref", "--format=%(refname)") == branches_only
 
     # A hostile box: its `git bundle create` hands over a bundle the test made.
     in_box(
@@ -303,9 +320,12 @@ def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     task.write_text("add ok.txt\n")
     made = hbtui(
         "try", "3", "t", "--repo", str(repo), "--task-file", str(task), "--check",
-        "test -e ok.txt", "-q", env=env,
+        "test -e ok.txt", env=env,
     )  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
+    # Each progress line names its box once ("t-1: t-1 is ready" named it twice).
+    assert "t-1: reserving a port" in made.stdout, made.stdout
+    assert not any(f"t-{k}: t-{k}" in made.stdout for k in (1, 2, 3)), made.stdout
     boxes = sorted(b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout))
     assert boxes == ["t-1", "t-2", "t-3"]
     for box in ("t-1", "t-3"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -141,13 +141,16 @@ def box_names(name: str, count: int) -> list[str]:
 
 
 def _prefixed(box: str, report: Report) -> Report:
-    """One box's progress among N: its phases and notices, named; the rest stays quiet."""
+    """One box's progress among N: its phases and notices, named once (a message that
+    starts with the box's name already says whose it is); the rest stays quiet."""
+
+    def named(message: str) -> str:
+        said = message.startswith(box) and message[len(box) : len(box) + 1] in (" ", ":")
+        return message if said else f"{box}: {message}"
 
     def relay(event: Event) -> None:
-        if isinstance(event, Phase):
-            report(Phase(f"{box}: {event.message}"))
-        elif isinstance(event, Notice):
-            report(Notice(f"{box}: {event.message}"))
+        if isinstance(event, (Phase, Notice)):
+            report(replace(event, message=named(event.message)))
 
     return relay
 
