@@ -346,6 +346,12 @@ def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     assert "pass" in table and "fail (1)" in table
     nothing = hbtui("pull", "t-2", env=env)
     assert nothing.returncode == 0 and "nothing pulled" in nothing.stdout, nothing.stderr
+    # A stopped box's message goes under the table: in a cell it widened the columns.
+    assert hbtui("stop", "t-2", env=env).returncode == 0
+    lines = hbtui("try", "ls", "t", env=env).stdout.splitlines()
+    assert lines[0] == table.splitlines()[0], lines  # the same columns
+    assert max(map(len, lines)) <= 80, lines
+    assert lines[-1] == "t-2: box t-2 is not running: start it first (hbtui start t-2)"
     # Keeping asks first; without a terminal or --yes nothing changes.
     one_error_line(hbtui("try", "keep", "t-3", env=env), "--yes")
     kept = hbtui("try", "keep", "t-3", "--yes", env=env)
