@@ -376,3 +376,39 @@ def test_a_try_whose_box_name_is_taken_makes_nothing(sim_env, repo: Path):
     boxes = sorted(b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout))
     assert boxes == ["t-1"]
     assert hbtui("try", "ls", "t", env=env).returncode == 2
+
+
+@pytest.mark.timeout(900)
+def test_a_keep_terminated_after_its_pull_says_what_it_did(sim_env, repo: Path, tmp_path: Path):
+    """SIGTERM while `try keep k-1` removed k-2 said "SIGTERM: cancelled", though k-1's work
+    had landed: it says what was done and what is left, and that command finishes it."""
+    import signal
+
+    from support.cli import background, wait_for
+
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    env = dict(
+        sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, FAKE_CLAUDE)), SMOLSIM_GATES=str(gates)
+    )
+    made = hbtui("try", "2", "k", "--repo", str(repo), "--task", "x", "-q", env=env)
+    assert made.returncode == 0, made.stdout + made.stderr
+    commit = f"cd {CLONE} && touch k.txt && git add k.txt && git commit -qm k1"
+    assert hbtui("exec", "k-1", "--", "sh", "-c", commit, env=env).returncode == 0
+    hold = gates / "delete.hold"
+    hold.touch()
+    keeping = background("try", "keep", "k-1", "--yes", env=env)
+    wait_for("k-2's delete", lambda: (gates / "delete.waiting").exists())
+    keeping.send_signal(signal.SIGTERM)
+    hold.unlink()
+    out, _ = keeping.communicate(timeout=120)
+    assert keeping.returncode == 143, out
+    said = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(said) == 1 and "cancelled" not in said[0], out
+    assert "kept k-1, its work pulled (refs/remotes/box/k-1/hb/k-1 -> " in said[0], said
+    assert said[0].endswith("before removing k-2: finish with hbtui try keep k-1 --yes"), said
+    assert git(repo, "log", "-1", "--format=%s", "refs/remotes/box/k-1/hb/k-1") == "k1"
+    finish = hbtui("try", "keep", "k-1", "--yes", env=env)
+    assert finish.returncode == 0, finish.stdout + finish.stderr
+    assert "removed k-2" in finish.stdout, finish.stdout
+    assert [b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout)] == ["k-1"]

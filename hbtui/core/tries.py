@@ -19,7 +19,7 @@ from typing import Protocol, cast
 from hbtui.core import agents as agents_core
 from hbtui.core import ansi, work_box
 from hbtui.core.agents import IDLE, BoxAgents
-from hbtui.core.boxes import BoxOperations
+from hbtui.core.boxes import BoxOperations, host_flag
 from hbtui.core.hosts import HostPool
 from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.core.views import BoxView
@@ -129,6 +129,19 @@ class TryRow:
         data = asdict(self)
         data["check"] = asdict(self.check) if self.check else None
         return data
+
+
+class KeepCutShort(HbtuiError):
+    """`try keep` interrupted after its pull landed: the work is in, some boxes are left."""
+
+    exit_code = 130
+
+
+def _uncancel() -> None:
+    """The cancellation came when nothing was left to do: the caller hears it succeeded."""
+    current = asyncio.current_task()
+    if current is not None:
+        current.uncancel()
 
 
 def box_names(name: str, count: int) -> list[str]:
@@ -325,13 +338,33 @@ class TryOperations:
         door = cast(_Door, self)
         pulled = await door.pull(box, host, report=report)
         removed = []
-        for other in record.boxes:
-            if other == box:
-                continue
-            try:
-                await door.remove(other, host, report=_prefixed(other, report))
-                removed.append(other)
-            except HbtuiError as exc:
-                report(Notice(f"{other} was not removed: {exc.message}"))
+        try:
+            for other in record.boxes:
+                if other == box:
+                    continue
+                try:
+                    await door.remove(other, host, report=_prefixed(other, report))
+                    removed.append(other)
+                except HbtuiError as exc:
+                    report(Notice(f"{other} was not removed: {exc.message}"))
+        except asyncio.CancelledError:
+            self._keep_cut_short(record, box, host, pulled)  # raises unless nothing is left
+            _uncancel()
+            removed = [b for b in record.boxes if b != box]
         self._tries.drop(host, record.name)
         return pulled, removed
+
+    def _keep_cut_short(self, record: TryRecord, box: str, host: str, pulled: PullResult) -> None:
+        """Interrupted once the pull was in: the record keeps the boxes still there, and
+        the error says what was done and how to finish (the same command)."""
+        registry = self._boxes.registry.read()
+        left = [b for b in record.boxes if b != box and registry.get(b, host) is not None]
+        if not left:
+            return
+        record.boxes = [box, *left]
+        self._tries.put(host, record)
+        landed = ", ".join(f"{ref} -> {sha[:12]}" for ref, sha in pulled.refs) or "nothing new"
+        raise KeepCutShort(
+            f"kept {box}, its work pulled ({landed}); interrupted before removing "
+            f"{', '.join(left)}: finish with hbtui try keep {box}{host_flag(host)} --yes"
+        )
