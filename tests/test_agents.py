@@ -205,3 +205,20 @@ def test_the_box_helper_captures_at_most_500_lines(tmp_path):
         assert bad.returncode == 2
     finally:
         subprocess.run([*tmux, "kill-server"], env=env, capture_output=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("", "error: the text is empty: nothing sent (to press Enter alone: hbtui enter b1)"),
+        ("  ", "error: the text is empty: nothing sent (to press Enter alone: hbtui enter b1)"),
+        ("x" * 4097, "error: the text is 4097 characters, over 4096: nothing sent"),
+        ("a\tb", "error: the text holds a control character (one line, no tabs): nothing sent"),
+    ],
+)
+def test_send_says_what_is_wrong_with_the_text(hbtui_home, text, said):
+    """`send b1 ""` said "the text is one line of up to 4096 characters, no control ones":
+    true of every text, and not what was wrong. Checked before any box is looked at."""
+    from support.cli import hbtui, one_line_error
+
+    assert one_line_error(hbtui("send", "b1", text, env=dict(os.environ))) == said

@@ -208,6 +208,23 @@ def test_credentials_add_and_rm_keep_the_box_and_its_data(key_env):
     assert json.loads(run_ok("ls", "--json", env=key_env))[0]["credentials"] == []
 
 
+def test_a_stopped_box_stays_stopped_through_credentials_add_and_rm(key_env):
+    """`credentials add` on a stopped box left it `created`: a machine made from a pack and
+    never started, which the engine cannot pack again (the next change failed)."""
+    run_ok("secrets", "set", "github", env=key_env, input=GH + "\n")
+    run_ok("new", "s1", "-q", env=key_env)
+    run_ok("stop", "s1", env=key_env)
+    for change in ("add", "rm"):
+        run_ok("credentials", "s1", change, "github", env=key_env)
+        [box] = json.loads(run_ok("ls", "--json", env=key_env))
+        assert box["state"] == "stopped", box
+        assert "stopped" in run_ok("ls", env=key_env).splitlines()[1]
+        assert "not running (stopped)" in hbtui("stop", "s1", env=key_env).stdout
+    run_ok("start", "s1", env=key_env)
+    [box] = json.loads(run_ok("ls", "--json", env=key_env))
+    assert box["state"] == "running" and answers(box["port"]), box
+
+
 def test_a_plaintext_copy_of_a_managed_key_is_reported(key_env):
     run_ok("secrets", "set", "anthropic", env=key_env, input=KEY + "\n")
     run_ok("new", "p1", "--credential", "anthropic", "-q", env=key_env)

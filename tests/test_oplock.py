@@ -76,3 +76,31 @@ def test_a_killed_holders_quiesce_lease_is_busy_but_held_by_nobody(boxes):
     busy = boxes.busy("b", "local")
     assert busy == Busy("save", 0, until) and not busy.held
     assert str(busy).startswith("quiesced: save was interrupted; services return by ")
+
+
+@pytest.mark.sim
+def test_commands_on_a_missing_box_leave_no_lock_file(sim_env):
+    """`hbtui stop nosuchbox` left locks/boxes/local--nosuchbox.lock, one per typo."""
+    from pathlib import Path
+
+    from support.cli import hbtui, one_line_error
+
+    locks = Path(sim_env["HBTUI_HOME"]) / "locks"
+
+    def files() -> list[str]:
+        return sorted(str(p.relative_to(locks)) for p in locks.rglob("*") if p.is_file())
+
+    one_line_error(hbtui("stop", "first", env=sim_env), "no box named 'first'")
+    before = files()
+    for command in (
+        ("stop", "nosuchbox"),
+        ("start", "nosuchbox"),
+        ("rm", "nosuchbox"),
+        ("repair", "nosuchbox"),
+        ("credentials", "nosuchbox", "add", "github"),
+        ("pull", "nosuchbox"),
+        ("branch", "nosuchbox", "nb2"),
+    ):
+        one_line_error(hbtui(*command, env=sim_env), "no box named 'nosuchbox'")
+    assert files() == before
+    assert not any("nosuchbox" in name or "nb2" in name for name in files()), files()

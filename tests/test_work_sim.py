@@ -170,6 +170,23 @@ def test_new_with_repo_diff_pull_and_a_hostile_box(sim_env, repo: Path, tmp_path
     assert git(repo, "show", "refs/remotes/box/b1/hbtui-wip:c.txt") == "new"
     assert in_box(sim_env, f"cd {CLONE} && git for-each-ref refs/hbtui/wip") == ""
     assert in_box(sim_env, f"cd {CLONE} && git status --porcelain") == " M a.txt\n?? c.txt\n"
+    # Nothing uncommitted any more (and a WIP ref a killed pull left in the box): a later
+    # pull --wip leaves no WIP ref anywhere; the old one would show changes long gone.
+    stash = f"cd {CLONE} && git -c user.name=a -c user.email=a@a stash -q -u"
+    in_box(sim_env, f"{stash} && git update-ref refs/hbtui/wip HEAD")
+    again = hbtui("pull", "b1", "--wip", env=sim_env)
+    assert again.returncode == 0, again.stderr
+    assert "removed refs/remotes/box/b1/hbtui-wip" in again.stdout, again.stdout
+    branches_only = "refs/heads/main\nrefs/remotes/box/b1/hb/b1"
+    assert git(repo, "for-each-ref", "--format=%(refname)") == branches_only
+    assert in_box(sim_env, f"cd {CLONE} && git for-each-ref refs/hbtui/wip") == ""
+    # Changes again: --wip takes them, and a plain pull after does not keep the old ones.
+    in_box(sim_env, f"cd {CLONE} && git stash pop -q")
+    assert hbtui("pull", "b1", "--wip", env=sim_env).returncode == 0
+    assert git(repo, "show", "refs/remotes/box/b1/hbtui-wip:c.txt") == "new"
+    plain = hbtui("pull", "b1", env=sim_env)
+    assert plain.returncode == 0 and "--wip takes them" in plain.stdout, plain.stdout
+    assert git(repo, "for-each-ref", "--format=%(refname)") == branches_only
 
     # A hostile box: its `git bundle create` hands over a bundle the test made.
     in_box(
@@ -303,9 +320,12 @@ def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     task.write_text("add ok.txt\n")
     made = hbtui(
         "try", "3", "t", "--repo", str(repo), "--task-file", str(task), "--check",
-        "test -e ok.txt", "-q", env=env,
+        "test -e ok.txt", env=env,
     )  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
+    # Each progress line names its box once ("t-1: t-1 is ready" named it twice).
+    assert "t-1: reserving a port" in made.stdout, made.stdout
+    assert not any(f"t-{k}: t-{k}" in made.stdout for k in (1, 2, 3)), made.stdout
     boxes = sorted(b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout))
     assert boxes == ["t-1", "t-2", "t-3"]
     for box in ("t-1", "t-3"):
@@ -326,6 +346,12 @@ def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     assert "pass" in table and "fail (1)" in table
     nothing = hbtui("pull", "t-2", env=env)
     assert nothing.returncode == 0 and "nothing pulled" in nothing.stdout, nothing.stderr
+    # A stopped box's message goes under the table: in a cell it widened the columns.
+    assert hbtui("stop", "t-2", env=env).returncode == 0
+    lines = hbtui("try", "ls", "t", env=env).stdout.splitlines()
+    assert lines[0] == table.splitlines()[0], lines  # the same columns
+    assert max(map(len, lines)) <= 80, lines
+    assert lines[-1] == "t-2: box t-2 is not running: start it first (hbtui start t-2)"
     # Keeping asks first; without a terminal or --yes nothing changes.
     one_error_line(hbtui("try", "keep", "t-3", env=env), "--yes")
     kept = hbtui("try", "keep", "t-3", "--yes", env=env)
@@ -350,3 +376,39 @@ def test_a_try_whose_box_name_is_taken_makes_nothing(sim_env, repo: Path):
     boxes = sorted(b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout))
     assert boxes == ["t-1"]
     assert hbtui("try", "ls", "t", env=env).returncode == 2
+
+
+@pytest.mark.timeout(900)
+def test_a_keep_terminated_after_its_pull_says_what_it_did(sim_env, repo: Path, tmp_path: Path):
+    """SIGTERM while `try keep k-1` removed k-2 said "SIGTERM: cancelled", though k-1's work
+    had landed: it says what was done and what is left, and that command finishes it."""
+    import signal
+
+    from support.cli import background, wait_for
+
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    env = dict(
+        sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, FAKE_CLAUDE)), SMOLSIM_GATES=str(gates)
+    )
+    made = hbtui("try", "2", "k", "--repo", str(repo), "--task", "x", "-q", env=env)
+    assert made.returncode == 0, made.stdout + made.stderr
+    commit = f"cd {CLONE} && touch k.txt && git add k.txt && git commit -qm k1"
+    assert hbtui("exec", "k-1", "--", "sh", "-c", commit, env=env).returncode == 0
+    hold = gates / "delete.hold"
+    hold.touch()
+    keeping = background("try", "keep", "k-1", "--yes", env=env)
+    wait_for("k-2's delete", lambda: (gates / "delete.waiting").exists())
+    keeping.send_signal(signal.SIGTERM)
+    hold.unlink()
+    out, _ = keeping.communicate(timeout=120)
+    assert keeping.returncode == 143, out
+    said = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(said) == 1 and "cancelled" not in said[0], out
+    assert "kept k-1, its work pulled (refs/remotes/box/k-1/hb/k-1 -> " in said[0], said
+    assert said[0].endswith("before removing k-2: finish with hbtui try keep k-1 --yes"), said
+    assert git(repo, "log", "-1", "--format=%s", "refs/remotes/box/k-1/hb/k-1") == "k1"
+    finish = hbtui("try", "keep", "k-1", "--yes", env=env)
+    assert finish.returncode == 0, finish.stdout + finish.stderr
+    assert "removed k-2" in finish.stdout, finish.stdout
+    assert [b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout)] == ["k-1"]

@@ -132,6 +132,7 @@ def _try_ls(inv: Invocation, words: list[str]) -> int:
     table = Table(box=None, header_style="bold", pad_edge=False)
     for header in ("BOX", "AGENT", "COMMITS", "FILES", "+/-", "CHECK"):
         table.add_column(header, no_wrap=True)
+    why: list[Text] = []  # a box's message goes under the table: a cell would widen its column
     for r in rows:
         if r.check is None:
             check = Text("-" if record.check else "")
@@ -143,14 +144,16 @@ def _try_ls(inv: Invocation, words: list[str]) -> int:
                 style="green" if r.check.passed else "red",
             )
         if r.error:
-            table.add_row(Text(r.box), Text(r.agent), Text(r.error, style="red"), Text(""),
-                          Text(""), check)  # fmt: skip
+            table.add_row(Text(r.box), Text(r.agent), Text("-"), Text("-"), Text("-"), check)
+            why.append(Text.assemble(f"{r.box}: ", (r.error, "red")))
             continue
         table.add_row(
             Text(r.box), Text(r.agent), Text(str(r.commits)), Text(str(r.files)),
             Text(f"+{r.added} -{r.deleted}"), check,
         )  # fmt: skip
     inv.out.print(table)
+    for line in why:
+        inv.out.print(line)
     return 0
 
 

@@ -326,8 +326,14 @@ async def send(
     boxes: BoxOperations, name: str, host: str, text: str, session: str | None = None
 ) -> AgentSession:
     """Type one line into a session's pane and press Enter (an answer, or the next prompt)."""
-    if not text.strip() or len(text) > SEND_MAX or _CONTROL.search(text):
-        raise UsageError(f"the text is one line of up to {SEND_MAX} characters, no control ones")
+    if not text.strip():  # an Enter alone is typed in the agent's own screen
+        raise UsageError(
+            f"the text is empty: nothing sent (to press Enter alone: hbtui enter {name})"
+        )
+    if len(text) > SEND_MAX:
+        raise UsageError(f"the text is {len(text)} characters, over {SEND_MAX}: nothing sent")
+    if _CONTROL.search(text):
+        raise UsageError("the text holds a control character (one line, no tabs): nothing sent")
     view = await _running(boxes, name, host)
     chosen = _pick(await _sessions(boxes, view), name, session, pending=False)
     if not chosen.pane:

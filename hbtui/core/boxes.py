@@ -267,6 +267,7 @@ class BoxOperations:
             self.remakes,
             remake,
             lambda record, pack: self.spec(record, record.port, pack),
+            lambda: self.boot(host, remake.name),
             report,
         )
 

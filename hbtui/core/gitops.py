@@ -347,3 +347,15 @@ async def take_in(repo: Path, checked: CheckedBundle, box: str) -> None:
         fh.write(updates.encode())
         fh.seek(0)
         await run_git(repo, "update-ref", "--stdin", stdin=fh)
+
+
+async def drop_wip(repo: Path, box: str) -> str:
+    """The box's WIP ref an earlier `pull --wip` left in `repo`, deleted by a pull that
+    brought none (it would show old uncommitted changes as the box's): its name, or ""
+    when there was none."""
+    ref = target_ref(box, WIP_REF)
+    code, _, _ = await run_git(repo, "rev-parse", "--verify", "-q", ref, check=False)
+    if code != 0:
+        return ""
+    await run_git(repo, "update-ref", "-d", ref)
+    return ref

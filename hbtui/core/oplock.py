@@ -112,14 +112,20 @@ class BoxLocks:
 
     @contextlib.asynccontextmanager
     async def hold(self, host: str, name: str, operation: str) -> AsyncIterator[Held]:
-        """Hold the box for `operation`, or raise BoxBusy naming who holds it."""
+        """Hold the box for `operation`, or raise BoxBusy naming who holds it. A lock file
+        this made for an operation that failed goes again: a box that does not exist (a
+        typo, a `new` rolled back) leaves no file behind."""
         make_folder(self.folder)
-        fd = self._lock(self.path(host, name), name)
+        fd, made = self._lock(self.path(host, name), name)
         try:
             held = Held(fd, Record(operation, os.getpid(), time.time()))
             token = _current.set(held)
             try:
                 yield held
+            except BaseException:
+                if made:
+                    self.forget(host, name)
+                raise
             finally:
                 _current.reset(token)
                 held.release()
@@ -127,11 +133,17 @@ class BoxLocks:
             os.close(fd)  # closing drops the flock
 
     @staticmethod
-    def _lock(path: Path, name: str) -> int:
+    def _lock(path: Path, name: str) -> tuple[int, bool]:
         """An fd holding the flock of the file now at `path` (an `rm` may have unlinked
-        the one this opened: then lock the new one)."""
+        the one this opened: then lock the new one), and whether this made the file."""
         while True:
-            fd = _open_record(path, os.O_RDWR | os.O_CREAT)
+            try:
+                fd, made = _open_record(path, os.O_RDWR | os.O_CREAT | os.O_EXCL), True
+            except FileExistsError:
+                try:
+                    fd, made = _open_record(path, os.O_RDWR), False
+                except FileNotFoundError:  # unlinked in between
+                    continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -146,7 +158,7 @@ class BoxLocks:
             except FileNotFoundError:
                 same = False
             if same:
-                return fd
+                return fd, made
             os.close(fd)
 
     def record(self, host: str, name: str) -> Record | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -146,11 +146,16 @@ async def finish(
     journal: RemakeJournal,
     remake: Remake,
     spec: Callable[[BoxRecord, Path], MachineSpec],
+    boot: Callable[[], Awaitable[None]],
     report: Report,
 ) -> BoxRecord:
     """Make the box's machine from its pack as `remake.new` says, else as it was; record
     what was made; drop the entry and the pack. Returns the record made. If neither can
-    be made, the entry and the pack stay and the error says how to finish later."""
+    be made, the entry and the pack stay and the error says how to finish later.
+
+    A machine made from a pack has a disk of its own only once it has run (until then
+    the engine shows it `created` and cannot pack it again): a box that was stopped is
+    started (`boot`) and stopped once, so it is the stopped box it was."""
     name = remake.name
     report(Phase(f"making {name} again with {remake.new.credentials or 'no credentials'}"))
     with contextlib.suppress(MachineNotFound):
@@ -176,6 +181,10 @@ async def finish(
     await registry.update(name, remake.host, credentials=made.credentials, allow=made.allow)
     journal.drop(remake.host, name)
     await host.files.remove_tree(remake.folder)
+    if not remake.was_running:
+        report(Phase(f"starting and stopping {name} once, so that it is stopped as it was"))
+        await boot()
+        await host.engine.stop(name)
     if failure is not None:
         raise failure
     return made

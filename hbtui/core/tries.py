@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, cast
 
 from hbtui.core import agents as agents_core
 from hbtui.core import ansi, work_box
 from hbtui.core.agents import IDLE, BoxAgents
-from hbtui.core.boxes import BoxOperations
+from hbtui.core.boxes import BoxOperations, host_flag
 from hbtui.core.hosts import HostPool
 from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.core.views import BoxView
@@ -131,6 +131,19 @@ class TryRow:
         return data
 
 
+class KeepCutShort(HbtuiError):
+    """`try keep` interrupted after its pull landed: the work is in, some boxes are left."""
+
+    exit_code = 130
+
+
+def _uncancel() -> None:
+    """The cancellation came when nothing was left to do: the caller hears it succeeded."""
+    current = asyncio.current_task()
+    if current is not None:
+        current.uncancel()
+
+
 def box_names(name: str, count: int) -> list[str]:
     if not 1 <= count <= TRY_MAX:
         raise UsageError(f"a try makes 1 to {TRY_MAX} boxes, not {count}")
@@ -141,13 +154,16 @@ def box_names(name: str, count: int) -> list[str]:
 
 
 def _prefixed(box: str, report: Report) -> Report:
-    """One box's progress among N: its phases and notices, named; the rest stays quiet."""
+    """One box's progress among N: its phases and notices, named once (a message that
+    starts with the box's name already says whose it is); the rest stays quiet."""
+
+    def named(message: str) -> str:
+        said = message.startswith(box) and message[len(box) : len(box) + 1] in (" ", ":")
+        return message if said else f"{box}: {message}"
 
     def relay(event: Event) -> None:
-        if isinstance(event, Phase):
-            report(Phase(f"{box}: {event.message}"))
-        elif isinstance(event, Notice):
-            report(Notice(f"{box}: {event.message}"))
+        if isinstance(event, (Phase, Notice)):
+            report(replace(event, message=named(event.message)))
 
     return relay
 
@@ -322,13 +338,33 @@ class TryOperations:
         door = cast(_Door, self)
         pulled = await door.pull(box, host, report=report)
         removed = []
-        for other in record.boxes:
-            if other == box:
-                continue
-            try:
-                await door.remove(other, host, report=_prefixed(other, report))
-                removed.append(other)
-            except HbtuiError as exc:
-                report(Notice(f"{other} was not removed: {exc.message}"))
+        try:
+            for other in record.boxes:
+                if other == box:
+                    continue
+                try:
+                    await door.remove(other, host, report=_prefixed(other, report))
+                    removed.append(other)
+                except HbtuiError as exc:
+                    report(Notice(f"{other} was not removed: {exc.message}"))
+        except asyncio.CancelledError:
+            self._keep_cut_short(record, box, host, pulled)  # raises unless nothing is left
+            _uncancel()
+            removed = [b for b in record.boxes if b != box]
         self._tries.drop(host, record.name)
         return pulled, removed
+
+    def _keep_cut_short(self, record: TryRecord, box: str, host: str, pulled: PullResult) -> None:
+        """Interrupted once the pull was in: the record keeps the boxes still there, and
+        the error says what was done and how to finish (the same command)."""
+        registry = self._boxes.registry.read()
+        left = [b for b in record.boxes if b != box and registry.get(b, host) is not None]
+        if not left:
+            return
+        record.boxes = [box, *left]
+        self._tries.put(host, record)
+        landed = ", ".join(f"{ref} -> {sha[:12]}" for ref, sha in pulled.refs) or "nothing new"
+        raise KeepCutShort(
+            f"kept {box}, its work pulled ({landed}); interrupted before removing "
+            f"{', '.join(left)}: finish with hbtui try keep {box}{host_flag(host)} --yes"
+        )

@@ -356,6 +356,17 @@ async def pull(
                 raise BundleRefused("the box's bundle left out its uncommitted changes: refused")
             await to_the_end(gitops.take_in(target, checked, name))
             refs = tuple((gitops.target_ref(name, ref), sha) for sha, ref in heads)
+        if not any(ref == gitops.target_ref(name, gitops.WIP_REF) for ref, _ in refs):
+            dropped = await gitops.drop_wip(target, name)
+            if dropped and (wip or not dirty):
+                report(Notice(f"removed {dropped}: {name} has no uncommitted changes now"))
+            elif dropped:
+                report(
+                    Notice(
+                        f"removed {dropped}: it held an earlier pull's uncommitted changes "
+                        "(--wip takes them as they are now)"
+                    )
+                )
     if dirty and not wip:
         report(Notice(f"{dirty} file(s) in {name} have uncommitted changes (not pulled; --wip)"))
     return PullResult(

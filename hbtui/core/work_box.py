@@ -66,6 +66,7 @@ PULL_SCRIPT = f"""set -u
 cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
 t=$(mktemp -d) || exit 3
 trap 'rm -rf "$t"; git update-ref -d {WIP_REF} 2>/dev/null' EXIT
+git update-ref -d {WIP_REF} 2>/dev/null  # one a killed pull left
 echo "{TAG} dirty $(git status --porcelain --untracked-files=all | wc -l)"
 set -- "$1" "$2" "$3" --branches
 if [ "$3" = 1 ] && [ -n "$(git status --porcelain --untracked-files=all)" ]; then
