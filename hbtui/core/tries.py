@@ -19,7 +19,7 @@ from typing import Protocol, cast
 from hbtui.core import agents as agents_core
 from hbtui.core import ansi, work_box
 from hbtui.core.agents import IDLE, BoxAgents
-from hbtui.core.boxes import BoxOperations, host_flag
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import HostPool
 from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.core.views import BoxView
@@ -33,7 +33,7 @@ from hbtui.core.work import (
 )
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore
-from hbtui.names import LOCAL, check_name
+from hbtui.names import LOCAL, check_name, host_flag
 from hbtui.paths import Paths, make_folder, read_state
 from hbtui.statefile import write_atomic
 
