@@ -14,7 +14,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from hbtui.core import ansi, gitops, work_box
@@ -243,7 +243,28 @@ async def _start_agent(
         raise WorkError(f"starting {request.agent} in box {name} failed: {answer.why()}")
 
 
-def _record(boxes: BoxOperations, book: WorkBook, name: str, host: str) -> WorkRecord:
+async def branch_work(
+    boxes: BoxOperations, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str
+) -> WorkRecord:
+    """A branch of a box with a clone: its copy of the clone's branch hb/SRC becomes
+    hb/NAME (and the commit identity hbtui gave SRC, NAME's); the seed stays the
+    source's, so the branch's work is measured from where the source's began."""
+    record = replace(source, branch=branch_name(name))
+    host = await boxes.hosts.get(host_name)
+    answer = await work_box.run_step(
+        host, name, work_box.BRANCH_SCRIPT,
+        [record.clone, source.branch, record.branch, src, name], cap=64 * 1024,
+    )  # fmt: skip
+    if answer.first("noclone") is not None:
+        raise WorkError(f"box {src} has no clone at {record.clone} to branch")
+    if answer.returncode != 0:
+        raise WorkError(f"naming the branch {record.branch} in box {name} failed: {answer.why()}")
+    book.put(host_name, name, record)
+    return record
+
+
+def work_record(boxes: BoxOperations, book: WorkBook, name: str, host: str) -> WorkRecord:
+    """The box's work record; a box that does not exist, or has none, is one line."""
     record = book.get(host, name)
     if record is None and boxes.registry.read().get(name, host) is None:
         where = "" if host == LOCAL else f" on {host}"
@@ -301,7 +322,7 @@ def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answe
 async def diff(
     boxes: BoxOperations, book: WorkBook, name: str, host_name: str, *, patch: bool
 ) -> WorkDiff:
-    record = _record(boxes, book, name, host_name)
+    record = work_record(boxes, book, name, host_name)
     host = await boxes.hosts.get(host_name)
     with _reaching(name):
         answer = await work_box.run_step(
@@ -327,7 +348,7 @@ async def pull(
 ) -> PullResult:
     """The box's branches into the host repository under refs/remotes/box/BOX/, once the
     bundle has passed every check (see hbtui.core.gitops); a refusal changes nothing."""
-    record = _record(boxes, book, name, host_name)
+    record = work_record(boxes, book, name, host_name)
     target = await gitops.repo_top(_repo(record, repo))
     cap = pull_max()
     host = await boxes.hosts.get(host_name)
