@@ -169,13 +169,26 @@ def check_task(task: str, agent: str) -> None:
         raise UsageError("the task holds a NUL character")
 
 
+# Hermes takes no first prompt on its command line but an interactive one: the task is
+# pasted into its input line before it starts, as one bracketed paste and then Enter, so a
+# task of many lines is one prompt. It waits in the terminal as typed: `stty` turns off
+# the line discipline (no 4 KiB line limit, no ^C or ^U read as keys, Enter stays CR), and
+# a theme hint spares Hermes its terminal colour query, which flushes pending input.
+_HERMES = """umask 077
+stty -icanon -echo -isig -iexten -icrnl -ixon
+[ -n "$HERMES_LIGHT$HERMES_TUI_LIGHT$HERMES_TUI_THEME$HERMES_TUI_BACKGROUND$COLORFGBG" ] ||
+    export HERMES_TUI_THEME=dark
+{ printf '\\033[200~'; tr -d '\\033' < "$1"; printf '\\033[201~\\r'; } > "$1.paste"
+tmux load-buffer -b "hbtui-task-$$" "$1.paste" \\; paste-buffer -d -r -b "hbtui-task-$$" -t "$TMUX_PANE"
+rm -f "$1.paste"
+exec hermes
+"""
+
+
 def _launcher(agent: str, task_file: str) -> str:
     """The agent's start in its tmux window; the task is read from a file in the box."""
-    if agent == "hermes":  # its first prompt is typed into its own input line
-        return (
-            f'tmux send-keys -t "$TMUX_PANE" -l -- "$(cat {task_file})" \\; '
-            'send-keys -t "$TMUX_PANE" Enter\nexec hermes\n'
-        )
+    if agent == "hermes":
+        return f"set -- '{task_file}'\n{_HERMES}"
     if not agent:
         return "exec bash -l\n"
     return f'task=$(cat {task_file})\nexec {agent} "$task"\n'
