@@ -120,7 +120,8 @@ VERBS: tuple[Verb, ...] = (
          "them (NAME-1..NAME-N) as a try: see try ls/keep",
          json=True, args=(
              arg("source", metavar="SRC"),
-             arg("name", nargs="?", help="the new box (with --count: the boxes' prefix, "
+             arg("name", nargs="?", metavar="NAME",
+                 help="the new box (with --count: the boxes' prefix, "
                  "default SRC)"),
              arg("--port", type=int, help="host port (default: a free one in the range)"),
              arg("--count", type=int, metavar="N",
