@@ -5,6 +5,7 @@ line while the host repository stays exactly as it was."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 
@@ -412,3 +413,98 @@ def test_a_keep_terminated_after_its_pull_says_what_it_did(sim_env, repo: Path, 
     assert finish.returncode == 0, finish.stdout + finish.stderr
     assert "removed k-2" in finish.stdout, finish.stdout
     assert [b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout)] == ["k-1"]
+
+
+def box_sh(env, box: str, script: str) -> str:
+    """A shell script in a box, as its agent, in the clone."""
+    done = subprocess.run(
+        [
+            env["HBTUI_SMOLVM"], "--state-dir", env["HBTUI_SMOLVM_STATE_DIR"], "machine", "exec",
+            "--name", box, "-u", "agent", "-w", CLONE, "--", "bash", "-c", script,
+        ],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip()
+
+
+def names(env) -> list[str]:
+    return sorted(b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout))
+
+
+@pytest.mark.timeout(900)
+def test_branch_count_makes_a_try_of_branches_that_keep_the_clone_and_its_seed(sim_env, repo: Path):
+    env = dict(sim_env, HBTUI_RECIPE=str(SIM_RECIPE))
+    seed = git(repo, "rev-parse", "HEAD")
+    made = hbtui("new", "b1", "--repo", str(repo), "-q", env=env)
+    assert made.returncode == 0, made.stdout + made.stderr
+    box_sh(env, "b1", "echo one > part.txt && git add part.txt && git commit -qm 'part one'")
+    # Bad input: one line each, nothing made.
+    for n in ("0", "-1", "17"):
+        one_error_line(hbtui("branch", "b1", "--count", n, env=env), "1 to 16", n)
+    one_error_line(hbtui("branch", "nope", "--count", "2", env=env), "no box named 'nope'")
+    assert hbtui("new", "b1-2", "-q", env=env).returncode == 0
+    one_error_line(hbtui("branch", "b1", "--count", "3", env=env), "'b1-2' exists")
+    one_error_line(hbtui("branch", "b1-2", "--count", "2", env=env), "not made with a repository")
+    assert names(env) == ["b1", "b1-2"]
+    assert hbtui("rm", "-f", "b1-2", env=env).returncode == 0
+    assert names(env) == ["b1"]
+
+    done = hbtui("branch", "b1", "--count", "3", "--check", "test -e ok.txt", "-q", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "see: hbtui try ls b1" in done.stdout
+    boxes = ["b1-1", "b1-2", "b1-3"]
+    assert names(env) == ["b1", *boxes]
+    for box in boxes:  # each: the clone, the work done so far, the seed, its own branch
+        said = box_sh(
+            env, box, "git symbolic-ref --short HEAD; git rev-parse refs/hbtui/seed; "
+            "git log -1 --format=%s; git config user.name",
+        ).splitlines()  # fmt: skip
+        assert said == [f"hb/{box}", seed, "part one", f"agent in {box}"]
+    assert box_sh(env, "b1", "git symbolic-ref --short HEAD") == "hb/b1"
+    box_sh(env, "b1-2", "touch ok.txt && git add ok.txt && git commit -qm ok")
+    shown = json.loads(hbtui("diff", "b1-2", "--json", env=env).stdout)
+    assert [c["subject"] for c in shown["commits"]] == ["ok", "part one"]
+    listed = hbtui("try", "ls", "b1", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["box"]: r for r in json.loads(listed.stdout)["boxes"]}
+    assert {b: (r["commits"], r["check"]["status"]) for b, r in rows.items()} == {
+        "b1-1": (1, 1),
+        "b1-2": (2, 0),
+        "b1-3": (1, 1),
+    }
+    kept = hbtui("try", "keep", "b1-2", "--yes", env=env)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    assert names(env) == ["b1", "b1-2"]
+    pulled = "refs/remotes/box/b1-2/hb/b1-2"
+    assert git(repo, "log", "--format=%s", f"{seed}..{pulled}").splitlines() == ["ok", "part one"]
+    assert git(repo, "rev-parse", "HEAD") == seed  # the host's branch did not move
+
+
+@pytest.mark.timeout(900)
+def test_a_branch_count_terminated_part_way_removes_every_box_it_made(sim_env, repo: Path):
+    """SIGTERM once a branch is made (the fifth starts only when one of the first four is
+    done) and others are being made: all are removed, the source runs, no try is left."""
+    env = dict(sim_env, HBTUI_RECIPE=str(SIM_RECIPE))
+    made = hbtui("new", "b1", "--repo", str(repo), "-q", env=env)
+    assert made.returncode == 0, made.stdout + made.stderr
+    proc = subprocess.Popen(
+        [HBTUI_BIN, "branch", "b1", "--count", "5"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "b1-5: reserving a port" in line:
+            break
+    else:
+        pytest.fail("".join(seen))
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 143, "".join(seen) + rest
+    assert "removing b1-" in rest and "Traceback" not in rest
+    assert names(env) == ["b1"]
+    one_error_line(hbtui("try", "ls", "b1", env=env), "no try named 'b1'")
+    one_error_line(hbtui("diff", "b1-1", env=env), "no box named 'b1-1'")
+    assert box_sh(env, "b1", "git symbolic-ref --short HEAD") == "hb/b1"

@@ -115,10 +115,19 @@ VERBS: tuple[Verb, ...] = (
         arg("--agent", choices=["claude", "codex", "hermes"],
             help="start this agent in tmux main, in the clone, on the task"),
         QUIET)),
-    Verb("branch", "bases:cmd_branch", "a new box with another box's /data and installed state",
+    Verb("branch", "bases:cmd_branch",
+         "a new box with another box's /data and installed state; with --count N, N of "
+         "them (NAME-1..NAME-N) as a try: see try ls/keep",
          json=True, args=(
-             arg("source", metavar="SRC"), NAME,
+             arg("source", metavar="SRC"),
+             arg("name", nargs="?", metavar="NAME",
+                 help="the new box (with --count: the boxes' prefix, "
+                 "default SRC)"),
              arg("--port", type=int, help="host port (default: a free one in the range)"),
+             arg("--count", type=int, metavar="N",
+                 help="branch a box made with --repo N ways, each with its own branch hb/NAME-K"),
+             arg("--check", type=given, metavar="CMD",
+                 help="with --count: run in each box once its agent is idle (see try ls)"),
              BRANCHABLE, QUIET)),
     Verb("secrets", "", "credential values, kept in the OS keyring or an encrypted file",
          host=False, sub=(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hbtui.cli.output import Invocation, print_json
+from hbtui.errors import UsageError
 from hbtui.names import host_flag
 from hbtui.present import age, human_bytes
 
@@ -15,6 +16,12 @@ def _recipe(inv: Invocation) -> Path | None:
 
 def cmd_branch(inv: Invocation) -> int:
     a = inv.args
+    if a.count is not None:
+        from hbtui.cli.work import branch_ways
+
+        return branch_ways(inv)
+    if a.name is None or a.check is not None:
+        raise UsageError("branch SRC NAME, or branch SRC [NAME] --count N [--check CMD]")
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.branch(

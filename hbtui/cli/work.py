@@ -12,6 +12,7 @@ from hbtui.errors import UsageError
 
 if TYPE_CHECKING:
     from hbtui.core.specs import WorkRequest
+    from hbtui.core.tries import TryRecord
     from hbtui.core.work import WorkDiff
 
 
@@ -106,14 +107,35 @@ def _try_new(inv: Invocation, words: list[str]) -> int:
                 int(words[0]), words[1], request, host=inv.host, check=a.check or "", report=rep
             )
         )
+    return _made(inv, record, failed, f"started {request.agent} on the task")
+
+
+def branch_ways(inv: Invocation) -> int:
+    """`branch SRC [NAME] --count N`: a try made of branches of a box with a clone."""
+    a = inv.args
+    if a.port is not None:
+        raise UsageError("--port names one box's port; --count makes several (leave it out)")
+    with inv.reporter() as rep:
+        record, failed = inv.call(
+            inv.service.branch_count(
+                a.source, a.count, a.name or "", inv.host, check=a.check or "",
+                branchable=a.branchable, report=rep,
+            )
+        )  # fmt: skip
+    return _made(inv, record, failed, f"branched from {a.source}")
+
+
+def _made(inv: Invocation, record: TryRecord, failed: dict[str, str], done: str) -> int:
+    """What a try (or a branch N ways) made; exit status 1 when a box could not be."""
     if inv.json:
         print_json({**record.to_json(), "failed": failed})
     else:
         for box in record.boxes:
-            sys.stdout.write(f"✓ {box} started {request.agent} on the task\n")
+            sys.stdout.write(f"✓ {box} {done}\n")
         for box, why in failed.items():
             sys.stdout.write(f"✗ {box}: {why}\n")
-        sys.stdout.write(f"see: hbtui try ls {record.name}\n")
+        if record.boxes:
+            sys.stdout.write(f"see: hbtui try ls {record.name}\n")
     return 1 if failed else 0
 
 

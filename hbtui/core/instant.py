@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -194,7 +194,33 @@ async def branch(
     report: Report = ignore,
 ) -> BoxView:
     """A new box with `source`'s /data and installed state, its own name and port."""
-    check_name(name)
+    async with branching(
+        boxes, source, [name], host_name=host_name, port=port, branchable=branchable,
+        report=report,
+    ) as make:  # fmt: skip
+        return await make(name, report)
+
+
+MakeBranch = Callable[[str, Report], Awaitable[BoxView]]
+
+
+@contextlib.asynccontextmanager
+async def branching(
+    boxes: BoxOperations,
+    source: str,
+    names: Sequence[str],
+    *,
+    host_name: str = LOCAL,
+    port: int | None = None,
+    branchable: bool | None = None,
+    report: Report = ignore,
+) -> AsyncIterator[MakeBranch]:
+    """Yields what makes one branch of `source` named one of `names` (checked first).
+    The source running branchable is branched by the engine, memory included; otherwise
+    it is stopped and packed once on entry, every branch is made from that pack, and it
+    starts again on exit, come what may."""
+    for name in names:
+        check_name(name)
     if port is not None and port_problem(port):
         raise UsageError(f"--port {port}: {port_problem(port)}")
     host, view = await boxes.require(source, host_name)
@@ -203,26 +229,35 @@ async def branch(
     if src is None:
         raise UsageError(f"{source!r} is an orphan; adopt it first: hbtui adopt {source}")
     recipe_dir = _per_box_recipe(boxes, None, "branching")
-    wanted = BoxRecord(
-        name=name,
-        host=host_name,
-        port=port or 0,
-        image=src.image,
-        cpus=src.cpus,
-        memory_mib=src.memory_mib,
-        recipe=src.recipe,
-        base=src.base,
-        parent=source,
-        branchable=boxes.config.defaults.branchable if branchable is None else branchable,
-        credentials=src.credentials,  # an engine branch keeps them; a pack carries none
-        egress=src.egress,
-        allow=src.allow,
-    )
-    boxes.secret_env(wanted)  # a missing secret stops it before anything changes
+
+    def wanted(name: str) -> BoxRecord:
+        return BoxRecord(
+            name=name,
+            host=host_name,
+            port=port or 0,
+            image=src.image,
+            cpus=src.cpus,
+            memory_mib=src.memory_mib,
+            recipe=src.recipe,
+            base=src.base,
+            parent=source,
+            branchable=boxes.config.defaults.branchable if branchable is None else branchable,
+            credentials=src.credentials,  # an engine branch keeps them; a pack carries none
+            egress=src.egress,
+            allow=src.allow,
+        )
+
+    boxes.secret_env(wanted(source))  # a missing secret stops it before anything changes
     machine = await host.engine.find(source)
     if machine is not None and machine.state == "running" and machine.branchable:
-        return await boxes.make(wanted, recipe_dir, pack=None, branch_of=src, report=report)
-    await _refuse_taken(boxes, host, wanted)  # before the source is stopped for nothing
+
+        async def by_engine(name: str, said: Report) -> BoxView:
+            return await boxes.make(wanted(name), recipe_dir, pack=None, branch_of=src, report=said)
+
+        yield by_engine
+        return
+    for name in names:  # before the source is stopped for nothing
+        await _refuse_taken(boxes, host, wanted(name))
     report(
         Notice(
             f"{source} is not running branchable: copying its disk (stop, pack, start again); "
@@ -232,14 +267,17 @@ async def branch(
     was_running = view.state == "running"
     try:
         async with _packed(boxes, host, source, stop=was_running, report=report) as pack:
-            made = await boxes.make(wanted, recipe_dir, pack=pack, report=report)
+
+            async def from_pack(name: str, said: Report) -> BoxView:
+                return await boxes.make(wanted(name), recipe_dir, pack=pack, report=said)
+
+            yield from_pack
     except BaseException:
         if was_running:
             await to_the_end(_start_again(boxes, host, src, report))
         raise
     if was_running:
         await done_despite_cancel(_start_again(boxes, host, src, report))
-    return made
 
 
 async def _refuse_taken(boxes: BoxOperations, host: Host, wanted: BoxRecord) -> None:

@@ -10,8 +10,10 @@ with the work it was run on, so a result is never shown for work it did not see.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, cast
@@ -19,7 +21,7 @@ from typing import Protocol, cast
 from hbtui.core import agents as agents_core
 from hbtui.core import ansi, work_box
 from hbtui.core.agents import IDLE, BoxAgents
-from hbtui.core.boxes import BoxOperations
+from hbtui.core.boxes import BoxOperations, to_the_end
 from hbtui.core.hosts import HostPool
 from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.core.views import BoxView
@@ -29,7 +31,9 @@ from hbtui.core.work import (
     WorkDiff,
     WorkError,
     WorkRecord,
+    branch_work,
     diff,
+    work_record,
 )
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore
@@ -168,6 +172,41 @@ def _prefixed(box: str, report: Report) -> Report:
     return relay
 
 
+async def _make_boxes(
+    names: list[str],
+    make: Callable[[str, Report], Awaitable[object]],
+    undo: Callable[[str], Awaitable[object]],
+    report: Report,
+) -> tuple[list[str], dict[str, str]]:
+    """The boxes of a try or of a branch N ways, TRY_CONCURRENCY at a time: the ones
+    made, and why each other one could not be (its own rollback removed it; the others
+    stay). Cancelled (Ctrl-C, SIGTERM), the boxes made so far are removed too."""
+    limit = asyncio.Semaphore(TRY_CONCURRENCY)
+    failed: dict[str, str] = {}
+    made: list[str] = []
+
+    async def one(box: str) -> None:
+        async with limit:
+            try:
+                await make(box, _prefixed(box, report))
+                made.append(box)
+            except HbtuiError as exc:
+                failed[box] = exc.message
+                report(Notice(f"{box}: {exc.message}"))
+
+    try:
+        await asyncio.gather(*(one(box) for box in names))
+    except BaseException:
+        for box in made:
+            report(Phase(f"removing {box}: interrupted"))
+            try:
+                await to_the_end(undo(box))
+            except HbtuiError as exc:
+                report(Notice(f"{box} stays (remove it: hbtui rm {box}): {exc.message}"))
+        raise
+    return [box for box in names if box in made], failed
+
+
 def _fingerprint(d: WorkDiff) -> str:
     files = ",".join(f"{f.path}:{f.added}:{f.deleted}" for f in d.files)
     return f"{d.head} {files}"
@@ -250,35 +289,81 @@ class TryOperations:
             raise UsageError(f"a try named {name!r} exists (see: hbtui try ls {name})")
         if not work.agent:
             raise UsageError("a try needs an agent: --agent claude|codex|hermes")
-        registry = self._boxes.registry.read()
-        taken = [box for box in names if registry.get(box, host) is not None]
-        if taken:  # known before any box is made: nothing is made
-            raise UsageError(
-                f"a box named {taken[0]!r} exists; a try {name} makes {', '.join(names)}: "
-                "remove it or name the try otherwise"
-            )
+        self._refuse_taken(names, name, host)
         door = cast(_Door, self)
-        limit = asyncio.Semaphore(TRY_CONCURRENCY)
-        failed: dict[str, str] = {}
-        made: list[str] = []
 
-        async def one(box: str) -> None:
-            async with limit:
-                try:
-                    spec = NewSpec(box, host=host, work=work)
-                    await door.new(spec, report=_prefixed(box, report))
-                    made.append(box)
-                except HbtuiError as exc:
-                    failed[box] = exc.message
-                    report(Notice(f"{box}: {exc.message}"))
+        async def make(box: str, said: Report) -> None:
+            await door.new(NewSpec(box, host=host, work=work), report=said)
 
-        await asyncio.gather(*(one(box) for box in names))
-        record = TryRecord(
-            name, str(work.seed.repo), work.seed.seed, check, [b for b in names if b in made]
-        )
+        made, failed = await _make_boxes(names, make, lambda box: door.remove(box, host), report)
+        record = TryRecord(name, str(work.seed.repo), work.seed.seed, check, made)
         if made:
             self._tries.put(host, record)
         return record, failed
+
+    async def branch_count(
+        self,
+        source: str,
+        count: int,
+        name: str = "",
+        host: str = LOCAL,
+        *,
+        check: str = "",
+        branchable: bool | None = None,
+        report: Report = ignore,
+    ) -> tuple[TryRecord, dict[str, str]]:
+        """`source` branched N ways, NAME-1..NAME-N (NAME: the source's name), as a try
+        from a box that has done part of the work: each branch keeps the source's seed
+        and gets its own branch hb/NAME-K, so diff, pull and `try ls/keep` work on them.
+        Returns the try and, for each branch that could not be made, why."""
+        from hbtui.core import instant
+
+        self._try_host(host)
+        check_name(source)
+        name = name or source
+        check_name(name)
+        names = box_names(name, count)
+        if self._tries.get(host, name) is not None:
+            raise UsageError(f"a try named {name!r} exists (see: hbtui try ls {name})")
+        book = WorkBook(self.paths)
+        seeded = work_record(self._boxes, book, source, host)
+        self._refuse_taken(names, name, host)
+        async with contextlib.AsyncExitStack() as held:
+            for box in sorted({source, *names}):  # one order: no two holders wait on each other
+                await held.enter_async_context(self._boxes.locks.hold(host, box, "branch"))
+            async with instant.branching(
+                self._boxes, source, names, host_name=host, branchable=branchable, report=report
+            ) as make_branch:
+
+                async def make(box: str, said: Report) -> None:
+                    await make_branch(box, said)
+                    try:
+                        await branch_work(self._boxes, book, seeded, source, box, host)
+                    except BaseException:
+                        said(Phase(f"removing {box}: its work could not be branched"))
+                        await to_the_end(self._boxes.remove(box, host))
+                        book.drop(host, box)
+                        raise
+
+                async def undo(box: str) -> None:
+                    await self._boxes.remove(box, host)
+                    book.drop(host, box)
+
+                made, failed = await _make_boxes(names, make, undo, report)
+        record = TryRecord(name, seeded.repo, seeded.seed, check, made)
+        if made:
+            self._tries.put(host, record)
+        return record, failed
+
+    def _refuse_taken(self, names: list[str], name: str, host: str) -> None:
+        """A name a box has stops a try or a branch before any box is made."""
+        registry = self._boxes.registry.read()
+        taken = [box for box in names if registry.get(box, host) is not None]
+        if taken:
+            raise UsageError(
+                f"a box named {taken[0]!r} exists; {name} makes {', '.join(names)}: "
+                "remove it or choose another name"
+            )
 
     def _try_record(self, name: str, host: str) -> TryRecord:
         self._try_host(host)

@@ -14,7 +14,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from hbtui.core import ansi, gitops, work_box
@@ -169,13 +169,26 @@ def check_task(task: str, agent: str) -> None:
         raise UsageError("the task holds a NUL character")
 
 
+# Hermes takes no first prompt on its command line but an interactive one: the task is
+# pasted into its input line before it starts, as one bracketed paste and then Enter, so a
+# task of many lines is one prompt. It waits in the terminal as typed: `stty` turns off
+# the line discipline (no 4 KiB line limit, no ^C or ^U read as keys, Enter stays CR), and
+# a theme hint spares Hermes its terminal colour query, which flushes pending input.
+_HERMES = """umask 077
+stty -icanon -echo -isig -iexten -icrnl -ixon
+[ -n "$HERMES_LIGHT$HERMES_TUI_LIGHT$HERMES_TUI_THEME$HERMES_TUI_BACKGROUND$COLORFGBG" ] ||
+    export HERMES_TUI_THEME=dark
+{ printf '\\033[200~'; tr -d '\\033' < "$1"; printf '\\033[201~\\r'; } > "$1.paste"
+tmux load-buffer -b "hbtui-task-$$" "$1.paste" \\; paste-buffer -d -r -b "hbtui-task-$$" -t "$TMUX_PANE"
+rm -f "$1.paste"
+exec hermes
+"""
+
+
 def _launcher(agent: str, task_file: str) -> str:
     """The agent's start in its tmux window; the task is read from a file in the box."""
-    if agent == "hermes":  # its first prompt is typed into its own input line
-        return (
-            f'tmux send-keys -t "$TMUX_PANE" -l -- "$(cat {task_file})" \\; '
-            'send-keys -t "$TMUX_PANE" Enter\nexec hermes\n'
-        )
+    if agent == "hermes":
+        return f"set -- '{task_file}'\n{_HERMES}"
     if not agent:
         return "exec bash -l\n"
     return f'task=$(cat {task_file})\nexec {agent} "$task"\n'
@@ -243,7 +256,28 @@ async def _start_agent(
         raise WorkError(f"starting {request.agent} in box {name} failed: {answer.why()}")
 
 
-def _record(boxes: BoxOperations, book: WorkBook, name: str, host: str) -> WorkRecord:
+async def branch_work(
+    boxes: BoxOperations, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str
+) -> WorkRecord:
+    """A branch of a box with a clone: its copy of the clone's branch hb/SRC becomes
+    hb/NAME (and the commit identity hbtui gave SRC, NAME's); the seed stays the
+    source's, so the branch's work is measured from where the source's began."""
+    record = replace(source, branch=branch_name(name))
+    host = await boxes.hosts.get(host_name)
+    answer = await work_box.run_step(
+        host, name, work_box.BRANCH_SCRIPT,
+        [record.clone, source.branch, record.branch, src, name], cap=64 * 1024,
+    )  # fmt: skip
+    if answer.first("noclone") is not None:
+        raise WorkError(f"box {src} has no clone at {record.clone} to branch")
+    if answer.returncode != 0:
+        raise WorkError(f"naming the branch {record.branch} in box {name} failed: {answer.why()}")
+    book.put(host_name, name, record)
+    return record
+
+
+def work_record(boxes: BoxOperations, book: WorkBook, name: str, host: str) -> WorkRecord:
+    """The box's work record; a box that does not exist, or has none, is one line."""
     record = book.get(host, name)
     if record is None and boxes.registry.read().get(name, host) is None:
         where = "" if host == LOCAL else f" on {host}"
@@ -301,7 +335,7 @@ def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answe
 async def diff(
     boxes: BoxOperations, book: WorkBook, name: str, host_name: str, *, patch: bool
 ) -> WorkDiff:
-    record = _record(boxes, book, name, host_name)
+    record = work_record(boxes, book, name, host_name)
     host = await boxes.hosts.get(host_name)
     with _reaching(name):
         answer = await work_box.run_step(
@@ -327,7 +361,7 @@ async def pull(
 ) -> PullResult:
     """The box's branches into the host repository under refs/remotes/box/BOX/, once the
     bundle has passed every check (see hbtui.core.gitops); a refusal changes nothing."""
-    record = _record(boxes, book, name, host_name)
+    record = work_record(boxes, book, name, host_name)
     target = await gitops.repo_top(_repo(record, repo))
     cap = pull_max()
     host = await boxes.hosts.get(host_name)

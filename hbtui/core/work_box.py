@@ -90,6 +90,17 @@ base64 -w {B64_WIDTH} "$t/b" 2>/dev/null
 echo "{TAG} end"
 """
 
+# $1 clone  $2 the source box's branch  $3 this box's  $4 source box  $5 this box
+BRANCH_SCRIPT = f"""set -u
+cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
+if git show-ref -q --verify "refs/heads/$2"; then git branch -m "$2" "$3" || exit 4; fi
+if [ "$(git config user.name)" = "agent in $4" ]; then git config user.name "agent in $5"; fi
+if [ "$(git config user.email)" = "agent@$4.hbtui.invalid" ]; then
+    git config user.email "agent@$5.hbtui.invalid"
+fi
+echo "{TAG} branch $(git symbolic-ref -q --short HEAD)"
+"""
+
 # $1 clone  $2 launcher file
 START_SCRIPT = """set -eu
 if tmux has-session -t main 2>/dev/null; then
