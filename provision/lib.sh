@@ -98,6 +98,8 @@ step_data_skeleton() {
     for d in workspace .config .config/hermes-box .local .local/bin .local/share .local/state .cache; do
         install -d -o "$HB_AGENT" -g "$HB_AGENT" "$HB_AGENT_HOME/$d"
     done
+    # Codex refuses to run at all while its CODEX_HOME (profile.sh) is missing.
+    install -d -m 0700 -o "$HB_AGENT" -g "$HB_AGENT" "$HB_AGENT_HOME/.codex"
     local f
     for f in workload executor socat; do
         [[ -e $HB_LOGS/$f.log ]] || install -m 0644 -o "$HB_AGENT" -g "$HB_AGENT" /dev/null "$HB_LOGS/$f.log"
