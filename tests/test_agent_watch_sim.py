@@ -1,0 +1,156 @@
+"""The agents' status stream (`Service.watch_agents`, `hb agents --watch`) against the
+simulator: a status file written in the box shows in the stream, the stream ends with the
+box, a helper without --watch is polled, and a hostile stream is bounded and says why."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from support import SIM_RECIPE
+from support.agents import in_box
+from support.cli import hbtui, ok
+
+pytestmark = [
+    pytest.mark.sim,
+    pytest.mark.skipif(shutil.which("node") is None, reason="the box's agent helpers need node"),
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+STATE = "/data/home/agent/.local/state/hermes-box/agents"
+HELPER = "/opt/hermes-box/bin/hb-agents"
+
+# A live process and a status file naming it, written as hb-agent-hook writes one (to a
+# temporary name, then renamed): a session that needs the user.
+ASK = f"""
+set -e
+mkdir -p {STATE}
+setsid sleep 600 </dev/null >/dev/null 2>&1 &
+pid=$!
+start=$(python3 -c 'import sys; s=open(f"/proc/{{sys.argv[1]}}/stat").read(); print(s[s.rindex(")")+2:].split()[19])' $pid)
+printf '{{"session_id":"s1","status":"needs-you","pid":%s,"proc_start":"%s","since":%s,"waiting_for":"Bash: make test"}}' \\
+    $pid "$start" $(date +%s) > {STATE}/s1.json.tmp
+mv {STATE}/s1.json.tmp {STATE}/s1.json
+"""
+
+
+async def until(
+    events: AsyncIterator[object], wanted: Callable[[object], bool], timeout: float = 60
+) -> object:
+    """The first event `wanted` accepts (the timeout only ends a test that hangs)."""
+    async with asyncio.timeout(timeout):
+        async for event in events:
+            if wanted(event):
+                return event
+    raise AssertionError("the watch ended")
+
+
+def row_of(event: object, box: str = "b1"):
+    from hbtui.core.agent_watch import AgentsChanged
+
+    return event.row if isinstance(event, AgentsChanged) and event.row.box == box else None
+
+
+def replace_helper(sim_env: dict[str, str], source: str) -> None:
+    """The box's hb-agents, as root (it is the recipe's file)."""
+    subprocess.run(
+        [
+            sim_env["HBTUI_SMOLVM"],
+            "--state-dir",
+            sim_env["HBTUI_SMOLVM_STATE_DIR"],
+            "machine",
+            "exec",
+            "--name",
+            "b1",
+            "-i",
+            "--",
+            "sh",
+            "-c",
+            f"cat > {HELPER}.new && mv {HELPER}.new {HELPER}",
+        ],
+        input=source.encode(),
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def box(sim_env):
+    ok(hbtui("new", "b1", "--recipe", str(SIM_RECIPE), "-q", env=sim_env, timeout=300))
+    return sim_env
+
+
+async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_box(
+    box, sim_service
+):
+    from hbtui.core.agent_watch import AgentsChanged, AgentsGone
+
+    watch = sim_service.watch_agents(relist=0.5)
+    events = watch.events()
+    try:
+        first = await until(events, lambda e: row_of(e) is not None)
+        assert isinstance(first, AgentsChanged) and first.via == "stream"
+        assert first.row.error == "" and first.row.sessions == ()
+        await asyncio.to_thread(in_box, box, ASK)
+        asked = await until(events, lambda e: bool(row_of(e) and row_of(e).sessions))
+        [session] = asked.row.sessions
+        assert (session.session_id, session.status) == ("s1", "needs-you")
+        assert session.waiting_for == "Bash: make test"
+        assert watch.streams == 1
+        await asyncio.to_thread(lambda: ok(hbtui("stop", "b1", env=box)))
+        gone = await until(events, lambda e: isinstance(e, AgentsGone))
+        assert (gone.host, gone.box) == ("local", "b1")
+        assert watch.streams == 0
+    finally:
+        await events.aclose()
+
+
+async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(
+    box, sim_service
+):
+    # The helper of a box made before --watch: `hb agents --watch` is bad usage there.
+    old = subprocess.run(
+        ["git", "-C", str(ROOT), "show", "80454e9:guest/hb-agents"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "--watch" not in old
+    replace_helper(box, old)
+    await asyncio.to_thread(in_box, box, ASK)
+    watch = sim_service.watch_agents(relist=0.5)
+    events = watch.events()
+    try:
+        polled = await until(events, lambda e: bool(row_of(e) and row_of(e).sessions))
+        assert polled.via == "poll" and polled.row.sessions[0].status == "needs-you"
+    finally:
+        await events.aclose()
+
+    hostile = {
+        # one 10 MB line
+        "more than 1024 KB": "process.stdout.write('x'.repeat(10 << 20) + '\\n');"
+        "setTimeout(() => {}, 600000);",
+        # a listing, then lines that are not JSON
+        "not JSON": "process.stdout.write('{\"v\":1,\"sessions\":[]}\\n');"
+        "setInterval(() => process.stdout.write('\\x1b]0;pwned\\x07 garbage\\n'), 200);",
+        # valid listings as fast as it can
+        "floods": "const l = JSON.stringify({v: 1, sessions: []}) + '\\n';"
+        "const go = () => { while (process.stdout.write(l)); process.stdout.once('drain', go); };"
+        "go();",
+    }
+    for why, script in hostile.items():
+        replace_helper(box, script)
+        watch = sim_service.watch_agents(relist=0.5)
+        events = watch.events()
+        try:
+            bad = await until(events, lambda e: bool(row_of(e) and row_of(e).error))
+            assert why in bad.row.error and "\x1b" not in bad.row.error, bad.row.error
+            assert bad.row.sessions == ()
+        finally:
+            await events.aclose()
+        assert watch.streams == 0  # closing the watch ended the exec
