@@ -85,9 +85,7 @@ def box(sim_env):
     return sim_env
 
 
-async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_box(
-    box, sim_service
-):
+async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_box(box, sim_service):
     from hbtui.core.agent_watch import AgentsChanged, AgentsGone
 
     watch = sim_service.watch_agents(relist=0.5)
@@ -110,9 +108,7 @@ async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_bo
         await events.aclose()
 
 
-async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(
-    box, sim_service
-):
+async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(box, sim_service):
     # The helper of a box made before --watch: `hb agents --watch` is bad usage there.
     old = subprocess.run(
         ["git", "-C", str(ROOT), "show", "80454e9:guest/hb-agents"],
@@ -136,7 +132,7 @@ async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(
         "more than 1024 KB": "process.stdout.write('x'.repeat(10 << 20) + '\\n');"
         "setTimeout(() => {}, 600000);",
         # a listing, then lines that are not JSON
-        "not JSON": "process.stdout.write('{\"v\":1,\"sessions\":[]}\\n');"
+        "not JSON": 'process.stdout.write(\'{"v":1,"sessions":[]}\\n\');'
         "setInterval(() => process.stdout.write('\\x1b]0;pwned\\x07 garbage\\n'), 200);",
         # valid listings as fast as it can
         "floods": "const l = JSON.stringify({v: 1, sessions: []}) + '\\n';"
@@ -154,3 +150,36 @@ async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(
         finally:
             await events.aclose()
         assert watch.streams == 0  # closing the watch ended the exec
+
+
+async def test_the_dashboard_shows_needs_you_from_the_stream(box, sim_service):
+    from textual.widgets import Static
+
+    from hbtui.core.agents import NEEDS_YOU
+    from hbtui.tui.agent_state import lead
+    from hbtui.tui.app import HbtuiApp
+
+    from support.pilot import rows
+    from support.pilot import until as pilot_until
+
+    polled = []
+
+    async def no_poll(*args: object, **kwargs: object) -> list:
+        polled.append(args)
+        raise AssertionError("the dashboard polled")
+
+    sim_service.agents = no_poll  # what shows must come from the stream
+    app = HbtuiApp(sim_service, refresh_seconds=1)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot_until(pilot, lambda: ("local", "b1") in app.main.agents, timeout=60)
+        await asyncio.to_thread(in_box, box, ASK)
+
+        def asked() -> bool:
+            row = app.main.agents.get(("local", "b1"))
+            first = lead(row) if row is not None else None
+            return first is not None and first.status == NEEDS_YOU
+
+        await pilot_until(pilot, asked, timeout=60, what="needs-you")
+        assert "needs-you" in rows(app)["local/b1"]
+        assert "1 needs you" in str(app.main.query_one("#host-status", Static).render())
+    assert polled == []
