@@ -149,7 +149,14 @@ async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(
             assert bad.row.sessions == ()
         finally:
             await events.aclose()
-        assert watch.streams == 0  # closing the watch ended the exec
+        assert watch.streams == 0  # closing the watch ended the exec, in the box too:
+        await asyncio.to_thread(helper_gone, box)
+
+
+def helper_gone(sim_env: dict[str, str]) -> None:
+    """Wait until no hb-agents runs in the box (the pattern does not match itself)."""
+    while hbtui("exec", "b1", "--", "pgrep", "-f", "node [/]opt", env=sim_env).returncode == 0:
+        pass
 
 
 async def test_the_dashboard_shows_needs_you_from_the_stream(box, sim_service):
@@ -183,3 +190,34 @@ async def test_the_dashboard_shows_needs_you_from_the_stream(box, sim_service):
         assert "needs-you" in rows(app)["local/b1"]
         assert "1 needs you" in str(app.main.query_one("#host-status", Static).render())
     assert polled == []
+
+
+async def test_a_remote_stream_comes_back_after_the_connection_drops(
+    trusted_host, sim_env, monkeypatch
+):
+    from hbtui.wiring import build_service
+
+    env, _state, server = trusted_host
+    local = {k: sim_env[k] for k in ("HBTUI_SMOLVM", "HBTUI_SMOLVM_STATE_DIR")}
+    env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE), **local)
+    ok(hbtui("new", "rb1", "--host", "r1", "-q", env=env, timeout=300))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    service = build_service()
+    watch = service.watch_agents(relist=0.5)
+    events = watch.events()
+    try:
+        first = await until(events, lambda e: row_of(e, "rb1") is not None)
+        assert first.via == "stream" and first.row.host == "r1" and first.row.error == ""
+        server.drop_connections()
+        script = ASK.replace("s1", "s-remote")
+        await asyncio.to_thread(
+            lambda: ok(hbtui("exec", "rb1", "--host", "r1", "--", "sh", "-c", script, env=env))
+        )
+        asked = await until(events, lambda e: bool(row_of(e, "rb1") and row_of(e, "rb1").sessions))
+        assert asked.via == "stream"
+        assert [s.session_id for s in asked.row.sessions] == ["s-remote"]
+    finally:
+        await events.aclose()
+        await service.close()
+    ok(hbtui("rm", "rb1", "--host", "r1", "--force", env=env))

@@ -4,7 +4,8 @@
 `hb agents --json`) once at start and again whenever it changes, so a permission request
 reaches the host in a fraction of a second where a 2 s poll cannot. `AgentWatch` keeps one
 such exec per running box (started a bounded number at once), ends it when the box stops,
-restarts it with backoff when it ends (a box restarted, a dropped SSH connection), and polls
+restarts it when it ends (a box restarted, a dropped SSH connection: after 1 s, doubled up
+to 60 s while the new one fails or ends within 10 s), and polls
 the boxes whose helper has no `--watch`: an exec that exits with status 2 (`hb`'s and
 `hb agents`' "bad usage") before its first line.
 
@@ -43,6 +44,7 @@ BYTES_PER_SECOND, BYTES_BURST = 512 * 1024.0, 2 * 1024 * 1024.0
 STREAMS_MAX = 100  # streams at once; boxes past it are polled
 POLL_SECONDS = 2.0  # for a box whose helper has no --watch
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 60.0
+LASTED = 10.0  # a stream that ends sooner (and did not fail) still doubles the pause
 GARBAGE_FIRST = 5  # lines that are not JSON tolerated before the first good one
 NO_WATCH = 2  # the exit status of a helper that does not know --watch
 
@@ -187,7 +189,9 @@ class AgentWatch:
                 )
                 await asyncio.sleep(POLL_SECONDS)
                 continue
+            began = asyncio.get_running_loop().time()
             ended = await self._stream(key, view)
+            lasted = asyncio.get_running_loop().time() - began >= LASTED
             if ended.no_watch:
                 self._polled.add(key)
                 continue
@@ -195,7 +199,7 @@ class AgentWatch:
                 self._put(
                     key, AgentsChanged(BoxAgents(view.name, view.host, error=ended.error), "stream")
                 )
-            pause = BACKOFF_FIRST if ended.good else min(pause * 2, BACKOFF_MAX)
+            pause = BACKOFF_FIRST if ended.good and lasted else min(pause * 2, BACKOFF_MAX)
             await asyncio.sleep(pause)
 
     async def _stream(self, key: Key, view: BoxView) -> _Ended:
