@@ -47,8 +47,8 @@ class Agents(BoxActions):
         """Tell the streams which boxes run; where they cannot run, ask now, or, while an
         ask is out, once more right after it (a tick is never lost: a slow box would
         otherwise halve the rate)."""
-        if self._paused or self._stream_agents():
-            return
+        if self._paused or not self.screen_stack or self._stream_agents():
+            return  # (no screen: the dashboard is closing)
         if self._agents_worker is None or self._agents_worker.is_finished:
             self._agents_again = False
             self._agents_worker = self._start(self._agents, "agents")
@@ -101,7 +101,8 @@ class Agents(BoxActions):
             self._to_main(AgentsLoaded(None, describe_error(exc)))
 
     async def stop_watching_agents(self) -> None:
-        watch, self._watch = self._watch, None
+        """The streams end with the dashboard (and none starts again)."""
+        watch, self._watch, self._watch_failed = self._watch, None, True
         if watch is not None:
             await watch.close()
 
