@@ -19,7 +19,8 @@ selected box's agent preview shown (its pane captured every second). Over --seco
                           the dashboard, for 10 s before it starts, says what the
                           machine's load alone costs; column_update_cpu_p95_ms is the
                           CPU time of one update of the Agent column, which load does
-                          not stretch)
+                          not stretch; box_watchers_cpu_percent is what the boxes'
+                          `hb agents --watch` used meanwhile, all together)
   ask_to_shown_p95_ms     from a stand-in writing `needs-you` (its `since`, the box and
                           host share a clock) to the Agent column showing it, p95
 
@@ -122,6 +123,22 @@ def make_boxes(hbtui: str, names: list[str], period: float) -> None:
         list(pool.map(make, enumerate(names)))
 
 
+def watchers_cpu() -> float:
+    """CPU seconds used so far by the boxes' `hb agents --watch` (the simulator's boxes
+    are processes of this kernel); a watcher that ended since is not counted."""
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if b"hb-agents\0--watch" in cmdline:
+            fields = stat[stat.rindex(")") + 2 :].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 async def tick_lags(seconds: float) -> list[float]:
     """How late a 50 ms timer fires on this event loop, each time, for `seconds`."""
     loop = asyncio.get_running_loop()
@@ -195,9 +212,11 @@ async def measure(boxes: int, seconds: float) -> dict[str, float | int]:
         await pilot.press("v")  # the selected box's agent screen, captured every second
         asks = Asks(app.main.query_one(BoxTable))
         asks.start(app.main.agents)
+        in_boxes = watchers_cpu()
         before, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
         lags = await tick_lags(seconds)
         after, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic() - wall
+        in_boxes = watchers_cpu() - in_boxes
         asks.counting = False
         cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / wall
 
@@ -221,6 +240,7 @@ async def measure(boxes: int, seconds: float) -> dict[str, float | int]:
         "all_boxes_shown_s": round(shown_s, 1),
         "tick_p95_ms_without_dashboard": round(p95(bare) * 1000, 1),
         "column_update_cpu_p95_ms": round(p95(asks.work) * 1000, 1),
+        "box_watchers_cpu_percent": round(in_boxes / wall * 100, 1),
     }
 
 
