@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hbtui.config import Config, HostSettings, config_to_dict, split_list
 from hbtui.core import backups, leftovers, scratch
 from hbtui.core import credentials as creds
+from hbtui.core.agent_watch import AgentWatchOperations
 from hbtui.core.agents import AgentOperations
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, BaseCheck, NewPlan
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 # `ls` should not pay for tar, tempfile or platform probing at start-up.
 
 
-class Service(AgentOperations, WorkOperations, TryOperations):
+class Service(AgentOperations, AgentWatchOperations, WorkOperations, TryOperations):
     def __init__(
         self,
         paths: Paths,

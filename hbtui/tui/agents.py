@@ -1,8 +1,11 @@
 """The agents in the boxes: asking what they do, showing an agent's screen, answering it.
 
-The main screen asks (`AgentsWanted` every AGENT_SECONDS while boxes run,
-`AgentPaneWanted` every second while the preview shows); each ask is one worker,
-never two at once, and its answer goes back as a message. Approve, deny and send go
+What the agents do comes from the boxes' status streams (`Service.watch_agents`, one
+long-lived exec per running box, told which boxes run at each `AgentsWanted`): each change
+goes to the main screen as it happens. Where the watch cannot run at all, the main screen's
+`AgentsWanted` (every AGENT_SECONDS while boxes run) polls `Service.agents()` instead, one
+worker, never two at once. `AgentPaneWanted` (every second while the preview shows) asks
+for the selected agent's screen. Approve, deny and send go
 through the Service (`answer_agent`, `send_to_agent`), which checks in the box what is
 pending; what it refuses is one notification. A box that turns needs-you rings the
 terminal's bell, asks the terminal for a desktop notification (OSC 9) and runs
@@ -15,6 +18,7 @@ from functools import partial
 
 from textual.worker import Worker
 
+from hbtui.core.agent_watch import AgentsGone, AgentWatch
 from hbtui.core.agents import BoxAgents
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.agent_state import live, waiting
@@ -33,14 +37,18 @@ class Agents(BoxActions):
     _pane_worker: Worker[None] | None = None
     # (host, box, session) of every session that waited at the last ask; None: not asked yet
     _waited: set[tuple[str, str, str]] | None = None
+    _alerted_boxes: frozenset[BoxKey] = frozenset()  # the boxes the last ask had a row for
+    _watch: AgentWatch | None = None
+    _watch_failed = False  # the streams cannot run here: poll
 
     # -- what the agents do ----------------------------------------------------------------
 
     def on_agents_wanted(self, _message: AgentsWanted) -> None:
-        """Ask now, or, while an ask is out, once more right after it (a tick is never
-        lost: a slow box would otherwise halve the rate)."""
-        if self._paused:
-            return
+        """Tell the streams which boxes run; where they cannot run, ask now, or, while an
+        ask is out, once more right after it (a tick is never lost: a slow box would
+        otherwise halve the rate)."""
+        if self._paused or not self.screen_stack or self._stream_agents():
+            return  # (no screen: the dashboard is closing)
         if self._agents_worker is None or self._agents_worker.is_finished:
             self._agents_again = False
             self._agents_worker = self._start(self._agents, "agents")
@@ -60,15 +68,55 @@ class Agents(BoxActions):
                 return
             self._agents_again = False
 
+    def _stream_agents(self) -> bool:
+        """The running boxes handed to the status streams (the watch starts at the first
+        call); False when the watch cannot run, and the poll asks instead."""
+        if self._watch_failed:
+            return False
+        if self._watch is None:
+            try:
+                self._watch = self.service.watch_agents()
+            except Exception:  # a Service without streams: the poll does it
+                self._watch_failed = True
+                return False
+            self._start(partial(self._watching, self._watch), "agents-watch")
+        listing = self.main.listing
+        self._watch.track(listing.boxes if listing is not None else [])
+        return True
+
+    async def _watching(self, watch: AgentWatch) -> None:
+        """Every change of a box's agents, shown as it comes (all rows each time)."""
+        rows: dict[BoxKey, BoxAgents] = {}
+        try:
+            async for event in watch.events():
+                if isinstance(event, AgentsGone):
+                    rows.pop((event.host, event.box), None)
+                else:
+                    rows[(event.row.host, event.row.box)] = event.row
+                shown = list(rows.values())
+                self._alert_new(shown)
+                self._to_main(AgentsLoaded(shown))
+        except Exception as exc:  # the dashboard outlives a broken watch: it polls
+            self._watch, self._watch_failed = None, True
+            self._to_main(AgentsLoaded(None, describe_error(exc)))
+
+    async def stop_watching_agents(self) -> None:
+        """The streams end with the dashboard (and none starts again)."""
+        watch, self._watch, self._watch_failed = self._watch, None, True
+        if watch is not None:
+            await watch.close()
+
     def _alert_new(self, rows: list[BoxAgents]) -> None:
-        """Alert for each session that waits now and did not at the last ask (none on the
-        first ask: what already waits is on the screen the user just opened)."""
+        """Alert for each session that waits now and did not at the last ask, in a box
+        the last ask had a row for (none at first: what already waits is on the screen
+        the user just opened)."""
         now = {(s.host, s.box, s.session_id): s for row in rows for s in waiting(row)}
         before, self._waited = self._waited, set(now)
+        boxes, self._alerted_boxes = self._alerted_boxes, frozenset((r.host, r.box) for r in rows)
         if before is None:
             return
         for key, session in now.items():
-            if key not in before:
+            if key not in before and key[:2] in boxes:
                 self.alert(alert_text(session))
 
     def alert(self, text: str) -> None:

@@ -87,7 +87,8 @@ class HbtuiApp(WorkActions, Agents):
         self.call_later(self._shut_down)
 
     async def on_unmount(self) -> None:
-        """Let go of the web forwards kept while the dashboard ran."""
+        """Let go of the web forwards kept while the dashboard ran, and end the agents'
+        status streams (their execs are reaped before the loop closes)."""
         loop = asyncio.get_running_loop()
         for signum in TERMINATING:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -95,6 +96,7 @@ class HbtuiApp(WorkActions, Agents):
         kept, self._web = list(self._web.values()), {}
         for access in kept:
             await self._let_go(access)
+        await self.stop_watching_agents()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A bug in a worker becomes a notification, never a crash."""

@@ -1,7 +1,8 @@
 """The agents part of the main screen: the Agent column's data, the needs-you count
 and queue, and the live preview of the selected box's agent.
 
-It asks the App (`AgentsWanted` every AGENT_SECONDS while some box runs,
+It asks the App (`AgentsWanted` every AGENT_SECONDS while some box runs: the App's
+status streams then learn which boxes run, or it polls them;
 `AgentPaneWanted` every PREVIEW_SECONDS while the preview shows) and shows the
 answers; the App's workers do the asking.
 """
@@ -63,12 +64,14 @@ class AgentPanel(Screen[None]):
         self.set_interval(AGENT_SECONDS, self.want_agents, name="agents")
 
     def want_agents(self) -> None:
-        """Ask again while some box runs; with none, nothing is left to show."""
+        """Ask again while some box runs; with none, nothing is left to show (and the
+        streams hear that the last box stopped)."""
         if self._boxes_running():
             self._agents_asked = True
             self.post_message(AgentsWanted())
         elif self.agents:
             self._show_agents({})
+            self.post_message(AgentsWanted())
 
     def listing_shown(self) -> None:
         """The first listing with a running box asks at once, not a tick later."""
