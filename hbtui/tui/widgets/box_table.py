@@ -122,6 +122,7 @@ class BoxTable(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.views: dict[str, BoxView] = {}
         self._shown: dict[str, tuple[Text, ...]] = {}
+        self._cell_widths: dict[str, tuple[int, ...]] = {}  # each shown row's, measured once
         self._sources: dict[str, RowSource] = {}  # what each row was drawn from
         self._order: list[str] = []  # row keys, top to bottom
         self._index: dict[str, int] = {}
@@ -245,6 +246,7 @@ class BoxTable(ScrollView, can_focus=True):
         wanted = {k: v for k, v in self.views.items() if matches(v, self.filter_text)}
         for key in [k for k in self._shown if k not in wanted]:
             del self._shown[key]
+            del self._cell_widths[key]
             self._sources.pop(key, None)
             self._strips.pop(key, None)
             self._order_stale = True
@@ -298,15 +300,17 @@ class BoxTable(ScrollView, can_focus=True):
         if old is None or SORTS[self.sort_index][1](old[0]) != SORTS[self.sort_index][1](view):
             self._order_stale = True
         new = cells(view, activity, now, usage, agent)
-        before = self._shown.get(key)
+        measured = tuple(c.cell_len for c in new)
+        before = self._cell_widths.get(key)
         self._shown[key] = new
+        self._cell_widths[key] = measured
         if before is not None and any(
-            min(o.cell_len, cap) >= w > n.cell_len
-            for o, n, w, cap in zip(before, new, self._widths, _CAPS, strict=True)
+            min(o, cap) >= w > n
+            for o, n, w, cap in zip(before, measured, self._widths, _CAPS, strict=True)
         ):
             self._refit = True  # this row held a column open and no longer does
         widths = [
-            max(w, min(c.cell_len, cap)) for w, c, cap in zip(self._widths, new, _CAPS, strict=True)
+            max(w, min(n, cap)) for w, n, cap in zip(self._widths, measured, _CAPS, strict=True)
         ]
         if widths != self._widths:
             self._set_widths(widths)
@@ -318,10 +322,8 @@ class BoxTable(ScrollView, can_focus=True):
         if not self._refit:
             return
         self._refit = False
-        widths = list(self._least)
-        for row in self._shown.values():
-            widths = [max(w, c.cell_len) for w, c in zip(widths, row, strict=True)]
-        widths = [min(w, cap) for w, cap in zip(widths, _CAPS, strict=True)]
+        columns = zip(self._least, *self._cell_widths.values(), strict=True)
+        widths = [min(max(column), cap) for column, cap in zip(columns, _CAPS, strict=True)]
         if widths != self._widths:
             self._set_widths(widths)
 
