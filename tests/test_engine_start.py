@@ -113,3 +113,27 @@ async def test_an_early_listing_nobody_took_is_ended(tmp_path):
     await asyncio.to_thread(listing.close)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_an_early_listing_given_up_while_awaited_is_ended(tmp_path):
+    """The dashboard ending while its first listing is out: the listing's process ends, and
+    with it the wait of the thread that read it (the interpreter's exit joins that thread; a
+    killed terminal left hbtui waiting as long as the engine took)."""
+    import time
+
+    script = fake_engine(tmp_path / "engine", ls="exec sleep 600")
+    listing = Engine(str(script)).start_listing()
+    proc = listing._proc
+    task = asyncio.create_task(listing.output(timeout=600))
+    while listing._proc is not None:  # taken: a thread reads it now
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    deadline = time.monotonic() + 10
+    while proc.returncode is None:  # the thread's communicate() returned
+        assert time.monotonic() < deadline, "the listing's reader still waits"
+        await asyncio.sleep(0.01)
+    with pytest.raises(ProcessLookupError):
+        os.kill(proc.pid, 0)

@@ -36,6 +36,12 @@ class EarlyListing:
         except subprocess.TimeoutExpired:
             _end(proc)
             return None
+        except asyncio.CancelledError:
+            # The dashboard is ending: the thread waiting on the listing must end too, or
+            # the interpreter's exit waits for it as long as the engine takes.
+            with contextlib.suppress(OSError):
+                proc.kill()
+            raise
         return out if proc.returncode == 0 else None
 
     def close(self) -> None:
