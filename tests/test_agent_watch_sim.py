@@ -14,7 +14,7 @@ import pytest
 
 from support import SIM_RECIPE
 from support.agents import in_box
-from support.cli import hbtui, ok
+from support.cli import as_root, hbtui, ok
 
 pytestmark = [
     pytest.mark.sim,
@@ -58,25 +58,7 @@ def row_of(event: object, box: str = "b1"):
 
 def replace_helper(sim_env: dict[str, str], source: str) -> None:
     """The box's hb-agents, as root (it is the recipe's file)."""
-    subprocess.run(
-        [
-            sim_env["HBTUI_SMOLVM"],
-            "--state-dir",
-            sim_env["HBTUI_SMOLVM_STATE_DIR"],
-            "machine",
-            "exec",
-            "--name",
-            "b1",
-            "-i",
-            "--",
-            "sh",
-            "-c",
-            f"cat > {HELPER}.new && mv {HELPER}.new {HELPER}",
-        ],
-        input=source.encode(),
-        check=True,
-        capture_output=True,
-    )
+    as_root(sim_env, "b1", f"cat > {HELPER}.new && mv {HELPER}.new {HELPER}", input=source.encode())
 
 
 @pytest.fixture

@@ -169,10 +169,9 @@ def tmpfs(where: Path, size: str, *, read_only: bool = False) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)])
 
 
-def as_root(env: dict[str, str], name: str, script: str) -> str:
-    """What `sh -c script` prints run as root in the box, through the engine."""
-    import subprocess
-
+def as_root(env: dict[str, str], name: str, script: str, *, input: bytes | None = None) -> str:
+    """What `sh -c script` prints run as root in the box, through the engine (`input`, if
+    given, is its standard input)."""
     done = subprocess.run(
         [
             env["HBTUI_SMOLVM"],
@@ -182,11 +181,13 @@ def as_root(env: dict[str, str], name: str, script: str) -> str:
             "exec",
             "--name",
             name,
+            *(["-i"] if input is not None else []),
             "--",
             "sh",
             "-c",
             script,
         ],
+        input=input,
         capture_output=True,
         timeout=60,
     )
