@@ -3,11 +3,12 @@ the seed bundle a box is cloned from, and take a box's bundle in only once it ha
 every check.
 
 A box's bundle is untrusted. It is verified against the repository, its ref names are
-checked, and its pack is indexed strictly into a throwaway quarantine repository (which
-borrows the host repository's objects read-only through `objects/info/alternates`), where
-its history and its blob sizes are checked. Only then do its objects move into the host
-repository and its refs, in one transaction, to `refs/remotes/box/BOX/` and nowhere else;
-a refusal leaves the repository exactly as it was.
+checked, and its pack is indexed strictly, once, into a throwaway quarantine object store
+(git's own quarantine environment: the host repository's objects are borrowed read-only
+and no ref can change while it is set), where its history and its blob sizes are checked.
+Only then do its objects move into the host repository and its refs, in one transaction,
+to `refs/remotes/box/BOX/` and nowhere else; a refusal leaves the repository exactly as
+it was.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 import shutil
 import signal
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -46,10 +48,12 @@ class BundleRefused(HbtuiError):
     """A box's bundle failed a check; the host repository was not touched."""
 
 
-def _env() -> dict[str, str]:
-    """No GIT_* of the caller's (GIT_DIR would aim every command elsewhere), no prompt."""
+def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """No GIT_* of the caller's (GIT_DIR would aim every command elsewhere), no prompt;
+    `extra`: hbtui's own GIT_* (a quarantine's)."""
     env = {k: v for k, v in child_env().items() if not k.startswith("GIT_")}
     env["GIT_TERMINAL_PROMPT"] = "0"
+    env.update(extra or {})
     return env
 
 
@@ -65,8 +69,10 @@ async def run_git(
     check: bool = True,
     timeout: float = GIT_TIMEOUT,
     stdin: BinaryIO | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[int, bytes, bytes]:
-    """One git command (in `repo` when given); a failure is a GitError unless `check` is off."""
+    """One git command (in `repo` when given); a failure is a GitError unless `check` is
+    off. `env`: GIT_* variables of hbtui's own for it."""
     argv = ["git", *(["-C", str(repo)] if repo is not None else []), *args]
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -75,7 +81,7 @@ async def run_git(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-            env=_env(),
+            env=_env(env),
         )
     except FileNotFoundError:
         raise GitError("git is not installed on this machine") from None
@@ -247,77 +253,126 @@ def parse_heads(output: bytes, *, wip: bool) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
+class Quarantine:
+    """Where a box's objects wait for their checks: an object store of their own in a
+    scratch folder, git run in the host repository with it as the object directory and
+    the repository's store borrowed read-only. GIT_QUARANTINE_PATH is git's own mark of
+    such a store (receive-pack's): no ref can change while it is set."""
+
+    objects: Path
+    borrowed: Path  # the host repository's object store
+
+    def env(self, *, borrow: bool = True) -> dict[str, str]:
+        """The environment of a git command that sees the quarantine's objects (and,
+        with `borrow`, the repository's too; without, only what the box sent)."""
+        env = {"GIT_OBJECT_DIRECTORY": str(self.objects), "GIT_QUARANTINE_PATH": str(self.objects)}
+        if borrow:
+            quoted = alternates_line(self.borrowed).rstrip(b"\n")
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.fsdecode(quoted)
+        return env
+
+
+@dataclass(frozen=True)
 class CheckedBundle:
     """A box's bundle that passed every check: its refs, and its objects in quarantine."""
 
     heads: list[tuple[str, str]]  # (commit, ref in the box)
-    quarantine: Path
+    quarantine: Quarantine
 
 
 async def check_bundle(
-    repo: Path, bundle: Path, folder: Path, *, seed: str, blob_max: int, wip: bool
-) -> CheckedBundle:
-    """Every check a box's bundle must pass before it reaches `repo`: verify, the ref
-    names, a strict index of its pack into a quarantine repository in `folder`, the seed
-    in every branch's history, no file over `blob_max` bytes."""
-    code, _, err = await run_git(repo, "bundle", "verify", "-q", str(bundle), check=False)
+    repo: Path, objects: Path, bundle: Path, folder: Path, *, seed: str, blob_max: int,
+    wip: bool,
+) -> CheckedBundle:  # fmt: skip
+    """Every check a box's bundle must pass before it reaches `repo` (whose object store
+    is `objects`): verify, the ref names, a strict index of its pack into a quarantine in
+    `folder`, the seed in every branch's history, no file over `blob_max` bytes. The pack
+    is read once; the steps that need not wait for each other run at once, and a
+    refusal names the first check (in that order) the bundle failed."""
+    quarantine = Quarantine(folder / "quarantine", objects)
+    (quarantine.objects / "pack").mkdir(parents=True)
+    verified, listed, indexed = await asyncio.gather(
+        run_git(repo, "bundle", "verify", "-q", str(bundle), check=False),
+        run_git(None, "bundle", "list-heads", str(bundle), check=False),
+        _index_pack(repo, quarantine, bundle),
+    )
+    code, _, err = verified
     if code != 0:
         why = _last_line(err) or f"exit status {code}"
         raise BundleRefused(f"the box's bundle fails git bundle verify ({why}): refused")
-    _, out, _ = await run_git(None, "bundle", "list-heads", str(bundle))
+    code, out, err = listed
+    if code != 0:
+        raise GitError(f"git bundle list-heads failed: {_last_line(err) or code}")
     heads = parse_heads(out, wip=wip)
-    quarantine = await _borrowing_repo(repo, folder)
-    await _index_pack(quarantine, bundle)
-    for i, (sha, ref) in enumerate(heads):
-        code, _, err = await run_git(quarantine, "update-ref", f"refs/q/{i}", sha, check=False)
-        if code != 0:
+    code, _, err = indexed
+    if code != 0:
+        why = _last_line(err) or f"exit status {code}"
+        raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
+    *held, too_big = await asyncio.gather(
+        *(_holds_seed(repo, quarantine, seed, sha) for sha, _ in heads),
+        _blob_over(repo, quarantine, blob_max),
+    )
+    for (_, ref), has_seed in zip(heads, held, strict=True):
+        if has_seed is None:
             raise BundleRefused(f"the box's bundle lacks the commit {ref} names: refused")
-        code, _, _ = await run_git(
-            quarantine, "merge-base", "--is-ancestor", seed, f"refs/q/{i}", check=False
-        )
-        if code != 0:
+        if not has_seed:
             raise BundleRefused(
                 f"{ref} in the box no longer contains the seed commit {seed[:12]} "
                 "(its history was rewritten): refused, nothing fetched"
             )
-    # Without the borrowed objects, the quarantine holds only what the box sent.
-    (quarantine / "objects" / "info" / "alternates").unlink()
+    if too_big:
+        raise BundleRefused(
+            f"the box's work holds a file of more than {blob_max} bytes: refused, nothing fetched"
+        )
+    return CheckedBundle(heads, quarantine)
+
+
+async def _holds_seed(repo: Path, quarantine: Quarantine, seed: str, sha: str) -> bool | None:
+    """Whether commit `sha` has the seed in its history; None when there is no such
+    commit (in the quarantine or the repository)."""
+    env = quarantine.env()
+    code, _, _ = await run_git(repo, "merge-base", "--is-ancestor", seed, sha, check=False, env=env)
+    if code in (0, 1):
+        return code == 0
+    code, _, _ = await run_git(repo, "cat-file", "-e", f"{sha}^{{commit}}", check=False, env=env)
+    return False if code == 0 else None
+
+
+async def _blob_over(repo: Path, quarantine: Quarantine, blob_max: int) -> bool:
+    """Whether the box sent a file of more than `blob_max` bytes (the quarantine alone,
+    without the borrowed objects: only what the box sent)."""
     _, out, _ = await run_git(
-        quarantine, "cat-file", "--batch-all-objects", "--unordered",
-        "--batch-check=%(objecttype) %(objectsize)",
+        repo, "cat-file", "--batch-all-objects", "--unordered",
+        "--batch-check=%(objecttype) %(objectsize)", env=quarantine.env(borrow=False),
     )  # fmt: skip
     for line in out.splitlines():
         kind, _, size = line.partition(b" ")
         if kind == b"blob" and int(size) > blob_max:
-            raise BundleRefused(
-                f"the box's work holds a file of more than {blob_max} bytes: "
-                "refused, nothing fetched"
-            )
-    return CheckedBundle(heads, quarantine)
+            return True
+    return False
 
 
-def _pack_offset(bundle: Path) -> int:
-    """Where the pack starts: after the header's blank line."""
+def _pack_offset(bundle: Path) -> int | None:
+    """Where the pack starts: after the header's blank line (None: the header has no end)."""
     with open(bundle, "rb") as fh:
         head = fh.read(HEADER_MAX)
     end = head.find(b"\n\n")
-    if end < 0:
-        raise BundleRefused("the box's bundle has no end to its header: refused")
-    return end + 2
+    return None if end < 0 else end + 2
 
 
-async def _index_pack(quarantine: Path, bundle: Path) -> None:
-    """Every object of the pack read, checked (--strict) and stored in the quarantine:
-    a fetch would skip a pack whose commits the repository has already, corrupt or not."""
+async def _index_pack(repo: Path, quarantine: Quarantine, bundle: Path) -> tuple[int, bytes, bytes]:
+    """Every object of the pack read, checked (--strict: each object, and every object it
+    names present) and stored in the quarantine: a fetch would skip a pack whose commits
+    the repository has already, corrupt or not."""
     offset = _pack_offset(bundle)
+    if offset is None:
+        return 1, b"", b"the bundle's header has no end"
     with open(bundle, "rb") as fh:
         fh.seek(offset)
-        code, _, err = await run_git(
-            quarantine, "index-pack", "--strict", "--fix-thin", "--stdin", stdin=fh, check=False
-        )
-    if code != 0:
-        why = _last_line(err) or f"exit status {code}"
-        raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
+        return await run_git(
+            repo, "index-pack", "--strict", "--fix-thin", "--stdin",
+            stdin=fh, check=False, env=quarantine.env(),
+        )  # fmt: skip
 
 
 def _move_packs(quarantine: Path, objects: Path) -> None:
@@ -326,7 +381,7 @@ def _move_packs(quarantine: Path, objects: Path) -> None:
     renamed into place."""
     target = objects / "pack"
     target.mkdir(exist_ok=True)
-    for idx in sorted((quarantine / "objects" / "pack").glob("pack-*.idx")):
+    for idx in sorted((quarantine / "pack").glob("pack-*.idx")):
         for suffix in (".pack", ".rev", ".idx"):
             source = idx.with_suffix(suffix)
             final = target / source.name
@@ -341,7 +396,8 @@ def _move_packs(quarantine: Path, objects: Path) -> None:
 async def take_in(repo: Path, checked: CheckedBundle, box: str) -> None:
     """A checked bundle into `repo`: its objects, then its refs in one transaction, each
     to its one place under refs/remotes/box/BOX/ (no fetch: its pack is indexed once)."""
-    await asyncio.to_thread(_move_packs, checked.quarantine, await objects_dir(repo))
+    quarantine = checked.quarantine
+    await asyncio.to_thread(_move_packs, quarantine.objects, quarantine.borrowed)
     updates = "".join(f"update {target_ref(box, ref)} {sha}\n" for sha, ref in checked.heads)
     with tempfile.TemporaryFile() as fh:
         fh.write(updates.encode())
@@ -349,13 +405,11 @@ async def take_in(repo: Path, checked: CheckedBundle, box: str) -> None:
         await run_git(repo, "update-ref", "--stdin", stdin=fh)
 
 
-async def drop_wip(repo: Path, box: str) -> str:
-    """The box's WIP ref an earlier `pull --wip` left in `repo`, deleted by a pull that
-    brought none (it would show old uncommitted changes as the box's): its name, or ""
-    when there was none."""
-    ref = target_ref(box, WIP_REF)
+async def ref_exists(repo: Path, ref: str) -> str:
+    """`ref` when `repo` has it, else "" (say, the WIP ref an earlier `pull --wip` left)."""
     code, _, _ = await run_git(repo, "rev-parse", "--verify", "-q", ref, check=False)
-    if code != 0:
-        return ""
+    return ref if code == 0 else ""
+
+
+async def drop_ref(repo: Path, ref: str) -> None:
     await run_git(repo, "update-ref", "-d", ref)
-    return ref

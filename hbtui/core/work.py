@@ -9,13 +9,15 @@ the box's: it defines "what the agent did" and is what every pulled branch must 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from hbtui.core import ansi, gitops, work_box
 from hbtui.core.boxes import BoxNotFound, BoxOperations, to_the_end
@@ -37,6 +39,8 @@ PULL_MAX_DEFAULT = 1 << 30
 DIFF_MAX = 32 << 20
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _NUM = re.compile(r"(-|\d+)\t(-|\d+)\t(.+)")
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 class WorkError(HbtuiError):
@@ -192,6 +196,19 @@ def _launcher(agent: str, task_file: str) -> str:
     if not agent:
         return "exec bash -l\n"
     return f'task=$(cat {task_file})\nexec {agent} "$task"\n'
+
+
+async def _alongside(main: Awaitable[A], side: Awaitable[B]) -> tuple[A, B]:
+    """`main`, with `side` running meanwhile; when `main` fails, `side` is ended first."""
+    running = asyncio.ensure_future(side)
+    try:
+        first = await main
+    except BaseException:
+        running.cancel()
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await running
+        raise
+    return first, await running
 
 
 @contextlib.contextmanager
@@ -368,9 +385,17 @@ async def pull(
     with scratch(boxes.paths, "pull") as folder:
         bundle = folder / "box.bundle"
         report(Phase(f"bundling the work in {name}"))
+        # What the host repository's side needs of git is asked while the box bundles.
+        repo_side = asyncio.gather(
+            gitops.objects_dir(target),
+            gitops.ref_exists(target, gitops.target_ref(name, gitops.WIP_REF)),
+        )
         with _reaching(name):
-            answer, size = await work_box.fetch_bundle(
-                host, name, [record.clone, record.seed, "1" if wip else "0"], bundle, cap
+            (answer, size), (objects, old_wip) = await _alongside(
+                work_box.fetch_bundle(
+                    host, name, [record.clone, record.seed, "1" if wip else "0"], bundle, cap
+                ),
+                repo_side,
             )
         if answer.first("noclone") is not None:
             raise WorkError(f"box {name} has no clone at {record.clone}")
@@ -383,21 +408,21 @@ async def pull(
         else:
             report(Phase(f"checking the bundle ({size} bytes)"))
             checked = await gitops.check_bundle(
-                target, bundle, folder, seed=record.seed, blob_max=cap, wip=wip
+                target, objects, bundle, folder, seed=record.seed, blob_max=cap, wip=wip
             )
             heads = checked.heads
             if wip and not any(ref == gitops.WIP_REF for _, ref in heads) and wip_commit:
                 raise BundleRefused("the box's bundle left out its uncommitted changes: refused")
             await to_the_end(gitops.take_in(target, checked, name))
             refs = tuple((gitops.target_ref(name, ref), sha) for sha, ref in heads)
-        if not any(ref == gitops.target_ref(name, gitops.WIP_REF) for ref, _ in refs):
-            dropped = await gitops.drop_wip(target, name)
-            if dropped and (wip or not dirty):
-                report(Notice(f"removed {dropped}: {name} has no uncommitted changes now"))
-            elif dropped:
+        if old_wip and not any(ref == old_wip for ref, _ in refs):
+            await gitops.drop_ref(target, old_wip)
+            if wip or not dirty:
+                report(Notice(f"removed {old_wip}: {name} has no uncommitted changes now"))
+            else:
                 report(
                     Notice(
-                        f"removed {dropped}: it held an earlier pull's uncommitted changes "
+                        f"removed {old_wip}: it held an earlier pull's uncommitted changes "
                         "(--wip takes them as they are now)"
                     )
                 )
