@@ -44,3 +44,29 @@ def test_data_verbs_load_no_ui_crypto_or_ssh(sim_env, argv):
     loaded = loaded_by(argv, sim_env)
     assert "hbtui" in loaded
     assert not loaded & {"rich", "textual", "asyncssh", "cryptography"}
+
+
+REPORTER = """
+import io, sys
+from rich.console import Console
+from hbtui.cli.progress import ConsoleReporter
+from hbtui.events import Notice, Phase, Step
+out = io.StringIO()
+with ConsoleReporter(Console(file=out, width=200)) as rep:
+    rep(Phase("bundling the work in b1"))
+    rep(Notice("2 file(s) uncommitted"))
+    before = "rich.progress" in sys.modules
+    rep(Step(1, 3, "packages"))
+print(before, "rich.progress" in sys.modules, repr(out.getvalue()))
+"""
+
+
+def test_progress_bars_load_with_the_first_step_not_before():
+    """`pull` and `diff` only say what they do: rich's bars (tens of ms to import) load
+    when a step or a transfer first needs one, not before a verb's work starts."""
+    done = subprocess.run(
+        [sys.executable, "-c", REPORTER], capture_output=True, text=True, timeout=60
+    )
+    before, after, shown = done.stdout.strip().split(" ", 2)
+    assert (before, after) == ("False", "True"), done.stderr
+    assert "bundling the work in b1" in shown and "step 1/3 packages" in shown

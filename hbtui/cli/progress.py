@@ -2,25 +2,22 @@
 
 The same events drive the dashboard; here they become a progress bar for
 recipe steps and byte transfers, dim phase lines, and the live child output.
+The bars (rich.progress) load with the first step or transfer: a verb that only says
+what it does (pull, diff) does not pay for them before its work starts.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import TYPE_CHECKING
+
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 from rich.text import Text
 
 from hbtui.events import Event, LogLine, Notice, Phase, Step, Transfer
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 
 class ConsoleReporter:
@@ -29,27 +26,50 @@ class ConsoleReporter:
     def __init__(self, console: Console, *, show_logs: bool = True) -> None:
         self.console = console
         self.show_logs = show_logs
-        self.progress = Progress(
+        self._steps: TaskID | None = None
+        self._transfer: TaskID | None = None
+        self._started: list[Progress] = []
+        self.silenced = False
+
+    @cached_property
+    def progress(self) -> Progress:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        return Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=console,
+            console=self.console,
             transient=False,
         )
-        self.bytes = Progress(
+
+    @cached_property
+    def bytes(self) -> Progress:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        return Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             DownloadColumn(),
             TransferSpeedColumn(),
             TimeRemainingColumn(),
-            console=console,
+            console=self.console,
             transient=True,
         )
-        self._steps: TaskID | None = None
-        self._transfer: TaskID | None = None
-        self._started: list[Progress] = []
-        self.silenced = False
 
     def __enter__(self) -> ConsoleReporter:
         return self
