@@ -14,13 +14,19 @@ made from it as a user's would be:
   try4   `hbtui try 4 NAME --repo --task` (four boxes, each cloned and its agent started)
          against one `hbtui new BOX --repo --task --agent`: goal <= 2.5x.
 
-Prints a table; the LAST line is one JSON object with `pull_vs_git_fetch`, `try4_vs_new`
-and the raw seconds.
+The installed package carries bytecode (pip compiles it); an editable checkout under
+PYTHONDONTWRITEBYTECODE would compile every module at every start (most of a second), so
+the package is compiled first, as tests/bench/cli.py does.
+
+Prints a table; the LAST line is one JSON object with `pull_vs_git_fetch`, `try4_vs_new`,
+the raw seconds and the load average (1 min) at the start and end of the pull runs: other
+work on the machine weighs on both sides, but more on the side with more processes.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -135,6 +141,7 @@ def main() -> int:
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("the simulator needs root")
+    compileall.compile_dir(str(ROOT / "hbtui"), quiet=1)
     top = Path(tempfile.mkdtemp(prefix="hbtui-bench-work-"))
     bench = Bench(top)
     shutil.copytree(RECIPE, top / "recipe", symlinks=False)
@@ -176,6 +183,7 @@ def main() -> int:
         )  # fmt: skip
         res["bundle_mib"] = local_bundle.stat().st_size / (1 << 20)
         pulls, fetches = [], []
+        res["load_before"] = os.getloadavg()[0]
         for run in range(args.runs):
             copy = fresh_copy(repo, top / "pull-repo")
             took, _ = bench.run("pull", "w0", "--repo", str(copy))
@@ -195,6 +203,7 @@ def main() -> int:
             )
             fetches.append(time.perf_counter() - began)
             log(f"run {run + 1}: pull {pulls[-1]:.2f} s, git fetch {fetches[-1]:.2f} s")
+        res["load_after"] = os.getloadavg()[0]
         res["pull_s"] = statistics.median(pulls)
         res["git_fetch_s"] = statistics.median(fetches)
     finally:
@@ -206,7 +215,10 @@ def main() -> int:
     res["pull_vs_git_fetch"] = res["pull_s"] / res["git_fetch_s"]
     res["try4_vs_new"] = res["try4_s"] / res["new_s"]
     print(f"bundle of {args.commits} commits: {res['bundle_mib']:.2f} MiB")
-    print(f"pull      {res['pull_s']:7.2f} s   git fetch {res['git_fetch_s']:7.2f} s")
+    print(
+        f"pull      {res['pull_s']:7.2f} s   git fetch {res['git_fetch_s']:7.2f} s"
+        f"   (load {res['load_before']:.1f} -> {res['load_after']:.1f})"
+    )
     print(f"try 4     {res['try4_s']:7.2f} s   new       {res['new_s']:7.2f} s")
     for key, goal in (("pull_vs_git_fetch", 2.0), ("try4_vs_new", 2.5)):
         print(
