@@ -41,9 +41,12 @@ def atomic_output(path: str | os.PathLike[str], *, replace: bool = True) -> Iter
             os.replace(tmp, target)
         else:
             _publish_new(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            # A write or fsync on the open file names none: a full disk says which file.
+            raise type(exc)(exc.errno, exc.strerror, str(target)) from None
         raise
     fsync_dir(target.parent)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from hbtui.cli.output import Invocation, print_json
@@ -61,6 +62,12 @@ def cmd_base_build(inv: Invocation) -> int:
 
 def cmd_base_ls(inv: Invocation) -> int:
     bases = inv.service.bases(inv.args.host)
+    for path in inv.service.damaged_bases(inv.args.host):
+        print(
+            f"! {path} is not a base manifest (damaged?): its base is not listed and its pack "
+            "is kept; restore the file, or remove it and the base's folder",
+            file=sys.stderr,
+        )
     if inv.json:
         print_json([b.to_json() for b in bases])
         return 0

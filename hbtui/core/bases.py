@@ -32,6 +32,8 @@ class StaleBase(HbtuiError):
     """A base of this recipe and image exists, but from an older version of the recipe."""
 
 
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "int": int, "float": (int, float)}
+
 SLUG_MAX = 64  # of the image's part of an id: an id is a file name and a word in commands
 
 
@@ -133,14 +135,29 @@ class BaseBook:
 
     def _read(self, path: Path) -> Base | None:
         """A manifest, or None for a file that is not one (never fatal to a listing); a
-        FIFO or device in its place is an UnreadableFile naming it, never a hang."""
+        FIFO or device in its place is an UnreadableFile naming it, never a hang. A field
+        of the wrong type makes it not one too: the listing formats every field."""
         data = read_state(path)
         try:
             raw = json.loads(data or b"")
             known = {f.name for f in fields(Base)}
-            return Base(**{k: v for k, v in raw.items() if k in known})
+            base = Base(**{k: v for k, v in raw.items() if k in known})
         except (ValueError, TypeError, AttributeError):
             return None
+        typed = all(
+            isinstance(getattr(base, f.name), _FIELD_TYPES[str(f.type)])
+            and not isinstance(getattr(base, f.name), bool)
+            for f in fields(Base)
+        )
+        return base if typed else None
+
+    def damaged(self, host: str | None = None) -> list[Path]:
+        """The manifest files (of `host`, or all) that are no manifest (cut short, edited):
+        their bases' packs are kept (see leftovers), never taken for a killed build's."""
+        hosts = [host] if host else sorted(p.name for p in self._hosts())
+        found = [self.root / name for name in hosts if (self.root / name).is_dir()]
+        files = [p for folder in found for p in sorted(folder.glob("*.json"))]
+        return [p for p in files if self._read(p) is None]
 
     def get(self, host: str, ident: str) -> Base | None:
         if not _ID.fullmatch(ident):

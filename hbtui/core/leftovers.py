@@ -4,7 +4,8 @@ Two kinds of folder live there beside the bases' own: a base build's
 (`IDENT-STAMP-PID`) before its manifest is written, and a remake's
 (`.remake-NAME-PID-NS`). Once its process is gone, a folder that no manifest and no
 remake journal entry names holds nothing a box needs: a build that never finished,
-or a box's disk packed before its machine was touched.
+or a box's disk packed before its machine was touched. A base whose manifest is damaged
+keeps its folders: the pack may be all that is left of it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ def sweep(bases_dir: Path, bases: BaseBook, remakes: RemakeJournal) -> list[Path
     if not candidates:
         return []
     named = remakes.folders() | {b.folder for b in bases.manifests(LOCAL)}
-    removed = [p for p in candidates if str(p) not in named]
+    # A manifest that cannot be read names no folder: its base's packs are kept all the same.
+    kept = tuple(f"{path.stem}-" for path in bases.damaged(LOCAL))
+    removed = [p for p in candidates if str(p) not in named and not p.name.startswith(kept)]
     for folder in removed:
         shutil.rmtree(folder, ignore_errors=True)
     return removed

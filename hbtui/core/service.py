@@ -247,6 +247,10 @@ class Service(AgentOperations, AgentWatchOperations, WorkOperations, TryOperatio
             self._known_host(host)
         return self._boxes.bases.manifests(host)
 
+    def damaged_bases(self, host: str | None = None) -> list[Path]:
+        """Manifest files that are no manifest: `base ls` names them (their packs are kept)."""
+        return self._boxes.bases.damaged(host)
+
     async def build_base(
         self,
         *,

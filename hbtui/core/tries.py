@@ -377,11 +377,16 @@ class TryOperations:
         """Each box's agent status, work and check; a settled box whose work changed since
         its last check is checked now."""
         record = self._try_record(name, host)
-        listing = await agents_core.listing(self._boxes, record.boxes, [host])
+        registry = self._boxes.registry.read()
+        here = [box for box in record.boxes if registry.get(box, host) is not None]
+        listing = await agents_core.listing(self._boxes, here, [host])
         by_box = {row.box: row for row in listing}
         book = WorkBook(self.paths)
 
         async def row(box: str) -> TryRow:
+            if box not in here:  # removed with `hbtui rm`: the others still show
+                gone = f"box {box} was removed (it is not in hbtui ls)"
+                return TryRow(box, "removed", None, None, None, None, record.checks.get(box), gone)
             shown, settled = _agent_status(by_box.get(box))
             work = book.get(host, box)
             try:
@@ -423,9 +428,14 @@ class TryOperations:
         door = cast(_Door, self)
         pulled = await door.pull(box, host, report=report)
         removed = []
+        registry = self._boxes.registry.read()
         try:
             for other in record.boxes:
                 if other == box:
+                    continue
+                if registry.get(other, host) is None:  # removed with `hbtui rm` before
+                    report(Notice(f"{other} was removed already"))
+                    removed.append(other)
                     continue
                 try:
                     await door.remove(other, host, report=_prefixed(other, report))

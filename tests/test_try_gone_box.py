@@ -1,0 +1,44 @@
+"""A box of a try removed with `hbtui rm` leaves the try usable: `try ls` shows the
+others and says that one was removed, `try keep` of another succeeds. Before, `try ls`
+failed whole ("no box named 't-1'") and `try keep` exited 1, "t-1 was not removed"."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support import SIM_RECIPE
+from support.cli import hbtui, ok
+
+pytestmark = pytest.mark.sim
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.timeout(600)
+def test_a_removed_box_leaves_its_try_listed_and_keepable(sim_env, tmp_path: Path):
+    env = dict(sim_env, HBTUI_RECIPE=str(SIM_RECIPE))
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "one")
+    ok(hbtui("try", "2", "t", "--repo", str(repo), "--task", "x", "-q", env=env))
+    ok(hbtui("rm", "t-1", "--force", env=env))
+
+    listed = ok(hbtui("try", "ls", "t", "--json", env=env))
+    rows = {r["box"]: r for r in json.loads(listed.stdout)["boxes"]}
+    assert rows["t-1"]["error"] == "box t-1 was removed (it is not in hbtui ls)"
+    assert rows["t-2"]["error"] == "" and rows["t-2"]["commits"] == 0, rows
+
+    kept = ok(hbtui("try", "keep", "t-2", "--yes", env=env))
+    assert "t-1 was removed already" in kept.stdout, kept.stdout
+    assert [b["name"] for b in json.loads(ok(hbtui("ls", "--json", env=env)).stdout)] == ["t-2"]
