@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from hbtui.core import gitops, work, work_box
 from hbtui.core.gitops import WIP_REF, BundleRefused, check_ref_name, parse_heads
 from hbtui.errors import UsageError
+from hbtui.names import LOCAL
 
 SHA = "a" * 40
 
@@ -206,3 +209,50 @@ def test_a_try_names_each_box_once_in_its_progress():
         ("Phase", "t-1: t-10 is ready"),
         ("Phase", "t-1: t-1x is ready"),
     ]
+
+
+def test_an_agent_that_ends_leaves_its_words_and_a_shell(tmp_path: Path):
+    """An agent that cannot start (no login) used to take its window, and its words, with
+    it: the launcher now says how it ended and leaves a shell in the clone."""
+    task = tmp_path / "task"
+    task.write_text("do it; $(touch pwned)")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "claude").write_text('#!/bin/sh\necho "Not logged in: got $1"\nexit 3\n')
+    (fake / "claude").chmod(0o755)
+    launcher = tmp_path / "start"
+    launcher.write_text(work._launcher("claude", str(task)))
+    done = subprocess.run(
+        ["bash", str(launcher)], cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, env={"PATH": f"{fake}:/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=30,
+    )  # fmt: skip
+    assert "Not logged in: got do it; $(touch pwned)" in done.stdout
+    assert "[hbtui] claude ended (exit status 3); this is a shell in the clone." in done.stdout
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize(
+    ("agent", "credentials", "said"),
+    [
+        ("claude", "", "binds no credential to ANTHROPIC_API_KEY: claude will ask to log in "
+         "(--credential anthropic when making it, or log it in inside the box: hbtui enter b1)"),
+        ("codex", "anthropic", "binds no credential to OPENAI_API_KEY"),
+        ("claude", "github,anthropic", None),
+        ("codex", "openai,gone-preset", None),
+        ("hermes", "", None),
+    ],
+)  # fmt: skip
+def test_an_agent_without_its_key_is_said_before_it_starts(agent, credentials, said):
+    from hbtui.config import Config
+    from hbtui.core.registry import BoxRecord
+
+    record = BoxRecord(name="b1", port=4800, credentials=credentials)
+    boxes = SimpleNamespace(
+        config=Config(),
+        registry=SimpleNamespace(read=lambda: SimpleNamespace(get=lambda n, h: record)),
+    )
+    told = work._unkeyed(boxes, "b1", LOCAL, agent)  # type: ignore[arg-type]
+    if said is None:
+        assert told is None
+    else:
+        assert told is not None and said in told

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from hbtui.core import ansi, gitops, work_box
+from hbtui.core import credentials as creds
 from hbtui.core.boxes import BoxNotFound, BoxOperations, to_the_end
 from hbtui.core.gitops import BundleRefused, RepoSeed
 from hbtui.core.hosts import Host, HostPool
@@ -185,17 +186,33 @@ stty -icanon -echo -isig -iexten -icrnl -ixon
 { printf '\\033[200~'; tr -d '\\033' < "$1"; printf '\\033[201~\\r'; } > "$1.paste"
 tmux load-buffer -b "hbtui-task-$$" "$1.paste" \\; paste-buffer -d -r -b "hbtui-task-$$" -t "$TMUX_PANE"
 rm -f "$1.paste"
-exec hermes
+hermes
 """
+
+
+def _after(agent: str) -> str:
+    """After the agent: its window stays, saying how it ended (an agent that could not
+    start, say for want of a login, leaves its words on screen), with a shell in the
+    clone, its terminal as a shell wants it (Hermes's start turned off line editing)."""
+    return (
+        "status=$?\nstty sane 2>/dev/null\n"
+        f"printf '\\n[hbtui] {agent} ended (exit status %s); this is a shell in the clone.\\n'"
+        ' "$status"\nexec bash -l\n'
+    )
+
+
+# The variable each agent reads its API key from: without a credential bound to it, the
+# agent asks to log in instead of working.
+_KEY_VARS = {"claude": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY"}
 
 
 def _launcher(agent: str, task_file: str) -> str:
     """The agent's start in its tmux window; the task is read from a file in the box."""
     if agent == "hermes":
-        return f"set -- '{task_file}'\n{_HERMES}"
+        return f"set -- '{task_file}'\n{_HERMES}{_after(agent)}"
     if not agent:
         return "exec bash -l\n"
-    return f'task=$(cat {task_file})\nexec {agent} "$task"\n'
+    return f'task=$(cat {task_file})\n{agent} "$task"\n{_after(agent)}'
 
 
 async def _alongside(main: Awaitable[A], side: Awaitable[B]) -> tuple[A, B]:
@@ -249,10 +266,31 @@ async def seed_box(
                 raise WorkError(f"cloning the seed in box {name} failed: {answer.why()}")
             book.put(host_name, name, record)
             if request.agent:
+                if (unkeyed := _unkeyed(boxes, name, host_name, request.agent)) is not None:
+                    report(Notice(unkeyed))
                 await _start_agent(host, name, record, request, folder)
         finally:
             await host.engine.exec(name, ["rm", "-rf", "--", guest_tmp], timeout=60)
     return record
+
+
+def _unkeyed(boxes: BoxOperations, name: str, host_name: str, agent: str) -> str | None:
+    """What to tell the user when the box binds no credential to the variable its agent
+    reads its key from (None: it does, or the agent reads none we know). Not refused: a
+    user may log the agent in inside the box."""
+    var = _KEY_VARS.get(agent)
+    record = boxes.registry.read().get(name, host_name)
+    if var is None or record is None:
+        return None
+    known = creds.presets(boxes.config)
+    if any(known[n].env_var == var for n in record.credentials.split(",") if n in known):
+        return None
+    preset = next((p.name for p in known.values() if p.env_var == var), "")
+    hint = f"--credential {preset} when making it, or" if preset else ""
+    return (
+        f"box {name} binds no credential to {var}: {agent} will ask to log in "
+        f"({hint} log it in inside the box: hbtui enter {name})"
+    )
 
 
 async def _start_agent(
