@@ -356,7 +356,7 @@ class FakeService(FakeAgents):
     ) -> NewPlan:
         self._read("new_plan")
         if not use_base:
-            return NewPlan(None, "full provisioning: bases are not used (--no-base)")
+            return NewPlan(None, "full provisioning: bases are not used for this box")
         return self.plan
 
     def bases(self, host: str | None = None) -> list[Base]:

@@ -33,8 +33,9 @@ def work_request(inv: Invocation) -> WorkRequest | None:
             if data is None:
                 raise UsageError(f"the task file {path} does not exist")
             task = data.decode("utf-8")
-        except UnreadableFile as exc:
-            raise UsageError(f"the task file {exc}") from None
+        except UnreadableFile as exc:  # the user's own file: theirs to fix, not to move away
+            why = exc.reason.removesuffix("; move it away")
+            raise UsageError(f"the task file {exc.path}: {why}") from None
         except UnicodeDecodeError:
             raise UsageError(f"the task file {path} is not UTF-8 text") from None
     if a.repo is None:

@@ -202,7 +202,7 @@ class BaseBook:
         `recipe_flag` is what a hint's `base build` needs to build from this recipe."""
         where = recipe_flag + host_flag(host)
         if not use_base:
-            return NewPlan(None, "full provisioning: bases are not used (--no-base)")
+            return NewPlan(None, "full provisioning: bases are not used for this box")
         ours = [b for b in self.manifests(host) if b.image == image]
         for base in reversed(ours):  # the newest (one of an older id scheme may remain)
             if base.recipe == recipe:

@@ -648,7 +648,8 @@ class BoxOperations:
         """Take an orphan (hbtui-labelled machine without a row) back into the registry."""
         view = await self.get(name, host_name)
         if view.kind != ORPHAN:
-            raise UsageError(f"{name!r} is not an orphan (it is {view.kind})")
+            what = "a box of hbtui's already" if view.kind == "box" else f"a {view.kind}"
+            raise UsageError(f"{name!r} is not an orphan to adopt: it is {what}")
         if view.port is None:
             raise UsageError(f"{name!r} has no hbtui.port label; cannot adopt it")
         host = await self.hosts.get(host_name)
