@@ -142,3 +142,18 @@ def test_argument_errors_are_one_error_line(hbtui_home, argv):
     assert done.returncode == 2 and done.stdout == ""
     [line] = done.stderr.splitlines()
     assert line.startswith("error: ") and "--help" in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "help_of"),
+    [
+        (["rm", "g1", "-y"], "hbtui rm --help"),
+        (["secrets", "set", "x", "--zz"], "hbtui secrets set --help"),
+        (["--zz"], "hbtui --help"),
+    ],
+)
+def test_an_unknown_option_points_at_the_help_of_its_verb(hbtui_home, argv, help_of):
+    """It pointed at `hbtui --help`, the list of verbs, whatever verb it was given to."""
+    done = hbtui(*argv)
+    assert done.returncode == 2
+    assert done.stderr == f"error: unrecognized arguments: {argv[-1]} (see: {help_of})\n"

@@ -376,7 +376,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv).parse_args(argv)
+    parser = build_parser(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the help that lists what the verb takes, not the list of verbs
+        verb = " ".join(v for v in (args.verb, getattr(args, f"verb_{args.verb}", None)) if v)
+        parser.prog = f"hbtui {verb}".strip()
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
     from hbtui.core.passphrase import scrub_environment
     from hbtui.errors import HbtuiError
