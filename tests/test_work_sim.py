@@ -479,6 +479,14 @@ def test_branch_count_makes_a_try_of_branches_that_keep_the_clone_and_its_seed(s
     pulled = "refs/remotes/box/b1-2/hb/b1-2"
     assert git(repo, "log", "--format=%s", f"{seed}..{pulled}").splitlines() == ["ok", "part one"]
     assert git(repo, "rev-parse", "HEAD") == seed  # the host's branch did not move
+    # A plain branch of a box with a clone carries its work on (diff and pull said the
+    # branch was "not made with a repository").
+    assert hbtui("branch", "b1", "b2", "-q", env=env).returncode == 0
+    assert box_sh(env, "b2", "git symbolic-ref --short HEAD; git config user.name") == (
+        "hb/b2\nagent in b2"
+    )
+    shown = json.loads(hbtui("diff", "b2", "--json", env=env).stdout)
+    assert [c["subject"] for c in shown["commits"]] == ["part one"]
 
 
 @pytest.mark.timeout(900)

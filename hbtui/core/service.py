@@ -34,7 +34,7 @@ from hbtui.core.secrets import SecretInfo
 from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.tries import TryOperations
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
-from hbtui.core.work import WorkOperations, check_task
+from hbtui.core.work import WorkBook, WorkOperations, branch_work, check_task
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -171,8 +171,10 @@ class Service(AgentOperations, AgentWatchOperations, WorkOperations, TryOperatio
 
         if name == source:
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
+        work = WorkBook(self.paths)
+        seeded = work.get(host, source)
         async with self._holding(name, host, "branch"), self._holding(source, host, "branch"):
-            return await instant.branch(
+            view = await instant.branch(
                 self._boxes,
                 source,
                 name,
@@ -181,6 +183,9 @@ class Service(AgentOperations, AgentWatchOperations, WorkOperations, TryOperatio
                 branchable=branchable,
                 report=report,
             )
+            if seeded is not None:  # its clone goes on as the branch's own work
+                await branch_work(self._boxes, work, seeded, source, name, host, report)
+            return view
 
     # -- keys and network --------------------------------------------------------------
 

@@ -337,13 +337,7 @@ class TryOperations:
 
                 async def make(box: str, said: Report) -> None:
                     await make_branch(box, said)
-                    try:
-                        await branch_work(self._boxes, book, seeded, source, box, host)
-                    except BaseException:
-                        said(Phase(f"removing {box}: its work could not be branched"))
-                        await to_the_end(self._boxes.remove(box, host))
-                        book.drop(host, box)
-                        raise
+                    await branch_work(self._boxes, book, seeded, source, box, host, said)
 
                 async def undo(box: str) -> None:
                     await self._boxes.remove(box, host)

@@ -312,11 +312,25 @@ async def _start_agent(
 
 
 async def branch_work(
-    boxes: BoxOperations, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str
-) -> WorkRecord:
+    boxes: BoxOperations, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str,
+    report: Report = ignore,
+) -> WorkRecord:  # fmt: skip
     """A branch of a box with a clone: its copy of the clone's branch hb/SRC becomes
     hb/NAME (and the commit identity hbtui gave SRC, NAME's); the seed stays the
-    source's, so the branch's work is measured from where the source's began."""
+    source's, so the branch's work is measured from where the source's began. A branch
+    whose work cannot be carried over is removed again: nothing is left half-made."""
+    try:
+        return await _carry_work(boxes, book, source, src, name, host_name)
+    except BaseException:
+        report(Phase(f"removing {name}: its work could not be branched"))
+        await to_the_end(boxes.remove(name, host_name))
+        book.drop(host_name, name)
+        raise
+
+
+async def _carry_work(
+    boxes: BoxOperations, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str
+) -> WorkRecord:
     record = replace(source, branch=branch_name(name))
     host = await boxes.hosts.get(host_name)
     answer = await work_box.run_step(
