@@ -256,3 +256,18 @@ def test_an_agent_without_its_key_is_said_before_it_starts(agent, credentials, s
         assert told is None
     else:
         assert told is not None and said in told
+
+
+@pytest.mark.parametrize("text", ["garbage", '{"repo": 5}', "[]", '{"seed": "zz"}'])
+def test_a_damaged_work_record_is_named_not_taken_for_none(tmp_path: Path, text: str):
+    """`diff` and `pull` of a box whose record was damaged said it was "not made with a
+    repository"; the record's path is named instead."""
+    from hbtui.paths import UnreadableFile, resolve_paths
+
+    paths = resolve_paths({"HBTUI_HOME": str(tmp_path)})
+    book = work.WorkBook(paths)
+    (book.root / LOCAL).mkdir(parents=True)
+    (book.root / LOCAL / "r1.json").write_text(text)
+    with pytest.raises(UnreadableFile, match=r"r1\.json: not a work record"):
+        book.get(LOCAL, "r1")
+    assert book.get(LOCAL, "other") is None

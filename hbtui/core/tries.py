@@ -382,8 +382,8 @@ class TryOperations:
                 gone = f"box {box} was removed (it is not in hbtui ls)"
                 return TryRow(box, "removed", None, None, None, None, record.checks.get(box), gone)
             shown, settled = _agent_status(by_box.get(box))
-            work = book.get(host, box)
             try:
+                work = book.get(host, box)
                 if work is None:
                     raise WorkError(f"box {box} has no work record")
                 d = await diff(self._boxes, book, box, host, patch=False)

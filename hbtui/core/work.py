@@ -30,7 +30,7 @@ from hbtui.engine import MachineNotFound, MachineNotRunning
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name
-from hbtui.paths import Paths, make_folder, read_state
+from hbtui.paths import Paths, UnreadableFile, make_folder, read_state
 from hbtui.statefile import write_atomic
 
 AGENTS = ("claude", "codex", "hermes")
@@ -94,9 +94,16 @@ class WorkBook:
         if raw is None:
             return None
         try:
-            return WorkRecord.from_json(json.loads(raw))
+            record = WorkRecord.from_json(json.loads(raw))
         except (UnicodeDecodeError, ValueError):
-            return None
+            record = None
+        if record is None:  # not "made without a repository": it was, and this is damaged
+            raise UnreadableFile(
+                self._path(host, name),
+                "not a work record (damaged?): restore it from a copy, or remove it and the "
+                "box's diff and pull with it (its clone in the box is untouched)",
+            )
+        return record
 
     def put(self, host: str, name: str, record: WorkRecord) -> None:
         make_folder(self.root / host)
