@@ -809,3 +809,21 @@ def test_a_state_file_that_never_ends_is_refused_at_once(tmp_path, what, kind):
         else:
             Registry(path).read()
     assert "not a regular file" in one_clear_error(caught.value, path)
+
+
+def test_a_secrets_index_entry_that_is_not_an_object_is_one_error_not_dropped(tmp_path):
+    """It was dropped without a word ("No secrets yet"), and the next `secrets set`
+    wrote the index without it, orphaning its value in the store."""
+    from hbtui.config import Config
+    from hbtui.core.secrets import Secrets, SecretsError
+    from hbtui.paths import resolve_paths
+
+    secrets = Secrets(resolve_paths({"HBTUI_HOME": str(tmp_path)}), Config(), lambda _: b"pw")
+    secrets.index_path.parent.mkdir(parents=True, exist_ok=True)
+    secrets.index_path.write_text('{"anthropic": 5, "openai": {"store": "file"}}')
+    before = secrets.index_path.read_bytes()
+    with pytest.raises(SecretsError, match="the entry 'anthropic' is not an object"):
+        secrets.names()
+    with pytest.raises(SecretsError):
+        secrets.put("github", "value")
+    assert secrets.index_path.read_bytes() == before

@@ -252,7 +252,13 @@ class Secrets:
             raise SecretsError(f"{self.index_path}: cannot be read ({exc})") from None
         if not isinstance(raw, dict):
             raise SecretsError(f"{self.index_path}: cannot be read (not a JSON object)")
-        return {k: v for k, v in raw.items() if isinstance(v, dict)}
+        damaged = sorted(k for k, v in raw.items() if not isinstance(v, dict))
+        if damaged:  # dropping it would orphan its value in the store at the next write
+            raise SecretsError(
+                f"{self.index_path}: cannot be read (the entry {damaged[0]!r} is not an object;"
+                " restore the file from a copy)"
+            )
+        return raw
 
     def _write_index(self, index: dict[str, dict[str, str]]) -> None:
         make_folder(self.index_path.parent, 0o700)
