@@ -130,8 +130,9 @@ class MainScreen(AgentPanel):
         self.bases = message.bases
         self.show_listing(listing, message.asked_at)
         self.listing_shown()
-        running = [(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING]
-        self.post_message(StatsWanted(running))
+        running = {(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING}
+        on_screen = [key for key in self.table.keys_on_screen() if key in running]
+        self.post_message(StatsWanted(on_screen, self.table.selected_key()))
         if self.ports_visible:
             self._want_ports()
         if self.log_pane.workload_visible:

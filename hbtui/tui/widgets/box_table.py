@@ -225,6 +225,12 @@ class BoxTable(ScrollView, can_focus=True):
         """The boxes shown, top to bottom."""
         return [(self.views[k].host, self.views[k].name) for k in self._order]
 
+    def keys_on_screen(self) -> list[BoxKey]:
+        """The boxes whose rows show now (below the header, within the scroll)."""
+        top = self.scroll_offset.y
+        shown = self._order[top : top + max(0, self.size.height - 1)]
+        return [(self.views[k].host, self.views[k].name) for k in shown]
+
     def selected_key(self) -> BoxKey | None:
         if not self._order:
             return None
