@@ -90,6 +90,24 @@ async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_bo
         await events.aclose()
 
 
+async def test_agents_takes_a_streamed_box_from_its_stream(box, sim_service):
+    """While a watch streams a box, `Service.agents()` (`hbtui agents`, the dashboard's
+    fallback poll) takes the box's row from the stream instead of an exec in the box;
+    once the stream ends it asks the box again."""
+    watch = sim_service.watch_agents(relist=0.5)
+    events = watch.events()
+    try:
+        await asyncio.to_thread(in_box, box, ASK)
+        await until(events, lambda e: bool(row_of(e) and row_of(e).sessions))
+        replace_helper(box, "process.exit(7);")  # a new exec of the helper fails now
+        [row] = await sim_service.agents()
+        assert row.error == "" and row.sessions[0].status == "needs-you"
+    finally:
+        await events.aclose()
+    [row] = await sim_service.agents()
+    assert row.error == "hb agents exited with 7" and row.sessions == ()
+
+
 async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(box, sim_service):
     # The helper of a box made before --watch: `hb agents --watch` is bad usage there.
     old = subprocess.run(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from hbtui.core.agents import (
     CONCURRENCY,
     HB,
     AgentError,
+    AgentOperations,
     BoxAgents,
     _box_agents,
     _Limits,
@@ -109,6 +111,7 @@ class AgentWatch:
         self._starting = asyncio.Semaphore(CONCURRENCY)
         self._limits = _Limits()
         self._polled: set[Key] = set()  # their helper has no --watch
+        self._live: set[Key] = set()  # their stream runs and its last line was a listing
         self.streams = 0  # running now (for tests and the bench)
 
     # -- which boxes --------------------------------------------------------------------------
@@ -140,6 +143,12 @@ class AgentWatch:
                 kept = [v for k, v in self._views.items() if k[0] in listing.errors]
                 self.track([*listing.boxes, *kept])
             await asyncio.sleep(every)
+
+    def current(self, host: str, box: str) -> BoxAgents | None:
+        """The box's sessions as its stream says them now; None unless that stream runs
+        and its last line was a good listing."""
+        row = self._last.get((host, box))
+        return row if (host, box) in self._live and row is not None and not row.error else None
 
     # -- the events ---------------------------------------------------------------------------
 
@@ -225,6 +234,8 @@ class AgentWatch:
                     hostile = reader.line(line)
                     if hostile:
                         return _Ended(False, error=hostile)
+                    if reader.good:
+                        self._live.add(key)
             finally:
                 with contextlib.suppress(Exception):
                     await reading.aclose()  # type: ignore[attr-defined]
@@ -232,6 +243,7 @@ class AgentWatch:
             return _Ended(reader.good, error=_why(exc))
         finally:
             self.streams -= 1
+            self._live.discard(key)
             if held:
                 self._starting.release()
         if not reader.good and stream.returncode == NO_WATCH:
@@ -278,13 +290,25 @@ def _too_long() -> str:
     return f"the box sent a status line of more than {LINE_MAX // 1024} KB; tried again later"
 
 
-class AgentWatchOperations:
-    """The Service's `watch_agents` (it inherits it, as it does AgentOperations)."""
+class AgentWatchOperations(AgentOperations):
+    """The Service's agent methods with `watch_agents`; while a watch runs, `agents()`
+    takes each streamed box's row from its stream instead of asking the box again (the
+    stream says every change: an exec per box and refresh is what it saves)."""
 
     _boxes: BoxOperations
+    _watches: weakref.WeakSet[AgentWatch]  # every watch made, while it is referenced
 
     def watch_agents(self, *, relist: float | None = None) -> AgentWatch:
         """The running boxes' agents as they change, one status stream per box; with
         `relist` seconds it finds the running boxes itself, else the caller says
         (`AgentWatch.track`)."""
-        return AgentWatch(self._boxes, relist=relist)
+        watch = AgentWatch(self._boxes, relist=relist)
+        self._watches.add(watch)
+        return watch
+
+    def _streamed(self, view: BoxView) -> BoxAgents | None:
+        for watch in list(self._watches):
+            row = watch.current(view.host, view.name)
+            if row is not None:
+                return row
+        return None
