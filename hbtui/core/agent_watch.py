@@ -100,9 +100,18 @@ class AgentWatch:
     The caller says which boxes run (`track`, e.g. from a listing it has anyway), or
     gives `relist` seconds and the watch lists the boxes itself."""
 
-    def __init__(self, boxes: BoxOperations, *, relist: float | None = None) -> None:
+    def __init__(
+        self,
+        boxes: BoxOperations,
+        *,
+        relist: float | None = None,
+        hosts: list[str] | None = None,
+        names: Iterable[str] | None = None,
+    ) -> None:
         self._boxes = boxes
         self._relist = relist
+        self._hosts = hosts  # what `relist` lists: these hosts (None: all) ...
+        self._names = set(names) if names is not None else None  # ... these boxes (None: all)
         self._tasks: dict[Key, asyncio.Task[None]] = {}
         self._views: dict[Key, BoxView] = {}
         self._last: dict[Key, BoxAgents] = {}
@@ -135,13 +144,14 @@ class AgentWatch:
     async def _relisting(self, every: float) -> None:
         while True:
             try:
-                listing = await self._boxes.list_boxes()
+                listing = await self._boxes.list_boxes(hosts=self._hosts)
             except (EngineError, HbtuiError, OSError):
                 pass  # the next listing may work; the streams go on meanwhile
             else:
                 # A host that could not be listed keeps its boxes' streams (they fail alone).
                 kept = [v for k, v in self._views.items() if k[0] in listing.errors]
-                self.track([*listing.boxes, *kept])
+                views = [*listing.boxes, *kept]
+                self.track(v for v in views if self._names is None or v.name in self._names)
             await asyncio.sleep(every)
 
     def current(self, host: str, box: str) -> BoxAgents | None:
@@ -298,11 +308,17 @@ class AgentWatchOperations(AgentOperations):
     _boxes: BoxOperations
     _watches: weakref.WeakSet[AgentWatch]  # every watch made, while it is referenced
 
-    def watch_agents(self, *, relist: float | None = None) -> AgentWatch:
+    def watch_agents(
+        self,
+        *,
+        relist: float | None = None,
+        hosts: list[str] | None = None,
+        names: Iterable[str] | None = None,
+    ) -> AgentWatch:
         """The running boxes' agents as they change, one status stream per box; with
-        `relist` seconds it finds the running boxes itself, else the caller says
-        (`AgentWatch.track`)."""
-        watch = AgentWatch(self._boxes, relist=relist)
+        `relist` seconds it finds the running boxes itself (of these hosts, with these
+        names), else the caller says (`AgentWatch.track`)."""
+        watch = AgentWatch(self._boxes, relist=relist, hosts=hosts, names=names)
         self._watches.add(watch)
         return watch
 
