@@ -209,14 +209,15 @@ class BoxTable(ScrollView, can_focus=True):
     def set_agents(
         self, agents: dict[BoxKey, BoxAgents], activities: dict[BoxKey, Activity], now: datetime
     ) -> None:
-        """What the agents of the running boxes do now: repaint the rows that have agents,
-        or had (the column comes with the first box that says anything of its agents)."""
+        """What the agents of the running boxes do now: repaint the rows whose agents
+        changed (the column comes with the first box that says anything of its agents;
+        each listing repaints every row, and with it how long each status has lasted)."""
         before = self.agents
         self.agents = {k: row for k, row in agents.items() if row.sessions or row.error}
         for key in self._shown:
             view = self.views[key]
             box = (view.host, view.name)
-            if box in self.agents or box in before:
+            if before.get(box) != self.agents.get(box):
                 self._put(key, view, activities, now)
         if bool(before) != bool(self.agents):
             self._resize()
