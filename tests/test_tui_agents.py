@@ -304,6 +304,30 @@ async def test_an_agents_change_redraws_only_what_it_changes():
         }
 
 
+async def test_the_status_line_changes_without_a_layout_of_the_screen():
+    """The status line is one line whatever it says: a new text repaints it, and lays out
+    nothing (a layout of the whole screen at each listing and each ask stalled the UI)."""
+    app = make_app(with_agents(), refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: "1 needs you" in status_line(app))
+        line = app.main.query_one("#host-status", Static)
+        layouts: list[bool] = []
+        refresh = line.refresh
+        line.refresh = lambda *regions, **kwargs: (
+            layouts.append(kwargs.get("layout", False)),
+            refresh(*regions, **kwargs),
+        )[1]
+        rows = dict(app.main.agents)
+        first = rows[("local", "alpha")].sessions[0]
+        rows[("local", "alpha")] = replace(
+            rows[("local", "alpha")], sessions=(replace(first, status=WORKING),)
+        )
+        app.main._show_agents(rows)
+        assert "need" not in status_line(app)
+        assert layouts == [False]
+
+
 async def test_a_screen_that_cannot_be_read_says_why_in_the_preview():
     service = with_agents()  # no pane recorded: agent_pane fails
     app = make_app(service, refresh=60)
