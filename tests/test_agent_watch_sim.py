@@ -152,28 +152,37 @@ class Watching:
         self.proc.send_signal(signum)
         return self.proc.wait(timeout=60)
 
+    def __enter__(self) -> Watching:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """A test that failed leaves no watch behind (it would poll or stream for good)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
 
 def test_the_cli_watch_follows_the_stream_and_ends_cleanly(box):
     """`hbtui agents --watch` shows a status change as the box's stream says it: the box's
     helper is broken once the stream runs, so an ask shows only through the stream (a
     poll would show the helper's error); Ctrl-C and SIGTERM end it, and its stream with
     it, in the box too; a box whose stream fails is polled."""
-    watching = Watching(box)
-    assert watching.until(lambda row: True)["sessions"] == []  # at once, asked of the box
-    watching.until(lambda row: True)  # the stream's first listing (the same: drawn again)
-    replace_helper(box, "process.exit(7);")
-    in_box(box, ASK)
-    row = watching.until(lambda row: bool(row["sessions"]))
-    assert row["sessions"][0]["status"] == "needs-you"
-    assert row["sessions"][0]["waiting_for"] == "Bash: make test"
-    assert watching.end(signal.SIGINT) == 0
+    with Watching(box) as watching:
+        assert watching.until(lambda row: True)["sessions"] == []  # at once, asked of the box
+        watching.until(lambda row: True)  # the stream's first listing (the same: drawn again)
+        replace_helper(box, "process.exit(7);")
+        in_box(box, ASK)
+        row = watching.until(lambda row: bool(row["sessions"]))
+        assert row["sessions"][0]["status"] == "needs-you"
+        assert row["sessions"][0]["waiting_for"] == "Bash: make test"
+        assert watching.end(signal.SIGINT) == 0
     helper_gone(box)
 
     replace_helper(box, (ROOT / "guest" / "hb-agents").read_text())
-    watching = Watching(box)
-    watching.until(lambda row: True)
-    watching.until(lambda row: True)
-    assert watching.end(signal.SIGTERM) == 128 + signal.SIGTERM
+    with Watching(box) as watching:
+        watching.until(lambda row: True)
+        watching.until(lambda row: True)
+        assert watching.end(signal.SIGTERM) == 128 + signal.SIGTERM
     helper_gone(box)
 
     # A box whose stream fails is asked directly until its stream is back.
@@ -181,15 +190,15 @@ def test_the_cli_watch_follows_the_stream_and_ends_cleanly(box):
     replace_helper(
         box, f"{shebang}\nif (process.argv.includes('--watch')) process.exit(1);\n{rest}"
     )
-    watching = Watching(box)
-    failed = False
-    while True:
-        [row] = [r for r in watching.next() if r["box"] == "b1"]
-        failed = failed or "--watch exited with 1" in row["error"]
-        if failed and not row["error"]:
-            break
-    assert row["sessions"][0]["status"] == "needs-you"
-    assert watching.end(signal.SIGINT) == 0
+    with Watching(box) as watching:
+        failed = False
+        while True:
+            [row] = [r for r in watching.next() if r["box"] == "b1"]
+            failed = failed or "--watch exited with 1" in row["error"]
+            if failed and not row["error"]:
+                break
+        assert row["sessions"][0]["status"] == "needs-you"
+        assert watching.end(signal.SIGINT) == 0
 
 
 async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(box, sim_service):
