@@ -5,14 +5,18 @@ box, a helper without --watch is polled, and a hostile stream is bounded and say
 from __future__ import annotations
 
 import asyncio
+import json
+import queue
 import shutil
+import signal
 import subprocess
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
-from support import SIM_RECIPE
+from support import HBTUI_BIN, SIM_RECIPE
 from support.agents import in_box
 from support.cli import as_root, hbtui, ok
 
@@ -88,6 +92,113 @@ async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_bo
         assert watch.streams == 0
     finally:
         await events.aclose()
+
+
+async def test_agents_takes_a_streamed_box_from_its_stream(box, sim_service):
+    """While a watch streams a box, `Service.agents()` (`hbtui agents`, the dashboard's
+    fallback poll) takes the box's row from the stream instead of an exec in the box;
+    once the stream ends it asks the box again."""
+    watch = sim_service.watch_agents(relist=0.5)
+    events = watch.events()
+    try:
+        await asyncio.to_thread(in_box, box, ASK)
+        await until(events, lambda e: bool(row_of(e) and row_of(e).sessions))
+        replace_helper(box, "process.exit(7);")  # a new exec of the helper fails now
+        [row] = await sim_service.agents()
+        assert row.error == "" and row.sessions[0].status == "needs-you"
+    finally:
+        await events.aclose()
+    [row] = await sim_service.agents()
+    assert row.error == "hb agents exited with 7" and row.sessions == ()
+
+
+class Watching:
+    """`hbtui agents --watch --json` running: each list it prints, in order."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [HBTUI_BIN, "agents", "--watch", "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.docs: queue.Queue[list | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        text = ""
+        for line in self.proc.stdout:
+            text += line
+            if line.rstrip("\n") in ("]", "[]"):  # the end of one list (print_json)
+                self.docs.put(json.loads(text))
+                text = ""
+        self.docs.put(None)
+
+    def next(self) -> list:
+        doc = self.docs.get(timeout=120)  # the timeout only ends a test that hangs
+        assert doc is not None, self.proc.stderr.read()
+        return doc
+
+    def until(self, wanted: Callable[[dict], bool]) -> dict:
+        while True:
+            doc = self.next()
+            [row] = [r for r in doc if r["box"] == "b1"]
+            assert row["error"] == "", row  # nothing the test did makes an error show
+            if wanted(row):
+                return row
+
+    def end(self, signum: int) -> int:
+        self.proc.send_signal(signum)
+        return self.proc.wait(timeout=60)
+
+    def __enter__(self) -> Watching:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """A test that failed leaves no watch behind (it would poll or stream for good)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def test_the_cli_watch_follows_the_stream_and_ends_cleanly(box):
+    """`hbtui agents --watch` shows a status change as the box's stream says it: the box's
+    helper is broken once the stream runs, so an ask shows only through the stream (a
+    poll would show the helper's error); Ctrl-C and SIGTERM end it, and its stream with
+    it, in the box too; a box whose stream fails is polled."""
+    with Watching(box) as watching:
+        assert watching.until(lambda row: True)["sessions"] == []  # at once, asked of the box
+        watching.until(lambda row: True)  # the stream's first listing (the same: drawn again)
+        replace_helper(box, "process.exit(7);")
+        in_box(box, ASK)
+        row = watching.until(lambda row: bool(row["sessions"]))
+        assert row["sessions"][0]["status"] == "needs-you"
+        assert row["sessions"][0]["waiting_for"] == "Bash: make test"
+        assert watching.end(signal.SIGINT) == 0
+    helper_gone(box)
+
+    replace_helper(box, (ROOT / "guest" / "hb-agents").read_text())
+    with Watching(box) as watching:
+        watching.until(lambda row: True)
+        watching.until(lambda row: True)
+        assert watching.end(signal.SIGTERM) == 128 + signal.SIGTERM
+    helper_gone(box)
+
+    # A box whose stream fails is asked directly until its stream is back.
+    shebang, rest = (ROOT / "guest" / "hb-agents").read_text().split("\n", 1)
+    replace_helper(
+        box, f"{shebang}\nif (process.argv.includes('--watch')) process.exit(1);\n{rest}"
+    )
+    with Watching(box) as watching:
+        failed = False
+        while True:
+            [row] = [r for r in watching.next() if r["box"] == "b1"]
+            failed = failed or "--watch exited with 1" in row["error"]
+            if failed and not row["error"]:
+                break
+        assert row["sessions"][0]["status"] == "needs-you"
+        assert watching.end(signal.SIGINT) == 0
 
 
 async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(box, sim_service):

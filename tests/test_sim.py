@@ -114,6 +114,20 @@ def test_version_and_help(sim: Sim) -> None:
     assert "not pulled" in help_text and "/usr read-only" in help_text
 
 
+def test_it_starts_with_the_system_python_whatever_python3_path_finds(
+    sim: Sim, tmp_path: Path
+) -> None:
+    """hbtui starts the simulator for every engine call: a `python3` found first on PATH
+    (pyenv's shim, a virtualenv) is not what runs it."""
+    shim = tmp_path / "python3"
+    used = tmp_path / "used"
+    shim.write_text(f"#!/bin/sh\ntouch {used}\nexit 1\n")
+    shim.chmod(0o755)
+    path = f"{tmp_path}:{os.environ['PATH']}"
+    assert sim.ok("--version", env={"PATH": path}).strip() == "smolvm 1.32.2"
+    assert not used.exists()
+
+
 def test_persistent_root_tmp_emptied_workload_every_start(sim: Sim) -> None:
     sim.create(
         "b1",

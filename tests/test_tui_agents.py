@@ -8,6 +8,7 @@ import asyncio
 import os
 import stat
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from textual.widgets._footer import FooterKey
 from tui_fake_agents import session
 
 from hbtui.core.agents import IDLE, NEEDS_YOU, WORKING
+from hbtui.tui.activity import row_key
 from hbtui.tui.alerts import ALERT_MAX, alert_text, osc9
 from hbtui.tui.dialogs.agents import SendDialog, SessionPicker
 from hbtui.tui.messages import AgentsWanted
@@ -255,6 +257,75 @@ async def test_v_shows_the_selected_boxs_agent_live_and_only_its():
         calls = service.agents_calls
         await until(pilot, lambda: service.agents_calls >= calls + 2, timeout=15)
         assert len(service.pane_asks) == asks  # hidden: no capture
+
+
+async def test_an_agents_change_redraws_only_what_it_changes():
+    """Each stream event brings every box's row, one of them new (several a second with
+    many boxes): only that box's table row is drawn again, the status line only when the
+    count of boxes that need you changes, the preview (and a capture of its pane) only
+    when the selected box changed."""
+    service = with_agents()
+    service.panes = {("local", "alpha", "%1"): "alpha's screen\n"}
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: app.main.table.agents)
+        main, table = app.main, app.main.table
+        await pilot.press("v")
+        await until(pilot, lambda: "alpha's screen" in main.preview.screen_text)
+        assert table.selected_key() == ("local", "alpha")
+        drawn: Counter[str] = Counter()
+
+        def counting(name: str, method):
+            def counted(*args):
+                drawn[args[0] if name == "_put" else name] += 1
+                return method(*args)
+
+            return counted
+
+        main._want_pane = counting("_want_pane", main._want_pane)
+        main._show_status = counting("_show_status", main._show_status)
+        table._put = counting("_put", table._put)
+        rows = dict(main.agents)
+
+        def turned(key, status: str) -> None:
+            first = rows[key].sessions[0]
+            rows[key] = replace(rows[key], sessions=(replace(first, status=status),))
+            main._show_agents(dict(rows))
+
+        turned(("lab", "delta"), IDLE)
+        assert drawn == {row_key(("lab", "delta")): 1}
+        turned(("local", "alpha"), WORKING)
+        assert drawn == {
+            row_key(("lab", "delta")): 1,
+            row_key(("local", "alpha")): 1,
+            "_show_status": 1,  # nobody needs you now
+            "_want_pane": 1,  # the selected box changed
+        }
+
+
+async def test_the_status_line_changes_without_a_layout_of_the_screen():
+    """The status line is one line whatever it says: a new text repaints it, and lays out
+    nothing (a layout of the whole screen at each listing and each ask stalled the UI)."""
+    app = make_app(with_agents(), refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: "1 needs you" in status_line(app))
+        line = app.main.query_one("#host-status", Static)
+        layouts: list[bool] = []
+        refresh = line.refresh
+        line.refresh = lambda *regions, **kwargs: (
+            layouts.append(kwargs.get("layout", False)),
+            refresh(*regions, **kwargs),
+        )[1]
+        rows = dict(app.main.agents)
+        first = rows[("local", "alpha")].sessions[0]
+        rows[("local", "alpha")] = replace(
+            rows[("local", "alpha")], sessions=(replace(first, status=WORKING),)
+        )
+        app.main._show_agents(rows)
+        assert "need" not in status_line(app)
+        assert layouts == [False]
 
 
 async def test_a_screen_that_cannot_be_read_says_why_in_the_preview():

@@ -8,10 +8,12 @@ Pilot over `FakeService`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
-from collections import deque
+from collections import Counter, deque
+from types import SimpleNamespace
 
 import pytest
 from textual.widgets import Input, Sparkline
@@ -28,7 +30,7 @@ from hbtui.tui.widgets.command_line import CommandLine
 
 from support import HBTUI_BIN, SIM_RECIPE
 from support.pilot import SIZE, make_app, rows, settled, until
-from tui_fakes import FakeService, frozen_clock
+from tui_fakes import FakeService, frozen_clock, view
 
 sim = pytest.mark.sim
 
@@ -209,6 +211,56 @@ async def test_details_view_and_live_figures(static_service):
         await until(
             pilot, lambda: "engine exploded" in str(app.screen.query_one("#sections").render())
         )
+
+
+async def test_live_figures_are_read_for_rows_on_screen_and_seldom_but_the_selected_box(
+    monkeypatch,
+):
+    """30 running boxes, a few rows of them on screen: each listing reads the selected box's
+    figures; the other rows on screen are read once per STATS_SECONDS (here longer than
+    the test) and keep their figures meanwhile; the rows below the screen are not read."""
+    from hbtui.tui import queries
+
+    monkeypatch.setattr(queries, "STATS_SECONDS", 3600.0)
+    fake = FakeService([view(f"box{i:02d}", 4800 + i) for i in range(30)])
+    app = make_app(fake, refresh=0.1)
+
+    def asked() -> Counter[str]:
+        return Counter(name for call in fake.calls if call[0] == "stats" for name in call[1])
+
+    async with app.run_test(size=(120, 24)) as pilot:
+        await until(pilot, lambda: asked()["box00"] >= 5, what="five reads of the selected box")
+        on_screen = {name for _host, name in app.main.table.keys_on_screen()}
+        assert "box00" in on_screen and 4 <= len(on_screen) < 30
+        assert set(asked()) <= on_screen
+        assert all(asked()[name] == 1 for name in on_screen - {"box00"}), asked()
+        shown = rows(app)
+        assert all("MiB" in shown[f"local/{name}"] for name in on_screen)
+
+
+async def test_stats_asks_the_engine_a_few_boxes_at_a_time():
+    """`Service.stats` of 30 boxes: at most STATS_CONCURRENCY engine calls at once (each is
+    a process; all at once loaded a small machine)."""
+    from hbtui.core.details import STATS_CONCURRENCY, stats
+
+    class Engine:
+        running = most = 0
+
+        async def stats(self, name: str) -> dict[str, object]:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            await asyncio.sleep(0)  # every other call that may start, starts now
+            self.running -= 1
+            return {"cpu_percent": 1.0, "memory_mib": 10.0}
+
+    engine = Engine()
+
+    async def get(_host: str) -> SimpleNamespace:
+        return SimpleNamespace(engine=engine)
+
+    boxes = SimpleNamespace(hosts=SimpleNamespace(get=get))
+    found = await stats(boxes, [f"b{i}" for i in range(30)])  # type: ignore[arg-type]
+    assert len(found) == 30 and engine.most == STATS_CONCURRENCY
 
 
 async def test_sort_toggles_direction_and_marks_the_header(static_service):

@@ -7,14 +7,16 @@ import time
 from typing import TYPE_CHECKING
 
 from hbtui.cli.output import Invocation, print_json
+from hbtui.core.agents import BoxAgents
+from hbtui.errors import HbtuiError
+from hbtui.names import LOCAL
 from hbtui.present import AGENT_STYLE, elapsed
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from hbtui.core.agents import BoxAgents
-
 WATCH_SECONDS = 2.0
+COALESCE = 0.05  # --watch: changes this close together are drawn once
 
 
 def _since(when: float | None, now: float) -> str:
@@ -85,23 +87,118 @@ def cmd_agents(inv: Invocation) -> int:
         rows = inv.call(inv.service.agents(boxes, hosts))
         _show(inv, rows)
         return 1 if rows and all(r.error for r in rows) else 0
-
-    async def watch() -> None:
-        import asyncio
-
-        while True:
-            rows = await inv.service.agents(boxes, hosts)
-            if not inv.json and sys.stdout.isatty():
-                sys.stdout.write("\x1b[H\x1b[2J")
-            _show(inv, rows)
-            sys.stdout.flush()
-            await asyncio.sleep(WATCH_SECONDS)
-
     try:
-        inv.call(watch())
+        inv.call(_follow(inv, boxes, hosts))
     except KeyboardInterrupt:
         return 0
     return 0
+
+
+async def _follow(inv: Invocation, boxes: list[str] | None, hosts: list[str] | None) -> None:
+    """--watch: the table, then again each time a box's status stream says its agents
+    changed (and every WATCH_SECONDS, for the SINCE column; JSON only on a change)."""
+    import asyncio
+
+    rows = await inv.service.agents(boxes, hosts)  # at once (and a box not known fails here)
+    follower = _Follower(inv, boxes, hosts, rows)
+    reading = asyncio.create_task(follower.read())
+    try:
+        while True:
+            follower.changed.clear()
+            if not inv.json and sys.stdout.isatty():
+                sys.stdout.write("\x1b[H\x1b[2J")
+            _show(inv, sorted(follower.rows.values(), key=_order))
+            sys.stdout.flush()
+            waiting = asyncio.ensure_future(follower.changed.wait())
+            await asyncio.wait(
+                [waiting, reading], timeout=None if inv.json else WATCH_SECONDS,
+                return_when=asyncio.FIRST_COMPLETED,
+            )  # fmt: skip
+            waiting.cancel()
+            if reading.done():
+                reading.result()  # the watch failed: say why
+                return
+            await asyncio.sleep(COALESCE)  # a burst of changes (every box at start): one redraw
+    finally:
+        reading.cancel()
+        await follower.close()
+
+
+def _order(row: BoxAgents) -> tuple[bool, str, str]:
+    return (row.host != LOCAL, row.host, row.box)
+
+
+class _Follower:
+    """The rows --watch shows, kept by the boxes' status streams (`Service.watch_agents`,
+    listing the boxes again every WATCH_SECONDS to follow starts and stops). A box whose
+    stream fails is asked directly (`hb agents --json`) every WATCH_SECONDS until its
+    stream is back."""
+
+    def __init__(
+        self,
+        inv: Invocation,
+        boxes: list[str] | None,
+        hosts: list[str] | None,
+        rows: list[BoxAgents],
+    ) -> None:
+        import asyncio
+
+        self.service = inv.service
+        self.named = boxes is not None
+        self.rows = {(r.host, r.box): r for r in rows}
+        self.changed = asyncio.Event()
+        self.polls: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self.watch = self.service.watch_agents(relist=WATCH_SECONDS, hosts=hosts, names=boxes)
+
+    async def read(self) -> None:
+        import asyncio
+
+        from hbtui.core.agent_watch import AgentsGone
+
+        async for event in self.watch.events():
+            if isinstance(event, AgentsGone):
+                key = (event.host, event.box)
+                self._unpoll(key)
+                if self.named:  # a box asked for by name stays, saying why it shows nothing
+                    self.rows[key] = BoxAgents(
+                        event.box, event.host, error="the box is not running"
+                    )
+                else:
+                    self.rows.pop(key, None)
+            elif event.row.error and event.via == "stream":
+                key = (event.row.host, event.row.box)
+                if key not in self.polls:  # its stream failed: ask the box until it is back
+                    self.polls[key] = asyncio.create_task(self._poll(*key))
+                    self.rows[key] = event.row
+            else:
+                key = (event.row.host, event.row.box)
+                self._unpoll(key)
+                self.rows[key] = event.row
+            self.changed.set()
+
+    async def _poll(self, host: str, box: str) -> None:
+        import asyncio
+
+        while True:
+            try:
+                found = await self.service.agents([box], [host])
+            except HbtuiError as exc:
+                found = [BoxAgents(box, host, error=exc.message)]
+            for row in found:
+                if (row.host, row.box) == (host, box):
+                    self.rows[(host, box)] = row
+                    self.changed.set()
+            await asyncio.sleep(WATCH_SECONDS)
+
+    def _unpoll(self, key: tuple[str, str]) -> None:
+        task = self.polls.pop(key, None)
+        if task is not None:
+            task.cancel()
+
+    async def close(self) -> None:
+        for task in self.polls.values():
+            task.cancel()
+        await self.watch.close()
 
 
 def _decide(inv: Invocation, decision: str) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from hbtui.core.agents import (
     CONCURRENCY,
     HB,
     AgentError,
+    AgentOperations,
     BoxAgents,
     _box_agents,
     _Limits,
@@ -98,9 +100,18 @@ class AgentWatch:
     The caller says which boxes run (`track`, e.g. from a listing it has anyway), or
     gives `relist` seconds and the watch lists the boxes itself."""
 
-    def __init__(self, boxes: BoxOperations, *, relist: float | None = None) -> None:
+    def __init__(
+        self,
+        boxes: BoxOperations,
+        *,
+        relist: float | None = None,
+        hosts: list[str] | None = None,
+        names: Iterable[str] | None = None,
+    ) -> None:
         self._boxes = boxes
         self._relist = relist
+        self._hosts = hosts  # what `relist` lists: these hosts (None: all) ...
+        self._names = set(names) if names is not None else None  # ... these boxes (None: all)
         self._tasks: dict[Key, asyncio.Task[None]] = {}
         self._views: dict[Key, BoxView] = {}
         self._last: dict[Key, BoxAgents] = {}
@@ -109,6 +120,7 @@ class AgentWatch:
         self._starting = asyncio.Semaphore(CONCURRENCY)
         self._limits = _Limits()
         self._polled: set[Key] = set()  # their helper has no --watch
+        self._live: set[Key] = set()  # their stream runs and its last line was a listing
         self.streams = 0  # running now (for tests and the bench)
 
     # -- which boxes --------------------------------------------------------------------------
@@ -132,14 +144,21 @@ class AgentWatch:
     async def _relisting(self, every: float) -> None:
         while True:
             try:
-                listing = await self._boxes.list_boxes()
+                listing = await self._boxes.list_boxes(hosts=self._hosts)
             except (EngineError, HbtuiError, OSError):
                 pass  # the next listing may work; the streams go on meanwhile
             else:
                 # A host that could not be listed keeps its boxes' streams (they fail alone).
                 kept = [v for k, v in self._views.items() if k[0] in listing.errors]
-                self.track([*listing.boxes, *kept])
+                views = [*listing.boxes, *kept]
+                self.track(v for v in views if self._names is None or v.name in self._names)
             await asyncio.sleep(every)
+
+    def current(self, host: str, box: str) -> BoxAgents | None:
+        """The box's sessions as its stream says them now; None unless that stream runs
+        and its last line was a good listing."""
+        row = self._last.get((host, box))
+        return row if (host, box) in self._live and row is not None and not row.error else None
 
     # -- the events ---------------------------------------------------------------------------
 
@@ -225,6 +244,8 @@ class AgentWatch:
                     hostile = reader.line(line)
                     if hostile:
                         return _Ended(False, error=hostile)
+                    if reader.good:
+                        self._live.add(key)
             finally:
                 with contextlib.suppress(Exception):
                     await reading.aclose()  # type: ignore[attr-defined]
@@ -232,6 +253,7 @@ class AgentWatch:
             return _Ended(reader.good, error=_why(exc))
         finally:
             self.streams -= 1
+            self._live.discard(key)
             if held:
                 self._starting.release()
         if not reader.good and stream.returncode == NO_WATCH:
@@ -278,13 +300,31 @@ def _too_long() -> str:
     return f"the box sent a status line of more than {LINE_MAX // 1024} KB; tried again later"
 
 
-class AgentWatchOperations:
-    """The Service's `watch_agents` (it inherits it, as it does AgentOperations)."""
+class AgentWatchOperations(AgentOperations):
+    """The Service's agent methods with `watch_agents`; while a watch runs, `agents()`
+    takes each streamed box's row from its stream instead of asking the box again (the
+    stream says every change: an exec per box and refresh is what it saves)."""
 
     _boxes: BoxOperations
+    _watches: weakref.WeakSet[AgentWatch]  # every watch made, while it is referenced
 
-    def watch_agents(self, *, relist: float | None = None) -> AgentWatch:
+    def watch_agents(
+        self,
+        *,
+        relist: float | None = None,
+        hosts: list[str] | None = None,
+        names: Iterable[str] | None = None,
+    ) -> AgentWatch:
         """The running boxes' agents as they change, one status stream per box; with
-        `relist` seconds it finds the running boxes itself, else the caller says
-        (`AgentWatch.track`)."""
-        return AgentWatch(self._boxes, relist=relist)
+        `relist` seconds it finds the running boxes itself (of these hosts, with these
+        names), else the caller says (`AgentWatch.track`)."""
+        watch = AgentWatch(self._boxes, relist=relist, hosts=hosts, names=names)
+        self._watches.add(watch)
+        return watch
+
+    def _streamed(self, view: BoxView) -> BoxAgents | None:
+        for watch in list(self._watches):
+            row = watch.current(view.host, view.name)
+            if row is not None:
+                return row
+        return None

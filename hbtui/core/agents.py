@@ -14,7 +14,7 @@ import asyncio
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 from hbtui.core import ansi
@@ -220,10 +220,14 @@ async def _box_agents(boxes: BoxOperations, view: BoxView, limits: _Limits) -> B
 
 
 async def listing(
-    boxes: BoxOperations, names: Iterable[str] | None = None, hosts: list[str] | None = None
+    boxes: BoxOperations,
+    names: Iterable[str] | None = None,
+    hosts: list[str] | None = None,
+    streamed: Callable[[BoxView], BoxAgents | None] | None = None,
 ) -> list[BoxAgents]:
     """Every running box's sessions (or the named boxes', stopped ones saying so); a host
-    that cannot be listed is a row with its reason."""
+    that cannot be listed is a row with its reason. `streamed` gives a box's row where a
+    live status stream already said it: that box is not asked again."""
     found = await boxes.list_boxes(hosts=hosts)
     wanted = set(names) if names is not None else None
     rows: list[BoxAgents] = [
@@ -244,8 +248,12 @@ async def listing(
         if missing and not found.errors:
             raise BoxNotFound(f"no box named {sorted(missing)[0]!r} (see: hbtui ls)")
     limits = _Limits()
-    answers = await asyncio.gather(*(_box_agents(boxes, v, limits) for v in targets))
-    rows.extend(answers)
+
+    async def row(view: BoxView) -> BoxAgents:
+        known = streamed(view) if streamed is not None else None
+        return known if known is not None else await _box_agents(boxes, view, limits)
+
+    rows.extend(await asyncio.gather(*(row(v) for v in targets)))
     return sorted(rows, key=lambda r: (r.host != LOCAL, r.host, r.box))
 
 
@@ -380,9 +388,14 @@ class AgentOperations:
     async def agents(
         self, boxes: list[str] | None = None, hosts: list[str] | None = None
     ) -> list[BoxAgents]:
-        """The agent sessions of every running box (or of these boxes), one row per box."""
+        """The agent sessions of every running box (or of these boxes), one row per box:
+        what a live status stream of this Service said, else asked of the box now."""
         self._check(boxes or [], hosts or [])
-        return await listing(self._boxes, boxes, hosts)
+        return await listing(self._boxes, boxes, hosts, self._streamed)
+
+    def _streamed(self, view: BoxView) -> BoxAgents | None:
+        """The box's row as a live status stream said it (see AgentWatchOperations)."""
+        return None
 
     async def answer_agent(
         self, name: str, decision: str, host: str = LOCAL, *, session: str | None = None

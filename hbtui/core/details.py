@@ -14,6 +14,7 @@ import math
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from hbtui.config import split_list
 from hbtui.core import credentials as creds
@@ -27,6 +28,7 @@ from hbtui.names import LOCAL
 from hbtui.present import human_bytes
 
 MIB = 1024 * 1024
+STATS_CONCURRENCY = 4  # engine calls at once: each is a process, 30 at once load a small host
 
 # Where engines have put each figure: (keys, scale to MiB or percent).
 _CPU_KEYS = ("cpu_percent", "cpu_pct", "cpu_usage_percent", "cpu_usage", "cpu")
@@ -95,14 +97,19 @@ def parse_stats(data: dict[str, object]) -> BoxStats | None:
 async def stats(
     boxes: BoxOperations, names: list[str], host_name: str = LOCAL
 ) -> dict[str, BoxStats]:
-    """Resource use of these running boxes, asked for all at once; a box the engine cannot
-    say anything about (stopped meanwhile, an engine without stats) is left out."""
+    """Resource use of these running boxes, STATS_CONCURRENCY engine calls at once; a box
+    the engine cannot say anything about (stopped meanwhile, an engine without stats) is
+    left out."""
     if not names:
         return {}
     host = await boxes.hosts.get(host_name)
-    answers = await asyncio.gather(
-        *(host.engine.stats(name) for name in names), return_exceptions=True
-    )
+    gate = asyncio.Semaphore(STATS_CONCURRENCY)
+
+    async def one(name: str) -> dict[str, Any]:
+        async with gate:
+            return await host.engine.stats(name)
+
+    answers = await asyncio.gather(*(one(name) for name in names), return_exceptions=True)
     found: dict[str, BoxStats] = {}
     for name, answer in zip(names, answers, strict=True):
         if isinstance(answer, BaseException):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,6 @@ from hbtui.config import Config, HostSettings, config_to_dict, split_list
 from hbtui.core import backups, leftovers, scratch
 from hbtui.core import credentials as creds
 from hbtui.core.agent_watch import AgentWatchOperations
-from hbtui.core.agents import AgentOperations
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, BaseCheck, NewPlan
 from hbtui.core.boxes import BoxOperations
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 # `ls` should not pay for tar, tempfile or platform probing at start-up.
 
 
-class Service(AgentOperations, AgentWatchOperations, WorkOperations, TryOperations):
+class Service(AgentWatchOperations, WorkOperations, TryOperations):
     def __init__(
         self,
         paths: Paths,
@@ -70,6 +70,7 @@ class Service(AgentOperations, AgentWatchOperations, WorkOperations, TryOperatio
         # Packs of killed base builds and remakes that nothing names.
         leftovers.sweep(self._hosts.local_bases_dir, self._boxes.bases, self._boxes.remakes)
         self._book = HostBook(paths, config, self._hosts, self._boxes.registry)
+        self._watches = weakref.WeakSet()  # the agents' status streams (AgentWatchOperations)
 
     async def close(self) -> None:
         """Let go of remote connections; call once, when the front end is done."""

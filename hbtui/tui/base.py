@@ -84,6 +84,8 @@ class DashboardBase(App[None]):
         self._exit_status = 0  # 128 + the signal that ended the dashboard, if one did
         self.usage_history: dict[BoxKey, deque[BoxStats]] = {}  # live figures, newest last
         self._stats_worker: Worker[None] | None = None
+        self._usage: dict[BoxKey, BoxStats] = {}  # each box's last figures
+        self._stats_read: dict[BoxKey, float] = {}  # when they were read (time.monotonic())
         # (message, title, severity) -> the toast showing it, and how many times it came
         self._repeats: dict[tuple[str, str, str], tuple[str, int]] = {}
 

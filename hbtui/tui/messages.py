@@ -120,11 +120,13 @@ class WebReady(Message):
 
 
 class StatsWanted(Message):
-    """The main screen would like the CPU and memory of these running boxes."""
+    """The main screen would like the CPU and memory of these running boxes (those on
+    screen), the selected one's fresh (its details view draws its history)."""
 
-    def __init__(self, keys: list[BoxKey]) -> None:
+    def __init__(self, keys: list[BoxKey], selected: BoxKey | None = None) -> None:
         super().__init__()
         self.keys = keys
+        self.selected = selected
 
 
 class StatsLoaded(Message):

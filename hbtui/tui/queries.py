@@ -13,7 +13,6 @@ from collections import deque
 from functools import partial
 from typing import TYPE_CHECKING
 
-from hbtui.core.views import BoxStats
 from hbtui.errors import HbtuiError
 from hbtui.tui.activity import MAX_LINES, BoxKey
 from hbtui.tui.base import DashboardBase
@@ -34,7 +33,8 @@ from hbtui.tui.operations import describe_error
 if TYPE_CHECKING:
     from hbtui.tui.screens.details import DetailsScreen
 
-HISTORY = 60  # live figures kept per box: two minutes at the default refresh
+HISTORY = 60  # live figures kept per box: two minutes of the selected box's
+STATS_SECONDS = 10.0  # how often a box that is not selected has its figures read
 
 
 class Queries(DashboardBase):
@@ -119,22 +119,37 @@ class Queries(DashboardBase):
         screen.show(details)
 
     def on_stats_wanted(self, message: StatsWanted) -> None:
-        """Live figures for the running boxes, unless the last ask is still out."""
-        if self._stats_worker is None or self._stats_worker.is_finished:
-            self._stats_worker = self._start(partial(self._stats, message.keys), "stats")
+        """Live figures for the running boxes on screen, unless the last ask is still out:
+        the selected box's at every listing, the others' once every STATS_SECONDS (each is
+        an engine call per box, and a few dozen every 2 s load a small machine)."""
+        if self._stats_worker is not None and not self._stats_worker.is_finished:
+            return
+        now = time.monotonic()
+        due = [
+            key
+            for key in message.keys
+            if key == message.selected
+            or now - self._stats_read.get(key, -STATS_SECONDS) >= STATS_SECONDS
+        ]
+        self._stats_worker = self._start(partial(self._stats, message.keys, due), "stats")
 
-    async def _stats(self, keys: list[BoxKey]) -> None:
+    async def _stats(self, keys: list[BoxKey], due: list[BoxKey]) -> None:
         by_host: dict[str, list[str]] = {}
-        for host, name in keys:
+        for host, name in due:
             by_host.setdefault(host, []).append(name)
-        usage: dict[BoxKey, BoxStats] = {}
         for host, names in by_host.items():
             try:
                 found = await self.service.stats(names, host)
             except Exception:  # no figures is not worth a notification every refresh
                 continue
-            for name, figures in found.items():
-                usage[(host, name)] = figures
-                history = self.usage_history.setdefault((host, name), deque(maxlen=HISTORY))
+            for name in names:
+                key = (host, name)
+                self._stats_read[key] = time.monotonic()
+                figures = found.get(name)
+                if figures is None:
+                    self._usage.pop(key, None)
+                    continue
+                self._usage[key] = figures
+                history = self.usage_history.setdefault(key, deque(maxlen=HISTORY))
                 history.append(figures)
-        self._to_main(StatsLoaded(usage))
+        self._to_main(StatsLoaded({k: self._usage[k] for k in keys if k in self._usage}))

@@ -24,6 +24,8 @@ def sim_usable() -> str | None:
     """Why the simulator cannot run here, or None."""
     if os.geteuid() != 0:
         return "the smolvm simulator needs root"
+    if not os.access("/usr/bin/python3", os.X_OK):
+        return "the smolvm simulator runs as /usr/bin/python3, which is missing"
     for tool in ("bwrap", "nsenter", "ip", "setpriv"):
         if shutil.which(tool) is None:
             return f"the smolvm simulator needs {tool}"

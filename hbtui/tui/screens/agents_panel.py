@@ -84,20 +84,31 @@ class AgentPanel(Screen[None]):
             if self.listing is not None:
                 self._show_status(self.listing)
             return
-        self.agents_error = ""
+        failed, self.agents_error = self.agents_error, ""
         self._show_agents({(r.host, r.box): r for r in message.rows if r.box})
+        if failed and self.listing is not None:
+            self._show_status(self.listing)  # the error goes from the status line
 
     def _show_agents(self, agents: dict[BoxKey, BoxAgents]) -> None:
-        had = self.any_agents
+        """Show what changed: each stream event brings every box's row, one of them new,
+        several a second with many boxes (the status line and the preview are redrawn
+        only when what they show changed)."""
+        before, had, waited = self.agents, self.any_agents, self._waiting_count()
         self.agents = agents
         if self.any_agents != had:
             self.app.refresh_bindings()  # the agent keys come into the footer, or go
         now = self.clock()
-        self.query_one(BoxTable).set_agents(agents, self.activities, now)
-        if self.listing is not None:
+        table = self.query_one(BoxTable)
+        table.set_agents(agents, self.activities, now)
+        if self.listing is not None and self._waiting_count() != waited:
             self._show_status(self.listing)
-        if self.preview_visible:
+        selected = table.selected_key()
+        changed = selected is None or before.get(selected) != agents.get(selected)
+        if self.preview_visible and changed:
             self.show_preview()
+
+    def _waiting_count(self) -> int:
+        return sum(1 for row in self.agents.values() if waiting(row))
 
     @property
     def any_agents(self) -> bool:
@@ -112,7 +123,7 @@ class AgentPanel(Screen[None]):
         """The status line's part: how many boxes need you (markup)."""
         if self.agents_error:
             return f"  [red]agents: {escape(self.agents_error)}[/]"
-        count = sum(1 for row in self.agents.values() if waiting(row))
+        count = self._waiting_count()
         if not count:
             return ""
         line = f"  [b yellow]● {count} need{'s' if count == 1 else ''} you[/]"

@@ -130,8 +130,9 @@ class MainScreen(AgentPanel):
         self.bases = message.bases
         self.show_listing(listing, message.asked_at)
         self.listing_shown()
-        running = [(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING]
-        self.post_message(StatsWanted(running))
+        running = {(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING}
+        on_screen = [key for key in self.table.keys_on_screen() if key in running]
+        self.post_message(StatsWanted(on_screen, self.table.selected_key()))
         if self.ports_visible:
             self._want_ports()
         if self.log_pane.workload_visible:
@@ -179,9 +180,15 @@ class MainScreen(AgentPanel):
             )
         line += f"  [dim]· listed at {self.clock().astimezone():%H:%M:%S}[/]"
         line += self.agents_status()
-        if line != self._status:  # an unchanged update would still relayout
+        if line != self._status:
             self._status = line
-            self.query_one("#host-status", Static).update(line)
+            self._draw_status()
+
+    def _draw_status(self) -> None:
+        """The status line is one line high whatever it says: no layout of the screen
+        (which a Static's update does by default: 40 ms and more with 30 boxes, at each
+        listing and each change of the count of boxes that need you)."""
+        self.query_one("#host-status", Static).update(self._status, layout=False)
 
     def listed(self, key: BoxKey) -> bool:
         """Whether the last listing has this box (a row may be an operation's only)."""
@@ -351,7 +358,7 @@ class MainScreen(AgentPanel):
     def action_refresh_now(self) -> None:
         """`r`: list now, and say so until the listing is back."""
         self._status = "[b]refreshing…[/]"
-        self.query_one("#host-status", Static).update(self._status)
+        self._draw_status()
         self.post_message(ListingWanted())
         self.want_agents()
 

@@ -209,14 +209,15 @@ class BoxTable(ScrollView, can_focus=True):
     def set_agents(
         self, agents: dict[BoxKey, BoxAgents], activities: dict[BoxKey, Activity], now: datetime
     ) -> None:
-        """What the agents of the running boxes do now: repaint the rows that have agents,
-        or had (the column comes with the first box that says anything of its agents)."""
+        """What the agents of the running boxes do now: repaint the rows whose agents
+        changed (the column comes with the first box that says anything of its agents;
+        each listing repaints every row, and with it how long each status has lasted)."""
         before = self.agents
         self.agents = {k: row for k, row in agents.items() if row.sessions or row.error}
         for key in self._shown:
             view = self.views[key]
             box = (view.host, view.name)
-            if box in self.agents or box in before:
+            if before.get(box) != self.agents.get(box):
                 self._put(key, view, activities, now)
         if bool(before) != bool(self.agents):
             self._resize()
@@ -224,6 +225,12 @@ class BoxTable(ScrollView, can_focus=True):
     def keys_in_order(self) -> list[BoxKey]:
         """The boxes shown, top to bottom."""
         return [(self.views[k].host, self.views[k].name) for k in self._order]
+
+    def keys_on_screen(self) -> list[BoxKey]:
+        """The boxes whose rows show now (below the header, within the scroll)."""
+        top = self.scroll_offset.y
+        shown = self._order[top : top + max(0, self.size.height - 1)]
+        return [(self.views[k].host, self.views[k].name) for k in shown]
 
     def selected_key(self) -> BoxKey | None:
         if not self._order:
