@@ -44,3 +44,19 @@ def test_data_verbs_load_no_ui_crypto_or_ssh(sim_env, argv):
     loaded = loaded_by(argv, sim_env)
     assert "hbtui" in loaded
     assert not loaded & {"rich", "textual", "asyncssh", "cryptography"}
+
+
+def test_the_dashboard_app_loads_no_box_operations():
+    """The dashboard's first frame needs what an agent session is (agent_sessions), not the
+    core's box operations behind hbtui.core.agents (~120 ms of imports): those load with
+    the Service, at the first listing."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, hbtui.tui.app; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    loaded = set(json.loads(done.stdout.replace("'", '"')))
+    assert "hbtui.core.agent_sessions" in loaded
+    assert not loaded & {"hbtui.core.boxes", "hbtui.core.agents", "hbtui.core.service"}

@@ -12,7 +12,7 @@ from hbtui.present import AGENT_STYLE, elapsed
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from hbtui.core.agents import BoxAgents
+    from hbtui.core.agent_sessions import BoxAgents
 
 WATCH_SECONDS = 2.0
 
