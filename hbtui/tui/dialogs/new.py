@@ -243,9 +243,14 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()
+        self.check()
+        # The reads start once the first frame is drawn: answered before it (the port map
+        # at once), they would lay out and draw the form a second time ahead of that frame.
+        self.call_after_refresh(self._load)
+
+    def _load(self) -> None:
         self.load_context()
         self.load_ports()
-        self.check()
 
     @work(exclusive=True, group="context", exit_on_error=False)
     async def load_context(self) -> None:
