@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core import agents
-from hbtui.core.agents import AgentError, parse_listing, parse_session
+from hbtui.core import agent_sessions, agents
+from hbtui.core.agent_sessions import AgentError, parse_listing, parse_session
 from hbtui.core.ansi import keep_colours, plain
 
 
@@ -111,7 +111,7 @@ def test_hostile_fields_are_neutralised():
             git={"branch": "\x1b[31mmain", "changed": "2", "commits": 1},
         ),
     )
-    assert "\x1b" not in s.waiting_for and len(s.waiting_for) <= agents.TEXT_MAX
+    assert "\x1b" not in s.waiting_for and len(s.waiting_for) <= agent_sessions.TEXT_MAX
     assert s.pane == "" and s.request == "" and s.since is None
     assert s.tokens_in is None and s.tokens_out is None and s.git is None
 
@@ -128,7 +128,7 @@ def test_waiting_for_and_request_only_when_it_needs_you():
         b"\xff\xfe",
         b"[]",
         b'{"sessions": "many"}',
-        b" " * (agents.OUTPUT_MAX + 1),
+        b" " * (agent_sessions.OUTPUT_MAX + 1),
     ],
 )
 def test_junk_answers_are_one_reason(output):
@@ -139,7 +139,7 @@ def test_junk_answers_are_one_reason(output):
 def test_a_box_cannot_flood_the_listing():
     many = {"sessions": [entry(session_id=f"s{i:05d}") for i in range(1000)]}
     rows = parse_listing("b1", "local", json.dumps(many).encode())
-    assert len(rows) == agents.SESSIONS_MAX
+    assert len(rows) == agent_sessions.SESSIONS_MAX
 
 
 def test_skip_is_only_for_an_allow_list_box_with_managed_keys():

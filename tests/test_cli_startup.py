@@ -70,3 +70,19 @@ def test_progress_bars_load_with_the_first_step_not_before():
     before, after, shown = done.stdout.strip().split(" ", 2)
     assert (before, after) == ("False", "True"), done.stderr
     assert "bundling the work in b1" in shown and "step 1/3 packages" in shown
+
+
+def test_the_dashboard_app_loads_no_box_operations():
+    """The dashboard's first frame needs what an agent session is (agent_sessions), not the
+    core's box operations behind hbtui.core.agents (~120 ms of imports): those load with
+    the Service, at the first listing."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, hbtui.tui.app; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    loaded = set(json.loads(done.stdout.replace("'", '"')))
+    assert "hbtui.core.agent_sessions" in loaded
+    assert not loaded & {"hbtui.core.boxes", "hbtui.core.agents", "hbtui.core.service"}

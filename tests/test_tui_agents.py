@@ -18,7 +18,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets._footer import FooterKey
 from tui_fake_agents import session
 
-from hbtui.core.agents import IDLE, NEEDS_YOU, WORKING
+from hbtui.core.agent_sessions import IDLE, NEEDS_YOU, WORKING
 from hbtui.tui.activity import row_key
 from hbtui.tui.alerts import ALERT_MAX, alert_text, osc9
 from hbtui.tui.dialogs.agents import SendDialog, SessionPicker

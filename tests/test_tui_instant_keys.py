@@ -8,9 +8,19 @@ from __future__ import annotations
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.core.bases import Base, NewPlan
-from hbtui.tui.dialogs.new import BranchDialog, NewBoxDialog
+from hbtui.tui.dialogs.branch import BranchDialog
+from hbtui.tui.dialogs.new import NewBoxDialog
 
-from support.pilot import SIZE, make_app, opened, operations_done, rows, text_of, until
+from support.pilot import (
+    SIZE,
+    make_app,
+    open_section,
+    opened,
+    operations_done,
+    rows,
+    text_of,
+    until,
+)
 
 BASE = Base(
     id="ubuntu-24.04-5699fbee178d",
@@ -38,6 +48,7 @@ async def test_new_says_whether_the_box_comes_from_a_base(service):
         dialog = await opened(pilot, app, "n", NewBoxDialog)
         fast = f"⚡ from the base {BASE.id} (fast: only the per-box step)"
         await until(pilot, lambda: plan_text(dialog) == fast, what="the plan (read after paint)")
+        await open_section(pilot, dialog, "options")
         dialog.query_one("#use-base", Checkbox).value = False
         await until(pilot, lambda: "bases are not used" in plan_text(dialog), what="plan")
 
@@ -48,6 +59,7 @@ async def test_new_says_whether_the_box_comes_from_a_base(service):
         await until(pilot, lambda: plan_text(dialog).startswith("⚠"), what="stale plan")
         assert "untick 'From a base'" in plan_text(dialog)
 
+        dialog.query_one("#name", Input).focus()
         await pilot.press(*"fresh", "enter")
         await until(pilot, lambda: "fresh" in service.new_specs, what="new called")
         assert service.new_specs["fresh"].use_base is True
@@ -59,6 +71,7 @@ async def test_new_takes_credentials_and_an_egress_policy_checked_as_typed(servi
     async with app.run_test(size=SIZE) as pilot:
         dialog = await opened(pilot, app, "n", NewBoxDialog)
         await pilot.press(*"k1")
+        await open_section(pilot, dialog, "options")
         creds = dialog.query_one("#credentials", Input)
         creds.value = "nosuch"
         await until(pilot, lambda: "no preset 'nosuch'" in text_of(dialog, "#credentials-problem"))
@@ -130,3 +143,51 @@ async def test_the_status_line_counts_the_bases_and_the_keys_column_says_who_hol
         assert not any(
             mark in drawn[f"{b.host}/{b.name}"] for b in service.boxes[2:] for mark in ("🔒", "⚠")
         )
+
+
+async def test_the_new_dialog_makes_its_options_and_work_fields_when_they_are_opened(service):
+    """A dialog pays for the fields it shows: the options and the work fields are made when
+    their section is opened; until then Create sends the configured defaults."""
+    defaults = service.config.defaults
+    defaults.cpus, defaults.memory_mib, defaults.branchable = 3, 2048, True
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "n", NewBoxDialog)
+        assert not dialog.query("#credentials, #egress, #cpus, #use-base, #repo, #agent")
+        await pilot.press(*"lazy", "enter")
+        await until(pilot, lambda: "lazy" in service.new_specs, what="new called")
+        asked = service.new_specs["lazy"]
+        assert (asked.cpus, asked.memory_mib, asked.branchable, asked.use_base) == (
+            3,
+            2048,
+            True,
+            True,
+        )
+        assert (asked.credentials, asked.egress, asked.work) == ((), "private-blocked", None)
+        await operations_done(pilot, app)
+
+        await pilot.press("n")
+        await until(
+            pilot, lambda: isinstance(app.screen, NewBoxDialog) and app.screen is not dialog
+        )
+        dialog = app.screen
+        await open_section(pilot, dialog, "options")
+        assert dialog.query_one("#cpus", Input).value == "3"
+        assert dialog.query_one("#branchable", Checkbox).value is True
+        assert not dialog.query("#repo")  # the other section stays folded
+
+
+async def test_a_folded_default_with_a_problem_opens_its_section(service):
+    """A configured credential with no secret stored: Create stays off, and the section
+    that says why opens by itself instead of hiding the reason."""
+    service.config.defaults.credentials = "openai"
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "n", NewBoxDialog)
+        await until(
+            pilot, lambda: "no secret 'openai' stored" in text_of(dialog, "#credentials-problem")
+        )
+        assert not dialog.query_one("#options").collapsed
+        assert dialog.query_one("#work").collapsed
+        await pilot.press(*"k2")
+        assert dialog.query_one("#ok", Button).disabled

@@ -19,7 +19,16 @@ from hbtui.tui.screens.compare import TryScreen
 from hbtui.tui.screens.diff import DiffScreen, PatchView, prepare
 from hbtui.tui.screens.help import HelpScreen
 
-from support.pilot import SIZE, make_app, notes, operations_done, settled, text_of, until
+from support.pilot import (
+    SIZE,
+    make_app,
+    notes,
+    open_section,
+    operations_done,
+    settled,
+    text_of,
+    until,
+)
 from tui_fakes import SAMPLE_PATCH, FakeService, frozen_clock, sample_try, work_diff
 
 
@@ -284,6 +293,7 @@ async def test_the_new_dialog_puts_a_repository_and_an_agent_on_a_task_in_the_bo
         await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
         dialog = app.screen
         await pilot.press(*"w1")
+        await open_section(pilot, dialog, "work")
         ok = dialog.query_one("#ok", Button)
         repo, task = dialog.query_one("#repo", Input), dialog.query_one("#task", Input)
         agent = dialog.query_one("#agent", Select)

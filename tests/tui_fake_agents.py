@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from hbtui.core.agents import (
+from hbtui.core.agent_sessions import (
     ENDED,
     ERROR,
     NEEDS_YOU,

@@ -9,7 +9,7 @@ to 60 s while the new one fails or ends within 10 s), and polls
 the boxes whose helper has no `--watch`: an exec that exits with status 2 (`hb`'s and
 `hb agents`' "bad usage") before its first line.
 
-Every line is untrusted: it is parsed by `agents.parse_listing` (the poll's schema and
+Every line is untrusted: it is parsed by `agent_sessions.parse_listing` (the poll's schema and
 caps), may be at most LINE_MAX bytes, and a box may send at most LINES_PER_SECOND lines
 and BYTES_PER_SECOND bytes (each with a burst); a box over a cap loses its stream, its
 row says why, and it is tried again only after a growing pause.
@@ -23,17 +23,15 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
-from hbtui.core.agents import (
-    CONCURRENCY,
-    HB,
+from hbtui.core.agent_sessions import (
     AgentError,
-    AgentOperations,
+    AgentEvent,
+    AgentsChanged,
+    AgentsGone,
     BoxAgents,
-    _box_agents,
-    _Limits,
-    _why,
     parse_listing,
 )
+from hbtui.core.agents import CONCURRENCY, HB, AgentOperations, _box_agents, _Limits, _why
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.views import BOX, BoxView
 from hbtui.engine import EngineError
@@ -51,25 +49,6 @@ GARBAGE_FIRST = 5  # lines that are not JSON tolerated before the first good one
 NO_WATCH = 2  # the exit status of a helper that does not know --watch
 
 Key = tuple[str, str]  # (host, box)
-
-
-@dataclass(frozen=True)
-class AgentsChanged:
-    """A box's sessions (or why they cannot be read) changed."""
-
-    row: BoxAgents
-    via: str  # "stream", or "poll" for a box whose helper has no --watch
-
-
-@dataclass(frozen=True)
-class AgentsGone:
-    """A box is no longer running (or no longer watched): forget its row."""
-
-    host: str
-    box: str
-
-
-AgentEvent = AgentsChanged | AgentsGone
 
 
 class _Bucket:

@@ -3,7 +3,7 @@
 One `hb agents --json` exec per running box per refresh (a bounded number at once, remote
 hosts included) gives every agent session of the box; `hb agents decide|send|pane` answer
 a permission request, type a line, or show the agent's screen. Everything a box says is
-untrusted: its output is size-capped and parsed against the schema below, text fields
+untrusted: its output is size-capped and parsed against the schema (hbtui.core.agent_sessions), text fields
 lose every control character, and nothing of it ever reaches a host shell (the in-box
 helper gets it as argv through the engine's exec).
 """
@@ -12,13 +12,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from hbtui.core import ansi
 from hbtui.core import recipe as recipes
+from hbtui.core.agent_sessions import (
+    ENDED,
+    ERROR,
+    NEEDS_YOU,
+    PANE_ID,
+    SEND_MAX,
+    AgentError,
+    AgentSession,
+    Answer,
+    BoxAgents,
+    clean_text,
+    parse_listing,
+)
 from hbtui.core.boxes import BoxNotFound, BoxOperations
 from hbtui.core.hosts import HostPool
 from hbtui.core.views import BOX, BoxView
@@ -27,86 +39,12 @@ from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import MachineState
 from hbtui.names import LOCAL, check_name
 
-WORKING = "working"
-NEEDS_YOU = "needs-you"
-IDLE = "idle"
-ENDED = "ended"
-ERROR = "error"
-STATUSES = (WORKING, NEEDS_YOU, IDLE, ENDED, ERROR)
-
 CONCURRENCY = 8  # execs at once across all boxes and hosts
 EXEC_TIMEOUT = 15.0
-OUTPUT_MAX = 2 * 1024 * 1024  # what one box may answer `hb agents --json` with
 PANE_MAX = 512 * 1024
-SESSIONS_MAX = 200  # per box
-TEXT_MAX = 300
-SEND_MAX = 4096
 HB = f"{recipes.GUEST_BIN}/hb"
 
-_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
-_PANE = re.compile(r"%[0-9]{1,6}")
-_REQUEST = re.compile(r"[0-9a-f]{4,32}")
-_AGENTS = ("claude", "codex", "hermes")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-class AgentError(HbtuiError):
-    """Nothing to answer, no such session, or a box that cannot be asked."""
-
-
-@dataclass(frozen=True)
-class GitState:
-    branch: str
-    changed: int  # files with changes (staged, unstaged or untracked)
-    commits: int  # commits on HEAD since the session started
-
-
-@dataclass(frozen=True)
-class AgentSession:
-    """One agent session in a box, as `hb agents --json` reported it (checked)."""
-
-    box: str
-    host: str
-    agent: str
-    session_id: str
-    status: str
-    since: float | None = None  # UNIX time of the last change of status
-    waiting_for: str = ""  # the tool and its command, or the question; one line
-    pane: str = ""  # its tmux pane ("%3")
-    request: str = ""  # a permission request the box's hook waits for hbtui to answer
-    cwd: str = ""
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    git: GitState | None = None
-    error: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class BoxAgents:
-    """A box's sessions, or why they could not be read (the other boxes still show)."""
-
-    box: str
-    host: str
-    sessions: tuple[AgentSession, ...] = ()
-    error: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "box": self.box,
-            "host": self.host,
-            "error": self.error,
-            "sessions": [s.to_json() for s in self.sessions],
-        }
-
-
-@dataclass(frozen=True)
-class Answer:
-    session: AgentSession
-    via: str  # "hook" (the structured path) or "keys" (the agent's own prompt)
-    decision: str = ""
 
 
 @dataclass
@@ -114,93 +52,14 @@ class _Limits:
     semaphore: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(CONCURRENCY))
 
 
-def _text(value: object, limit: int = TEXT_MAX) -> str:
-    if not isinstance(value, str):
-        return ""
-    flat = ansi.plain(value)
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _count(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return value
-
-
-def _time(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) and 0 < number < 1e11 else None
-
-
-def _match(pattern: re.Pattern[str], value: object) -> str:
-    return value if isinstance(value, str) and pattern.fullmatch(value) else ""
-
-
-def _git(value: object) -> GitState | None:
-    if not isinstance(value, dict):
-        return None
-    changed, commits = _count(value.get("changed")), _count(value.get("commits"))
-    if changed is None or commits is None:
-        return None
-    return GitState(_text(value.get("branch"), 100), changed, commits)
-
-
-def parse_session(box: str, host: str, raw: object) -> AgentSession:
-    """One session entry, checked field by field; one that breaks the schema is an
-    `error` row saying so, never a crash and never trusted."""
-    if not isinstance(raw, dict):
-        return AgentSession(box, host, "?", "?", ERROR, error="a session entry is not an object")
-    sid = _match(_SESSION_ID, raw.get("session_id"))
-    agent = raw.get("agent") if raw.get("agent") in _AGENTS else "?"
-    status = raw.get("status")
-    if not sid or status not in STATUSES:
-        return AgentSession(
-            box, host, str(agent), sid or "?", ERROR, error="session entry breaks the schema"
-        )
-    tokens = raw.get("tokens") if isinstance(raw.get("tokens"), dict) else {}
-    assert isinstance(tokens, dict)
-    return AgentSession(
-        box=box,
-        host=host,
-        agent=str(agent),
-        session_id=sid,
-        status=str(status),
-        since=_time(raw.get("since")),
-        waiting_for=_text(raw.get("waiting_for")) if status == NEEDS_YOU else "",
-        pane=_match(_PANE, raw.get("pane")),
-        request=_match(_REQUEST, raw.get("request")) if status == NEEDS_YOU else "",
-        cwd=_text(raw.get("cwd"), 400),
-        tokens_in=_count(tokens.get("input")),
-        tokens_out=_count(tokens.get("output")),
-        git=_git(raw.get("git")),
-        error=_text(raw.get("error")),
-    )
-
-
-def parse_listing(box: str, host: str, output: bytes) -> tuple[AgentSession, ...]:
-    """`hb agents --json` output, size-capped and checked; junk raises AgentError."""
-    if len(output) > OUTPUT_MAX:
-        raise AgentError(f"the box answered {len(output)} bytes (more than {OUTPUT_MAX})")
-    try:
-        data = json.loads(output.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise AgentError("the box's answer is not JSON") from None
-    if not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
-        raise AgentError("the box's answer has no session list")
-    entries = data["sessions"][:SESSIONS_MAX]
-    return tuple(parse_session(box, host, entry) for entry in entries)
-
-
 def _why(exc: BaseException) -> str:
-    return _text(str(exc) or type(exc).__name__, 200)
+    return clean_text(str(exc) or type(exc).__name__, 200)
 
 
 async def _exec(boxes: BoxOperations, view: BoxView, argv: list[str]) -> tuple[int, bytes, str]:
     host = await boxes.hosts.get(view.host)
     done = await host.engine.exec(view.name, [HB, "agents", *argv], timeout=EXEC_TIMEOUT)
-    return done.returncode, done.stdout, _text(done.stderr.decode(errors="replace"), 200)
+    return done.returncode, done.stdout, clean_text(done.stderr.decode(errors="replace"), 200)
 
 
 async def _box_agents(boxes: BoxOperations, view: BoxView, limits: _Limits) -> BoxAgents:
@@ -354,7 +213,7 @@ async def send(
 
 async def pane(boxes: BoxOperations, name: str, host: str, pane_id: str) -> str:
     """The pane's screen with only its colours kept (safe to draw on the host)."""
-    if not _PANE.fullmatch(pane_id):
+    if not PANE_ID.fullmatch(pane_id):
         raise UsageError(f"not a tmux pane id: {pane_id!r} (like %3)")
     view = await _running(boxes, name, host)
     code, out, err = await _exec(boxes, view, ["pane", pane_id])

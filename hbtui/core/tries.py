@@ -20,7 +20,7 @@ from typing import Protocol, cast
 
 from hbtui.core import agents as agents_core
 from hbtui.core import ansi, work_box
-from hbtui.core.agents import IDLE, BoxAgents
+from hbtui.core.agent_sessions import ENDED, ERROR, IDLE, STATUSES, BoxAgents
 from hbtui.core.boxes import BoxOperations, to_the_end
 from hbtui.core.hosts import HostPool
 from hbtui.core.specs import NewSpec, WorkRequest
@@ -218,11 +218,11 @@ def _agent_status(row: BoxAgents | None) -> tuple[str, bool]:
         return "unknown", False
     if row.error:
         return "error", False
-    live = [s for s in row.sessions if s.status not in (agents_core.ENDED, agents_core.ERROR)]
+    live = [s for s in row.sessions if s.status not in (ENDED, ERROR)]
     if not live:
         return ("ended" if row.sessions else "no agent"), True
     statuses = {s.status for s in live}
-    shown = next(s for s in agents_core.STATUSES if s in statuses)
+    shown = next(s for s in STATUSES if s in statuses)
     return shown, statuses == {IDLE}
 
 

@@ -1,12 +1,20 @@
 """The agents of a box as the dashboard reads them: which session leads its row, which
 wait for an answer. No Textual here; what a row says is box_cells.py's.
 
-A status is data (`hbtui.core.agents.STATUSES`), never words to decode.
+A status is data (`hbtui.core.agent_sessions.STATUSES`), never words to decode.
 """
 
 from __future__ import annotations
 
-from hbtui.core.agents import ENDED, ERROR, IDLE, NEEDS_YOU, WORKING, AgentSession, BoxAgents
+from hbtui.core.agent_sessions import (
+    ENDED,
+    ERROR,
+    IDLE,
+    NEEDS_YOU,
+    WORKING,
+    AgentSession,
+    BoxAgents,
+)
 
 # The session a box's row shows: the one that needs the user first, then a broken one,
 # then one at work.

@@ -15,17 +15,20 @@ terminal's bell, asks the terminal for a desktop notification (OSC 9) and runs
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual.worker import Worker
 
-from hbtui.core.agent_watch import AgentsGone, AgentWatch
-from hbtui.core.agents import BoxAgents
+from hbtui.core.agent_sessions import AgentsGone, BoxAgents
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.agent_state import live, waiting
 from hbtui.tui.alerts import alert_text, notify_send_argv, osc9, run_notify_send
 from hbtui.tui.box_actions import BoxActions
 from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, AgentsWanted
 from hbtui.tui.operations import describe_error
+
+if TYPE_CHECKING:
+    from hbtui.core.agent_watch import AgentWatch
 
 ALLOW, DENY = "allow", "deny"
 ANSWERS = ("approve_agent", "deny_agent", "send_agent")

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 
 from hbtui.core import ansi
-from hbtui.core.agents import AgentSession
+from hbtui.core.agent_sessions import AgentSession
 from hbtui.environment import child_env
 from hbtui.names import LOCAL
 

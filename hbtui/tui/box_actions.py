@@ -21,7 +21,7 @@ from hbtui.tui.web_shell import WebAndShell
 
 if TYPE_CHECKING:
     from hbtui.tui.dialogs.archive import ExtractRequest, LoadRequest, SaveRequest
-    from hbtui.tui.dialogs.new import BranchRequest
+    from hbtui.tui.dialogs.branch import BranchRequest
     from hbtui.tui.requests import RemoveRequest
 
 
@@ -62,7 +62,7 @@ class BoxActions(WebAndShell):
         self.push_screen(NewBoxDialog(self.service, self._taken(), port=port))
 
     def action_branch_box(self) -> None:
-        from hbtui.tui.dialogs.new import BranchDialog
+        from hbtui.tui.dialogs.branch import BranchDialog
 
         view = self._need_box()
         if view is None or self._refuse_busy(view):

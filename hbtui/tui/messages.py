@@ -22,7 +22,7 @@ from hbtui.events import Event
 from hbtui.tui.activity import BoxKey
 
 if TYPE_CHECKING:
-    from hbtui.core.agents import BoxAgents
+    from hbtui.core.agent_sessions import BoxAgents
     from hbtui.core.hosts import WebAccess
 
 # -- the main screen asks ----------------------------------------------------------------

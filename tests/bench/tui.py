@@ -11,7 +11,9 @@ tmux server, 160x45, the simulator with one running box) until the box's row
 is in the terminal's output. Refresh cost and key latency run headless in this process
 over tests/tui_fakes.py's FakeService; the log flood is an operation the App
 runs (`run_operation`) whose call reports 250-line bursts through the same
-Report a Service call gets. Prints a table, then one JSON line with the
+Report a Service call gets. Dialog open: each dialog the main screen opens (New, branch,
+save, load, extract, remove), from its action to its first frame, against a bare
+ModalScreen with one Input, headless in one dashboard. Prints a table, then one JSON line with the
 headline numbers (the goals: first_paint_user_vs_bare ≤ 1.5,
 refresh_p95_ms_500_boxes ≤ 16, key_latency_p95_ms_log_flood ≤ 50).
 """
@@ -284,6 +286,71 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
     return apply_ms, total_ms
 
 
+# The dialogs the dashboard opens from the main screen, by the App's action that opens each.
+DIALOGS = {
+    "new": "new_box",
+    "branch": "branch_box",
+    "save": "save_box",
+    "load": "load_box",
+    "extract": "extract_archive",
+    "remove": "remove_box",
+}
+
+
+async def dialog_open(opens: int) -> dict[str, list[float]]:
+    """Main-thread CPU from a dialog's action to the first frame that shows the dialog,
+    each dialog opened `opens` times in one dashboard (the first open reads the dialogs'
+    stylesheet), alternating with "bare": a ModalScreen with one Input. CPU, not wall time,
+    for the reason refresh_cost gives; a dialog's reads from workers come after its frame.
+    """
+    from textual.screen import ModalScreen, Screen
+    from textual.widgets import Input
+
+    from hbtui.tui.app import HbtuiApp
+
+    from tui_fakes import FakeService, frozen_clock
+
+    class Bare(ModalScreen[None]):
+        def compose(self):
+            yield Input()
+
+    shown: list[tuple[Screen, float]] = []  # (screen, main-thread CPU) per frame
+
+    class Timed(HbtuiApp):
+        def _display(self, screen, renderable):
+            super()._display(screen, renderable)
+            if renderable is not None:
+                shown.append((screen, time.thread_time()))
+
+    app = Timed(FakeService(), clock=frozen_clock, refresh_seconds=3600)
+    costs: dict[str, list[float]] = {name: [] for name in ("bare", *DIALOGS)}
+    async with app.run_test(size=(160, 45)) as pilot:
+        while app.main.table.row_count < 4:
+            await pilot.pause(0.05)
+        await pilot.pause(0.2)
+        for _ in range(opens):
+            for name in costs:
+                painted = len(shown)
+                c0 = time.thread_time()
+                if name == "bare":
+                    app.push_screen(Bare())
+                else:
+                    getattr(app, f"action_{DIALOGS[name]}")()
+                deadline = time.monotonic() + 10
+                while not any(s is app.screen and s is not app.main for s, _ in shown[painted:]):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the {name} dialog never showed")
+                    await asyncio.sleep(0.001)
+                first = next(t for s, t in shown[painted:] if s is app.screen)
+                costs[name].append((first - c0) * 1000)
+                await pilot.pause(0.1)  # its workers' answers, as a user would wait
+                app.pop_screen()
+                while app.screen is not app.main:
+                    await asyncio.sleep(0.001)
+                await pilot.pause(0.05)
+    return costs
+
+
 async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
     """Key event in, first frame showing its effect out, while two boxes flood their logs."""
     from textual import events
@@ -351,6 +418,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--ticks", type=int, default=100)
     parser.add_argument("--lines", type=int, default=50_000)
+    parser.add_argument("--opens", type=int, default=9, help="times each dialog is opened")
     args = parser.parse_args()
     bare, dash = [], []
     for _ in range(args.runs):
@@ -360,6 +428,8 @@ def main() -> None:
     user_ratio = statistics.median(user_dash) / statistics.median(user_bare)
     apply_ms, total_ms = asyncio.run(refresh_cost(args.ticks))
     latencies, shown = asyncio.run(key_latency(args.lines, 400))
+    opens = asyncio.run(dialog_open(args.opens))
+    dialog_ratio = p95(opens["new"]) / p95(opens["bare"])
     ratio = statistics.median(dash) / statistics.median(bare)
     rows = [
         ("first paint, bare Textual app (median ms)", f"{statistics.median(bare):.1f}", ""),
@@ -384,6 +454,11 @@ def main() -> None:
             "≤ 50",
         ),
         ("log lines in the pane after the flood", str(shown), f"= {MAX_LINES}"),
+        *(
+            (f"dialog open to first frame, {name}: CPU p95 ms", f"{p95(opens[name]):.1f}", "")
+            for name in opens
+        ),
+        ("dialog open p95 ratio New / bare", f"{dialog_ratio:.2f}", ""),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"{'measure':<{width}}  {'value':>9}  goal")
@@ -396,6 +471,8 @@ def main() -> None:
                 "first_paint_user_vs_bare": round(user_ratio, 3),
                 "refresh_p95_ms_500_boxes": round(p95(total_ms), 2),
                 "key_latency_p95_ms_log_flood": round(p95(latencies), 1) if latencies else None,
+                "dialog_open_new_vs_bare": round(dialog_ratio, 2),
+                "dialog_open_new_p95_ms": round(p95(opens["new"]), 1),
             }
         )
     )

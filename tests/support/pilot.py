@@ -130,6 +130,17 @@ async def opened(pilot, app, key: str, kind: type):
     return app.screen
 
 
+async def open_section(pilot, dialog, section: str) -> None:
+    """Open a folded section of the New dialog ("options", "work") as a user does: enter
+    on its title; its fields exist from then on."""
+    title = dialog.query_one(f"#{section} CollapsibleTitle")
+    title.focus()
+    await until(pilot, lambda: title.has_focus, what=f"the {section} title focused")
+    await pilot.press("enter")
+    await until(pilot, lambda: dialog.query_one(f"#{section}").filled, what=f"{section} open")
+    await settled(pilot)
+
+
 async def settle(pilot) -> None:
     """Wait for the first listing and stop cursors blinking, so screens are stable."""
     app = pilot.app

@@ -1,42 +1,51 @@
-"""Making a box from the dashboard: the New box dialog and the Branch dialog, and the
-requests they return (each knows the Service call that runs it)."""
+"""Making a box from the dashboard: the New box dialog and the request it returns (it
+knows the Service call that runs it). The Branch dialog is in branch.py."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+from textual.widget import Widget
+from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.config import EGRESS_MODES, host_pattern_problem, split_list
-from hbtui.core.ports import PortSlot
 from hbtui.core.specs import NewSpec, WorkRequest
-from hbtui.core.views import BoxView
 from hbtui.errors import HbtuiError
 from hbtui.events import Report
 from hbtui.names import LOCAL, name_problem
 from hbtui.tui.dialogs.base import (
     Dialog,
     Field,
+    LazySection,
     host_select,
     int_or_none,
     name_taken,
     port_problem,
 )
-from hbtui.tui.dialogs.work_fields import compose_work_fields, work_fields, work_problem
-from hbtui.tui.requests import BoxRequest, SpecRequest
+from hbtui.tui.dialogs.work_fields import (
+    WORK_DEFAULTS,
+    compose_work_fields,
+    work_fields,
+    work_problem,
+)
+from hbtui.tui.requests import SpecRequest
 from hbtui.tui.widgets.port_grid import PortGrid
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
+
+
+W = TypeVar("W", bound=Widget)
 
 
 @dataclass(frozen=True)
@@ -62,16 +71,15 @@ class NewBoxRequest(SpecRequest):
         return await service.new(spec, report=report)
 
 
-@dataclass(frozen=True)
-class BranchRequest(BoxRequest):
-    source: str
-    port: int | None  # None: any free port
-
-    operation: ClassVar[str] = "branch"
-    makes: ClassVar[bool] = True
-
-    def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.branch(self.source, self.name, self.host, port=self.port, report=report)
+# The folded sections' fields and problem lines, by the id of their section.
+SECTION_OF = {
+    **dict.fromkeys(
+        ("#use-base", "#branchable", "#credentials", "#credentials-problem", "#egress"),
+        "options",
+    ),
+    **dict.fromkeys(("#allow", "#allow-problem", "#cpus", "#memory"), "options"),
+    **dict.fromkeys((*WORK_DEFAULTS, "#work-problem"), "work"),
+}
 
 
 class NewBoxDialog(Dialog[NewBoxRequest]):
@@ -114,54 +122,48 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self._stored: set[str] = set()
         self._recipe_checked: tuple[str, str | None] | None = None  # (text, its problem)
         self._planned: tuple[object, ...] | None = None  # what the plan shown is for
+        self._hosts = service.host_names()
+        self._made: dict[str, Widget] = {}  # the folded sections' widgets made, by selector
+        defaults = service.config.defaults
+        # The folded sections' fields until they are opened (see `value`).
+        self._defaults: dict[str, object] = {
+            "#use-base": defaults.use_bases,
+            "#branchable": defaults.branchable,
+            "#credentials": defaults.credentials,
+            "#egress": defaults.egress,
+            "#allow": defaults.allow,
+            "#cpus": str(defaults.cpus),
+            "#memory": str(defaults.memory_mib),
+            **WORK_DEFAULTS,
+        }
 
     def compose_body(self) -> ComposeResult:
-        defaults = self.service.config.defaults
         yield Label("Name")
         yield Field(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem")
-        yield from host_select(self.service.host_names())
+        yield from host_select(self._hosts)
         with Horizontal(classes="row"):
             with Vertical():
                 yield Label("Image")
-                yield Field(value=defaults.image, id="image")
+                yield Field(value=self.service.config.defaults.image, id="image")
             with Vertical(classes="wide"):
                 yield Label("Recipe (a folder with provision/provision.sh)")
                 yield Field(placeholder="reading the configured recipe…", id="recipe")
         yield Label("", id="recipe-problem", classes="problem")
-        with Horizontal(classes="row"):
-            yield Checkbox("From a base when there is one", value=defaults.use_bases, id="use-base")
-            yield Checkbox("Branchable", value=defaults.branchable, id="branchable")
         yield Label("", id="plan", classes="hint")
+        yield LazySection(
+            "Options: base, branchable, credentials, egress, CPUs, memory",
+            self._compose_options,
+            id="options",
+        )
+        yield LazySection(
+            "Work: a repository to clone, an agent on a task",
+            partial(compose_work_fields, self.keep),
+            id="work",
+        )
         with Horizontal(classes="row"):
-            with Vertical(classes="wide"):
-                yield Label("Credentials (presets; the keys stay out)")
-                yield Field(
-                    value=defaults.credentials, placeholder="anthropic,github", id="credentials"
-                )
-            with Vertical():
-                yield Label("Egress")
-                yield Select(
-                    [(mode, mode) for mode in EGRESS_MODES],
-                    value=defaults.egress,
-                    allow_blank=False,
-                    id="egress",
-                )
-        yield Label("", id="credentials-problem", classes="problem")
-        yield Label("Allow list (hosts, comma-separated)", id="allow-label")
-        yield Field(value=defaults.allow, placeholder="pypi.org,*.npmjs.org", id="allow")
-        yield Label("", id="allow-problem", classes="problem")
-        yield from compose_work_fields()
-        with Horizontal(classes="row"):
-            with Vertical():
-                yield Label("CPUs")
-                yield Field(value=str(defaults.cpus), type="integer", id="cpus")
-            with Vertical():
-                yield Label("Memory (MiB)")
-                yield Field(value=str(defaults.memory_mib), type="integer", id="memory")
-            with Vertical():
-                yield Label("Port")
-                yield Field(value=str(self.port) if self.port else "auto", id="port")
+            yield Label("Port", classes="inline")
+            yield Field(value=str(self.port) if self.port else "auto", id="port")
         yield Label("", id="port-problem", classes="problem")
         yield Label("Pick a free port below (enter or click), or leave auto", classes="hint")
         yield PortGrid(id="new-port-grid")
@@ -172,6 +174,66 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             yield Button("Create", variant="primary", id="ok", disabled=True)
             yield Button("Cancel", id="cancel")
 
+    def _compose_options(self) -> ComposeResult:
+        """The Options section's fields, made when it is first opened."""
+        value, keep = self.value, self.keep
+        with Horizontal(classes="row"):
+            base = Checkbox("From a base when there is one", value("#use-base"), id="use-base")
+            yield keep(base)
+            yield keep(Checkbox("Branchable", value=value("#branchable"), id="branchable"))
+        with Horizontal(classes="row"):
+            with Vertical(classes="wide"):
+                yield Label("Credentials (presets; the keys stay out)")
+                yield keep(
+                    Field(
+                        value=value("#credentials"),
+                        placeholder="anthropic,github",
+                        id="credentials",
+                    )
+                )
+            with Vertical():
+                yield Label("Egress")
+                yield keep(
+                    Select(
+                        [(mode, mode) for mode in EGRESS_MODES],
+                        value=value("#egress"),
+                        allow_blank=False,
+                        id="egress",
+                    )
+                )
+        yield keep(Label("", id="credentials-problem", classes="problem"))
+        yield keep(Label("Allow list (hosts, comma-separated)", id="allow-label"))
+        yield keep(Field(value=value("#allow"), placeholder="pypi.org,*.npmjs.org", id="allow"))
+        yield keep(Label("", id="allow-problem", classes="problem"))
+        with Horizontal(classes="row"):
+            with Vertical():
+                yield Label("CPUs")
+                yield keep(Field(value=value("#cpus"), type="integer", id="cpus"))
+            with Vertical():
+                yield Label("Memory (MiB)")
+                yield keep(Field(value=value("#memory"), type="integer", id="memory"))
+
+    def keep(self, widget: W) -> W:
+        """Note a folded section's widget as it is made: the form reads it from then on
+        (a widget inside a container is found by a query only once that has mounted)."""
+        self._made[f"#{widget.id}"] = widget
+        return widget
+
+    def _filled(self, selector: str) -> bool:
+        """Whether the field (or problem line) is there: always, unless it is one of a
+        folded section's that has not been made yet. Asked without a query (a query walks
+        the whole form: a few per key were most of what a key cost)."""
+        return selector not in SECTION_OF or selector in self._made
+
+    def value(self, selector: str) -> Any:
+        """A field's value: as typed once its section is open, the configured default
+        before."""
+        widget = self._made.get(selector)
+        if widget is None:
+            return self._defaults[selector]
+        assert isinstance(widget, Input | Checkbox | Select)
+        return widget.value
+
     def _configured_recipe(self) -> str:
         """The recipe `new` would use: the setting resolved, or as set when it is wrong."""
         try:
@@ -181,9 +243,14 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()
+        self.check()
+        # The reads start once the first frame is drawn: answered before it (the port map
+        # at once), they would lay out and draw the form a second time ahead of that frame.
+        self.call_after_refresh(self._load)
+
+    def _load(self) -> None:
         self.load_context()
         self.load_ports()
-        self.check()
 
     @work(exclusive=True, group="context", exit_on_error=False)
     async def load_context(self) -> None:
@@ -220,7 +287,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             "#recipe-problem": self._recipe_problem(recipe),
             "#credentials-problem": self._credentials_problem(),
             "#allow-problem": self._allow_problem(),
-            "#work-problem": work_problem(*work_fields(self)),
+            "#work-problem": work_problem(*work_fields(self.value)),
             "#port-problem": port_problem(
                 self.query_one("#port", Input).value.strip(),
                 self.query_one(PortGrid).slots,
@@ -231,7 +298,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     def _credentials_problem(self) -> str | None:
         if self._presets is None:
             return None  # not read yet (Create stays off until they are)
-        for name in split_list(self.query_one("#credentials", Input).value):
+        for name in split_list(self.value("#credentials")):
             if name not in self._presets:
                 return f"no preset {name!r}; known: {', '.join(sorted(self._presets))}"
             if name not in self._stored:
@@ -239,16 +306,17 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         return None
 
     def _allow_problem(self) -> str | None:
-        allow_list = self.query_one("#egress", Select).value == "allow-list"
-        self.query_one("#allow", Input).display = allow_list
-        self.query_one("#allow-label", Label).display = allow_list
+        allow_list = self.value("#egress") == "allow-list"
+        if self._filled("#allow"):
+            self._made["#allow"].display = allow_list
+            self._made["#allow-label"].display = allow_list
         if not allow_list:
             return None
-        hosts = split_list(self.query_one("#allow", Input).value)
+        hosts = split_list(self.value("#allow"))
         bad = next((h for h in hosts if host_pattern_problem(h)), None)
         if bad:
             return f"{bad!r}: {host_pattern_problem(bad)}"
-        if not hosts and not split_list(self.query_one("#credentials", Input).value):
+        if not hosts and not split_list(self.value("#credentials")):
             return "an allow list needs a host (or a credential, whose hosts it adds)"
         return None
 
@@ -258,7 +326,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             self.host,
             self.query_one("#image", Input).value.strip() or None,
             Path(recipe) if recipe else None,
-            self.query_one("#use-base", Checkbox).value,
+            bool(self.value("#use-base")),
         )
 
     @work(exclusive=True, group="plan", exit_on_error=False)
@@ -305,7 +373,10 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         """Show each field's problem; Create only when there is none and a name."""
         problems = self.problems()
         for selector, problem in problems.items():
-            self.say(selector, problem or "")  # a line only when there is something to say
+            if self._filled(selector):
+                self.say(selector, problem or "")  # a line only when there is something to say
+            elif problem:  # a default of a folded section: open it to show what is wrong
+                self.query_one(f"#{SECTION_OF[selector]}", LazySection).collapsed = False
         ok = (
             not any(problems.values())
             and self._presets is not None
@@ -318,8 +389,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     @property
     def host(self) -> str:
-        select = self.query("#host")
-        return str(select.first(Select).value) if select else LOCAL
+        return str(self.query_one("#host", Select).value) if self._hosts[1:] else LOCAL
 
     @work(exclusive=True, group="ports", exit_on_error=False)
     async def load_ports(self) -> None:
@@ -349,6 +419,10 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     def field_changed(self) -> None:
         self.check()
 
+    @on(LazySection.Filled)
+    def section_filled(self) -> None:
+        self.check()  # its fields as made, their problem lines included
+
     @on(Input.Changed, "#port")
     def port_typed(self, event: Input.Changed) -> None:
         port = int_or_none(event.value)
@@ -373,27 +447,24 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         if not self.check():
             self.query_one("#name", Input).focus()
             return
-        egress = str(self.query_one("#egress", Select).value)
-        repo, task, agent = work_fields(self)
+        value = self.value
+        egress = str(value("#egress"))
+        repo, task, agent = work_fields(value)
         self._send(
             NewBoxRequest(
                 NewSpec(
                     name,
                     host=self.host,
                     image=self.query_one("#image", Input).value.strip() or None,
-                    cpus=int_or_none(self.query_one("#cpus", Input).value),
-                    memory_mib=int_or_none(self.query_one("#memory", Input).value),
+                    cpus=int_or_none(value("#cpus")),
+                    memory_mib=int_or_none(value("#memory")),
                     port=int_or_none(self.query_one("#port", Input).value),
                     recipe=self.service.recipe_dir(Path(self.query_one("#recipe", Input).value)),
-                    use_base=self.query_one("#use-base", Checkbox).value,
-                    branchable=self.query_one("#branchable", Checkbox).value,
-                    credentials=tuple(split_list(self.query_one("#credentials", Input).value)),
+                    use_base=value("#use-base"),
+                    branchable=value("#branchable"),
+                    credentials=tuple(split_list(value("#credentials"))),
                     egress=egress or None,
-                    allow=(
-                        tuple(split_list(self.query_one("#allow", Input).value))
-                        if egress == "allow-list"
-                        else None
-                    ),
+                    allow=(tuple(split_list(value("#allow"))) if egress == "allow-list" else None),
                 ),
                 repo,
                 task,
@@ -412,7 +483,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self.post_message(self.Requested(self, request))
 
     def _lock(self, locked: bool) -> None:
-        for widget in self.query("Input, Select, Checkbox, PortGrid, Button"):
+        for widget in self.query("Input, Select, Checkbox, PortGrid, Button, LazySection"):
             widget.disabled = locked
         if not locked:
             self.check()  # Create as the fields allow
@@ -435,90 +506,4 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             self.cancel_request()  # the App closes the dialog once it has rolled back
             self.query_one("#request-status", Label).update(
                 Text(f"cancelling {self.pending.spec.name}…", "yellow")
-            )
-
-
-class BranchDialog(Dialog[BranchRequest]):
-    """A new box with the selected box's /data and installed state: its name and port,
-    checked as typed, and which way the branch will go."""
-
-    TITLE_TEXT = "Branch box"
-
-    def __init__(self, service: Service, view: BoxView, taken: Collection[tuple[str, str]]) -> None:
-        super().__init__()
-        self.service = service
-        self.view = view
-        self.taken = taken
-        self.slots: list[PortSlot] = []
-
-    def compose_body(self) -> ComposeResult:
-        v = self.view
-        if v.branchable:
-            how = Text.assemble(
-                ("⚡ ", "green"),
-                f"{v.name} runs branchable: the engine branches it at once, memory included; "
-                f"{v.name} keeps running.",
-            )
-        else:
-            how = Text.assemble(
-                ("⚠ ", "yellow"),
-                f"{v.name} is not branchable: it is stopped, its disk packed, and started "
-                "again; its running processes are not carried over. "
-                "(Make boxes with --branchable to branch them at once.)",
-            )
-        yield Static(how, classes="hint")
-        yield Label("Name of the new box")
-        yield Field(value=f"{v.name}-b", placeholder="a-z, 0-9 and -", id="name")
-        yield Label("", id="name-problem", classes="problem")
-        yield Label("Port")
-        yield Field(value="auto", id="port")
-        yield Label("", id="port-problem", classes="problem")
-        with Horizontal(classes="buttons"):
-            yield Button("Branch", variant="primary", id="ok")
-            yield Button("Cancel", id="cancel")
-
-    def on_mount(self) -> None:
-        self.query_one("#name", Input).focus()
-        self.load_ports()
-        self.check()
-
-    @work(exclusive=True, group="ports", exit_on_error=False)
-    async def load_ports(self) -> None:
-        try:
-            self.slots = await self.service.ports(self.view.host)
-        except Exception as exc:
-            self.notify(f"port map unavailable: {exc}", severity="warning")
-        self.check()
-
-    def check(self) -> bool:
-        name = self.query_one("#name", Input).value.strip()
-        problems = {
-            "#name-problem": (name_problem(name) if name else "the new box needs a name")
-            or name_taken(name, self.view.host, self.taken),
-            "#port-problem": port_problem(
-                self.query_one("#port", Input).value.strip(), self.slots, self.view.host
-            ),
-        }
-        for selector, problem in problems.items():
-            self.say(selector, problem or "")
-        ok = not any(problems.values())
-        self.query_one("#ok", Button).disabled = not ok
-        return ok
-
-    @on(Input.Changed)
-    def field_changed(self) -> None:
-        self.check()
-
-    @on(Input.Submitted)
-    @on(Button.Pressed, "#ok")
-    def branch(self, event: Input.Submitted | Button.Pressed) -> None:
-        self.as_submitted(event)
-        if self.check():
-            self.dismiss(
-                BranchRequest(
-                    name=self.query_one("#name", Input).value.strip(),
-                    host=self.view.host,
-                    source=self.view.name,
-                    port=int_or_none(self.query_one("#port", Input).value),
-                )
             )

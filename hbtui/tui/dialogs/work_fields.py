@@ -1,13 +1,16 @@
 """The New dialog's work fields (`new --repo PATH[@REF] --agent A --task TEXT`): a
 repository to clone in the box, and an agent to start on a task there (docs/work.md).
-The seed itself is resolved when the request runs (it runs git), not as typed."""
+They are made when their section is first opened; until then each is empty. The seed
+itself is resolved when the request runs (it runs git), not as typed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.dom import DOMNode
-from textual.widgets import Input, Label, Select
+from textual.widget import Widget
+from textual.widgets import Label, Select
 
 from hbtui.core.gitops import split_repo_ref
 from hbtui.core.work import AGENTS, check_task
@@ -15,25 +18,35 @@ from hbtui.errors import HbtuiError
 from hbtui.tui.dialogs.base import Field
 
 
-def compose_work_fields() -> ComposeResult:
+def compose_work_fields(keep: Callable[[Widget], object]) -> ComposeResult:
+    """The fields, each handed to `keep` as it is made (the form reads them from then on)."""
+    repo = Field(placeholder=".  or  ~/src/app@main", id="repo")
+    agent = Select([(a, a) for a in AGENTS], prompt="none", id="agent")
+    task = Field(placeholder="make the flaky test in tests/io pass", id="task")
+    problem = Label("", id="work-problem", classes="problem")
+    for widget in (repo, agent, task, problem):
+        keep(widget)
     with Horizontal(classes="row"):
         with Vertical(classes="wide"):
             yield Label("Repository to clone in the box: PATH[@REF]")
-            yield Field(placeholder=".  or  ~/src/app@main", id="repo")
+            yield repo
         with Vertical():
             yield Label("Agent")
-            yield Select([(a, a) for a in AGENTS], prompt="none", id="agent")
+            yield agent
     yield Label("Task (the agent's first prompt)")
-    yield Field(placeholder="make the flaky test in tests/io pass", id="task")
-    yield Label("", id="work-problem", classes="problem")
+    yield task
+    yield problem
 
 
-def work_fields(form: DOMNode) -> tuple[str, str, str]:
-    """(repository, task, agent) as typed; "" for none."""
-    agent = form.query_one("#agent", Select).value
+WORK_DEFAULTS = {"#repo": "", "#task": "", "#agent": ""}  # before the section is opened
+
+
+def work_fields(value: Callable[[str], object]) -> tuple[str, str, str]:
+    """(repository, task, agent) as typed, each read by `value(selector)`; "" for none."""
+    repo, task, agent = (value(selector) for selector in ("#repo", "#task", "#agent"))
     return (
-        form.query_one("#repo", Input).value.strip(),
-        form.query_one("#task", Input).value.strip(),
+        str(repo).strip(),
+        str(task).strip(),
         agent if isinstance(agent, str) else "",
     )
 

@@ -17,7 +17,7 @@ from rich.markup import escape
 from textual.screen import Screen
 from textual.timer import Timer
 
-from hbtui.core.agents import BoxAgents
+from hbtui.core.agent_sessions import BoxAgents
 from hbtui.core.views import BoxListing
 from hbtui.events import MachineState
 from hbtui.tui.activity import Activity, BoxKey

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from rich.text import Text
 
-from hbtui.core.agents import BoxAgents
+from hbtui.core.agent_sessions import BoxAgents
 from hbtui.core.views import BOX, MISSING, BoxStats, BoxView
 from hbtui.events import MachineState
 from hbtui.present import AGENT_ICON, AGENT_STYLE, PROVISION_STYLE, STATE_STYLE, age, elapsed

@@ -27,7 +27,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from hbtui.core.agents import BoxAgents
+from hbtui.core.agent_sessions import BoxAgents
 from hbtui.core.views import BoxStats, BoxView
 from hbtui.present import age
 from hbtui.tui.actions import TABLE

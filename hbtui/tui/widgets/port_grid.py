@@ -71,18 +71,28 @@ class PortGrid(Widget, can_focus=True):
             return Text("no port information yet", style="dim")
         per_row = self._per_row()
         text = Text()
+        # One span per run of cells drawn alike, not one per port: a span costs more to
+        # draw than its glyph (a 200-port map was most of what the New dialog's frame cost).
+        run, run_style = "", ""
+        gap = " " * (CELL - 1)
         for i, slot in enumerate(self.slots):
-            if i and i % per_row == 0:
-                text.append("\n")
             glyph, style = GLYPH[slot.state]
             if slot.state == USED and slot.box == self.highlight_box:
                 style = "bold magenta"
             if slot.port == self.picked:
                 glyph, style = "◆", "bold green"
-            if i == self.cursor and self.has_focus:
-                style += " reverse"
-            text.append(glyph, style=style)
-            text.append(" " * (CELL - 1))
+            if i and i % per_row == 0:
+                run += "\n"
+            cursor = i == self.cursor and self.has_focus
+            if cursor or style != run_style:
+                text.append(run, style=run_style)
+                run, run_style = "", style
+            if cursor:
+                text.append(glyph, style=f"{style} reverse")
+                run = gap  # a space takes the run's colour unseen; only a reverse shows
+            else:
+                run += glyph + gap
+        text.append(run, style=run_style)
         text.append("\n")
         if self.hovered is not None and self.hovered < len(self.slots):
             about: PortSlot | None = self.slots[self.hovered]
