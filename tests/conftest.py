@@ -7,19 +7,37 @@ from pathlib import Path
 
 import pytest
 
-from support import REMOTE_SSHD, SIM_SMOLVM, sim_usable
+from support import PACKAGE, REMOTE_SSHD, SIM_SMOLVM, sim_usable
 
-# ---- parallel workers: a network of their own ---------------------------------------------
+# ---- parallel workers: bytecode, and a network of their own --------------------------------
+
+
+def compile_once() -> None:
+    """Under PYTHONDONTWRITEBYTECODE (set here, and in many containers) nothing is cached:
+    every `hbtui` child compiled the package from source (a third of its start-up CPU) and
+    every worker rewrote and compiled each test module again (~12 s of CPU per worker).
+    The first process compiles the package (as tests/bench/cli.py does), and pytest
+    processes keep their rewritten test modules; both land in the git-ignored
+    __pycache__ folders, and a child still only reads them."""
+    import compileall
+    import sys
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        compileall.compile_dir(PACKAGE, quiet=1)
+    sys.dont_write_bytecode = False
+
 
 CLONE_NEWNET = 0x40000000
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Each pytest-xdist worker runs in a network namespace of its own (root only), so
+    """Bytecode first (see `compile_once`); then each pytest-xdist worker runs in a network
+    namespace of its own (root only), so
     boxes made by tests in two workers never contend for one host port: a stopped box
     holds its port in its own test's registry only, and another worker's box could
     otherwise take it before it starts again. Workers run tests in their main thread,
     which is the one moved; every process and thread it starts follows."""
+    compile_once()
     if not os.environ.get("PYTEST_XDIST_WORKER") or os.geteuid() != 0:
         return
     import ctypes

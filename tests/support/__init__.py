@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "hbtui"
 TESTS = ROOT / "tests"
 SIM_RECIPE = TESTS / "recipes" / "sim"
 SIM_SMOLVM = TESTS / "sim" / "smolvm"
