@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from support import PACKAGE, REMOTE_SSHD, SIM_SMOLVM, sim_usable
+from support import PACKAGE, REMOTE_SSHD, SIM_SMOLVM, SIM_SOURCE, sim_usable
 
 # ---- parallel workers: bytecode, and a network of their own --------------------------------
 
@@ -16,14 +16,18 @@ def compile_once() -> None:
     """Under PYTHONDONTWRITEBYTECODE (set here, and in many containers) nothing is cached:
     every `hbtui` child compiled the package from source (a third of its start-up CPU) and
     every worker rewrote and compiled each test module again (~12 s of CPU per worker).
-    The first process compiles the package (as tests/bench/cli.py does), and pytest
-    processes keep their rewritten test modules; both land in the git-ignored
-    __pycache__ folders, and a child still only reads them."""
+    The first process compiles the package (as tests/bench/cli.py does) and the simulator
+    (which tests run through tests/sim/bin/smolvm, a module load that reads this cache),
+    and pytest processes keep their rewritten test modules; all of it lands in the
+    git-ignored __pycache__ folders, and a child still only reads them."""
     import compileall
+    import importlib.util
+    import py_compile
     import sys
 
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         compileall.compile_dir(PACKAGE, quiet=1)
+        py_compile.compile(str(SIM_SOURCE), importlib.util.cache_from_source(str(SIM_SOURCE)))
     sys.dont_write_bytecode = False
 
 

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "hbtui"
 TESTS = ROOT / "tests"
 SIM_RECIPE = TESTS / "recipes" / "sim"
-SIM_SMOLVM = TESTS / "sim" / "smolvm"
+SIM_SOURCE = TESTS / "sim" / "smolvm"  # the simulator
+SIM_SMOLVM = TESTS / "sim" / "bin" / "smolvm"  # how tests run it: with its bytecode cached
 REMOTE_SSHD = TESTS / "remote_sshd.py"
 REMOTE_PORTS = "5700-5799"  # remote boxes in the asyncssh-server tests
 OPENSSH_PORTS = "5800-5899"  # remote boxes in the OpenSSH test
@@ -25,6 +26,8 @@ def sim_usable() -> str | None:
     """Why the simulator cannot run here, or None."""
     if os.geteuid() != 0:
         return "the smolvm simulator needs root"
+    if not os.access("/usr/bin/python3", os.X_OK):
+        return "the smolvm simulator runs as /usr/bin/python3, which is missing"
     for tool in ("bwrap", "nsenter", "ip", "setpriv"):
         if shutil.which(tool) is None:
             return f"the smolvm simulator needs {tool}"
