@@ -55,6 +55,31 @@ def pytest_configure(config: pytest.Config) -> None:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 
 
+def weight(item: pytest.Item) -> int:
+    """How long a test runs, roughly: the real agents' (a minute or more), then the ones that
+    make boxes (simulator or remote host: tens of seconds), then the rest (under a second)."""
+    if item.get_closest_marker("real_agent"):
+        return 2
+    fixtures = getattr(item, "fixturenames", ())
+    boxes = item.get_closest_marker("sim") or "sim_env" in fixtures or "remote_env" in fixtures
+    return 1 if boxes else 0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With N workers, --dist worksteal hands out the collection in N contiguous runs and an
+    idle worker steals from the end of another's. Dealt heaviest first, one per run in turn,
+    each run starts with its share of the long tests and ends with short ones, so no worker
+    is left at the end with a minute-long test while the others wait."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers < 2:
+        return
+    ranked = sorted(range(len(items)), key=lambda i: -weight(items[i]))  # stable
+    runs: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for turn, index in enumerate(ranked):
+        runs[turn % workers].append(items[index])
+    items[:] = [item for run in runs for item in run]
+
+
 # ---- core: isolated state and the real engine -------------------------------------------
 
 
