@@ -7,19 +7,43 @@ from pathlib import Path
 
 import pytest
 
-from support import REMOTE_SSHD, SIM_SMOLVM, sim_usable
+from support import PACKAGE, REMOTE_SSHD, SIM_SMOLVM, SIM_SOURCE, sim_usable
 
-# ---- parallel workers: a network of their own ---------------------------------------------
+# ---- parallel workers: bytecode, and a network of their own --------------------------------
+
+
+def compile_once() -> None:
+    """Under PYTHONDONTWRITEBYTECODE (set here, and in many containers) nothing is cached:
+    every `hbtui` child compiled the package from source (a third of its start-up CPU) and
+    every worker rewrote and compiled each test module again (~12 s of CPU per worker).
+    The first process compiles the package (as tests/bench/cli.py does) and the simulator
+    (which tests run through tests/sim/bin/smolvm, a module load that reads this cache),
+    and pytest processes keep their rewritten test modules; all of it lands in the
+    git-ignored __pycache__ folders, and a child still only reads them."""
+    import compileall
+    import contextlib
+    import importlib.util
+    import py_compile
+    import sys
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        compileall.compile_dir(PACKAGE, quiet=1)
+        with contextlib.suppress(OSError):  # a read-only checkout: the calls compile as before
+            py_compile.compile(str(SIM_SOURCE), importlib.util.cache_from_source(str(SIM_SOURCE)))
+    sys.dont_write_bytecode = False
+
 
 CLONE_NEWNET = 0x40000000
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Each pytest-xdist worker runs in a network namespace of its own (root only), so
+    """Bytecode first (see `compile_once`); then each pytest-xdist worker runs in a network
+    namespace of its own (root only), so
     boxes made by tests in two workers never contend for one host port: a stopped box
     holds its port in its own test's registry only, and another worker's box could
     otherwise take it before it starts again. Workers run tests in their main thread,
     which is the one moved; every process and thread it starts follows."""
+    compile_once()
     if not os.environ.get("PYTEST_XDIST_WORKER") or os.geteuid() != 0:
         return
     import ctypes
@@ -31,6 +55,31 @@ def pytest_configure(config: pytest.Config) -> None:
             f"cannot give the test worker its own network: {os.strerror(ctypes.get_errno())}"
         )
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+
+
+def weight(item: pytest.Item) -> int:
+    """How long a test runs, roughly: the real agents' (a minute or more), then the ones that
+    make boxes (simulator or remote host: tens of seconds), then the rest (under a second)."""
+    if item.get_closest_marker("real_agent"):
+        return 2
+    fixtures = getattr(item, "fixturenames", ())
+    boxes = item.get_closest_marker("sim") or "sim_env" in fixtures or "remote_env" in fixtures
+    return 1 if boxes else 0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With N workers, --dist worksteal hands out the collection in N contiguous runs and an
+    idle worker steals from the end of another's. Dealt heaviest first, one per run in turn,
+    each run starts with its share of the long tests and ends with short ones, so no worker
+    is left at the end with a minute-long test while the others wait."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers < 2:
+        return
+    ranked = sorted(range(len(items)), key=lambda i: -weight(items[i]))  # stable
+    runs: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for turn, index in enumerate(ranked):
+        runs[turn % workers].append(items[index])
+    items[:] = [item for run in runs for item in run]
 
 
 # ---- core: isolated state and the real engine -------------------------------------------

@@ -101,13 +101,16 @@ def test_real_claude_asks_and_hbtui_approves_denies_and_sees_it_end(sim_env):
     started = wait_session(sim_env, lambda s: s["status"] == "idle" and s["pane"])
     assert started["agent"] == "claude" and started["pane"].startswith("%")
 
-    # 1. Approve through the waiting hook: the command runs; working, then idle.
-    asked, shown_after = ask(sim_env, f"sleep 4; touch {WORKSPACE}/ran")
+    # 1. Approve through the waiting hook: the command runs; working (until the test lets
+    # it end: a fixed `sleep 4` was over before a loaded machine's poll saw it), then idle.
+    in_box(sim_env, "mkfifo ~/gate")
+    asked, shown_after = ask(sim_env, f"cat ~/gate; touch {WORKSPACE}/ran")
     assert asked["request"], "the hook should be waiting for hbtui's decision"
     print(f"needs-you shown {shown_after:.2f} s after claude asked")
     ok = hbtui("approve", "b1", env=sim_env)
     assert ok.returncode == 0 and "through its hook" in ok.stdout, ok.stdout + ok.stderr
     wait_session(sim_env, lambda s: s["status"] == "working", timeout=30)
+    in_box(sim_env, "echo go > ~/gate")
     done = wait_session(sim_env, lambda s: s["status"] == "idle", timeout=60)
     assert exists(sim_env, f"{WORKSPACE}/ran")
     # What the session did: tokens from its transcript, the workspace's git state.

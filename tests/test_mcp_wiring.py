@@ -20,6 +20,7 @@ from support.cli import ArgvWatch, as_root, hbtui, ok
 CLAUDE = shutil.which("claude")
 TOKEN = "mcp-token-7f3a9c1e5b"
 STATE = "/data/home/agent/.config/hermes-box"
+HB = "/opt/hermes-box/bin/hb"
 
 needs_claude = pytest.mark.skipif(CLAUDE is None, reason="claude is not installed (.ci/run does)")
 
@@ -90,6 +91,9 @@ def test_wire_mcp_keeps_the_token_off_command_lines_and_out_of_the_config(sim_en
         chmod 755 /usr/local/bin/claude
         """,
     )
+    # The sim recipe sets HB_MCP_AUTOWIRE=0: a supervisor pass leaves the wiring alone.
+    as_root(sim_env, "b1", f"{HB} _reconcile")
+    assert as_root(sim_env, "b1", "ls /tmp").split().count("claude-args") == 0
     with ArgvWatch(TOKEN) as watch:
         ok(hbtui("exec", "b1", "--", "hb", "wire-mcp", "--force", env=sim_env))
     assert watch.samples > 0
@@ -100,3 +104,14 @@ def test_wire_mcp_keeps_the_token_off_command_lines_and_out_of_the_config(sim_en
     # The agent's login environment has the variable the header names.
     said = as_root(sim_env, "b1", "su - agent -c 'printenv EXECUTOR_MCP_TOKEN'")
     assert said.strip() == TOKEN
+    # Without the setting (every other recipe), the next pass after the stamp is gone (as
+    # after a repair) wires it by itself.
+    as_root(
+        sim_env,
+        "b1",
+        f"rm /tmp/claude-args {STATE}/mcp-wired && sed -i /^HB_MCP_AUTOWIRE=/d /etc/hermes-box.env"
+        f" && {HB} _reconcile",
+    )
+    args = as_root(sim_env, "b1", "cat /tmp/claude-args").splitlines()
+    assert "Authorization: Bearer ${EXECUTOR_MCP_TOKEN}" in args
+    assert "claude" in as_root(sim_env, "b1", f"cat {STATE}/mcp-wired").splitlines()[1].split()

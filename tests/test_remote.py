@@ -244,26 +244,30 @@ async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
     def left(marker: str) -> str:
         return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
 
+    async def until(what: str, check) -> None:
+        """The remote side ends what it runs a moment after the client gives up."""
+        deadline = time.monotonic() + 30
+        while not check():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            await asyncio.sleep(0.05)
+
     started = time.monotonic()
     with pytest.raises(RunTimeout):
         await runner.run(["sh", "-c", "sleep 471; echo never"], timeout=1)
     assert time.monotonic() - started < 10
-    await asyncio.sleep(0.5)
-    assert left("sleep 471") == ""
+    await until("sleep 471 to end", lambda: left("sleep 471") == "")
 
     task = asyncio.create_task(runner.run(["sh", "-c", "sleep 472"]))
-    await asyncio.sleep(1)
+    await until("sleep 472 to start", lambda: left("sleep 472") != "")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.sleep(0.5)
-    assert left("sleep 472") == ""
+    await until("sleep 472 to end", lambda: left("sleep 472") == "")
 
     with pytest.raises(RunTimeout):
         async for _ in runner.stream(["sh", "-c", "echo one; sleep 473"], timeout=1):
             pass
-    await asyncio.sleep(0.5)
-    assert left("sleep 473") == ""
+    await until("sleep 473 to end", lambda: left("sleep 473") == "")
 
     # One connection serves everything, and it comes back after a drop.
     conn = runner.conn
@@ -271,7 +275,7 @@ async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
     await runner.run(["true"])
     assert await conn.connection() is first
     server.drop_connections()
-    await asyncio.sleep(0.5)
+    await until("the connection to drop", first.is_closed)
     done = await runner.run(["echo", "back"])
     assert done.stdout == b"back\n" and await conn.connection() is not first
     await conn.close()

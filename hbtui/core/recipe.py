@@ -122,9 +122,12 @@ def versions(folder: Path) -> str:
 
 
 def workload_command(port: int) -> list[str]:
-    """The box's workload: waits until provisioned, then supervises its services."""
+    """The box's workload: waits until provisioned, then supervises its services. It looks
+    for the marker five times a second: a box is ready that much sooner after its recipe
+    ends (a 1 s poll cost half a second per new box), and a `sleep` a fifth of a second
+    costs nothing beside a recipe's work."""
     script = (
-        f"while [ ! -e {PROVISIONED_MARKER} ]; do sleep 1; done; "
+        f"while [ ! -e {PROVISIONED_MARKER} ]; do sleep 0.2; done; "
         f"exec {GUEST_BIN}/hb-workload {port}"
     )
     return ["/bin/sh", "-c", script]

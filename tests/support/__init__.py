@@ -11,9 +11,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "hbtui"
 TESTS = ROOT / "tests"
 SIM_RECIPE = TESTS / "recipes" / "sim"
-SIM_SMOLVM = TESTS / "sim" / "smolvm"
+SIM_SOURCE = TESTS / "sim" / "smolvm"  # the simulator
+SIM_SMOLVM = TESTS / "sim" / "bin" / "smolvm"  # how tests run it: with its bytecode cached
 REMOTE_SSHD = TESTS / "remote_sshd.py"
 REMOTE_PORTS = "5700-5799"  # remote boxes in the asyncssh-server tests
 OPENSSH_PORTS = "5800-5899"  # remote boxes in the OpenSSH test

@@ -30,7 +30,7 @@ def wait_screen(session: str, predicate, timeout: float, what: str) -> str:
         screen = tmux("capture-pane", "-p", "-t", session)
         if predicate(screen):
             return screen
-        time.sleep(0.3)
+        time.sleep(0.05)  # a capture is a few milliseconds
     raise AssertionError(f"timed out waiting for {what}; screen:\n{screen}")
 
 
