@@ -191,3 +191,27 @@ async def test_a_folded_default_with_a_problem_opens_its_section(service):
         assert dialog.query_one("#work").collapsed
         await pilot.press(*"k2")
         assert dialog.query_one("#ok", Button).disabled
+
+
+async def test_enter_typed_before_the_dialog_has_read_its_context_still_creates(service):
+    """A user who types a name and Enter at once (as the tmux tests do) had the Enter
+    dropped while the recipe and presets were still being read: nothing was made."""
+    import threading
+
+    release = threading.Event()
+    presets = service.credential_presets
+
+    def slow_presets():
+        release.wait(30)
+        return presets()
+
+    service.credential_presets = slow_presets
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "n", NewBoxDialog)
+        await pilot.press(*"quick", "enter")
+        await pilot.pause()
+        assert "quick" not in service.new_specs and app.screen is dialog
+        release.set()
+        await until(pilot, lambda: "quick" in service.new_specs, what="new called")
+        await operations_done(pilot, app)

@@ -119,6 +119,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self.cancel_request: Callable[[], None] | None = None  # given by the App
         # From the Service, once read (see load_context): None until then.
         self._presets: set[str] | None = None
+        self._create_when_read = False  # Create was asked for before the reads came in
         self._stored: set[str] = set()
         self._recipe_checked: tuple[str, str | None] | None = None  # (text, its problem)
         self._planned: tuple[object, ...] | None = None  # what the plan shown is for
@@ -275,7 +276,11 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             field.value = recipe
             self._recipe_checked = (recipe, problem)
         self._presets, self._stored = presets, stored
-        self.check()
+        if self._create_when_read:  # typed ahead of the reads: the Enter is not lost
+            self._create_when_read = False
+            self._create()
+        else:
+            self.check()
 
     def problems(self) -> dict[str, str | None]:
         """What is wrong with each field now, by the id of its problem line."""
@@ -443,6 +448,12 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         if self.pending is not None:
             return
         self.as_submitted(event)
+        if self._presets is None:  # the recipe and the presets are still being read
+            self._create_when_read = True
+            return
+        self._create()
+
+    def _create(self) -> None:
         name = self.query_one("#name", Input).value.strip()
         if not self.check():
             self.query_one("#name", Input).focus()
