@@ -15,23 +15,14 @@ import pytest
 
 from hbtui.statefile import write_atomic
 
-from support import HBTUI_BIN
+from support import HBTUI_BIN, tiny_fs
 
 
 @pytest.fixture
 def full_home(tmp_path: Path):
     """An HBTUI_HOME on a 64 KiB tmpfs of its own (root only), to be filled."""
-    home = tmp_path / "home"
-    home.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(home)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip("a tmpfs cannot be mounted here (root needed)")
-    try:
+    with tiny_fs(tmp_path / "home") as home:
         yield home
-    finally:
-        subprocess.run(["umount", "-l", str(home)], check=False)
 
 
 def fill(folder: Path) -> None:

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from support import HBTUI_BIN, SIM_RECIPE
+from support import HBTUI_BIN, SIM_RECIPE, tiny_fs
 from support.cli import hbtui
 
 SIGPIPE_STATUS = 128 + signal.SIGPIPE
@@ -342,17 +342,8 @@ def fill(folder) -> None:
 @pytest.fixture
 def full_folder(tmp_path):
     """A folder on a tiny file system of its own (a tmpfs), to be filled."""
-    folder = tmp_path / "full"
-    folder.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip("a tmpfs cannot be mounted here (root needed)")
-    try:
+    with tiny_fs(tmp_path / "full") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 def test_a_base_manifest_on_a_full_disk_names_its_file(full_folder):

@@ -5,21 +5,15 @@ failed whole ("no box named 't-1'") and `try keep` exited 1, "t-1 was not remove
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from support import SIM_RECIPE
 from support.cli import hbtui, ok
+from support.work import git
 
 pytestmark = pytest.mark.sim
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 @pytest.mark.timeout(600)

@@ -6,7 +6,6 @@ in the compare view of a two-box try `k` keeps one after asking.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,30 +19,11 @@ from hbtui.tui.screens.diff import DiffScreen, PatchView
 from support import SIM_RECIPE
 from support.cli import hbtui
 from support.pilot import SIZE, make_app, notes, operations_done, settled, until
+from support.work import box_sh, git
 
 pytestmark = pytest.mark.sim
 
-CLONE = "/data/home/agent/work/proj"
 WAIT = 120.0  # a box's answer on a loaded machine
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def box_sh(env, box: str, script: str) -> str:
-    """A shell script in a box, as its agent, in the clone (as the agent would work)."""
-    done = subprocess.run(
-        [
-            env["HBTUI_SMOLVM"], "--state-dir", env["HBTUI_SMOLVM_STATE_DIR"], "machine", "exec",
-            "--name", box, "-u", "agent", "-w", CLONE, "--", "bash", "-c", script,
-        ],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout.strip()
 
 
 def the_users_side(repo: Path) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hbtui.core import gitops, work, work_box
+from hbtui.core import gitops, work, work_agent, work_box
 from hbtui.core.gitops import WIP_REF, BundleRefused, check_ref_name, parse_heads
 from hbtui.errors import UsageError
 from hbtui.names import LOCAL
@@ -221,7 +221,7 @@ def test_an_agent_that_ends_leaves_its_words_and_a_shell(tmp_path: Path):
     (fake / "claude").write_text('#!/bin/sh\necho "Not logged in: got $1"\nexit 3\n')
     (fake / "claude").chmod(0o755)
     launcher = tmp_path / "start"
-    launcher.write_text(work._launcher("claude", str(task)))
+    launcher.write_text(work_agent.launcher("claude", str(task)))
     done = subprocess.run(
         ["bash", str(launcher)], cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True,
         text=True, env={"PATH": f"{fake}:/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=30,
@@ -251,7 +251,7 @@ def test_an_agent_without_its_key_is_said_before_it_starts(agent, credentials, s
         config=Config(),
         registry=SimpleNamespace(read=lambda: SimpleNamespace(get=lambda n, h: record)),
     )
-    told = work._unkeyed(boxes, "b1", LOCAL, agent)  # type: ignore[arg-type]
+    told = work_agent.unkeyed(boxes, "b1", LOCAL, agent)  # type: ignore[arg-type]
     if said is None:
         assert told is None
     else:

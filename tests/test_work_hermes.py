@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core.work import _launcher
+from hbtui.core import work_agent
 
 TASK = "line one\nline two; $(touch pwned) `x`\nline three"
 # Reads its terminal as prompt_toolkit does (raw, set with TCSANOW: nothing pending is
@@ -52,7 +52,7 @@ def _run_in_tmux(tmp_path: Path, env: dict[str, str]) -> None:
     """The launcher as the box starts it: `bash -l LAUNCHER` in a tmux pane of its own."""
     (tmp_path / "task").write_text(TASK)
     launcher = tmp_path / "start"
-    launcher.write_text(_launcher("hermes", str(tmp_path / "task")))
+    launcher.write_text(work_agent.launcher("hermes", str(tmp_path / "task")))
     sock = str(tmp_path / "tmux.sock")
     env = {k: v for k, v in env.items() if k not in ("TMUX", "TMUX_PANE")}
     subprocess.run(
@@ -86,6 +86,6 @@ def test_a_task_of_three_lines_reaches_hermes_as_one_paste_and_one_enter(tmp_pat
 def test_a_task_file_cannot_end_the_paste_early():
     """An escape in the task would let `ESC[201~` end the paste and type the rest as keys:
     the launcher drops escapes from the task it pastes."""
-    launcher = _launcher("hermes", "/data/home/agent/work/p/.git/hbtui-task")
+    launcher = work_agent.launcher("hermes", "/data/home/agent/work/p/.git/hbtui-task")
     assert "tr -d '\\033'" in launcher
     assert launcher.startswith("set -- '/data/home/agent/work/p/.git/hbtui-task'\n")

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE, recipe_with
+from support.work import CLONE, box_sh, git
 
 pytestmark = pytest.mark.sim
 
-CLONE = "/data/home/agent/work/proj"
 # A stand-in agent: it writes the first prompt it was given where the test can read it
 # (`hb wire-mcp` runs `claude mcp ...` too).
 FAKE_CLAUDE = (
@@ -31,12 +31,6 @@ def hbtui(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.C
     return subprocess.run(
         [HBTUI_BIN, *args], env=env, capture_output=True, text=True, timeout=timeout
     )
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 def in_box(env, script: str, *, user: str = "agent", check: bool = True) -> str:
@@ -413,19 +407,6 @@ def test_a_keep_terminated_after_its_pull_says_what_it_did(sim_env, repo: Path, 
     assert finish.returncode == 0, finish.stdout + finish.stderr
     assert "removed k-2" in finish.stdout, finish.stdout
     assert [b["name"] for b in json.loads(hbtui("ls", "--json", env=env).stdout)] == ["k-1"]
-
-
-def box_sh(env, box: str, script: str) -> str:
-    """A shell script in a box, as its agent, in the clone."""
-    done = subprocess.run(
-        [
-            env["HBTUI_SMOLVM"], "--state-dir", env["HBTUI_SMOLVM_STATE_DIR"], "machine", "exec",
-            "--name", box, "-u", "agent", "-w", CLONE, "--", "bash", "-c", script,
-        ],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout.strip()
 
 
 def names(env) -> list[str]:

@@ -5,9 +5,12 @@ test modules import helpers from here, never from each other."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,3 +47,21 @@ def recipe_with(tmp_path: Path, line: str, name: str = "recipe") -> Path:
     lines.insert(at + 1, line)
     script.write_text("\n".join(lines) + "\n")
     return copy
+
+
+@contextlib.contextmanager
+def tiny_fs(folder: Path) -> Iterator[Path]:
+    """`folder` (made here) on a 64 KiB tmpfs of its own, to be filled: a full disk.
+    Skips the test where no tmpfs can be mounted (root is needed)."""
+    import pytest
+
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip("a tmpfs cannot be mounted here (root needed)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)

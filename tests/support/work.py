@@ -1,0 +1,29 @@
+"""Helpers of the work tests (repositories on the host, clones in simulator boxes)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+CLONE = "/data/home/agent/work/proj"  # where a box keeps the clone of a repository "proj"
+
+
+def git(repo: Path, *args: str) -> str:
+    """`git -C repo ARGS`, which must succeed; its output, stripped."""
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def box_sh(env: dict[str, str], box: str, script: str) -> str:
+    """A shell script in a box, as its agent, in the clone (as the agent would work),
+    straight through the engine; it must succeed."""
+    done = subprocess.run(
+        [
+            env["HBTUI_SMOLVM"], "--state-dir", env["HBTUI_SMOLVM_STATE_DIR"], "machine", "exec",
+            "--name", box, "-u", "agent", "-w", CLONE, "--", "bash", "-c", script,
+        ],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip()
