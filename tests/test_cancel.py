@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import hbtui
+from hbtui.engine import child
 from hbtui.engine.runner import Deadline, LocalRunner, RunTimeout
 
 
@@ -48,14 +49,14 @@ def test_a_cancelled_command_is_reaped_before_its_loop_ends(monkeypatch):
     says "Event loop is closed" when it is collected."""
     leftovers: list[object] = []
     monkeypatch.setattr(sys, "unraisablehook", leftovers.append)
-    children: list[asyncio.subprocess.Process] = []
-    spawn = asyncio.create_subprocess_exec
+    children: list[child.Child] = []
+    spawn = child.spawn
 
     async def spy(*argv, **kwargs):
         children.append(await spawn(*argv, **kwargs))
         return children[-1]
 
-    monkeypatch.setattr(asyncio, "create_subprocess_exec", spy)
+    monkeypatch.setattr(child, "spawn", spy)
     ended_with: list[int | None] = []
 
     async def cancel_a_command() -> None:
@@ -69,8 +70,8 @@ def test_a_cancelled_command_is_reaped_before_its_loop_ends(monkeypatch):
     loop = asyncio.new_event_loop()
     loop.run_until_complete(cancel_a_command())
     loop.close()  # at once, as a test's loop is, before the child's exit is noticed
-    for watcher in threading.enumerate():  # asyncio's waitpid threads let go of the child
-        if "waitpid" in watcher.name:
+    for watcher in threading.enumerate():  # a waiter thread (no pidfd) lets go of the child
+        if watcher.name.startswith("wait-"):
             watcher.join(timeout=10)
     gc.collect()
     assert ended_with == [-9], "the run ended before its child was reaped"

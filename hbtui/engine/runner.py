@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import shlex
-import signal
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from hbtui.engine import child
 from hbtui.environment import child_env
 
 
@@ -109,15 +109,6 @@ class Deadline:
             raise RunTimeout(self.argv, self.timeout or 0) from None
 
 
-async def _end(proc: asyncio.subprocess.Process) -> None:
-    """Kill the child's process group if it still runs, and reap it: one left to the
-    garbage collector outlives its event loop ("Event loop is closed" at exit)."""
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
-
-
 class LocalStream:
     """Lines of a running child's stdout and stderr, merged, as produced."""
 
@@ -128,15 +119,7 @@ class LocalStream:
         self.stderr_tail = ""
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            env=child_env(),
-            limit=1 << 20,
-        )
+        proc = await child.spawn(self.argv, env=child_env(), stderr=child.STDOUT, limit=1 << 20)
         deadline = Deadline(self.argv, self.timeout)
         tail: deque[str] = deque(maxlen=20)
         try:
@@ -151,7 +134,7 @@ class LocalStream:
             self.returncode = await proc.wait()
             self.stderr_tail = "\n".join(tail)
         finally:
-            await _end(proc)
+            await proc.end()
 
 
 class LocalRunner:
@@ -167,13 +150,10 @@ class LocalRunner:
         timeout: float | None = None,
         secrets: Mapping[str, str] | None = None,
     ) -> Completed:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
+        proc = await child.spawn(
+            argv,
             env={**child_env(), **(secrets or {})},
+            stdin=child.PIPE if input is not None else child.DEVNULL,
         )
         try:
             async with asyncio.timeout(timeout):
@@ -181,7 +161,7 @@ class LocalRunner:
         except TimeoutError:
             raise RunTimeout(argv, timeout or 0) from None
         finally:
-            await _end(proc)
+            await proc.end()
         return Completed(argv, proc.returncode or 0, out, err)
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> LocalStream:
