@@ -11,7 +11,7 @@ import pytest
 
 from support import SIM_RECIPE
 from support.cli import hbtui, ok
-from support.work import git
+from support.work import host_repo
 
 pytestmark = pytest.mark.sim
 
@@ -19,12 +19,7 @@ pytestmark = pytest.mark.sim
 @pytest.mark.timeout(600)
 def test_a_removed_box_leaves_its_try_listed_and_keepable(sim_env, tmp_path: Path):
     env = dict(sim_env, HBTUI_RECIPE=str(SIM_RECIPE))
-    repo = tmp_path / "proj"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "a.txt").write_text("a\n")
-    git(repo, "add", "a.txt")
-    git(repo, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "one")
+    repo = host_repo(tmp_path)
     ok(hbtui("try", "2", "t", "--repo", str(repo), "--task", "x", "-q", env=env))
     ok(hbtui("rm", "t-1", "--force", env=env))
 

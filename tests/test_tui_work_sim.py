@@ -19,7 +19,7 @@ from hbtui.tui.screens.diff import DiffScreen, PatchView
 from support import SIM_RECIPE
 from support.cli import hbtui
 from support.pilot import SIZE, make_app, notes, operations_done, settled, until
-from support.work import box_sh, git
+from support.work import box_sh, git, host_repo
 
 pytestmark = pytest.mark.sim
 
@@ -41,15 +41,7 @@ def the_users_side(repo: Path) -> tuple[str, ...]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A host repository on main, with an edit not committed and an untracked file."""
-    r = tmp_path / "proj"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    (r / "a.txt").write_text("line 1\n")
-    git(r, "add", "a.txt")
-    git(r, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "host 1")
-    (r / "a.txt").write_text("host edit, not committed\n")
-    (r / "scratch.txt").write_text("untracked on the host\n")
-    return r
+    return host_repo(tmp_path, dirty=True)
 
 
 def boxes_shown(app) -> set[str]:

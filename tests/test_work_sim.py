@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE, recipe_with
-from support.work import CLONE, box_sh, git
+from support.work import CLONE, box_sh, git, host_repo
 
 pytestmark = pytest.mark.sim
 
@@ -73,16 +73,7 @@ def host_state(repo: Path) -> tuple[str, ...]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A host repository on main with two commits, an unstaged change and an untracked file."""
-    r = tmp_path / "proj"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    for n in (1, 2):
-        (r / "a.txt").write_text(f"line {n}\n")
-        git(r, "add", "a.txt")
-        git(r, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", f"host {n}")
-    (r / "a.txt").write_text("host edit, not committed\n")
-    (r / "scratch.txt").write_text("untracked on the host\n")
-    return r
+    return host_repo(tmp_path, 2, dirty=True)
 
 
 @pytest.mark.timeout(900)

@@ -27,3 +27,20 @@ def box_sh(env: dict[str, str], box: str, script: str) -> str:
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout.strip()
+
+
+def host_repo(folder: Path, commits: int = 1, *, dirty: bool = False) -> Path:
+    """A host repository `folder`/proj on main with `commits` commits of a.txt ("host N");
+    `dirty`: then an edit not committed and an untracked file (what a pull must not
+    touch)."""
+    repo = folder / "proj"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for n in range(1, commits + 1):
+        (repo / "a.txt").write_text(f"line {n}\n")
+        git(repo, "add", "a.txt")
+        git(repo, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", f"host {n}")
+    if dirty:
+        (repo / "a.txt").write_text("host edit, not committed\n")
+        (repo / "scratch.txt").write_text("untracked on the host\n")
+    return repo
