@@ -104,7 +104,43 @@ def real_smolvm() -> str:
     path = bundled_engine()
     if path is None:
         pytest.skip("smolmachines is not installed, so the real engine is missing")
+    expand_engine_templates(path)
     return path
+
+
+def expand_engine_templates(engine: str) -> None:
+    """The engine expands its disk templates (`*.ext4.zst` beside it, 10 and 20 GiB sparse)
+    on first use: ~35 s of CPU on a fresh install, inside whichever test came first and
+    counted against that test's hang guard (CI timed one out). Done here once, under a
+    lock the workers share: `machine start` expands the overlay template (and fails here,
+    where guests cannot boot), `pack create` the storage one."""
+    import fcntl
+    import subprocess
+    import tempfile
+
+    folder = Path(engine).parent
+    if all(z.with_suffix("").exists() for z in folder.glob("*.ext4.zst")):
+        return
+    lock = Path(tempfile.gettempdir()) / "hbtui-tests-engine-templates.lock"
+    with lock.open("a") as held, tempfile.TemporaryDirectory() as state:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if all(z.with_suffix("").exists() for z in folder.glob("*.ext4.zst")):
+            return
+
+        def engine_run(*args: str) -> None:
+            subprocess.run(
+                [engine, "--state-dir", state, *args],
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=900,
+                check=False,
+            )
+
+        engine_run("machine", "create", "--name", "warm", "--", "/bin/sh", "-c", "sleep 1")
+        engine_run("machine", "start", "--name", "warm")
+        engine_run("machine", "stop", "--name", "warm")
+        engine_run("pack", "create", "--from-vm", "warm", "-o", f"{state}/pack")
+        engine_run("machine", "delete", "--name", "warm", "--force")
 
 
 @pytest.fixture

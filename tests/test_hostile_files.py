@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,36 +37,59 @@ STATE_FILES = [
 ]
 
 
+# Runs the command as its own child and reports what that child used. A child that
+# pytest starts itself inherits the worker's peak memory in ru_maxrss (Linux keeps the
+# high-water mark of the memory it leaves at exec), so the measure must come from a
+# grandchild forked by this small process.
+MEASURE = """
+import json, os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, used = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as fh:
+    json.dump([used.ru_utime, used.ru_stime, used.ru_maxrss], fh)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+@dataclass(frozen=True)
+class Used:
+    ru_utime: float
+    ru_stime: float
+    ru_maxrss: int  # KiB
+
+
 def run(
     *args: str, env: dict[str, str], input: str = ""
-) -> tuple[subprocess.CompletedProcess, resource.struct_rusage]:
+) -> tuple[subprocess.CompletedProcess, Used]:
     """The command's result and what it used: reading a whole 1 GB file shows in its
     memory and CPU, where a loaded machine's waits do not (a hang is the deadline)."""
-    with (
-        tempfile.TemporaryFile("w+") as stdin,
-        tempfile.TemporaryFile("w+") as out,
-        tempfile.TemporaryFile("w+") as err,
-    ):
-        stdin.write(input)
-        stdin.seek(0)
-        child = subprocess.Popen([HBTUI_BIN, *args], env=env, stdin=stdin, stdout=out, stderr=err)
-        deadline = time.monotonic() + 60
-        pid, status, used = os.wait4(child.pid, os.WNOHANG)
-        while pid == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-            pid, status, used = os.wait4(child.pid, os.WNOHANG)
-        if pid == 0:
-            child.kill()
-            os.wait4(child.pid, 0)
-            raise AssertionError(f"hbtui {' '.join(args)} still ran after 60 s")
-        child.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        out.seek(0)
-        done = subprocess.CompletedProcess(child.args, child.returncode, out.read(), err.read())
-    return done, used
+    with tempfile.TemporaryDirectory() as tmp:
+        usage = Path(tmp) / "usage.json"
+        argv = [sys.executable, "-S", "-c", MEASURE, str(usage), HBTUI_BIN, *args]
+        child = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            out, err = child.communicate(input, timeout=60)
+        except subprocess.TimeoutExpired as exc:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            raise AssertionError(f"hbtui {' '.join(args)} still ran after 60 s") from exc
+        utime, stime, maxrss = json.loads(usage.read_text())
+    done = subprocess.CompletedProcess([HBTUI_BIN, *args], child.returncode, out, err)
+    return done, Used(utime, stime, maxrss)
 
 
-def cpu(used: resource.struct_rusage) -> float:
+def cpu(used: Used) -> float:
     return used.ru_utime + used.ru_stime
 
 
