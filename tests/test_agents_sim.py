@@ -244,7 +244,12 @@ def test_hostile_status_files_each_give_a_sane_row_and_bad_input_one_line(sim_en
     one_error_line(hbtui("approve", "b1", env=sim_env), "2 sessions", "--session")
     one_error_line(hbtui("send", "b1", "hi", env=sim_env), "2 agent sessions")
     # Named, but it runs in no pane hbtui can reach, and its hook is not waiting.
-    one_error_line(hbtui("approve", "b1", "--session", "escape", env=sim_env), "escape")
+    one_error_line(
+        hbtui("approve", "b1", "--session", "escape", env=sim_env),
+        "session escape",
+        "waits for you in no tmux pane",
+        "hbtui enter b1",
+    )
     one_error_line(hbtui("approve", "b1", "--session", "dead", env=sim_env), "no live")
     one_error_line(hbtui("send", "b1", "a\x1b]0;x\x07", env=sim_env), "control")
     one_error_line(hbtui("agents", "nosuch", env=sim_env), "nosuch")

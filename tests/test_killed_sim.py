@@ -31,6 +31,7 @@ from support.cli import (
     tmpfs,
     wait_for,
 )
+from support.work import host_repo
 
 pytestmark = pytest.mark.sim
 
@@ -273,3 +274,39 @@ def test_a_change_interrupted_once_the_box_is_made_again_says_it_was_made(remake
     assert (adding.returncode, bound) in ((0, True), (130, False)), out
     assert bound, out  # the remake was past its point of no return
     _back_with_its_data(remake_env)
+
+
+# ---- work: a repository going in, a try's boxes being made ---------------------------------
+
+
+def test_a_new_killed_while_its_repository_goes_in_is_failed_not_ready(gated_env, tmp_path):
+    """SIGKILLed as the seed bundle was copied in, `new --repo` left a box "ready" without
+    its clone; it is failed now (saying why), and `rm` takes it."""
+    repo = host_repo(tmp_path)
+    _kill_at(
+        gated_env, "cp-seed.bundle", engine_goes_on=True,
+        command=("new", "w", "-q", "--repo", str(repo)),
+    )  # fmt: skip
+    box = ls(gated_env)["w"]
+    assert box["provisioning"] == "failed", box
+    done = hbtui("start", "w", env=gated_env)
+    assert done.returncode != 0
+    assert "stopped before its repository went in" in one_line_error(done)
+    assert hbtui("rm", "w", "--force", env=gated_env).returncode == 0
+    assert machines(gated_env) == []
+
+
+def test_a_try_killed_while_its_boxes_are_made_still_lists_them(gated_env, tmp_path):
+    """SIGKILLed while its boxes were made, `try` left them with no try record: nothing
+    listed them as a try, `try keep` did not know them. The record is written first."""
+    repo = host_repo(tmp_path)
+    _kill_at(
+        gated_env, "cp-seed.bundle", engine_goes_on=True,
+        command=("try", "1", "t", "--repo", str(repo), "--agent", "claude", "--task", "x"),
+    )  # fmt: skip
+    assert ls(gated_env)["t-1"]["provisioning"] == "failed"
+    done = hbtui("try", "ls", "t", "--json", env=gated_env)
+    assert done.returncode == 0, done.stderr
+    rows = {row["box"]: row for row in json.loads(done.stdout)["boxes"]}
+    assert list(rows) == ["t-1"] and rows["t-1"]["error"], rows
+    assert hbtui("rm", "t-1", "--force", env=gated_env).returncode == 0

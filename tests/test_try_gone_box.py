@@ -25,7 +25,7 @@ def test_a_removed_box_leaves_its_try_listed_and_keepable(sim_env, tmp_path: Pat
 
     listed = ok(hbtui("try", "ls", "t", "--json", env=env))
     rows = {r["box"]: r for r in json.loads(listed.stdout)["boxes"]}
-    assert rows["t-1"]["error"] == "box t-1 was removed (it is not in hbtui ls)"
+    assert rows["t-1"]["error"] == "box t-1 is not in hbtui ls (removed, or never made)"
     assert rows["t-2"]["error"] == "" and rows["t-2"]["commits"] == 0, rows
 
     kept = ok(hbtui("try", "keep", "t-2", "--yes", env=env))

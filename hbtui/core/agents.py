@@ -175,11 +175,16 @@ async def decide(
         raise UsageError("a decision is allow or deny")
     view = await _running(boxes, name, host)
     chosen = _pick(await _sessions(boxes, view), name, session, pending=True)
+    if not chosen.request and not chosen.pane:  # no hook waits, no screen to press keys in
+        raise AgentError(
+            f"session {chosen.session_id[:8]} in box {name} waits for you in no tmux pane "
+            f"hbtui can reach: answer it inside the box (hbtui enter {name})"
+        )
     code, out, err = await _exec(
         boxes, view, ["decide", chosen.session_id, chosen.request or "-", decision]
     )
-    if code == 3:
-        raise AgentError(f"nothing is pending in box {name}: {err}")
+    if code == 3:  # the box's word for why (its session moved on, or shows no prompt)
+        raise AgentError(f"box {name}: {err}")
     if code != 0:
         raise AgentError(f"box {name}: {err or f'hb agents decide exited with {code}'}")
     try:

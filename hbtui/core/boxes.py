@@ -478,8 +478,7 @@ class BoxOperations:
             if keep_provisioning:
                 rec = self.registry.read().get(name, host_name)
             else:
-                rec = await self.registry.update(name, host_name, status=READY, owner_pid=0)
-                report(Phase(f"{name} is ready at {host.url(chosen)}", Stage.DONE))
+                rec = await self._ready(host, name, report)
         except BaseException as exc:
             await asyncio.shield(self._rollback(host, name, created, report))
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
@@ -517,6 +516,16 @@ class BoxOperations:
             if wanted.egress == creds.ALLOW_LIST
             else (),
         )
+
+    async def ready(self, name: str, host_name: str, report: Report = ignore) -> None:
+        """The end of a `make` kept provisioning: the box is ready, and says where."""
+        await self._ready(await self.hosts.get(host_name), name, report)
+
+    async def _ready(self, host: Host, name: str, report: Report) -> BoxRecord | None:
+        rec = await self.registry.update(name, host.name, status=READY, owner_pid=0, error="")
+        if rec is not None:
+            report(Phase(f"{name} is ready at {host.url(rec.port)}", Stage.DONE))
+        return rec
 
     async def _rollback(self, host: Host, name: str, created: bool, report: Report) -> None:
         report(Notice(f"rolling back {name}"))

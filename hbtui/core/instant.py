@@ -191,12 +191,13 @@ async def branch(
     host_name: str = LOCAL,
     port: int | None = None,
     branchable: bool | None = None,
+    keep_provisioning: bool = False,
     report: Report = ignore,
 ) -> BoxView:
     """A new box with `source`'s /data and installed state, its own name and port."""
     async with branching(
         boxes, source, [name], host_name=host_name, port=port, branchable=branchable,
-        report=report,
+        keep_provisioning=keep_provisioning, report=report,
     ) as make:  # fmt: skip
         return await make(name, report)
 
@@ -213,12 +214,13 @@ async def branching(
     host_name: str = LOCAL,
     port: int | None = None,
     branchable: bool | None = None,
+    keep_provisioning: bool = False,
     report: Report = ignore,
 ) -> AsyncIterator[MakeBranch]:
     """Yields what makes one branch of `source` named one of `names` (checked first).
     The source running branchable is branched by the engine, memory included; otherwise
     it is stopped and packed once on entry, every branch is made from that pack, and it
-    starts again on exit, come what may."""
+    starts again on exit, come what may. `keep_provisioning`: see `BoxOperations.new`."""
     for name in names:
         check_name(name)
     if port is not None and port_problem(port):
@@ -252,7 +254,10 @@ async def branching(
     if machine is not None and machine.state == "running" and machine.branchable:
 
         async def by_engine(name: str, said: Report) -> BoxView:
-            return await boxes.make(wanted(name), recipe_dir, pack=None, branch_of=src, report=said)
+            return await boxes.make(
+                wanted(name), recipe_dir, pack=None, branch_of=src,
+                keep_provisioning=keep_provisioning, report=said,
+            )  # fmt: skip
 
         yield by_engine
         return
@@ -269,7 +274,10 @@ async def branching(
         async with _packed(boxes, host, source, stop=was_running, report=report) as pack:
 
             async def from_pack(name: str, said: Report) -> BoxView:
-                return await boxes.make(wanted(name), recipe_dir, pack=pack, report=said)
+                return await boxes.make(
+                    wanted(name), recipe_dir, pack=pack, keep_provisioning=keep_provisioning,
+                    report=said,
+                )  # fmt: skip
 
             yield from_pack
     except BaseException:

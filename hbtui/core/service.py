@@ -134,10 +134,13 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
                 raise UsageError("a box with a repository must start (leave out --no-start)")
             check_task(work.task, work.agent)
         async with self._holding(spec.name, spec.host, "new"):
-            view = await self._boxes.new(spec, report=report)
-            if work is not None:
-                await self._put_work(spec.name, spec.host, work, report)
-            return view
+            # With work the row stays "provisioning" until the clone is in: a `new` killed
+            # on the way leaves a failed box, never a ready one without its repository.
+            view = await self._boxes.new(spec, keep_provisioning=work is not None, report=report)
+            if work is None:
+                return view
+            await self._put_work(spec.name, spec.host, work, report)
+            return await self._boxes.get(spec.name, spec.host)
 
     def new_plan(
         self,
@@ -182,11 +185,14 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
                 host_name=host,
                 port=port,
                 branchable=branchable,
+                keep_provisioning=seeded is not None,
                 report=report,
             )
-            if seeded is not None:  # its clone goes on as the branch's own work
-                await branch_work(self._boxes, work, seeded, source, name, host, report)
-            return view
+            if seeded is None:
+                return view
+            # Its clone goes on as the branch's own work (ready only then, as in `new`).
+            await branch_work(self._boxes, work, seeded, source, name, host, report)
+            return await self._boxes.get(name, host)
 
     # -- keys and network --------------------------------------------------------------
 

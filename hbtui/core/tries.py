@@ -39,7 +39,7 @@ from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name, host_flag
 from hbtui.paths import Paths, make_folder, read_state
-from hbtui.statefile import write_atomic
+from hbtui.statefile import atomic_output, write_atomic
 
 TRY_MAX = 16
 TRY_CONCURRENCY = 4  # boxes made at once
@@ -111,6 +111,27 @@ class TryBook:
     def put(self, host: str, record: TryRecord) -> None:
         make_folder(self.root / host)
         write_atomic(self._path(host, record.name), json.dumps(record.to_json(), indent=2).encode())
+
+    def claim(self, host: str, record: TryRecord) -> None:
+        """Write a new try's record before its boxes are made (a try killed on the way
+        still lists them); a try of that name made meanwhile is one line."""
+        make_folder(self.root / host)
+        try:
+            with atomic_output(self._path(host, record.name), replace=False) as out:
+                out.write(json.dumps(record.to_json(), indent=2).encode())
+        except FileExistsError:
+            raise UsageError(
+                f"a try named {record.name!r} exists (see: hbtui try ls {record.name})"
+            ) from None
+
+    def settle(self, host: str, record: TryRecord, made: list[str]) -> TryRecord:
+        """The try's record once its boxes are made: the ones that were (none: no try)."""
+        record = replace(record, boxes=made)
+        if made:
+            self.put(host, record)
+        else:
+            self.drop(host, record.name)
+        return record
 
     def drop(self, host: str, name: str) -> None:
         self._path(host, name).unlink(missing_ok=True)
@@ -295,11 +316,28 @@ class TryOperations:
         async def make(box: str, said: Report) -> None:
             await door.new(NewSpec(box, host=host, work=work), report=said)
 
-        made, failed = await _make_boxes(names, make, lambda box: door.remove(box, host), report)
-        record = TryRecord(name, str(work.seed.repo), work.seed.seed, check, made)
-        if made:
-            self._tries.put(host, record)
-        return record, failed
+        record = TryRecord(name, str(work.seed.repo), work.seed.seed, check, names)
+        made, failed = await self._making(
+            host, record, make, lambda box: door.remove(box, host), report
+        )
+        return self._tries.settle(host, record, made), failed
+
+    async def _making(
+        self,
+        host: str,
+        record: TryRecord,
+        make: Callable[[str, Report], Awaitable[object]],
+        undo: Callable[[str], Awaitable[object]],
+        report: Report,
+    ) -> tuple[list[str], dict[str, str]]:
+        """The try's boxes made with its record written first; interrupted, the boxes
+        made are removed (see `_make_boxes`) and the record goes with them."""
+        self._tries.claim(host, record)
+        try:
+            return await _make_boxes(record.boxes, make, undo, report)
+        except BaseException:
+            self._tries.drop(host, record.name)
+            raise
 
     async def branch_count(
         self,
@@ -332,8 +370,9 @@ class TryOperations:
             for box in sorted({source, *names}):  # one order: no two holders wait on each other
                 await held.enter_async_context(self._boxes.locks.hold(host, box, "branch"))
             async with instant.branching(
-                self._boxes, source, names, host_name=host, branchable=branchable, report=report
-            ) as make_branch:
+                self._boxes, source, names, host_name=host, branchable=branchable,
+                keep_provisioning=True, report=report,
+            ) as make_branch:  # fmt: skip
 
                 async def make(box: str, said: Report) -> None:
                     await make_branch(box, said)
@@ -343,11 +382,9 @@ class TryOperations:
                     await self._boxes.remove(box, host)
                     book.drop(host, box)
 
-                made, failed = await _make_boxes(names, make, undo, report)
-        record = TryRecord(name, seeded.repo, seeded.seed, check, made)
-        if made:
-            self._tries.put(host, record)
-        return record, failed
+                record = TryRecord(name, seeded.repo, seeded.seed, check, names)
+                made, failed = await self._making(host, record, make, undo, report)
+        return self._tries.settle(host, record, made), failed
 
     def _refuse_taken(self, names: list[str], name: str, host: str) -> None:
         """A name a box has stops a try or a branch before any box is made."""
@@ -379,7 +416,7 @@ class TryOperations:
 
         async def row(box: str) -> TryRow:
             if box not in here:  # removed with `hbtui rm`: the others still show
-                gone = f"box {box} was removed (it is not in hbtui ls)"
+                gone = f"box {box} is not in hbtui ls (removed, or never made)"
                 return TryRow(box, "removed", None, None, None, None, record.checks.get(box), gone)
             shown, settled = _agent_status(by_box.get(box))
             try:

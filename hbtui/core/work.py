@@ -253,8 +253,11 @@ async def branch_work(
     hb/NAME (and the commit identity hbtui gave SRC, NAME's); the seed stays the
     source's, so the branch's work is measured from where the source's began. A branch
     whose work cannot be carried over is removed again: nothing is left half-made."""
+    await boxes.registry.update(name, host_name, error="stopped before its work was branched")
     try:
-        return await _carry_work(boxes, book, source, src, name, host_name)
+        record = await _carry_work(boxes, book, source, src, name, host_name)
+        await boxes.ready(name, host_name, report)  # made with keep_provisioning
+        return record
     except BaseException:
         report(Phase(f"removing {name}: its work could not be branched"))
         await to_the_end(boxes.remove(name, host_name))
@@ -437,10 +440,13 @@ class WorkOperations:
             raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
 
     async def _put_work(self, name: str, host: str, work: WorkRequest, report: Report) -> None:
-        """The seed and the agent into a box `new` just made; any failure (or Ctrl-C)
-        removes the box again, so nothing is left half-made."""
+        """The seed and the agent into a box `new` just made (kept provisioning), then
+        ready; any failure (or Ctrl-C) removes the box again, so nothing is left half-made."""
+        # What a killed `new` leaves says why (its row stays provisioning until ready).
+        await self._boxes.registry.update(name, host, error="stopped before its repository went in")
         try:
             await seed_box(self._boxes, self._work, name, host, work, report)
+            await self._boxes.ready(name, host, report)
         except BaseException:
             report(Phase(f"removing {name}: its work could not be put in"))
             await to_the_end(self._boxes.remove(name, host))
