@@ -86,16 +86,13 @@ class SshStream:
             with conn.guard(what):
                 proc.stdin.write_eof()
                 first = True
-                while True:
-                    raw = await deadline.readline(proc.stdout)
+                async for raw in deadline.lines(proc.stdout):
                     if first:
                         first = False
                         pid = _parse_pid(raw)
                         if pid is not None:
                             continue
-                    if not raw:
-                        break
-                    line = raw.decode(errors="replace").rstrip("\r\n")
+                    line = raw.decode(errors="replace").rstrip("\r")
                     tail.append(line)
                     yield line
                 async with asyncio.timeout(30):
