@@ -12,6 +12,7 @@ import pytest
 
 from hbtui.core import gitops
 from hbtui.core.gitops import BundleRefused
+
 from support.work import check_file
 
 ID = ["-c", "user.name=h", "-c", "user.email=h@h"]

@@ -12,6 +12,7 @@ import pytest
 
 from hbtui.core import gitops, intake
 from hbtui.core.gitops import BundleRefused
+
 from support.work import check_file
 
 ID = ["-c", "user.name=t", "-c", "user.email=t@t"]

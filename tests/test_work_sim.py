@@ -179,7 +179,7 @@ def test_new_with_repo_diff_pull_and_a_hostile_box(sim_env, repo: Path, tmp_path
         sim_env,
         "printf '%s\\n' '#!/bin/sh' "
         "'if [ -e /tmp/evil.bundle ]; then cat > /dev/null; set -- -w 65536 /tmp/evil.bundle; fi' "
-        '\'exec /usr/bin/base64 "$@"\' > /usr/local/bin/base64 && chmod 755 /usr/local/bin/base64',
+        "'exec /usr/bin/base64 \"$@\"' > /usr/local/bin/base64 && chmod 755 /usr/local/bin/base64",
         user="root",
     )
     steady = host_state(repo)
