@@ -33,14 +33,15 @@ def commit(repo: Path, name: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-@pytest.fixture
-def repos(tmp_path: Path) -> tuple[Path, Path, str, str]:
+@pytest.fixture(params=["sha1", "sha256"])
+def repos(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, Path, str, str]:
     """The host repository (two commits, the seed the second) and the box's clone of
     it on hb/b1 with two commits of the agent's; the clone's `main` is at the seed and
-    a branch `old` at the commit before it (the agent looking back)."""
+    a branch `old` at the commit before it (the agent looking back). Either object
+    format: a SHA-256 repository's bundle says so in its header."""
     host = tmp_path / "host"
     host.mkdir()
-    git(host, "init", "-q", "-b", "main")
+    git(host, "init", "-q", "-b", "main", f"--object-format={request.param}")
     first = commit(host, "a.txt")
     seed = commit(host, "b.txt")
     box = tmp_path / "box"

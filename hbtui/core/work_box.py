@@ -83,9 +83,8 @@ if [ "$3" = 1 ] && [ -n "$(git status --porcelain --untracked-files=all)" ]; the
     echo "{TAG} wip $c"
     echo "$c {WIP_REF}" >> "$t/heads"
 fi
-if [ ${{#2}} = 64 ]; then f='3\\n@object-format=sha256'; else f=2; fi
-printf "# v$f git bundle\\n-%s\\n" "$2" > "$t/head" || exit 5
-cat "$t/heads" >> "$t/head" && echo >> "$t/head" || exit 5
+if [ ${{#2}} = 64 ]; then f='# v3 git bundle\\n@object-format=sha256\\n'; else f='# v2 git bundle\\n'; fi
+printf "$f-%s\\n" "$2" > "$t/head" && cat "$t/heads" >> "$t/head" && echo >> "$t/head" || exit 5
 {{ cut -d' ' -f1 "$t/heads"; echo "^$2"; }} > "$t/revs" || exit 5
 echo "{TAG} data"
 if {{ cat "$t/head" && git pack-objects -q --revs --stdout --delta-base-offset \\
