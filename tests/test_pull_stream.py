@@ -19,7 +19,7 @@ import pytest
 
 from hbtui.core import gitops, intake, work_box
 from hbtui.engine.client import EngineStream
-from hbtui.engine.runner import LocalRunner
+from hbtui.engine.runner import LocalStream
 
 from support.work import git
 
@@ -53,8 +53,21 @@ def repos(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, Path, s
     return host, box, seed, head
 
 
-def local_box(tmp_path: Path) -> tuple[SimpleNamespace, Path]:
-    """A host whose engine runs a box's step here, every git command it runs logged."""
+class Started(LocalStream):
+    """A local stream that notes when its child is asked for (its lines first wanted)."""
+
+    def __init__(self, argv: list[str], timeout: float | None, started: list[bool]) -> None:
+        super().__init__(argv, timeout)
+        self.started = started
+
+    def __aiter__(self):  # type: ignore[override]
+        self.started.append(True)
+        return super().__aiter__()
+
+
+def local_box(tmp_path: Path, started: list[bool] | None = None) -> tuple[SimpleNamespace, Path]:
+    """A host whose engine runs a box's step here, every git command it runs logged
+    (and, in `started`, a mark once the step is started)."""
     shim = tmp_path / "shim"
     shim.mkdir(exist_ok=True)
     log = tmp_path / "git.log"
@@ -64,7 +77,7 @@ def local_box(tmp_path: Path) -> tuple[SimpleNamespace, Path]:
 
     def exec_stream(box: str, argv: list[str], *, user: str, timeout: float) -> EngineStream:
         full = ["env", path, *argv]
-        return EngineStream(LocalRunner().stream(full, timeout=timeout), full)
+        return EngineStream(Started(full, timeout, [] if started is None else started), full)
 
     return SimpleNamespace(engine=SimpleNamespace(exec_stream=exec_stream)), log
 
@@ -157,3 +170,33 @@ async def test_the_pack_is_indexed_while_the_rest_of_it_is_still_on_its_way(repo
     assert [ref for _, ref in checked.heads] == ["refs/heads/hb/b1"]
     # Checked, not taken in: the repository has none of it.
     assert subprocess.run(["git", "-C", str(host), "cat-file", "-e", head]).returncode != 0
+
+
+async def test_a_whole_pull_says_it_bundles_once_the_box_is_at_work(repos, tmp_path: Path):
+    """work.pull end to end with real git on both sides (the box's step run here). Its
+    first line of progress may load the terminal's renderer (tens of ms): it comes once
+    the box's step has been started, so that load costs nothing the box is waiting on."""
+    from hbtui.core import work
+    from hbtui.events import Phase
+    from hbtui.paths import Paths
+
+    host, box, seed, head = repos
+    box_started: list[bool] = []
+    engine_host, _ = local_box(tmp_path, box_started)
+
+    async def get(name: str) -> SimpleNamespace:
+        return engine_host
+
+    record = work.WorkRecord(str(host), seed, "refs/heads/main", str(box), "hb/b1")
+    boxes = SimpleNamespace(
+        hosts=SimpleNamespace(get=get), paths=Paths(tmp_path, tmp_path, tmp_path)
+    )
+    book = SimpleNamespace(get=lambda host_name, name: record)
+    said: list[tuple[str, bool]] = []
+    result = await work.pull(
+        boxes, book, "b1", "local", wip=False, repo=None,  # type: ignore[arg-type]
+        report=lambda e: said.append((e.message, bool(box_started))) if isinstance(e, Phase) else None,
+    )  # fmt: skip
+    assert said[0] == ("bundling the work in b1", True)
+    assert result.refs == (("refs/remotes/box/b1/hb/b1", head),)
+    assert git(host, "rev-parse", "refs/remotes/box/b1/hb/b1") == head

@@ -384,8 +384,14 @@ async def pull(
     target = await gitops.repo_top(_repo(record, repo))
     cap = pull_max()
     host = await boxes.hosts.get(host_name)
-    with scratch(boxes.paths, "pull") as folder:
+
+    async def meanwhile() -> str:
+        # Once the box's step has started: the first line of progress may load the
+        # terminal's renderer (tens of ms), which then costs no time the box needs.
         report(Phase(f"bundling the work in {name}"))
+        return await gitops.ref_exists(target, gitops.target_ref(name, gitops.WIP_REF))
+
+    with scratch(boxes.paths, "pull") as folder:
         # What the host repository's side needs of git is asked while the box bundles,
         # and the box's pack is indexed as it arrives.
         objects = asyncio.ensure_future(gitops.objects_dir(target))
@@ -397,7 +403,7 @@ async def pull(
                             host, name, [record.clone, record.seed, "1" if wip else "0"],
                             taking.feed, cap,
                         ),
-                        gitops.ref_exists(target, gitops.target_ref(name, gitops.WIP_REF)),
+                        meanwhile(),
                     )  # fmt: skip
                 if answer.first("noclone") is not None:
                     raise WorkError(f"box {name} has no clone at {record.clone}")
