@@ -113,7 +113,8 @@ async def test_the_box_walks_its_history_once_and_its_branches_land_as_a_bundle_
     git(host, "fsck", "--strict", "--no-dangling")
 
 
-async def test_a_box_with_nothing_since_the_seed_sends_an_empty_pack(repos, tmp_path: Path):
+async def test_a_box_with_nothing_since_the_seed_brings_nothing(repos, tmp_path: Path):
+    """Its branches (at the seed, behind it) still pass every check, and none lands."""
     host, box, seed, _ = repos
     git(box, "checkout", "-q", "main")
     git(box, "branch", "-D", "hb/b1")
@@ -124,7 +125,8 @@ async def test_a_box_with_nothing_since_the_seed_sends_an_empty_pack(repos, tmp_
             "b1", [str(box), seed, "0"], taking.feed, 1 << 20,
         )  # fmt: skip
         assert answer.first("end") is not None
-        assert taking.objects_announced == 0
+        checked = await intake.check_bundle(taking, seed=seed, blob_max=1 << 20, wip=False)
+    assert checked.heads == []
 
 
 async def test_a_bundle_the_box_cannot_make_says_why(repos, tmp_path: Path):
@@ -172,31 +174,72 @@ async def test_the_pack_is_indexed_while_the_rest_of_it_is_still_on_its_way(repo
     assert subprocess.run(["git", "-C", str(host), "cat-file", "-e", head]).returncode != 0
 
 
-async def test_a_whole_pull_says_it_bundles_once_the_box_is_at_work(repos, tmp_path: Path):
-    """work.pull end to end with real git on both sides (the box's step run here). Its
-    first line of progress may load the terminal's renderer (tens of ms): it comes once
-    the box's step has been started, so that load costs nothing the box is waiting on."""
+async def pull_from(engine_host: SimpleNamespace, host: Path, box: Path, seed: str, report):
+    """work.pull of box b1 (its clone `box`) into `host`, through `engine_host`."""
     from hbtui.core import work
-    from hbtui.events import Phase
     from hbtui.paths import Paths
-
-    host, box, seed, head = repos
-    box_started: list[bool] = []
-    engine_host, _ = local_box(tmp_path, box_started)
 
     async def get(name: str) -> SimpleNamespace:
         return engine_host
 
     record = work.WorkRecord(str(host), seed, "refs/heads/main", str(box), "hb/b1")
-    boxes = SimpleNamespace(
-        hosts=SimpleNamespace(get=get), paths=Paths(tmp_path, tmp_path, tmp_path)
-    )
+    paths = Paths(host.parent, host.parent, host.parent)
+    boxes = SimpleNamespace(hosts=SimpleNamespace(get=get), paths=paths)
     book = SimpleNamespace(get=lambda host_name, name: record)
+    return await work.pull(
+        boxes,
+        book,
+        "b1",
+        "local",
+        wip=False,
+        repo=None,
+        report=report,  # type: ignore[arg-type]
+    )
+
+
+async def test_a_whole_pull_says_it_bundles_once_the_box_is_at_work(repos, tmp_path: Path):
+    """work.pull end to end with real git on both sides (the box's step run here). Its
+    first line of progress may load the terminal's renderer (tens of ms): it comes once
+    the box's step has been started, so that load costs nothing the box is waiting on."""
+    from hbtui.events import Phase
+
+    host, box, seed, head = repos
+    box_started: list[bool] = []
+    engine_host, _ = local_box(tmp_path, box_started)
     said: list[tuple[str, bool]] = []
-    result = await work.pull(
-        boxes, book, "b1", "local", wip=False, repo=None,  # type: ignore[arg-type]
-        report=lambda e: said.append((e.message, bool(box_started))) if isinstance(e, Phase) else None,
-    )  # fmt: skip
+
+    def report(event: object) -> None:
+        if isinstance(event, Phase):
+            said.append((event.message, bool(box_started)))
+
+    result = await pull_from(engine_host, host, box, seed, report)
     assert said[0] == ("bundling the work in b1", True)
     assert result.refs == (("refs/remotes/box/b1/hb/b1", head),)
     assert git(host, "rev-parse", "refs/remotes/box/b1/hb/b1") == head
+
+
+async def test_a_box_that_sends_no_objects_still_has_its_ref_names_checked(repos, tmp_path: Path):
+    """An empty pack is no reason to skip a check: a tag it names is refused, as it is
+    with work in the pack."""
+    from hbtui.core.gitops import BundleRefused
+    from hbtui.core.work_box import TAG
+
+    host, box, seed, _ = repos
+    empty = subprocess.run(
+        ["git", "-C", str(box), "pack-objects", "-q", "--stdout"],
+        input=b"", capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    evil = tmp_path / "evil.bundle"
+    sig = "# v3 git bundle\n@object-format=sha256\n" if len(seed) == 64 else "# v2 git bundle\n"
+    evil.write_bytes(f"{sig}-{seed}\n{seed} refs/tags/v9\n\n".encode() + empty)
+    said = f"echo '{TAG} dirty 0'; echo '{TAG} data'; base64 -w 0 '{evil}'; echo; echo '{TAG} end'"
+
+    def exec_stream(box: str, argv: list[str], *, user: str, timeout: float) -> EngineStream:
+        full = ["sh", "-c", said]
+        return EngineStream(LocalStream(full, timeout), full)
+
+    hostile = SimpleNamespace(engine=SimpleNamespace(exec_stream=exec_stream))
+    before = git(host, "for-each-ref")
+    with pytest.raises(BundleRefused, match="refs/tags/v9"):
+        await pull_from(hostile, host, box, seed, lambda event: None)
+    assert git(host, "for-each-ref") == before

@@ -39,7 +39,6 @@ from hbtui.core.gitops import (
 )
 
 HEADER_MAX = 1 << 20  # a bundle header longer than this is refused
-_PACK_HEADER = 12  # "PACK", its version, its number of objects
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,6 @@ class PackIntake:
         self._folder = folder
         self._file: BinaryIO | None = None
         self._head: bytearray | None = bytearray()  # None: past the header (or it had no end)
-        self._pack = bytearray()  # the pack's first bytes: its header
         self._proc: asyncio.subprocess.Process | None = None
         self._output: asyncio.Future[tuple[bytes, bytes]] | None = None
         self._quarantine: Quarantine | None = None
@@ -92,13 +90,6 @@ class PackIntake:
         if self._output is not None:  # its pipes closed with it: read to their end
             with contextlib.suppress(Exception):
                 await self._output
-
-    @property
-    def objects_announced(self) -> int | None:
-        """How many objects the pack says it holds (None: no pack header came)."""
-        if len(self._pack) < _PACK_HEADER or self._pack[:4] != b"PACK":
-            return None
-        return int.from_bytes(self._pack[8:12], "big")
 
     @property
     def quarantine(self) -> Quarantine:
@@ -121,7 +112,6 @@ class PackIntake:
             await self._start()
         if self._proc is None:
             return
-        self._pack += data[: max(0, _PACK_HEADER - len(self._pack))]
         stdin = self._proc.stdin
         if stdin is None or stdin.is_closing():
             return

@@ -356,9 +356,8 @@ async def _take(
     taking: intake.PackIntake, name: str, seed: str, cap: int, *, wip: bool, wip_commit: str
 ) -> tuple[tuple[str, str], ...]:
     """The bundle the box sent, checked and taken into the repository: the refs that
-    landed (none when the box made nothing since the seed: its pack is empty)."""
-    if taking.objects_announced == 0:
-        return ()
+    landed (none when the box made nothing since the seed: its pack is empty, and its
+    branches, if any, still pass every check)."""
     checked = await intake.check_bundle(taking, seed=seed, blob_max=cap, wip=wip)
     heads = checked.heads
     if wip and wip_commit and not any(ref == gitops.WIP_REF for _, ref in heads):
