@@ -243,3 +243,17 @@ async def test_a_box_that_sends_no_objects_still_has_its_ref_names_checked(repos
     with pytest.raises(BundleRefused, match="refs/tags/v9"):
         await pull_from(hostile, host, box, seed, lambda event: None)
     assert git(host, "for-each-ref") == before
+
+
+async def test_a_clone_on_no_branch_brings_nothing(repos, tmp_path: Path):
+    """An agent whose clone has no branch left (it works on a detached HEAD): nothing
+    pulled, as before, not a refused bundle."""
+    host, box, seed, _ = repos
+    git(box, "checkout", "-q", "--detach")
+    for branch in ("hb/b1", "main", "old"):
+        git(box, "branch", "-D", branch)
+    engine_host, _ = local_box(tmp_path)
+    before = git(host, "for-each-ref")
+    result = await pull_from(engine_host, host, box, seed, lambda event: None)
+    assert result.refs == ()
+    assert git(host, "for-each-ref") == before

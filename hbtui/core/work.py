@@ -406,12 +406,16 @@ async def pull(
                     )  # fmt: skip
                 if answer.first("noclone") is not None:
                     raise WorkError(f"box {name} has no clone at {record.clone}")
-                if answer.returncode != 0 or answer.first("end") is None:
-                    raise WorkError(f"bundling the work in box {name} failed: {answer.why()}")
                 dirty = _count(answer.first("dirty"))
                 wip_commit = answer.first("wip") or ""
-                report(Phase(f"checking the bundle ({size} bytes)"))
-                refs = await _take(taking, name, record.seed, cap, wip=wip, wip_commit=wip_commit)
+                refs: tuple[tuple[str, str], ...] = ()
+                if answer.first("nothing") is None:  # else: no branch at all, nothing sent
+                    if answer.returncode != 0 or answer.first("end") is None:
+                        raise WorkError(f"bundling the work in box {name} failed: {answer.why()}")
+                    report(Phase(f"checking the bundle ({size} bytes)"))
+                    refs = await _take(
+                        taking, name, record.seed, cap, wip=wip, wip_commit=wip_commit
+                    )
         finally:
             objects.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):

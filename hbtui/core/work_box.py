@@ -83,6 +83,7 @@ if [ "$3" = 1 ] && [ -n "$(git status --porcelain --untracked-files=all)" ]; the
     echo "{TAG} wip $c"
     echo "$c {WIP_REF}" >> "$t/heads"
 fi
+[ -s "$t/heads" ] || {{ echo "{TAG} nothing"; exit 0; }}  # no branch (a detached HEAD)
 if [ ${{#2}} = 64 ]; then f='# v3 git bundle\\n@object-format=sha256\\n'; else f='# v2 git bundle\\n'; fi
 printf "$f-%s\\n" "$2" > "$t/head" && cat "$t/heads" >> "$t/head" && echo >> "$t/head" || exit 5
 {{ cut -d' ' -f1 "$t/heads"; echo "^$2"; }} > "$t/revs" || exit 5
