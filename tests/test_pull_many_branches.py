@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from hbtui.core import gitops
-from hbtui.core.gitops import BundleRefused, check_bundle, objects_dir
+from hbtui.core.gitops import BundleRefused
+
+from support.work import check_file
 
 ID = ["-c", "user.name=h", "-c", "user.email=h@h"]
 
@@ -48,15 +50,15 @@ def bundle_of(box: Path, seed: str, refs: list[str], folder: Path) -> Path:
 
 
 def counting(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """Every git command check_bundle runs, recorded (each still runs)."""
+    """Every git command the intake and check_bundle run, recorded (each still runs)."""
     calls: list[tuple[str, ...]] = []
-    real = gitops.run_git
+    real = gitops.start_git
 
     async def recorded(repo, *args, **kwargs):
         calls.append(args)
         return await real(repo, *args, **kwargs)
 
-    monkeypatch.setattr(gitops, "run_git", recorded)
+    monkeypatch.setattr(gitops, "start_git", recorded)
     return calls
 
 
@@ -73,10 +75,7 @@ async def test_many_branches_cost_no_more_git_commands_than_one(
         folder = tmp_path / f"check-{len(refs)}"
         folder.mkdir()
         calls = counting(monkeypatch)
-        checked = await check_bundle(
-            host, await objects_dir(host), bundle_of(box, seed, refs, folder), folder,
-            seed=seed, blob_max=1 << 20, wip=False,
-        )  # fmt: skip
+        checked = await check_file(host, bundle_of(box, seed, refs, folder), folder, seed=seed)
         assert sorted(ref for _, ref in checked.heads) == sorted(f"refs/heads/{r}" for r in refs)
         counts.append(len(calls))
         monkeypatch.undo()
@@ -92,9 +91,7 @@ async def test_a_branch_that_lost_the_seed_is_still_refused(host_and_box, tmp_pa
     # `^seed` leaves the orphan's whole history in: a bundle that verifies.
     bundle = bundle_of(box, seed, ["hb/b1", "rewritten"], folder)
     with pytest.raises(BundleRefused, match="rewritten in the box no longer contains the seed"):
-        await check_bundle(
-            host, await objects_dir(host), bundle, folder, seed=seed, blob_max=1 << 20, wip=False
-        )
+        await check_file(host, bundle, folder, seed=seed)
 
 
 async def test_a_merge_that_holds_the_seed_through_its_second_parent_passes(
@@ -108,7 +105,5 @@ async def test_a_merge_that_holds_the_seed_through_its_second_parent_passes(
     folder = tmp_path / "check"
     folder.mkdir()
     bundle = bundle_of(box, seed, ["hb/b1", "other"], folder)
-    checked = await check_bundle(
-        host, await objects_dir(host), bundle, folder, seed=seed, blob_max=1 << 20, wip=False
-    )
+    checked = await check_file(host, bundle, folder, seed=seed)
     assert sorted(ref for _, ref in checked.heads) == ["refs/heads/hb/b1", "refs/heads/other"]

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core import gitops
+from hbtui.core import gitops, intake
 from hbtui.core.gitops import BundleRefused
+
+from support.work import check_file
 
 ID = ["-c", "user.name=t", "-c", "user.email=t@t"]
 
@@ -59,10 +61,7 @@ def repos(tmp_path: Path) -> tuple[Path, Path, str]:
 async def check(host: Path, bundle: Path, seed: str, tmp_path: Path, *, blob_max: int = 1 << 20):
     folder = tmp_path / "scratch"
     folder.mkdir(exist_ok=True)
-    objects = await gitops.objects_dir(host)
-    return await gitops.check_bundle(
-        host, objects, bundle, folder, seed=seed, blob_max=blob_max, wip=False
-    )
+    return await check_file(host, bundle, folder, seed=seed, blob_max=blob_max)
 
 
 async def test_the_pack_is_indexed_once_in_quarantine_and_only_the_box_refs_land(
@@ -76,13 +75,13 @@ async def test_the_pack_is_indexed_once_in_quarantine_and_only_the_box_refs_land
     git(box, "bundle", "create", "-q", str(bundle), "hb/b1", f"^{seed}")
     before = host_state(host)
     ran: list[tuple[tuple[str, ...], dict[str, str]]] = []
-    real = gitops.run_git
+    real = gitops.start_git
 
     async def watched(repo, *args, **kwargs):
         ran.append((args, dict(kwargs.get("env") or {})))
         return await real(repo, *args, **kwargs)
 
-    monkeypatch.setattr(gitops, "run_git", watched)
+    monkeypatch.setattr(gitops, "start_git", watched)
     checked = await check(host, bundle, seed, tmp_path)
     verbs = [args[0] for args, _ in ran]
     assert verbs.count("index-pack") == 1
@@ -91,13 +90,13 @@ async def test_the_pack_is_indexed_once_in_quarantine_and_only_the_box_refs_land
         if args[0] not in ("bundle", "rev-parse"):
             assert env.get("GIT_QUARANTINE_PATH") == str(checked.quarantine.objects), args
     # The quarantine refuses any ref update, and the repository has nothing of the box yet.
-    code, _, err = await real(
+    code, _, err = await gitops.run_git(
         host, "update-ref", "refs/heads/evil", "HEAD", check=False, env=checked.quarantine.env()
     )
     assert code != 0 and b"quarantine" in err
     assert host_state(host) == before
 
-    await gitops.take_in(host, checked, "b1")
+    await intake.take_in(host, checked, "b1")
     head = git(box, "rev-parse", "hb/b1")
     assert git(host, "rev-parse", "refs/remotes/box/b1/hb/b1") == head
     assert git(host, "cat-file", "-p", f"{head}:c.txt") == "agent two"

@@ -174,13 +174,12 @@ def test_new_with_repo_diff_pull_and_a_hostile_box(sim_env, repo: Path, tmp_path
     assert plain.returncode == 0 and "--wip takes them" in plain.stdout, plain.stdout
     assert git(repo, "for-each-ref", "--format=%(refname)") == branches_only
 
-    # A hostile box: its `git bundle create` hands over a bundle the test made.
+    # A hostile box: what it streams out is a bundle the test made, whatever it bundled.
     in_box(
         sim_env,
         "printf '%s\\n' '#!/bin/sh' "
-        '\'if [ "$1 $2" = "bundle create" ] && [ -e /tmp/evil.bundle ]; then '
-        'cat /tmp/evil.bundle > "$4"; exit 0; fi\' \'exec /usr/bin/git "$@"\' '
-        "> /usr/local/bin/git && chmod 755 /usr/local/bin/git",
+        "'if [ -e /tmp/evil.bundle ]; then cat > /dev/null; set -- -w 65536 /tmp/evil.bundle; fi' "
+        "'exec /usr/bin/base64 \"$@\"' > /usr/local/bin/base64 && chmod 755 /usr/local/bin/base64",
         user="root",
     )
     steady = host_state(repo)
@@ -222,19 +221,9 @@ def test_new_with_repo_diff_pull_and_a_hostile_box(sim_env, repo: Path, tmp_path
         "head -c 1000000 /dev/urandom > big && git add big && "
         "git -c user.name=e -c user.email=e@e commit -qm big && "
         f"git bundle create -q /tmp/evil.bundle hb/b1 ^{seed}",
-        "more than the cap of 262144",
+        "larger than the cap of 262144",
         env=small,
     )
-    # ... even when the box lies about its size.
-    in_box(
-        sim_env,
-        "printf '%s\\n' '#!/bin/sh' 'echo 10' > /usr/local/bin/stat && chmod 755 "
-        "/usr/local/bin/stat",
-        user="root",
-    )
-    one_error_line(hbtui("pull", "b1", env=small), "larger than the cap")
-    assert host_state(repo) == steady
-    in_box(sim_env, "rm /usr/local/bin/stat", user="root")
     # A file far bigger than the cap that compresses to almost nothing.
     refused(
         "head -c 3000000 /dev/zero > zeros && git add zeros && "

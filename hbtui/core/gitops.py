@@ -1,14 +1,6 @@
 """Git on the host for work in and out of boxes: read a repository (never change it), make
-the seed bundle a box is cloned from, and take a box's bundle in only once it has passed
-every check.
-
-A box's bundle is untrusted. It is verified against the repository, its ref names are
-checked, and its pack is indexed strictly, once, into a throwaway quarantine object store
-(git's own quarantine environment: the host repository's objects are borrowed read-only
-and no ref can change while it is set), where its history and its blob sizes are checked.
-Only then do its objects move into the host repository and its refs, in one transaction,
-to `refs/remotes/box/BOX/` and nowhere else; a refusal leaves the repository exactly as
-it was.
+the seed bundle a box is cloned from, and the rules a box's bundle is held to (its ref
+names, where they land). Taking a box's bundle in is hbtui.core.intake.
 """
 
 from __future__ import annotations
@@ -17,9 +9,7 @@ import asyncio
 import contextlib
 import os
 import re
-import shutil
 import signal
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +24,6 @@ SEED_REF = "refs/hbtui/seed"  # the one ref of a seed bundle, and where the box 
 WIP_REF = "refs/hbtui/wip"  # `pull --wip`: the uncommitted changes, committed for the pull
 WIP_BRANCH = "hbtui-wip"  # where WIP_REF lands under the box's refs on the host
 BOX_REFS = "refs/remotes/box"
-HEADER_MAX = 1 << 20  # a bundle header longer than this is refused
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # A branch name as a box may offer it: plain characters, no empty, dotted or locked part.
 _BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
@@ -57,10 +46,40 @@ def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _last_line(stderr: bytes) -> str:
+def last_line(stderr: bytes) -> str:
     lines = [ansi.plain(x) for x in stderr.decode(errors="replace").splitlines()]
     lines = [x for x in lines if x]
     return lines[-1][:300] if lines else ""
+
+
+async def start_git(
+    repo: Path | None,
+    *args: str,
+    stdin: BinaryIO | int,
+    env: Mapping[str, str] | None = None,
+) -> asyncio.subprocess.Process:
+    """A git command started (in `repo` when given) in a session of its own, its stdout
+    and stderr piped: every git command hbtui runs starts here."""
+    argv = ["git", *(["-C", str(repo)] if repo is not None else []), *args]
+    try:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=stdin,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env=_env(env),
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed on this machine") from None
+
+
+async def end_git(proc: asyncio.subprocess.Process) -> None:
+    """A git command that still runs killed (its whole group), and reaped."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
 
 
 async def run_git(
@@ -73,31 +92,19 @@ async def run_git(
 ) -> tuple[int, bytes, bytes]:
     """One git command (in `repo` when given); a failure is a GitError unless `check` is
     off. `env`: GIT_* variables of hbtui's own for it."""
-    argv = ["git", *(["-C", str(repo)] if repo is not None else []), *args]
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            env=_env(env),
-        )
-    except FileNotFoundError:
-        raise GitError("git is not installed on this machine") from None
+    proc = await start_git(
+        repo, *args, stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL, env=env
+    )
     try:
         async with asyncio.timeout(timeout):
             out, err = await proc.communicate()
     except TimeoutError:
         raise GitError(f"git {args[0]} took more than {timeout:g} s") from None
     finally:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+        await end_git(proc)
     code = proc.returncode or 0
     if check and code != 0:
-        raise GitError(f"git {args[0]} failed: {_last_line(err) or f'exit status {code}'}")
+        raise GitError(f"git {args[0]} failed: {last_line(err) or f'exit status {code}'}")
     return code, out, err
 
 
@@ -250,179 +257,6 @@ def parse_heads(output: bytes, *, wip: bool) -> list[tuple[str, str]]:
     if not heads:
         raise BundleRefused("the box's bundle holds no branch: refused")
     return heads
-
-
-@dataclass(frozen=True)
-class Quarantine:
-    """Where a box's objects wait for their checks: an object store of their own in a
-    scratch folder, git run in the host repository with it as the object directory and
-    the repository's store borrowed read-only. GIT_QUARANTINE_PATH is git's own mark of
-    such a store (receive-pack's): no ref can change while it is set."""
-
-    objects: Path
-    borrowed: Path  # the host repository's object store
-
-    def env(self, *, borrow: bool = True) -> dict[str, str]:
-        """The environment of a git command that sees the quarantine's objects (and,
-        with `borrow`, the repository's too; without, only what the box sent)."""
-        env = {"GIT_OBJECT_DIRECTORY": str(self.objects), "GIT_QUARANTINE_PATH": str(self.objects)}
-        if borrow:
-            quoted = alternates_line(self.borrowed).rstrip(b"\n")
-            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.fsdecode(quoted)
-        return env
-
-
-@dataclass(frozen=True)
-class CheckedBundle:
-    """A box's bundle that passed every check: its refs, and its objects in quarantine."""
-
-    heads: list[tuple[str, str]]  # (commit, ref in the box)
-    quarantine: Quarantine
-
-
-async def check_bundle(
-    repo: Path, objects: Path, bundle: Path, folder: Path, *, seed: str, blob_max: int,
-    wip: bool,
-) -> CheckedBundle:  # fmt: skip
-    """Every check a box's bundle must pass before it reaches `repo` (whose object store
-    is `objects`): verify, the ref names, a strict index of its pack into a quarantine in
-    `folder`, the seed in every branch's history, no file over `blob_max` bytes. The pack
-    is read once; the steps that need not wait for each other run at once, and a
-    refusal names the first check (in that order) the bundle failed."""
-    quarantine = Quarantine(folder / "quarantine", objects)
-    (quarantine.objects / "pack").mkdir(parents=True)
-    verified, listed, indexed = await asyncio.gather(
-        run_git(repo, "bundle", "verify", "-q", str(bundle), check=False),
-        run_git(None, "bundle", "list-heads", str(bundle), check=False),
-        _index_pack(repo, quarantine, bundle),
-    )
-    code, _, err = verified
-    if code != 0:
-        why = _last_line(err) or f"exit status {code}"
-        raise BundleRefused(f"the box's bundle fails git bundle verify ({why}): refused")
-    code, out, err = listed
-    if code != 0:
-        raise GitError(f"git bundle list-heads failed: {_last_line(err) or code}")
-    heads = parse_heads(out, wip=wip)
-    code, _, err = indexed
-    if code != 0:
-        why = _last_line(err) or f"exit status {code}"
-        raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
-    held, too_big = await asyncio.gather(
-        _hold_seed(repo, quarantine, seed, [sha for sha, _ in heads], folder),
-        _blob_over(repo, quarantine, blob_max),
-    )
-    for (_, ref), has_seed in zip(heads, held, strict=True):
-        if has_seed is None:
-            raise BundleRefused(f"the box's bundle lacks the commit {ref} names: refused")
-        if not has_seed:
-            raise BundleRefused(
-                f"{ref} in the box no longer contains the seed commit {seed[:12]} "
-                "(its history was rewritten): refused, nothing fetched"
-            )
-    if too_big:
-        raise BundleRefused(
-            f"the box's work holds a file of more than {blob_max} bytes: refused, nothing fetched"
-        )
-    return CheckedBundle(heads, quarantine)
-
-
-async def _hold_seed(
-    repo: Path, quarantine: Quarantine, seed: str, shas: list[str], folder: Path
-) -> list[bool | None]:
-    """For each commit in `shas`, whether the seed is in its history (None: no such
-    commit). Two git commands for any number of branches: one per branch let a box that
-    made thousands hold a pull for minutes. The history since the seed is walked once;
-    a commit holds the seed when one of its parents is the seed or holds it (what the
-    walk leaves out is the seed's own history, which cannot reach the seed)."""
-    env = quarantine.env()
-    (folder / "heads").write_text("".join(f"{sha}\n" for sha in shas))
-    with open(folder / "heads", "rb") as listed:
-        _, out, _ = await run_git(
-            repo, "cat-file", "--batch-check=%(objecttype)", stdin=listed, check=False, env=env
-        )
-    kinds = out.decode(errors="replace").splitlines()
-    commits = [sha for sha, kind in zip(shas, kinds, strict=False) if kind == "commit"]
-    (folder / "revs").write_text("".join(f"{sha}\n" for sha in commits) + f"^{seed}\n")
-    with open(folder / "revs", "rb") as revs:
-        _, out, _ = await run_git(
-            repo, "rev-list", "--topo-order", "--parents", "--stdin", stdin=revs, env=env
-        )
-    holds: dict[str, bool] = {seed: True}
-    for line in reversed(out.decode().splitlines()):  # parents before their children
-        commit, *parents = line.split()
-        holds[commit] = any(holds.get(parent, False) for parent in parents)
-    return [
-        holds.get(sha, False) if i < len(kinds) and kinds[i] == "commit" else None
-        for i, sha in enumerate(shas)
-    ]
-
-
-async def _blob_over(repo: Path, quarantine: Quarantine, blob_max: int) -> bool:
-    """Whether the box sent a file of more than `blob_max` bytes (the quarantine alone,
-    without the borrowed objects: only what the box sent)."""
-    _, out, _ = await run_git(
-        repo, "cat-file", "--batch-all-objects", "--unordered",
-        "--batch-check=%(objecttype) %(objectsize)", env=quarantine.env(borrow=False),
-    )  # fmt: skip
-    for line in out.splitlines():
-        kind, _, size = line.partition(b" ")
-        if kind == b"blob" and int(size) > blob_max:
-            return True
-    return False
-
-
-def _pack_offset(bundle: Path) -> int | None:
-    """Where the pack starts: after the header's blank line (None: the header has no end)."""
-    with open(bundle, "rb") as fh:
-        head = fh.read(HEADER_MAX)
-    end = head.find(b"\n\n")
-    return None if end < 0 else end + 2
-
-
-async def _index_pack(repo: Path, quarantine: Quarantine, bundle: Path) -> tuple[int, bytes, bytes]:
-    """Every object of the pack read, checked (--strict: each object, and every object it
-    names present) and stored in the quarantine: a fetch would skip a pack whose commits
-    the repository has already, corrupt or not."""
-    offset = _pack_offset(bundle)
-    if offset is None:
-        return 1, b"", b"the bundle's header has no end"
-    with open(bundle, "rb") as fh:
-        fh.seek(offset)
-        return await run_git(
-            repo, "index-pack", "--strict", "--fix-thin", "--stdin",
-            stdin=fh, check=False, env=quarantine.env(),
-        )  # fmt: skip
-
-
-def _move_packs(quarantine: Path, objects: Path) -> None:
-    """The quarantine's packs into the repository's object store: each pack's data
-    first, its index last (git sees a pack by its index), each under a temporary name
-    renamed into place."""
-    target = objects / "pack"
-    target.mkdir(exist_ok=True)
-    for idx in sorted((quarantine / "pack").glob("pack-*.idx")):
-        for suffix in (".pack", ".rev", ".idx"):
-            source = idx.with_suffix(suffix)
-            final = target / source.name
-            if not source.exists() or final.exists():
-                continue
-            temp = target / f"tmp_{source.name}"
-            shutil.copyfile(source, temp)
-            os.chmod(temp, 0o444)
-            os.replace(temp, final)
-
-
-async def take_in(repo: Path, checked: CheckedBundle, box: str) -> None:
-    """A checked bundle into `repo`: its objects, then its refs in one transaction, each
-    to its one place under refs/remotes/box/BOX/ (no fetch: its pack is indexed once)."""
-    quarantine = checked.quarantine
-    await asyncio.to_thread(_move_packs, quarantine.objects, quarantine.borrowed)
-    updates = "".join(f"update {target_ref(box, ref)} {sha}\n" for sha, ref in checked.heads)
-    with tempfile.TemporaryFile() as fh:
-        fh.write(updates.encode())
-        fh.seek(0)
-        await run_git(repo, "update-ref", "--stdin", stdin=fh)
 
 
 async def ref_exists(repo: Path, ref: str) -> str:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from hbtui.core import ansi, gitops, work_agent, work_box
+from hbtui.core import ansi, gitops, intake, work_agent, work_box
 from hbtui.core.boxes import BoxNotFound, BoxOperations, to_the_end
 from hbtui.core.gitops import BundleRefused, RepoSeed
 from hbtui.core.hosts import HostPool
@@ -355,6 +355,21 @@ async def diff(
     return _parse_diff(name, host_name, record, answer)
 
 
+async def _take(
+    taking: intake.PackIntake, name: str, seed: str, cap: int, *, wip: bool, wip_commit: str
+) -> tuple[tuple[str, str], ...]:
+    """The bundle the box sent, checked and taken into the repository: the refs that
+    landed (none when the box made nothing since the seed: its pack is empty, and its
+    branches, if any, still pass every check)."""
+    checked = await intake.check_bundle(taking, seed=seed, blob_max=cap, wip=wip)
+    heads = checked.heads
+    if wip and wip_commit and not any(ref == gitops.WIP_REF for _, ref in heads):
+        raise BundleRefused("the box's bundle left out its uncommitted changes: refused")
+    if heads:
+        await to_the_end(intake.take_in(taking.repo, checked, name))
+    return tuple((gitops.target_ref(name, ref), sha) for sha, ref in heads)
+
+
 async def pull(
     boxes: BoxOperations,
     book: WorkBook,
@@ -366,44 +381,48 @@ async def pull(
     report: Report = ignore,
 ) -> PullResult:
     """The box's branches into the host repository under refs/remotes/box/BOX/, once the
-    bundle has passed every check (see hbtui.core.gitops); a refusal changes nothing."""
+    bundle has passed every check (see hbtui.core.intake); a refusal changes nothing."""
     record = work_record(boxes, book, name, host_name)
     target = await gitops.repo_top(_repo(record, repo))
     cap = pull_max()
     host = await boxes.hosts.get(host_name)
-    with scratch(boxes.paths, "pull") as folder:
-        bundle = folder / "box.bundle"
+
+    async def meanwhile() -> str:
+        # Once the box's step has started: the first line of progress may load the
+        # terminal's renderer (tens of ms), which then costs no time the box needs.
         report(Phase(f"bundling the work in {name}"))
-        # What the host repository's side needs of git is asked while the box bundles.
-        repo_side = asyncio.gather(
-            gitops.objects_dir(target),
-            gitops.ref_exists(target, gitops.target_ref(name, gitops.WIP_REF)),
-        )
-        with _reaching(name):
-            (answer, size), (objects, old_wip) = await _alongside(
-                work_box.fetch_bundle(
-                    host, name, [record.clone, record.seed, "1" if wip else "0"], bundle, cap
-                ),
-                repo_side,
-            )
-        if answer.first("noclone") is not None:
-            raise WorkError(f"box {name} has no clone at {record.clone}")
-        dirty = _count(answer.first("dirty"))
-        wip_commit = answer.first("wip") or ""
-        if answer.first("nothing") is not None:
-            refs: tuple[tuple[str, str], ...] = ()
-        elif answer.returncode != 0 or answer.first("data") is None:
-            raise WorkError(f"bundling the work in box {name} failed: {answer.why()}")
-        else:
-            report(Phase(f"checking the bundle ({size} bytes)"))
-            checked = await gitops.check_bundle(
-                target, objects, bundle, folder, seed=record.seed, blob_max=cap, wip=wip
-            )
-            heads = checked.heads
-            if wip and not any(ref == gitops.WIP_REF for _, ref in heads) and wip_commit:
-                raise BundleRefused("the box's bundle left out its uncommitted changes: refused")
-            await to_the_end(gitops.take_in(target, checked, name))
-            refs = tuple((gitops.target_ref(name, ref), sha) for sha, ref in heads)
+        return await gitops.ref_exists(target, gitops.target_ref(name, gitops.WIP_REF))
+
+    with scratch(boxes.paths, "pull") as folder:
+        # What the host repository's side needs of git is asked while the box bundles,
+        # and the box's pack is indexed as it arrives.
+        objects = asyncio.ensure_future(gitops.objects_dir(target))
+        try:
+            async with intake.PackIntake(target, objects, folder) as taking:
+                with _reaching(name):
+                    (answer, size), old_wip = await _alongside(
+                        work_box.fetch_bundle(
+                            host, name, [record.clone, record.seed, "1" if wip else "0"],
+                            taking.feed, cap,
+                        ),
+                        meanwhile(),
+                    )  # fmt: skip
+                if answer.first("noclone") is not None:
+                    raise WorkError(f"box {name} has no clone at {record.clone}")
+                dirty = _count(answer.first("dirty"))
+                wip_commit = answer.first("wip") or ""
+                refs: tuple[tuple[str, str], ...] = ()
+                if answer.first("nothing") is None:  # else: no branch at all, nothing sent
+                    if answer.returncode != 0 or answer.first("end") is None:
+                        raise WorkError(f"bundling the work in box {name} failed: {answer.why()}")
+                    report(Phase(f"checking the bundle ({size} bytes)"))
+                    refs = await _take(
+                        taking, name, record.seed, cap, wip=wip, wip_commit=wip_commit
+                    )
+        finally:
+            objects.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await objects
         if old_wip and not any(ref == old_wip for ref, _ in refs):
             await gitops.drop_ref(target, old_wip)
             if wip or not dirty:

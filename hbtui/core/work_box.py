@@ -3,17 +3,17 @@
 Each step is one `bash -c SCRIPT` exec as the box's agent, in its clone, with the values
 as argv (never spliced into the script). Its output is untrusted: the lines hbtui acts on
 start with TAG, everything is size-capped while it streams, and a bundle travels as
-base64 lines that are decoded into a private file and counted against the cap as they
-arrive, so a box cannot make the host hold or store more than the cap.
+base64 lines that are decoded and counted against the cap as they arrive (and handed on
+at once: hbtui.core.intake indexes it while it streams), so a box cannot make the host
+hold or store more than the cap.
 """
 
 from __future__ import annotations
 
 import binascii
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from hbtui.core import ansi
 from hbtui.core.gitops import SEED_REF, WIP_REF
@@ -61,33 +61,41 @@ fi
 echo "{TAG} end"
 """
 
-# $1 clone  $2 seed  $3 "1" to commit uncommitted changes on WIP_REF first
-PULL_SCRIPT = f"""set -u
+# $1 clone  $2 seed  $3 "1" to commit uncommitted changes first (as a commit no ref names)
+# The bundle is written here, not by `git bundle create`: that walks the history twice
+# more (a count to see whether there is anything, a --boundary walk for its
+# prerequisites) and makes a thin pack. Its one prerequisite is the seed, which every
+# object left out is reachable from (`^seed`). It streams out as it is made, after its
+# `data` line; `fail` instead of `end` when making it failed (git's words follow).
+PULL_SCRIPT = f"""set -u -o pipefail
 cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
 t=$(mktemp -d) || exit 3
-trap 'rm -rf "$t"; git update-ref -d {WIP_REF} 2>/dev/null' EXIT
-git update-ref -d {WIP_REF} 2>/dev/null  # one a killed pull left
+trap 'rm -rf "$t"' EXIT
+git update-ref -d {WIP_REF} 2>/dev/null  # one an earlier hbtui's killed pull left
 echo "{TAG} dirty $(git status --porcelain --untracked-files=all | wc -l)"
-set -- "$1" "$2" "$3" --branches
+git for-each-ref --format='%(objectname) %(refname)' refs/heads/ > "$t/heads" || exit 5
 if [ "$3" = 1 ] && [ -n "$(git status --porcelain --untracked-files=all)" ]; then
     cp .git/index "$t/index" 2>/dev/null || :
     tree=$(GIT_INDEX_FILE="$t/index" sh -c 'git add -A && git write-tree') || exit 4
-    c=$(GIT_AUTHOR_NAME=hbtui GIT_AUTHOR_EMAIL=hbtui@localhost.invalid \
-        GIT_COMMITTER_NAME=hbtui GIT_COMMITTER_EMAIL=hbtui@localhost.invalid \
+    c=$(GIT_AUTHOR_NAME=hbtui GIT_AUTHOR_EMAIL=hbtui@localhost.invalid \\
+        GIT_COMMITTER_NAME=hbtui GIT_COMMITTER_EMAIL=hbtui@localhost.invalid \\
         git commit-tree "$tree" -p HEAD -m "uncommitted changes (hbtui pull --wip)") || exit 4
-    git update-ref {WIP_REF} "$c" || exit 4
     echo "{TAG} wip $c"
-    set -- "$@" {WIP_REF}
+    echo "$c {WIP_REF}" >> "$t/heads"
 fi
-if [ "$(git rev-list --count "$4" ${{5:+"$5"}} "^$2")" = 0 ]; then
-    echo "{TAG} nothing"
-    exit 0
-fi
-git bundle create -q "$t/b" "$4" ${{5:+"$5"}} "^$2" || exit 5
-echo "{TAG} size $(stat -c %s "$t/b")"
+[ -s "$t/heads" ] || {{ echo "{TAG} nothing"; exit 0; }}  # no branch (a detached HEAD)
+if [ ${{#2}} = 64 ]; then f='# v3 git bundle\\n@object-format=sha256\\n'; else f='# v2 git bundle\\n'; fi
+printf "$f-%s\\n" "$2" > "$t/head" && cat "$t/heads" >> "$t/head" && echo >> "$t/head" || exit 5
+{{ cut -d' ' -f1 "$t/heads"; echo "^$2"; }} > "$t/revs" || exit 5
 echo "{TAG} data"
-base64 -w {B64_WIDTH} "$t/b" 2>/dev/null
-echo "{TAG} end"
+if {{ cat "$t/head" && git pack-objects -q --revs --stdout --delta-base-offset \\
+        < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
+    echo "{TAG} end"
+else
+    echo "{TAG} fail"
+    head -c 4096 "$t/err"
+    exit 5
+fi
 """
 
 # $1 clone  $2 the source box's branch  $3 this box's  $4 source box  $5 this box
@@ -187,50 +195,45 @@ async def run_step(host: Host, box: str, script: str, args: list[str], cap: int)
 
 
 async def fetch_bundle(
-    host: Host, box: str, args: list[str], target: Path, cap: int
+    host: Host, box: str, args: list[str], sink: Callable[[bytes], Awaitable[None]], cap: int
 ) -> tuple[Answer, int]:
-    """Run the pull step; the bundle it sends is written to `target` as it arrives and
-    refused the moment it is, or says it is, larger than `cap` bytes. Returns the step's
-    answer and the bundle's size (0: the box had nothing to send)."""
+    """Run the pull step; the bundle it sends goes to `sink` as it arrives, and is
+    refused the moment it is larger than `cap` bytes. Returns the step's answer (a
+    `fail` tag: making the bundle failed, git's words in it) and the bundle's size."""
     answer = Answer()
     written = 0
     state = "head"  # then "data", then "done"
-    with open(target, "wb") as out:
-        async with _lines(host, box, PULL_SCRIPT, args) as (lines, status):
-            async for line in lines:
-                if state == "data":
-                    if line == f"{TAG} end":
-                        state = "done"
-                        continue
-                    try:
-                        chunk = binascii.a2b_base64(line, strict_mode=True)
-                    except (binascii.Error, ValueError):
-                        raise BoxAnswerRefused(
-                            "the box's bundle arrived garbled (not base64): refused"
-                        ) from None
-                    written += len(chunk)
-                    if written > cap:
-                        raise BoxAnswerRefused(
-                            f"the box's bundle is larger than the cap of {cap} bytes: "
-                            "refused, nothing fetched"
-                        )
-                    out.write(chunk)
+    async with _lines(host, box, PULL_SCRIPT, args) as (lines, status):
+        async for line in lines:
+            if state == "data":
+                if line in (f"{TAG} end", f"{TAG} fail"):
+                    answer.tagged.append(_split(line))
+                    state = "done"
                     continue
-                if state == "head" and line.startswith(TAG):
-                    word, rest = _split(line)
-                    answer.tagged.append((word, rest))
-                    if word == "size" and (not rest.isdigit() or int(rest) > cap):
-                        raise BoxAnswerRefused(
-                            f"the box's bundle is {ansi.plain(rest)[:20]} bytes, more than the "
-                            f"cap of {cap}: refused, nothing fetched"
-                        )
-                    if word == "data":
-                        state = "data"
-                    continue
-                answer.size += len(line)
-                if answer.size <= 64 * 1024:
-                    answer.said.append(line)
-        answer.returncode = status[0]
+                try:
+                    chunk = binascii.a2b_base64(line, strict_mode=True)
+                except (binascii.Error, ValueError):
+                    raise BoxAnswerRefused(
+                        "the box's bundle arrived garbled (not base64): refused"
+                    ) from None
+                written += len(chunk)
+                if written > cap:
+                    raise BoxAnswerRefused(
+                        f"the box's bundle is larger than the cap of {cap} bytes: "
+                        "refused, nothing fetched"
+                    )
+                await sink(chunk)
+                continue
+            if state == "head" and line.startswith(TAG):
+                word, rest = _split(line)
+                answer.tagged.append((word, rest))
+                if word == "data":
+                    state = "data"
+                continue
+            answer.size += len(line)
+            if answer.size <= 64 * 1024:
+                answer.said.append(line)
+    answer.returncode = status[0]
     if state == "data":
         raise BoxAnswerRefused("the box's bundle ended before its end mark: refused")
     return answer, written

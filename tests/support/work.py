@@ -5,6 +5,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from hbtui.core import gitops, intake
+from hbtui.core.intake import CheckedBundle
+
 CLONE = "/data/home/agent/work/proj"  # where a box keeps the clone of a repository "proj"
 
 
@@ -44,3 +47,15 @@ def host_repo(folder: Path, commits: int = 1, *, dirty: bool = False) -> Path:
         (repo / "a.txt").write_text("host edit, not committed\n")
         (repo / "scratch.txt").write_text("untracked on the host\n")
     return repo
+
+
+async def check_file(
+    repo: Path, bundle: Path, folder: Path, *, seed: str, blob_max: int = 1 << 20, wip: bool = False
+) -> CheckedBundle:
+    """A bundle file through the pull's intake in pieces, as a box's stream brings it,
+    then through every check (the intake's copy of it goes to `folder`)."""
+    data = bundle.read_bytes()
+    async with intake.PackIntake(repo, gitops.objects_dir(repo), folder) as taking:
+        for at in range(0, len(data), 48 * 1024):
+            await taking.feed(data[at : at + 48 * 1024])
+        return await intake.check_bundle(taking, seed=seed, blob_max=blob_max, wip=wip)
