@@ -34,7 +34,7 @@ from hbtui.core.agent_sessions import (
 from hbtui.core.agents import CONCURRENCY, HB, AgentOperations, _box_agents, _Limits, _why
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.views import BOX, BoxView
-from hbtui.engine import EngineError
+from hbtui.engine import EngineError, EngineLineTooLong
 from hbtui.errors import HbtuiError
 from hbtui.events import MachineState
 
@@ -215,7 +215,7 @@ class AgentWatch:
                         line = await anext(reading)
                     except StopAsyncIteration:
                         break
-                    except ValueError:  # the local exec's line limit
+                    except EngineLineTooLong:
                         return _Ended(False, error=_too_long())
                     if held:
                         held = False

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from hbtui.core import ansi
 from hbtui.core.gitops import SEED_REF, WIP_REF
 from hbtui.core.hosts import Host
-from hbtui.engine import EngineError
+from hbtui.engine import EngineError, EngineLineTooLong
 from hbtui.errors import HbtuiError
 
 AGENT = "agent"
@@ -161,7 +161,7 @@ async def _lines(
     try:
         yield lines, status
         status[0] = stream.returncode
-    except ValueError:  # a line past the engine's limit
+    except EngineLineTooLong:
         raise BoxAnswerRefused("the box answered a line longer than 1 MiB: refused") from None
     finally:
         with contextlib.suppress(EngineError, RuntimeError, ValueError):

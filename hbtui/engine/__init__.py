@@ -3,6 +3,7 @@
 from hbtui.engine.client import Engine, EngineStream
 from hbtui.engine.errors import (
     EngineError,
+    EngineLineTooLong,
     EngineMissing,
     EngineTimeout,
     MachineExists,
@@ -16,6 +17,7 @@ __all__ = [
     "MIN_VERSION",
     "Engine",
     "EngineError",
+    "EngineLineTooLong",
     "EngineMissing",
     "EngineStream",
     "EngineTimeout",

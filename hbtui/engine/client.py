@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import fcntl
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
@@ -22,6 +21,7 @@ from typing import Any
 from hbtui.engine.early import EarlyListing
 from hbtui.engine.errors import (
     EngineError,
+    EngineLineTooLong,
     EngineMissing,
     EngineTimeout,
     MachineNotFound,
@@ -29,7 +29,15 @@ from hbtui.engine.errors import (
 )
 from hbtui.engine.locate import MIN_VERSION, format_version, parse_version
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
-from hbtui.engine.runner import Completed, LocalRunner, Runner, RunTimeout, Stream
+from hbtui.engine.runner import (
+    Completed,
+    LineTooLong,
+    LocalRunner,
+    Runner,
+    RunTimeout,
+    Stream,
+)
+from hbtui.statefile import lock_fd
 
 # The least a start (or branch) and a pack get: a real guest boots in under a second, but
 # a start may pull an image, and a pack copies the whole disk. A longer `[engine] timeout`
@@ -53,6 +61,8 @@ class EngineStream:
                 yield line
         except RunTimeout as exc:
             raise EngineTimeout(str(exc), code="TIMEOUT", argv=self._argv) from None
+        except LineTooLong as exc:
+            raise EngineLineTooLong(str(exc), code="LINE_TOO_LONG", argv=self._argv) from None
         finally:
             # A reader that stops early ends the child now, not when the loop has closed.
             aclose = getattr(lines, "aclose", None)
@@ -148,7 +158,7 @@ class Engine:
             self.locks_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.locks_dir / f"engine-{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+                await lock_fd(fd)
                 yield
             finally:
                 os.close(fd)

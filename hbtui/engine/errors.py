@@ -45,6 +45,10 @@ class EngineTimeout(EngineError):
     """The call outlived its timeout; its whole process group was killed."""
 
 
+class EngineLineTooLong(EngineError):
+    """A line of a streamed call's output went past the line limit; the call was ended."""
+
+
 class EngineMissing(EngineError):
     """No usable engine binary was found, or it is too old."""
 
