@@ -11,6 +11,7 @@ both changes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -87,6 +88,18 @@ def _publish_new(tmp: str, target: Path) -> None:
         os.replace(tmp, target)
         return
     os.unlink(tmp)
+
+
+async def lock_fd(fd: int) -> None:
+    """An exclusive flock on `fd`, waited for in a thread. Cancelled meanwhile, it waits
+    for that thread to be done with `fd` before the cancel goes on: the caller closes
+    `fd`, and its number, taken by the next open, must not be locked by the thread."""
+    locking = asyncio.ensure_future(asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX))
+    try:
+        await asyncio.shield(locking)
+    except asyncio.CancelledError:
+        await asyncio.wait([locking])
+        raise
 
 
 def open_lock(lock_path: Path) -> int:

@@ -8,6 +8,7 @@ lost writes in 12 of 12 rounds)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -170,3 +171,33 @@ def test_concurrent_archive_marks_lose_nothing(env, tmp_path):
 
     memory = read_memory(resolve_paths())
     assert all(is_verified(memory, a) for a in archives)
+
+
+def test_a_lock_wait_cancelled_ends_only_when_its_thread_is_done_with_the_fd(tmp_path):
+    """Cancelled while its thread waited in flock, a lock wait returned at once and its
+    caller closed the fd: the thread then locked whatever file took that fd number."""
+    import asyncio
+    import fcntl
+
+    from hbtui.statefile import lock_fd
+
+    path = tmp_path / "x.lock"
+    holder = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    waiter = os.open(path, os.O_RDWR)
+
+    async def main() -> bool:
+        waiting = asyncio.ensure_future(lock_fd(waiter))
+        await asyncio.sleep(0)  # the thread is started and waits in flock
+        waiting.cancel()
+        done, _ = await asyncio.wait([waiting], timeout=0.3)
+        ended_while_held = bool(done)
+        os.close(holder)  # the holder lets go: the thread takes the lock and returns
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        return ended_while_held
+
+    try:
+        assert asyncio.run(main()) is False
+    finally:
+        os.close(waiter)

@@ -16,9 +16,7 @@ such a file, so a hand-damaged registry is never "repaired" by dropping rows.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import fcntl
 import os
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -43,11 +41,14 @@ from hbtui.config import (
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL, host_name_problem, name_problem
-from hbtui.statefile import write_atomic
+from hbtui.statefile import lock_fd, write_atomic
 
 PROVISIONING = "provisioning"
 READY = "ready"
 FAILED = "failed"
+# The error of a box made to hold a repository (`new --repo`, a branch of such a box)
+# that never got it: the recipe cannot give it, so repair does not apply.
+WORK_MISSING = "its repository never went in"
 VERSION = 1
 PID_MAX = 2**22  # the largest pid Linux hands out (PID_MAX_LIMIT); macOS stays below
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -277,7 +278,7 @@ class Registry:
                 f"cannot open its lock {plain(str(self.lock_path))}: {exc.strerror or exc}"
             ) from None
         try:
-            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+            await lock_fd(fd)
             boxes = Boxes(self._read())
             yield boxes
             if boxes.changed:
