@@ -291,7 +291,8 @@ def test_a_new_killed_while_its_repository_goes_in_is_failed_not_ready(gated_env
     assert box["provisioning"] == "failed", box
     done = hbtui("start", "w", env=gated_env)
     assert done.returncode != 0
-    assert "stopped before its repository went in" in one_line_error(done)
+    assert "its repository never went in; remove it (hbtui rm w)" in one_line_error(done)
+    assert "never went in" in one_line_error(hbtui("repair", "w", env=gated_env))
     assert hbtui("rm", "w", "--force", env=gated_env).returncode == 0
     assert machines(gated_env) == []
 
@@ -309,4 +310,8 @@ def test_a_try_killed_while_its_boxes_are_made_still_lists_them(gated_env, tmp_p
     assert done.returncode == 0, done.stderr
     rows = {row["box"]: row for row in json.loads(done.stdout)["boxes"]}
     assert list(rows) == ["t-1"] and rows["t-1"]["error"], rows
+    assert hbtui("rm", "t-1", "--force", env=gated_env).returncode == 0
+    # Nothing is left of it (no box, its maker dead): the name is free again.
+    again = hbtui("try", "1", "t", "--repo", str(repo), "--task", "x", "-q", env=gated_env)
+    assert again.returncode == 0, again.stdout + again.stderr
     assert hbtui("rm", "t-1", "--force", env=gated_env).returncode == 0

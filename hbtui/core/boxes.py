@@ -37,7 +37,15 @@ from hbtui.core.hosts import Host, HostPool, WebAccess
 from hbtui.core.oplock import BoxLocks
 from hbtui.core.passphrase import PassphraseSource, get_secrets_passphrase
 from hbtui.core.ports import PortSlot, allocate, port_map
-from hbtui.core.registry import FAILED, PROVISIONING, READY, Boxes, BoxRecord, Registry
+from hbtui.core.registry import (
+    FAILED,
+    PROVISIONING,
+    READY,
+    WORK_MISSING,
+    Boxes,
+    BoxRecord,
+    Registry,
+)
 from hbtui.core.remakes import Remake, RemakeJournal
 from hbtui.core.scratch import scratch
 from hbtui.core.secrets import Secrets
@@ -585,6 +593,11 @@ class BoxOperations:
     def refuse_unprovisioned(self, view: BoxView) -> None:
         """A box whose recipe did not finish is not started or entered as if it had."""
         flag = host_flag(view.host)
+        if view.provisioning == FAILED and view.error == WORK_MISSING:
+            raise HbtuiError(
+                f"box {view.name!r} failed: {WORK_MISSING}; remove it (hbtui rm {view.name}"
+                f"{flag}) and make it again"
+            )
         if view.provisioning == FAILED:
             why = f" ({view.error})" if view.error else ""
             raise HbtuiError(
@@ -700,6 +713,8 @@ class BoxOperations:
         host, view = await self.require(name, host_name)
         if view.port is None:
             raise UsageError(f"{name!r} has no port; adopt it first: hbtui adopt {name}")
+        if view.provisioning == FAILED and view.error == WORK_MISSING:
+            self.refuse_unprovisioned(view)  # the recipe cannot put its repository in
         recipe_dir = self.recipe_dir(recipe)
         version = recipes.recipe_version(recipe_dir)  # every file read before a change
         if view.state != MachineState.RUNNING:

@@ -23,7 +23,7 @@ from hbtui.core import credentials as creds
 from hbtui.core.agent_watch import AgentWatchOperations
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, BaseCheck, NewPlan
-from hbtui.core.boxes import BoxOperations
+from hbtui.core.boxes import BoxOperations, done_despite_cancel
 from hbtui.core.credentials import CredentialReport, EgressReport, Preset
 from hbtui.core.hostbook import HostBook
 from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
@@ -140,7 +140,8 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
             if work is None:
                 return view
             await self._put_work(spec.name, spec.host, work, report)
-            return await self._boxes.get(spec.name, spec.host)
+            # The box is whole: a cancel now is absorbed, not told as an interruption.
+            return await done_despite_cancel(self._boxes.get(spec.name, spec.host))
 
     def new_plan(
         self,
@@ -192,7 +193,7 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
                 return view
             # Its clone goes on as the branch's own work (ready only then, as in `new`).
             await branch_work(self._boxes, work, seeded, source, name, host, report)
-            return await self._boxes.get(name, host)
+            return await done_despite_cancel(self._boxes.get(name, host))
 
     # -- keys and network --------------------------------------------------------------
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, cast
@@ -35,11 +36,12 @@ from hbtui.core.work import (
     diff,
     work_record,
 )
+from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name, host_flag
 from hbtui.paths import Paths, make_folder, read_state
-from hbtui.statefile import atomic_output, write_atomic
+from hbtui.statefile import locked, write_atomic
 
 TRY_MAX = 16
 TRY_CONCURRENCY = 4  # boxes made at once
@@ -67,6 +69,7 @@ class TryRecord:
     check: str
     boxes: list[str]
     checks: dict[str, CheckResult] = field(default_factory=dict)
+    owner: int = 0  # the process making its boxes; 0: made
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -87,17 +90,28 @@ class TryRecord:
                 str(data["check"]),
                 [str(b) for b in data["boxes"]],
                 checks,
+                int(data.get("owner") or 0),
             )
         except (KeyError, TypeError, ValueError):
             return None
 
 
 class TryBook:
+    """The tries of each host. Every change reads, changes and writes a record under
+    its lock, so a `try ls` checking boxes never writes back a record that its `try`
+    settled or dropped meanwhile."""
+
     def __init__(self, paths: Paths) -> None:
         self.root = paths.data_dir / "tries"
 
     def _path(self, host: str, name: str) -> Path:
         return self.root / host / f"{name}.json"
+
+    @contextlib.contextmanager
+    def _held(self, host: str, name: str) -> Iterator[None]:
+        make_folder(self.root / host)
+        with locked(self.root / host / f".{name}.lock"):
+            yield
 
     def get(self, host: str, name: str) -> TryRecord | None:
         raw = read_state(self._path(host, name), 1 << 20)
@@ -108,33 +122,52 @@ class TryBook:
         except (UnicodeDecodeError, ValueError):
             return None
 
-    def put(self, host: str, record: TryRecord) -> None:
-        make_folder(self.root / host)
+    def _put(self, host: str, record: TryRecord) -> None:
         write_atomic(self._path(host, record.name), json.dumps(record.to_json(), indent=2).encode())
 
-    def claim(self, host: str, record: TryRecord) -> None:
-        """Write a new try's record before its boxes are made (a try killed on the way
-        still lists them); a try of that name made meanwhile is one line."""
-        make_folder(self.root / host)
-        try:
-            with atomic_output(self._path(host, record.name), replace=False) as out:
-                out.write(json.dumps(record.to_json(), indent=2).encode())
-        except FileExistsError:
-            raise UsageError(
-                f"a try named {record.name!r} exists (see: hbtui try ls {record.name})"
-            ) from None
+    def claim(self, host: str, record: TryRecord, left: Callable[[TryRecord], bool]) -> None:
+        """Write a new try's record, owned by this process, before its boxes are made (a
+        try killed on the way still lists them). A try of that name is one line, unless
+        nothing is `left` of it (no box, no live maker): then the new one replaces it."""
+        with self._held(host, record.name):
+            old = self.get(host, record.name)
+            if old is not None and (pid_alive(old.owner) or left(old)):
+                raise UsageError(
+                    f"a try named {record.name!r} exists (see: hbtui try ls {record.name})"
+                )
+            self._put(host, replace(record, owner=os.getpid()))
 
     def settle(self, host: str, record: TryRecord, made: list[str]) -> TryRecord:
-        """The try's record once its boxes are made: the ones that were (none: no try)."""
-        record = replace(record, boxes=made)
-        if made:
-            self.put(host, record)
-        else:
-            self.drop(host, record.name)
+        """The try's record once its boxes are made: the ones that were, with the checks
+        a `try ls` meanwhile kept for them (none made: no try)."""
+        with self._held(host, record.name):
+            now = self.get(host, record.name) or record
+            checks = {box: c for box, c in now.checks.items() if box in made}
+            record = replace(record, boxes=made, checks=checks, owner=0)
+            if made:
+                self._put(host, record)
+            else:
+                self._path(host, record.name).unlink(missing_ok=True)
         return record
 
+    def keep_checks(self, host: str, name: str, checks: dict[str, CheckResult]) -> None:
+        """The checks `try ls` ran, into the record as it is now (gone: nothing)."""
+        with self._held(host, name):
+            now = self.get(host, name)
+            if now is not None:
+                now.checks.update({box: c for box, c in checks.items() if box in now.boxes})
+                self._put(host, now)
+
+    def keep_boxes(self, host: str, name: str, boxes: list[str]) -> None:
+        """Only `boxes` left in the try (gone: nothing)."""
+        with self._held(host, name):
+            now = self.get(host, name)
+            if now is not None:
+                self._put(host, replace(now, boxes=boxes))
+
     def drop(self, host: str, name: str) -> None:
-        self._path(host, name).unlink(missing_ok=True)
+        with self._held(host, name):
+            self._path(host, name).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -306,8 +339,7 @@ class TryOperations:
         self._try_host(host)
         check_name(name)
         names = box_names(name, count)
-        if self._tries.get(host, name) is not None:
-            raise UsageError(f"a try named {name!r} exists (see: hbtui try ls {name})")
+        self._refuse_live_try(host, name)
         if not work.agent:
             raise UsageError("a try needs an agent: --agent claude|codex|hermes")
         self._refuse_taken(names, name, host)
@@ -332,7 +364,7 @@ class TryOperations:
     ) -> tuple[list[str], dict[str, str]]:
         """The try's boxes made with its record written first; interrupted, the boxes
         made are removed (see `_make_boxes`) and the record goes with them."""
-        self._tries.claim(host, record)
+        self._tries.claim(host, record, lambda old: self._has_boxes(old, host))
         try:
             return await _make_boxes(record.boxes, make, undo, report)
         except BaseException:
@@ -361,8 +393,7 @@ class TryOperations:
         name = name or source
         check_name(name)
         names = box_names(name, count)
-        if self._tries.get(host, name) is not None:
-            raise UsageError(f"a try named {name!r} exists (see: hbtui try ls {name})")
+        self._refuse_live_try(host, name)
         book = WorkBook(self.paths)
         seeded = work_record(self._boxes, book, source, host)
         self._refuse_taken(names, name, host)
@@ -386,6 +417,17 @@ class TryOperations:
                 made, failed = await self._making(host, record, make, undo, report)
         return self._tries.settle(host, record, made), failed
 
+    def _has_boxes(self, record: TryRecord, host: str) -> bool:
+        registry = self._boxes.registry.read()
+        return any(registry.get(box, host) is not None for box in record.boxes)
+
+    def _refuse_live_try(self, host: str, name: str) -> None:
+        """A try of that name stops a new one, unless nothing is left of it: no box and
+        no process making them (a try killed early, its boxes since removed)."""
+        old = self._tries.get(host, name)
+        if old is not None and (pid_alive(old.owner) or self._has_boxes(old, host)):
+            raise UsageError(f"a try named {name!r} exists (see: hbtui try ls {name})")
+
     def _refuse_taken(self, names: list[str], name: str, host: str) -> None:
         """A name a box has stops a try or a branch before any box is made."""
         registry = self._boxes.registry.read()
@@ -408,6 +450,7 @@ class TryOperations:
         """Each box's agent status, work and check; a settled box whose work changed since
         its last check is checked now."""
         record = self._try_record(name, host)
+        making = pid_alive(record.owner)  # a box not yet given its agent is not settled
         registry = self._boxes.registry.read()
         here = [box for box in record.boxes if registry.get(box, host) is not None]
         listing = await agents_core.listing(self._boxes, here, [host])
@@ -429,7 +472,7 @@ class TryOperations:
                 return TryRow(box, shown, None, None, None, None, last, exc.message)
             checked = record.checks.get(box)
             now = _fingerprint(d)
-            if record.check and settled and (checked is None or checked.work != now):
+            if record.check and settled and not making and (checked is None or checked.work != now):
                 checked = await run_check(self._boxes, host, work, box, record.check, now)
                 record.checks[box] = checked
             added = sum(f.added or 0 for f in d.files)
@@ -437,7 +480,7 @@ class TryOperations:
             return TryRow(box, shown, len(d.commits), len(d.files), added, deleted, checked)
 
         rows = list(await asyncio.gather(*(row(box) for box in record.boxes)))
-        self._tries.put(host, record)
+        self._tries.keep_checks(host, record.name, record.checks)
         return record, rows
 
     def try_of(self, box: str, host: str = LOCAL) -> tuple[TryRecord, str]:
@@ -488,7 +531,7 @@ class TryOperations:
         if not left:
             return
         record.boxes = [box, *left]
-        self._tries.put(host, record)
+        self._tries.keep_boxes(host, record.name, record.boxes)
         landed = ", ".join(f"{ref} -> {sha[:12]}" for ref, sha in pulled.refs) or "nothing new"
         raise KeepCutShort(
             f"kept {box}, its work pulled ({landed}); interrupted before removing "

@@ -122,7 +122,9 @@ def view_of(record: BoxRecord | None, machine: Machine | None, host: Host) -> Bo
             created=record.created,
             provisioning=record.effective_status(),
             last_save=record.last_save,
-            error=record.error,
+            # Why it failed: a box still being made has not (its error is what a kill
+            # would leave, written ahead).
+            error=record.error if record.effective_status() != PROVISIONING else "",
             base=record.base,
             parent=record.parent,
             branchable=bool(machine and machine.branchable),

@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TypeVar
@@ -23,6 +23,7 @@ from hbtui.core import ansi, gitops, intake, work_agent, work_box
 from hbtui.core.boxes import BoxNotFound, BoxOperations, to_the_end
 from hbtui.core.gitops import BundleRefused, RepoSeed
 from hbtui.core.hosts import HostPool
+from hbtui.core.registry import FAILED, WORK_MISSING
 from hbtui.core.scratch import scratch
 from hbtui.core.specs import WorkRequest
 from hbtui.engine import MachineNotFound, MachineNotRunning
@@ -253,14 +254,33 @@ async def branch_work(
     hb/NAME (and the commit identity hbtui gave SRC, NAME's); the seed stays the
     source's, so the branch's work is measured from where the source's began. A branch
     whose work cannot be carried over is removed again: nothing is left half-made."""
-    await boxes.registry.update(name, host_name, error="stopped before its work was branched")
+
+    async def carry() -> WorkRecord:
+        return await _carry_work(boxes, book, source, src, name, host_name)
+
+    return await work_into(boxes, book, name, host_name, carry, report)
+
+
+async def work_into(
+    boxes: BoxOperations, book: WorkBook, name: str, host_name: str,
+    put: Callable[[], Awaitable[WorkRecord]], report: Report,
+) -> WorkRecord:  # fmt: skip
+    """Put the work into a box made kept provisioning (`put`), then make it ready. Any
+    failure or cancel removes the box again, so nothing is left half-made; killed, it
+    is left failed, saying its repository never went in (written ahead: a view shows
+    it only once the box failed); a box that cannot be removed is marked failed."""
     try:
-        record = await _carry_work(boxes, book, source, src, name, host_name)
-        await boxes.ready(name, host_name, report)  # made with keep_provisioning
+        await boxes.registry.update(name, host_name, error=WORK_MISSING)
+        record = await put()
+        await boxes.ready(name, host_name, report)
         return record
     except BaseException:
-        report(Phase(f"removing {name}: its work could not be branched"))
-        await to_the_end(boxes.remove(name, host_name))
+        report(Phase(f"removing {name}: its work could not be put in"))
+        try:
+            await to_the_end(boxes.remove(name, host_name))
+        except (HbtuiError, OSError) as exc:
+            report(Notice(f"{name} stays, failed: removing it failed: {exc}"))
+            await to_the_end(boxes.registry.update(name, host_name, status=FAILED, owner_pid=0))
         book.drop(host_name, name)
         raise
 
@@ -459,18 +479,12 @@ class WorkOperations:
             raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
 
     async def _put_work(self, name: str, host: str, work: WorkRequest, report: Report) -> None:
-        """The seed and the agent into a box `new` just made (kept provisioning), then
-        ready; any failure (or Ctrl-C) removes the box again, so nothing is left half-made."""
-        # What a killed `new` leaves says why (its row stays provisioning until ready).
-        await self._boxes.registry.update(name, host, error="stopped before its repository went in")
-        try:
-            await seed_box(self._boxes, self._work, name, host, work, report)
-            await self._boxes.ready(name, host, report)
-        except BaseException:
-            report(Phase(f"removing {name}: its work could not be put in"))
-            await to_the_end(self._boxes.remove(name, host))
-            self._work.drop(host, name)
-            raise
+        """The seed and the agent into a box `new` just made (see `work_into`)."""
+
+        async def seed() -> WorkRecord:
+            return await seed_box(self._boxes, self._work, name, host, work, report)
+
+        await work_into(self._boxes, self._work, name, host, seed, report)
 
     async def repo_seed(self, text: str) -> RepoSeed:
         """What `new --repo PATH[@REF]` would put in the box (the repository is only read)."""
