@@ -19,9 +19,9 @@ from hbtui.engine.runner import Deadline, LocalRunner, RunTimeout
 
 
 @pytest.mark.parametrize("timeout", [None, 30.0])
-async def test_a_cancel_arriving_with_a_line_still_cancels_the_read(timeout):
+async def test_a_cancel_arriving_with_output_still_cancels_the_read(timeout):
     reader = asyncio.StreamReader()
-    reading = asyncio.ensure_future(Deadline(["engine"], timeout).readline(reader))
+    reading = asyncio.ensure_future(Deadline(["engine"], timeout).read(reader))
     await asyncio.sleep(0)  # the read now waits for data
     reader.feed_data(b"a line\n")  # its wake-up is queued first…
     reading.cancel()  # …and the cancel in the same pass
@@ -29,9 +29,9 @@ async def test_a_cancel_arriving_with_a_line_still_cancels_the_read(timeout):
         await reading
 
 
-async def test_a_line_that_does_not_come_in_time_is_a_timeout():
+async def test_output_that_does_not_come_in_time_is_a_timeout():
     with pytest.raises(RunTimeout):
-        await Deadline(["engine"], 0.05).readline(asyncio.StreamReader())
+        await Deadline(["engine"], 0.05).read(asyncio.StreamReader())
 
 
 def test_no_module_of_hbtui_uses_wait_for():
