@@ -259,3 +259,27 @@ def test_search_highlighting(snap_compare):
         await blink_off(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_the_first_listing_is_asked_before_the_first_frame():
+    """The main screen asks the App for its first listing as it mounts, not after its first
+    frame: the Service is built and lists while the footer's keys and the frames after the
+    first wait, so the rows are on screen a frame or two sooner."""
+    frames: list[float] = []
+    asked_after: list[int] = []
+    service = FakeService()
+
+    class Counting(HbtuiApp):
+        def _display(self, screen, renderable):
+            if renderable is not None:
+                frames.append(1)
+            super()._display(screen, renderable)
+
+        def refresh_listing(self) -> None:
+            asked_after.append(len(frames))
+            super().refresh_listing()
+
+    app = Counting(service, clock=frozen_clock, refresh_seconds=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        assert asked_after[0] == 0

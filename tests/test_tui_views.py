@@ -13,6 +13,7 @@ import json
 import subprocess
 import time
 from collections import Counter, deque
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -327,6 +328,8 @@ async def test_footer_refresh_feedback_toasts_and_empty_filter(static_service, m
     app = make_app(static_service, refresh=60)
     async with app.run_test(size=SIZE) as pilot:
         await started(pilot, app)
+        # The rows come before the footer's keys (the first listing goes first).
+        await until(pilot, lambda: app.main.query(FooterKey), what="the footer's keys")
         footer = {k.key: k.description for k in app.main.query(FooterKey)}
         assert footer["enter"] == "Shell"
         assert {"e", "S", "t"} <= set(footer)
@@ -393,3 +396,19 @@ async def test_sim_live_column_and_details_view(sim_service, monkeypatch):
             lambda: "MiB of 4096 MiB" in str(screen.query_one("#memory-label").render()),
             timeout=30,
         )
+
+
+async def test_boxes_that_stop_do_not_move_the_columns(static_service):
+    """The live figures keep their room: the last boxes with figures stopping shifts no
+    column, and changes no scrollable size (which would lay the whole screen out again)."""
+    app = make_app(static_service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await until(pilot, lambda: "MiB" in rows(app)["local/alpha"].split("4096 MiB")[1])
+        table = app.main.table
+        header, size = table.render_line(0).text, table.virtual_size
+        static_service.boxes = [replace(b, state="stopped") for b in static_service.boxes]
+        app.main.show_listing(await static_service.list_boxes())
+        await settled(pilot)
+        assert "%" not in "".join(rows(app).values())
+        assert table.render_line(0).text == header and table.virtual_size == size

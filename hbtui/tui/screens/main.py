@@ -95,11 +95,10 @@ class MainScreen(AgentPanel):
 
     def on_mount(self) -> None:
         self.table.focus()
-        # The first listing (and the log it selects) waits for the first frame.
-        self.call_after_refresh(self._start_refreshing)
-
-    def _start_refreshing(self) -> None:
-        self.post_message(ListingWanted())
+        # The first listing is asked of the App itself, not bubbled up after this screen's
+        # other messages: it then builds the Service and lists before the footer's keys
+        # and the frames that follow the first, and the rows come a frame or two sooner.
+        self.app.post_message(ListingWanted())
         self.set_interval(
             self.refresh_seconds, lambda: self.post_message(ListingWanted()), name="refresh"
         )

@@ -71,6 +71,10 @@ def usage_text(usage: BoxStats | None) -> Text:
     return Text(f"{cpu} {memory} MiB", justify="right")
 
 
+# How wide a box's figures are (`  3%   512 MiB`; wider only past 99,999 MiB).
+USAGE_WIDTH = usage_text(BoxStats(0.0, 0.0)).cell_len
+
+
 def keys_text(view: BoxView) -> Text:
     """🔒 when every key the box uses is held by the engine (its secret stored), ⚠ with
     the ones whose secret is missing (the box will not start), nothing without keys."""
