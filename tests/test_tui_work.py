@@ -333,6 +333,8 @@ async def test_footer_and_help_list_the_work_keys():
     app = make_app(FakeService())
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot, app)
+        # The rows come before the footer's keys (the first listing goes first).
+        await until(pilot, lambda: app.main.query(FooterKey), what="the footer's keys")
         footer = {k.key: k.description for k in app.main.query(FooterKey)}
         assert (footer["u"], footer["P"], footer["T"]) == ("Diff", "Pull", "Try")
         await pilot.press("question_mark")
