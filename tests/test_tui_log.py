@@ -219,23 +219,27 @@ async def test_help_and_footer_list_the_log_keys(static_service):
         assert {"log-next", "log-previous", "log-wrap", "log-follow"} <= set(by_id)
 
 
+class FrameCounting(HbtuiApp):
+    """The dashboard, counting the frames it has drawn so far."""
+
+    frames = 0
+
+    def _display(self, screen, renderable):
+        if renderable is not None:
+            self.frames += 1
+        super()._display(screen, renderable)
+
+
 async def test_the_core_is_built_after_the_first_frame():
     """run_dashboard hands the App a function: the core's imports and set-up wait."""
-    frames: list[float] = []
     built_after: list[int] = []
     service = FakeService()
 
-    class Counting(HbtuiApp):
-        def _display(self, screen, renderable):
-            if renderable is not None:
-                frames.append(1)
-            super()._display(screen, renderable)
-
     def connect() -> FakeService:
-        built_after.append(len(frames))
+        built_after.append(app.frames)
         return service
 
-    app = Counting(connect, config=service.config, clock=frozen_clock)
+    app = FrameCounting(connect, config=service.config, clock=frozen_clock)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         assert built_after == [built_after[0]] and built_after[0] >= 1
@@ -265,18 +269,12 @@ async def test_the_first_listing_is_asked_before_the_first_frame():
     """The main screen asks the App for its first listing as it mounts, not after its first
     frame: the Service is built and lists while the footer's keys and the frames after the
     first wait, so the rows are on screen a frame or two sooner."""
-    frames: list[float] = []
     asked_after: list[int] = []
     service = FakeService()
 
-    class Counting(HbtuiApp):
-        def _display(self, screen, renderable):
-            if renderable is not None:
-                frames.append(1)
-            super()._display(screen, renderable)
-
+    class Counting(FrameCounting):
         def refresh_listing(self) -> None:
-            asked_after.append(len(frames))
+            asked_after.append(self.frames)
             super().refresh_listing()
 
     app = Counting(service, clock=frozen_clock, refresh_seconds=60)
