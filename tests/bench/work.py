@@ -10,7 +10,11 @@ made from it as a user's would be:
   pull   `hbtui pull BOX` of a clone with N commits (default 5,000) on top of the seed,
          into a fresh copy of the host repository each run, against plain `git fetch` of
          an equivalent bundle already on this machine (the same branches since the seed)
-         into another fresh copy: goal <= 2x.
+         into another fresh copy: goal <= 2x. Two more baselines say where the rest goes
+         (figures, no goal): `checked`, git alone doing the checks hbtui's pull does (a
+         strict index of the bundle's pack, every object checked, then the refs set), and
+         `box_bundle`, `git bundle create` of the same branches in the box over exec: the
+         bundle the plain fetch finds ready, which a pull has to make.
   try4   `hbtui try 4 NAME --repo --task` (four boxes, each cloned and its agent started)
          against one `hbtui new BOX --repo --task --agent`: goal <= 2.5x.
 
@@ -133,6 +137,30 @@ def fresh_copy(repo: Path, dest: Path) -> Path:
     return dest
 
 
+def checked_fetch(copy: Path, bundle: Path) -> float:
+    """Git alone, taking `bundle` in as hbtui's pull does: its pack through a strict
+    index (every object checked, every object it names present), then its refs set.
+    Plain `git fetch` of a bundle checks no object (git 2.39 applies no fsck to it)."""
+    data = bundle.read_bytes()
+    end = data.index(b"\n\n") + 2
+    heads = [
+        line.split(b" ", 1) for line in data[:end].splitlines()[1:] if line and line[:1] != b"-"
+    ]
+    began = time.perf_counter()
+    subprocess.run(
+        ["git", "-C", str(copy), "index-pack", "--strict", "--fix-thin", "--stdin"],
+        input=data[end:], check=True, capture_output=True,
+    )  # fmt: skip
+    updates = "".join(
+        f"update refs/remotes/x/{ref.decode().removeprefix('refs/heads/')} {sha.decode()}\n"
+        for sha, ref in heads
+    )
+    subprocess.run(
+        ["git", "-C", str(copy), "update-ref", "--stdin"], input=updates.encode(), check=True
+    )
+    return time.perf_counter() - began
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--commits", type=int, default=5000)
@@ -182,7 +210,7 @@ def main() -> int:
             check=True, capture_output=True,
         )  # fmt: skip
         res["bundle_mib"] = local_bundle.stat().st_size / (1 << 20)
-        pulls, fetches = [], []
+        pulls, fetches, checked, made = [], [], [], []
         res["load_before"] = os.getloadavg()[0]
         for run in range(args.runs):
             copy = fresh_copy(repo, top / "pull-repo")
@@ -202,10 +230,21 @@ def main() -> int:
                 "+refs/heads/*:refs/remotes/x/*",
             )
             fetches.append(time.perf_counter() - began)
-            log(f"run {run + 1}: pull {pulls[-1]:.2f} s, git fetch {fetches[-1]:.2f} s")
+            checked.append(checked_fetch(fresh_copy(repo, top / "checked-repo"), local_bundle))
+            began = time.perf_counter()
+            bench.box(
+                "w0", f"cd {CLONE} && git bundle create -q /tmp/again.bundle --branches ^{seed}"
+            )
+            made.append(time.perf_counter() - began)
+            log(
+                f"run {run + 1}: pull {pulls[-1]:.2f} s, git fetch {fetches[-1]:.2f} s, "
+                f"checked {checked[-1]:.2f} s, box bundle {made[-1]:.2f} s"
+            )
         res["load_after"] = os.getloadavg()[0]
         res["pull_s"] = statistics.median(pulls)
         res["git_fetch_s"] = statistics.median(fetches)
+        res["checked_git_s"] = statistics.median(checked)
+        res["box_bundle_s"] = statistics.median(made)
     finally:
         if args.keep:
             log(f"kept: {top} (env: HBTUI_HOME, HBTUI_SMOLVM_STATE_DIR, HBTUI_RECIPE under it)")
@@ -214,10 +253,16 @@ def main() -> int:
             shutil.rmtree(top, ignore_errors=True)
     res["pull_vs_git_fetch"] = res["pull_s"] / res["git_fetch_s"]
     res["try4_vs_new"] = res["try4_s"] / res["new_s"]
+    res["pull_vs_checked_git"] = res["pull_s"] / res["checked_git_s"]
     print(f"bundle of {args.commits} commits: {res['bundle_mib']:.2f} MiB")
     print(
         f"pull      {res['pull_s']:7.2f} s   git fetch {res['git_fetch_s']:7.2f} s"
         f"   (load {res['load_before']:.1f} -> {res['load_after']:.1f})"
+    )
+    print(
+        f"          git with pull's checks {res['checked_git_s']:.2f} s"
+        f" ({res['pull_vs_checked_git']:.2f}x);"
+        f" the bundle made in the box {res['box_bundle_s']:.2f} s"
     )
     print(f"try 4     {res['try4_s']:7.2f} s   new       {res['new_s']:7.2f} s")
     for key, goal in (("pull_vs_git_fetch", 2.0), ("try4_vs_new", 2.5)):
