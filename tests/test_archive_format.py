@@ -15,7 +15,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hbtui.archive import format as F
+from hbtui.archive import files as AF
+from hbtui.archive import header as AH
+from hbtui.archive import kdf as AK
+from hbtui.archive import stream as AS
 from hbtui.archive.errors import (
     ArchiveCorrupt,
     ArchiveError,
@@ -28,7 +31,7 @@ from hbtui.archive.errors import (
 from hbtui.errors import HbtuiError
 
 CS = 1024
-KDF = F.ScryptParams(log_n=4, r=1, p=1)
+KDF = AK.ScryptParams(log_n=4, r=1, p=1)
 PW = b"correct horse battery staple"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "archive-format.md"
 
@@ -36,7 +39,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "archive-format.md"
 def enc(data: bytes, cs: int = CS, kdf=KDF, pw: bytes = PW, rnd=None) -> bytes:
     """An archive with the tests' tiny KDF (below the writer's minimum: allowed here)."""
     out = io.BytesIO()
-    F.encrypt_stream(
+    AS.encrypt_stream(
         io.BytesIO(data), out, pw, chunk_size=cs, kdf=kdf, allow_weak_kdf=True, _randomness=rnd
     )
     return out.getvalue()
@@ -44,19 +47,19 @@ def enc(data: bytes, cs: int = CS, kdf=KDF, pw: bytes = PW, rnd=None) -> bytes:
 
 def dec(archive: bytes, pw: bytes = PW) -> bytes:
     out = io.BytesIO()
-    F.decrypt_stream(io.BytesIO(archive), out, pw)
+    AS.decrypt_stream(io.BytesIO(archive), out, pw)
     return out.getvalue()
 
 
 def chunks_of(archive: bytes, cs: int = CS) -> list[bytes]:
-    body = archive[F.HEADER_SIZE :]
-    step = cs + F.TAG_SIZE
+    body = archive[AH.HEADER_SIZE :]
+    step = cs + AH.TAG_SIZE
     return [body[i : i + step] for i in range(0, len(body), step)]
 
 
 def rejects(archive: bytes, pw: bytes = PW) -> ArchiveError:
     with pytest.raises(ArchiveError) as ei:
-        F.verify_stream(io.BytesIO(archive), pw)
+        AS.verify_stream(io.BytesIO(archive), pw)
     assert isinstance(ei.value, HbtuiError)
     assert "\n" not in str(ei.value) and str(ei.value)
     return ei.value
@@ -69,23 +72,23 @@ SIZES = [0, 1, CS - 1, CS, CS + 1, 2 * CS, 7 * CS + 13]
 
 
 def test_defaults_are_the_documented_ones():
-    assert F.DEFAULT_CHUNK_SIZE == 1 << 20
-    assert F.Argon2idParams(iterations=3, memory_kib=65536, lanes=4) == F.DEFAULT_KDF
-    for fn in (F.encrypt_stream, F.Encryptor.__init__, F.create_archive, F.encrypt_file):
+    assert AH.DEFAULT_CHUNK_SIZE == 1 << 20
+    assert AK.Argon2idParams(iterations=3, memory_kib=65536, lanes=4) == AK.DEFAULT_KDF
+    for fn in (AS.encrypt_stream, AS.Encryptor.__init__, AF.create_archive, AF.encrypt_file):
         params = inspect.signature(fn).parameters
-        assert params["kdf"].default is F.DEFAULT_KDF
-        assert params["chunk_size"].default == F.DEFAULT_CHUNK_SIZE
+        assert params["kdf"].default is AK.DEFAULT_KDF
+        assert params["chunk_size"].default == AH.DEFAULT_CHUNK_SIZE
     doc = DOCS.read_text()
     assert "t = 3, m = 65536 KiB (64 MiB), p = 4" in doc
     assert "2^20 = 1 MiB" in doc
-    for label in (F.KEK_SALT_LABEL, F.HEADER_MAC_INFO, F.PAYLOAD_KEY_INFO):
+    for label in (AH.KEK_SALT_LABEL, AH.HEADER_MAC_INFO, AH.PAYLOAD_KEY_INFO):
         assert label.decode() in doc
 
 
 def test_default_params_round_trip(tmp_path):
-    a = enc(b"x" * 10, cs=F.DEFAULT_CHUNK_SIZE, kdf=F.DEFAULT_KDF)
-    info = F.read_header(io.BytesIO(a))
-    assert info.kdf == F.DEFAULT_KDF and info.chunk_size == F.DEFAULT_CHUNK_SIZE
+    a = enc(b"x" * 10, cs=AH.DEFAULT_CHUNK_SIZE, kdf=AK.DEFAULT_KDF)
+    info = AS.read_header(io.BytesIO(a))
+    assert info.kdf == AK.DEFAULT_KDF and info.chunk_size == AH.DEFAULT_CHUNK_SIZE
     assert dec(a) == b"x" * 10
 
 
@@ -98,11 +101,11 @@ def test_round_trip_sizes(size):
     a = enc(data)
     assert dec(a) == data
     n_chunks = max(1, -(-size // CS))
-    assert len(a) == F.HEADER_SIZE + size + n_chunks * F.TAG_SIZE
-    info = F.read_header(io.BytesIO(a))
+    assert len(a) == AH.HEADER_SIZE + size + n_chunks * AH.TAG_SIZE
+    info = AS.read_header(io.BytesIO(a))
     assert info.plaintext_size == size and info.archive_size == len(a)
     # the last chunk is never empty unless the payload is
-    assert len(chunks_of(a)[-1]) > F.TAG_SIZE or size == 0
+    assert len(chunks_of(a)[-1]) > AH.TAG_SIZE or size == 0
 
 
 @settings(max_examples=60, deadline=None)
@@ -111,10 +114,10 @@ def test_round_trip_sizes(size):
     cuts=st.lists(st.integers(min_value=0, max_value=6 * CS + 3), max_size=8),
 )
 def test_feed_in_any_pieces_equals_stream(data, cuts):
-    rnd = F.Randomness.fresh()
+    rnd = AH.Randomness.fresh()
     ref = enc(data, rnd=rnd)
     out = io.BytesIO()
-    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd)
+    e = AS.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd)
     pos = 0
     for c in sorted(set(cuts)):
         e.feed(data[pos:c])
@@ -144,22 +147,22 @@ class Trickle(io.RawIOBase):
 @pytest.mark.parametrize("size", SIZES)
 def test_short_reads_fill_whole_chunks(size):
     data = os.urandom(size)
-    rnd = F.Randomness.fresh()
+    rnd = AH.Randomness.fresh()
     out = io.BytesIO()
-    F.encrypt_stream(
+    AS.encrypt_stream(
         Trickle(data), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd
     )
     assert out.getvalue() == enc(data, rnd=rnd)
     got = io.BytesIO()
-    F.decrypt_stream(Trickle(out.getvalue(), 77), got, PW)
+    AS.decrypt_stream(Trickle(out.getvalue(), 77), got, PW)
     assert got.getvalue() == data
 
 
 def test_feed_then_feed_from_mixed():
     data = os.urandom(5 * CS + 9)
-    rnd = F.Randomness.fresh()
+    rnd = AH.Randomness.fresh()
     out = io.BytesIO()
-    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd)
+    e = AS.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd)
     e.feed(data[:100])
     e.feed_from(io.BytesIO(data[100 : 3 * CS]))
     e.feed(data[3 * CS : 3 * CS + 1])
@@ -173,12 +176,12 @@ def test_feed_then_feed_from_mixed():
 def test_fresh_randomness_per_archive():
     a, b = enc(b"same"), enc(b"same")
     assert a[20:112] != b[20:112]  # salts, nonce, wrapped key all differ
-    assert a[F.HEADER_SIZE :] != b[F.HEADER_SIZE :]
+    assert a[AH.HEADER_SIZE :] != b[AH.HEADER_SIZE :]
 
 
 def test_decryptor_yields_verified_chunks():
     data = os.urandom(3 * CS + 5)
-    d = F.Decryptor(io.BytesIO(enc(data)), PW)
+    d = AS.Decryptor(io.BytesIO(enc(data)), PW)
     pieces = [bytes(c) for c in d.chunks()]
     assert [len(p) for p in pieces] == [CS, CS, CS, 5]
     assert b"".join(pieces) == data and d.complete
@@ -188,12 +191,12 @@ def test_progress_reports():
     data = os.urandom(3 * CS + 5)
     seen: list[int] = []
     a = io.BytesIO()
-    F.encrypt_stream(
+    AS.encrypt_stream(
         io.BytesIO(data), a, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, progress=seen.append
     )
     assert seen == sorted(seen) and seen[-1] == len(data)
     seen2: list[int] = []
-    F.verify_stream(io.BytesIO(a.getvalue()), PW, progress=seen2.append)
+    AS.verify_stream(io.BytesIO(a.getvalue()), PW, progress=seen2.append)
     assert seen2 == sorted(seen2) and seen2[-1] == len(a.getvalue())
 
 
@@ -221,7 +224,7 @@ def test_memory_is_bounded_by_chunk_size():
             return len(b)
 
     tracemalloc.start()
-    F.encrypt_stream(Gen(), Sink(), PW, chunk_size=cs, kdf=KDF, allow_weak_kdf=True)
+    AS.encrypt_stream(Gen(), Sink(), PW, chunk_size=cs, kdf=KDF, allow_weak_kdf=True)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 8 * cs + 512 * 1024, peak
@@ -234,21 +237,21 @@ def test_files_are_private_and_atomic(tmp_path):
     src = tmp_path / "plain"
     src.write_bytes(os.urandom(3000))
     arc = tmp_path / "a.hbx"
-    F.encrypt_file(src, arc, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    AF.encrypt_file(src, arc, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
     assert stat.S_IMODE(arc.stat().st_mode) == 0o600
-    assert F.is_hbx(arc) and not F.is_hbx(src)
-    assert F.read_header(arc).plaintext_size == 3000
+    assert AS.is_hbx(arc) and not AS.is_hbx(src)
+    assert AS.read_header(arc).plaintext_size == 3000
     out = tmp_path / "out"
-    F.decrypt_file(arc, out, PW)
+    AF.decrypt_file(arc, out, PW)
     assert out.read_bytes() == src.read_bytes()
-    assert F.verify_file(arc, PW) == 3000
+    assert AF.verify_file(arc, PW) == 3000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.hbx", "out", "plain"]
 
 
 def test_create_archive_failure_leaves_nothing(tmp_path):
     with (
         pytest.raises(RuntimeError),
-        F.create_archive(tmp_path / "x.hbx", PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as e,
+        AF.create_archive(tmp_path / "x.hbx", PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as e,
     ):
         e.feed(b"abc")
         raise RuntimeError("boom")
@@ -272,24 +275,24 @@ def test_every_truncation_point_is_rejected(tmp_path):
     # the all-or-nothing file API writes nothing, checked on a spread of cuts
     src = tmp_path / "t.hbx"
     dst = tmp_path / "out"
-    for cut in list(range(0, 200)) + list(range(F.HEADER_SIZE, len(a), 37)) + [len(a) - 1]:
+    for cut in list(range(0, 200)) + list(range(AH.HEADER_SIZE, len(a), 37)) + [len(a) - 1]:
         src.write_bytes(a[:cut])
         with pytest.raises(ArchiveCorrupt):
-            F.decrypt_file(src, dst, PW)
+            AF.decrypt_file(src, dst, PW)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["t.hbx"]
 
 
 def test_truncation_at_chunk_boundary_is_named():
     a = enc(os.urandom(3 * CS))
-    e = rejects(a[: F.HEADER_SIZE + 2 * (CS + F.TAG_SIZE)])
+    e = rejects(a[: AH.HEADER_SIZE + 2 * (CS + AH.TAG_SIZE)])
     assert isinstance(e, ArchiveTruncated) and "before its final chunk" in str(e)
-    e = rejects(a[: F.HEADER_SIZE])
+    e = rejects(a[: AH.HEADER_SIZE])
     assert isinstance(e, ArchiveTruncated)
 
 
 def test_header_bit_flips():
     a = enc(os.urandom(CS + 3))
-    for i in range(F.HEADER_SIZE):
+    for i in range(AH.HEADER_SIZE):
         for bit in (0, 7):
             bad = bytearray(a)
             bad[i] ^= 1 << bit
@@ -306,12 +309,12 @@ def test_header_bit_flips():
 
 def test_tag_and_body_bit_flips():
     a = enc(os.urandom(2 * CS + 10))
-    step = CS + F.TAG_SIZE
+    step = CS + AH.TAG_SIZE
     for pos in (
-        F.HEADER_SIZE,
-        F.HEADER_SIZE + 500,
-        F.HEADER_SIZE + step - 1,  # body, tag of chunk 0
-        F.HEADER_SIZE + step + 3,
+        AH.HEADER_SIZE,
+        AH.HEADER_SIZE + 500,
+        AH.HEADER_SIZE + step - 1,  # body, tag of chunk 0
+        AH.HEADER_SIZE + step + 3,
         len(a) - 1,
         len(a) - 20,
     ):
@@ -322,7 +325,7 @@ def test_tag_and_body_bit_flips():
 
 def test_chunks_swapped_duplicated_dropped():
     a = enc(os.urandom(3 * CS + 10))
-    h, c = a[: F.HEADER_SIZE], chunks_of(a)
+    h, c = a[: AH.HEADER_SIZE], chunks_of(a)
     assert len(c) == 4
     variants = [
         c[1] + c[0] + c[2] + c[3],  # swapped
@@ -348,7 +351,7 @@ def test_chunks_swapped_duplicated_dropped():
     [
         b"\x00",
         b"x" * 17,
-        random.Random(1).randbytes(CS + F.TAG_SIZE),
+        random.Random(1).randbytes(CS + AH.TAG_SIZE),
         random.Random(2).randbytes(5000),
     ],
     ids=["nul", "17-bytes", "chunk-and-tag", "5000-bytes"],
@@ -365,18 +368,18 @@ def test_trailing_valid_chunk_after_final_is_named():
     assert isinstance(e, ArchiveCorrupt)
 
 
-def _forge(rnd: F.Randomness, chunks: list[tuple[bytes, bool]]) -> bytes:
+def _forge(rnd: AH.Randomness, chunks: list[tuple[bytes, bool]]) -> bytes:
     """An archive with hand-made chunks (correct keys, chosen flags)."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-    header, key = F._build_header(PW, KDF, CS.bit_length() - 1, rnd)
+    header, key = AH.build_header(PW, KDF, CS.bit_length() - 1, rnd)
     aead = AESGCM(key)
-    body = b"".join(aead.encrypt(F._nonce(i, fin), pt, None) for i, (pt, fin) in enumerate(chunks))
+    body = b"".join(aead.encrypt(AS._nonce(i, fin), pt, None) for i, (pt, fin) in enumerate(chunks))
     return header + body
 
 
 def test_forged_layouts_rejected():
-    r = F.Randomness.fresh()
+    r = AH.Randomness.fresh()
     full = os.urandom(CS)
     good = _forge(r, [(full, False), (b"ab", True)])
     assert dec(good) == full + b"ab"
@@ -397,7 +400,7 @@ def test_wrong_passphrase(tmp_path):
     src = tmp_path / "a.hbx"
     src.write_bytes(a)
     with pytest.raises(WrongPassphrase):
-        F.decrypt_file(src, tmp_path / "out", b"wrong")
+        AF.decrypt_file(src, tmp_path / "out", b"wrong")
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["a.hbx"]
 
@@ -409,34 +412,34 @@ def _with_params(a: bytes, kdf_id: int, params: tuple[int, int, int]) -> bytes:
 @pytest.mark.parametrize(
     "kdf_id,params",
     [
-        (F.KDF_SCRYPT, (21, 8, 1)),
-        (F.KDF_SCRYPT, (20, 16, 1)),  # 2 GiB
-        (F.KDF_SCRYPT, (18, 8, 17)),
-        (F.KDF_SCRYPT, (18, 33, 1)),
-        (F.KDF_SCRYPT, (0, 8, 1)),
-        (F.KDF_SCRYPT, (0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)),
-        (F.KDF_ARGON2ID, (3, 2 * 1024 * 1024, 4)),
-        (F.KDF_ARGON2ID, (11, 65536, 4)),
-        (F.KDF_ARGON2ID, (3, 65536, 17)),
-        (F.KDF_ARGON2ID, (0, 65536, 4)),
-        (F.KDF_ARGON2ID, (3, 7, 1)),
-        (F.KDF_ARGON2ID, (8, 1024 * 1024, 4)),  # total work above the cap
+        (AK.KDF_SCRYPT, (21, 8, 1)),
+        (AK.KDF_SCRYPT, (20, 16, 1)),  # 2 GiB
+        (AK.KDF_SCRYPT, (18, 8, 17)),
+        (AK.KDF_SCRYPT, (18, 33, 1)),
+        (AK.KDF_SCRYPT, (0, 8, 1)),
+        (AK.KDF_SCRYPT, (0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)),
+        (AK.KDF_ARGON2ID, (3, 2 * 1024 * 1024, 4)),
+        (AK.KDF_ARGON2ID, (11, 65536, 4)),
+        (AK.KDF_ARGON2ID, (3, 65536, 17)),
+        (AK.KDF_ARGON2ID, (0, 65536, 4)),
+        (AK.KDF_ARGON2ID, (3, 7, 1)),
+        (AK.KDF_ARGON2ID, (8, 1024 * 1024, 4)),  # total work above the cap
     ],
 )
 def test_kdf_caps_checked_before_kdf_runs(monkeypatch, tmp_path, kdf_id, params):
     def boom(*a, **k):
         raise AssertionError("the KDF ran")
 
-    monkeypatch.setattr(F.ScryptParams, "derive", boom)
-    monkeypatch.setattr(F.Argon2idParams, "derive", boom)
+    monkeypatch.setattr(AK.ScryptParams, "derive", boom)
+    monkeypatch.setattr(AK.Argon2idParams, "derive", boom)
     a = _with_params(_CACHED, kdf_id, params)
     with pytest.raises(KdfLimitExceeded):
-        F.verify_stream(io.BytesIO(a), PW)
+        AS.verify_stream(io.BytesIO(a), PW)
     with pytest.raises(KdfLimitExceeded):
-        F.read_header(io.BytesIO(a))
+        AS.read_header(io.BytesIO(a))
     (tmp_path / "a.hbx").write_bytes(a)
     with pytest.raises(KdfLimitExceeded):
-        F.decrypt_file(tmp_path / "a.hbx", tmp_path / "out", PW)
+        AF.decrypt_file(tmp_path / "a.hbx", tmp_path / "out", PW)
     assert not (tmp_path / "out").exists()
 
 
@@ -445,7 +448,7 @@ _CACHED = enc(b"payload")
 
 def test_writer_refuses_what_reader_refuses():
     with pytest.raises(KdfLimitExceeded):
-        enc(b"x", kdf=F.ScryptParams(log_n=21, r=8, p=1))
+        enc(b"x", kdf=AK.ScryptParams(log_n=21, r=8, p=1))
     with pytest.raises(ValueError):
         enc(b"x", cs=1000)
     with pytest.raises(ValueError):
@@ -462,14 +465,15 @@ def test_bad_chunk_exponent_and_ids():
 
 def test_read_header_without_passphrase():
     a = enc(os.urandom(3 * CS + 1))
-    info = F.read_header(io.BytesIO(a))
+    info = AS.read_header(io.BytesIO(a))
     assert info.version == 1 and info.aead == "AES-256-GCM"
     assert info.kdf == KDF and info.kdf_name == "scrypt" and info.chunk_size == CS
     assert info.archive_size == len(a) and info.plaintext_size == 3 * CS + 1
-    assert F.read_header(io.BytesIO(a[:-17])).plaintext_size == 3 * CS
-    assert F.read_header(io.BytesIO(a[:-1])).plaintext_size is None
+    assert AS.read_header(io.BytesIO(a[:-17])).plaintext_size == 3 * CS
+    assert AS.read_header(io.BytesIO(a[:-1])).plaintext_size is None
     assert (
-        F.read_header(io.BytesIO(a[: F.HEADER_SIZE + CS + F.TAG_SIZE + 5])).plaintext_size is None
+        AS.read_header(io.BytesIO(a[: AH.HEADER_SIZE + CS + AH.TAG_SIZE + 5])).plaintext_size
+        is None
     )
 
 
@@ -484,19 +488,19 @@ def _outcome(fn):
 @given(
     # Whole chunks too: only then does appended data leave a valid final chunk mid-file.
     size=st.one_of(st.integers(0, 6).map(lambda k: k * CS), st.integers(0, 6 * CS)),
-    cut=st.one_of(st.integers(0, 8).map(lambda k: k * (CS + F.TAG_SIZE)), st.integers(0, 8 * CS)),
-    flip=st.one_of(st.none(), st.integers(min_value=F.HEADER_SIZE, max_value=8 * CS)),
+    cut=st.one_of(st.integers(0, 8).map(lambda k: k * (CS + AH.TAG_SIZE)), st.integers(0, 8 * CS)),
+    flip=st.one_of(st.none(), st.integers(min_value=AH.HEADER_SIZE, max_value=8 * CS)),
     extra=st.binary(max_size=2 * CS),
     swap=st.booleans(),
 )
 # Each way of refusing, for certain: cut at a chunk boundary, inside a chunk, right
 # after the header; data appended after whole chunks; chunks reordered; a flipped bit.
-@example(size=3 * CS, cut=CS + F.TAG_SIZE, flip=None, extra=b"", swap=False)
+@example(size=3 * CS, cut=CS + AH.TAG_SIZE, flip=None, extra=b"", swap=False)
 @example(size=3 * CS, cut=CS // 2, flip=None, extra=b"", swap=False)
 @example(size=3 * CS, cut=0, flip=None, extra=b"", swap=False)
 @example(size=2 * CS, cut=8 * CS, flip=None, extra=b"x" * (CS + 40), swap=False)
 @example(size=3 * CS, cut=8 * CS, flip=None, extra=b"", swap=True)
-@example(size=3 * CS, cut=8 * CS, flip=F.HEADER_SIZE + CS + 40, extra=b"", swap=False)
+@example(size=3 * CS, cut=8 * CS, flip=AH.HEADER_SIZE + CS + 40, extra=b"", swap=False)
 @example(size=3 * CS, cut=8 * CS, flip=None, extra=b"", swap=False)
 def test_parallel_file_verify_agrees_with_the_stream_reader(
     tmp_path_factory, size, cut, flip, extra, swap
@@ -507,16 +511,16 @@ def test_parallel_file_verify_agrees_with_the_stream_reader(
     parts = chunks_of(bytes(archive))
     if swap and len(parts) > 2:
         parts[0], parts[1] = parts[1], parts[0]
-        archive = bytearray(archive[: F.HEADER_SIZE] + b"".join(parts))
+        archive = bytearray(archive[: AH.HEADER_SIZE] + b"".join(parts))
     if flip is not None and flip < len(archive):
         archive[flip] ^= 0x01
-    archive = archive[: F.HEADER_SIZE + cut] + extra if cut < len(archive) else archive + extra
+    archive = archive[: AH.HEADER_SIZE + cut] + extra if cut < len(archive) else archive + extra
     path = tmp_path_factory.mktemp("pv") / "a.hbx"
     path.write_bytes(bytes(archive))
-    if len(archive) < F.HEADER_SIZE:
+    if len(archive) < AH.HEADER_SIZE:
         return  # the header itself is cut: both read it the same way
-    assert _outcome(lambda: F.verify_file(path, PW)) == _outcome(
-        lambda: F.verify_stream(io.BytesIO(bytes(archive)), PW)
+    assert _outcome(lambda: AF.verify_file(path, PW)) == _outcome(
+        lambda: AS.verify_stream(io.BytesIO(bytes(archive)), PW)
     )
 
 
@@ -528,26 +532,26 @@ def test_short_files_error_class(tmp_path, n):
     """Rules 1 and 2: a proper prefix of the magic is truncated; anything else that
     differs from the magic in its first min(4, size) bytes is not an archive."""
     cases = {
-        F.MAGIC[:n]: ArchiveTruncated,
+        AH.MAGIC[:n]: ArchiveTruncated,
         b"X" * n: NotAnArchive,
-        F.MAGIC[: n - 1] + b"x": NotAnArchive,  # differs in its last byte
+        AH.MAGIC[: n - 1] + b"x": NotAnArchive,  # differs in its last byte
     }
     for data, cls in cases.items():
         assert type(rejects(data)) is cls, data
         with pytest.raises(cls) as ei:
-            F.read_header(io.BytesIO(data))
+            AS.read_header(io.BytesIO(data))
         assert type(ei.value) is cls
         path = tmp_path / "f.hbx"
         path.write_bytes(data)
-        assert not F.is_hbx(path)  # is_hbx needs the four bytes of the magic
+        assert not AS.is_hbx(path)  # is_hbx needs the four bytes of the magic
 
 
 def test_empty_and_short_headers():
     assert type(rejects(b"")) is ArchiveTruncated
-    for n in (4, 5, 100, F.HEADER_SIZE - 1):
+    for n in (4, 5, 100, AH.HEADER_SIZE - 1):
         assert type(rejects(_CACHED[:n])) is ArchiveTruncated
         assert type(rejects(b"PK\x03\x04" + _CACHED[4:n])) is NotAnArchive
-    assert type(rejects(_CACHED[: F.HEADER_SIZE])) is ArchiveTruncated  # rule 11
+    assert type(rejects(_CACHED[: AH.HEADER_SIZE])) is ArchiveTruncated  # rule 11
 
 
 def test_hbx_and_legacy_detection_are_disjoint(tmp_path):
@@ -555,15 +559,15 @@ def test_hbx_and_legacy_detection_are_disjoint(tmp_path):
 
     hbx = tmp_path / "box.tar.gz.gpg"  # even under the legacy name
     hbx.write_bytes(_CACHED)
-    assert F.is_hbx(hbx) and not is_legacy(hbx)
+    assert AS.is_hbx(hbx) and not is_legacy(hbx)
     for first in (0x8C, 0x8D, 0x8E, 0x8F, 0xC3):
         gpg = tmp_path / "old.tar.gz.gpg"
         gpg.write_bytes(bytes([first]) + b"\x0d\x04\x03\x09")
-        assert is_legacy(gpg) and not F.is_hbx(gpg)
+        assert is_legacy(gpg) and not AS.is_hbx(gpg)
         renamed = tmp_path / "old.hbx"
         gpg.rename(renamed)
         assert not is_legacy(renamed)  # the name counts too
-    assert F.MAGIC[0] not in (0x8C, 0x8D, 0x8E, 0x8F, 0xC3)
+    assert AH.MAGIC[0] not in (0x8C, 0x8D, 0x8E, 0x8F, 0xC3)
 
 
 def test_wrapped_key_aad_is_header_bytes_0_to_63():
@@ -571,44 +575,44 @@ def test_wrapped_key_aad_is_header_bytes_0_to_63():
     wrapped key and its tag (64..111). The KDF and the KEK stay the same here:
     only the byte under test changes, so the AAD alone makes the unwrap fail."""
     a = enc(b"x")
-    parsed = F._parse_header(a[: F.HEADER_SIZE])
-    F._open_header(parsed, PW)  # the unaltered header opens
-    for i in range(F.HEADER_SIZE):
+    parsed = AH.parse_header(a[: AH.HEADER_SIZE])
+    AH.open_header(parsed, PW)  # the unaltered header opens
+    for i in range(AH.HEADER_SIZE):
         raw = bytearray(parsed.raw)
         raw[i] ^= 0x01
-        altered = F._Parsed(raw=bytes(raw), kdf=parsed.kdf, chunk_exp=parsed.chunk_exp)
+        altered = AH.Parsed(raw=bytes(raw), kdf=parsed.kdf, chunk_exp=parsed.chunk_exp)
         with pytest.raises(ArchiveError) as ei:
-            F._open_header(altered, PW)
-        expected = WrongPassphrase if i < F._OFF_MAC else ArchiveCorrupt
+            AH.open_header(altered, PW)
+        expected = WrongPassphrase if i < AH.OFF_MAC else ArchiveCorrupt
         assert type(ei.value) is expected, i
 
 
 def test_header_changes_that_pass_the_checks_fail_the_unwrap():
     """Rule 9: bytes 4..7 are authenticated too, whenever a change passes rules 4-8."""
-    a = enc(b"x", kdf=F.ScryptParams(log_n=3, r=8, p=1))
+    a = enc(b"x", kdf=AK.ScryptParams(log_n=3, r=8, p=1))
     # byte 7: another chunk size in range
     assert type(rejects(a[:7] + bytes([a[7] + 1]) + a[8:])) is WrongPassphrase
     # byte 6: the other KDF, whose caps these parameters also pass (t=3, m=8 KiB, p=1)
-    assert type(rejects(a[:6] + bytes([F.KDF_ARGON2ID]) + a[7:])) is WrongPassphrase
+    assert type(rejects(a[:6] + bytes([AK.KDF_ARGON2ID]) + a[7:])) is WrongPassphrase
     # bytes 8..19: other parameters within the caps
-    assert type(rejects(_with_params(a, F.KDF_SCRYPT, (4, 8, 1)))) is WrongPassphrase
+    assert type(rejects(_with_params(a, AK.KDF_SCRYPT, (4, 8, 1)))) is WrongPassphrase
 
 
 def test_chunk_counter_limit():
     """Counters 0 .. 2^88 - 1: at most 2^88 chunks; counter 2^88 is refused."""
-    assert F._MAX_COUNTER == 2**88 - 1
-    assert F._nonce(2**88 - 1, True) == b"\xff" * 11 + b"\x01"
-    assert F._nonce(2**88 - 1, False) == b"\xff" * 11 + b"\x00"
+    assert AS._MAX_COUNTER == 2**88 - 1
+    assert AS._nonce(2**88 - 1, True) == b"\xff" * 11 + b"\x01"
+    assert AS._nonce(2**88 - 1, False) == b"\xff" * 11 + b"\x00"
     for final in (True, False):
         with pytest.raises(ArchiveError):
-            F._nonce(2**88, final)
+            AS._nonce(2**88, final)
     # the writer: the chunk with counter 2^88 - 1 is the last one it can seal
     out = io.BytesIO()
-    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    e = AS.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
     e._counter = 2**88 - 1
     e.finish()
     out = io.BytesIO()
-    e = F.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    e = AS.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
     e._counter = 2**88 - 1
     e.feed(os.urandom(CS + 1))  # seals counter 2^88 - 1 (not final)
     with pytest.raises(ArchiveError):
@@ -616,10 +620,10 @@ def test_chunk_counter_limit():
     # the reader: opens a chunk at counter 2^88 - 1, refuses counter 2^88
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-    r = F.Randomness.fresh()
-    header, key = F._build_header(PW, KDF, CS.bit_length() - 1, r)
-    last = AESGCM(key).encrypt(F._nonce(2**88 - 1, True), b"end", None)
-    d = F.Decryptor(io.BytesIO(header), PW)
+    r = AH.Randomness.fresh()
+    header, key = AH.build_header(PW, KDF, CS.bit_length() - 1, r)
+    last = AESGCM(key).encrypt(AS._nonce(2**88 - 1, True), b"end", None)
+    d = AS.Decryptor(io.BytesIO(header), PW)
     out_buf = memoryview(bytearray(3))
     assert d._check_chunk(2**88 - 1, memoryview(last), out_buf, last=True) is None
     assert bytes(out_buf) == b"end"
@@ -628,7 +632,7 @@ def test_chunk_counter_limit():
 
 
 def _size_of(payload_len: int, cs: int = CS) -> int:
-    return F.HEADER_SIZE + payload_len + F.TAG_SIZE * max(1, -(-payload_len // cs))
+    return AH.HEADER_SIZE + payload_len + AH.TAG_SIZE * max(1, -(-payload_len // cs))
 
 
 def test_payload_size_from_the_file_size_exactly():
@@ -636,20 +640,20 @@ def test_payload_size_from_the_file_size_exactly():
     archive of L bytes; every other size gives None (`archive info`: payload_size
     None / null)."""
     sizes = {_size_of(n): n for n in range(4 * CS + 3)}
-    for size in range(F.HEADER_SIZE, _size_of(4 * CS)):
-        assert F.plaintext_size_for(size, CS) == sizes.get(size), size
+    for size in range(AH.HEADER_SIZE, _size_of(4 * CS)):
+        assert AH.plaintext_size_for(size, CS) == sizes.get(size), size
     a = enc(os.urandom(2 * CS))
-    for cut in (F.HEADER_SIZE, F.HEADER_SIZE + 5, F.HEADER_SIZE + CS + F.TAG_SIZE + 16):
-        info = F.read_header(io.BytesIO(a[:cut]))
+    for cut in (AH.HEADER_SIZE, AH.HEADER_SIZE + 5, AH.HEADER_SIZE + CS + AH.TAG_SIZE + 16):
+        info = AS.read_header(io.BytesIO(a[:cut]))
         assert info.archive_size == cut and info.plaintext_size is None
     with pytest.raises(ArchiveTruncated):
-        F.read_header(io.BytesIO(a[: F.HEADER_SIZE - 1]))
+        AS.read_header(io.BytesIO(a[: AH.HEADER_SIZE - 1]))
 
 
 def test_second_flag_attempt_decides_the_error_class():
     """Rules 13-15 and 17 with their exact classes: the reader must retry a
     full-size last chunk with flag 0x00 to tell truncation from damage."""
-    r = F.Randomness.fresh()
+    r = AH.Randomness.fresh()
     full = os.urandom(CS)
     cases = {
         "last chunk full, sealed non-final (cut at a boundary)": (
@@ -667,7 +671,7 @@ def test_second_flag_attempt_decides_the_error_class():
     for name, (chunks, cls) in cases.items():
         assert type(rejects(_forge(r, chunks))) is cls, name
     good = _forge(r, [(full, False), (full, False), (b"x", True)])
-    damaged = bytearray(good[: F.HEADER_SIZE + 2 * (CS + F.TAG_SIZE)])
+    damaged = bytearray(good[: AH.HEADER_SIZE + 2 * (CS + AH.TAG_SIZE)])
     damaged[-1] ^= 1  # the last piece is full-size but opens with neither flag
     assert type(rejects(bytes(damaged))) is ArchiveCorrupt
 
@@ -678,14 +682,14 @@ def test_second_flag_attempt_decides_the_error_class():
 @pytest.mark.parametrize(
     "kdf,weak",
     [
-        (F.DEFAULT_KDF, False),
-        (F.ScryptParams(), False),  # the documented alternative, logN=18 r=8 p=1
-        (F.ScryptParams(log_n=17, r=8, p=1), False),
-        (F.ScryptParams(log_n=16, r=8, p=1), True),
-        (F.ScryptParams(log_n=17, r=7, p=1), True),
-        (F.Argon2idParams(iterations=2, memory_kib=19456, lanes=1), False),
-        (F.Argon2idParams(iterations=1, memory_kib=1 << 20, lanes=4), True),
-        (F.Argon2idParams(iterations=10, memory_kib=19455, lanes=1), True),
+        (AK.DEFAULT_KDF, False),
+        (AK.ScryptParams(), False),  # the documented alternative, logN=18 r=8 p=1
+        (AK.ScryptParams(log_n=17, r=8, p=1), False),
+        (AK.ScryptParams(log_n=16, r=8, p=1), True),
+        (AK.ScryptParams(log_n=17, r=7, p=1), True),
+        (AK.Argon2idParams(iterations=2, memory_kib=19456, lanes=1), False),
+        (AK.Argon2idParams(iterations=1, memory_kib=1 << 20, lanes=4), True),
+        (AK.Argon2idParams(iterations=10, memory_kib=19455, lanes=1), True),
         (KDF, True),
     ],
 )
@@ -694,19 +698,19 @@ def test_kdf_minimum(kdf, weak):
     assert (kdf.weakness() is not None) is weak
     if weak:
         with pytest.raises(ValueError, match="minimum"):
-            F.Encryptor(io.BytesIO(), PW, chunk_size=CS, kdf=kdf)
+            AS.Encryptor(io.BytesIO(), PW, chunk_size=CS, kdf=kdf)
 
 
 def test_writer_refuses_weak_kdf_everywhere(tmp_path):
     src = tmp_path / "plain"
     src.write_bytes(b"x")
     with pytest.raises(ValueError):
-        F.encrypt_stream(io.BytesIO(b"x"), io.BytesIO(), PW, chunk_size=CS, kdf=KDF)
+        AS.encrypt_stream(io.BytesIO(b"x"), io.BytesIO(), PW, chunk_size=CS, kdf=KDF)
     with pytest.raises(ValueError):
-        F.encrypt_file(src, tmp_path / "a.hbx", PW, chunk_size=CS, kdf=KDF)
+        AF.encrypt_file(src, tmp_path / "a.hbx", PW, chunk_size=CS, kdf=KDF)
     with (
         pytest.raises(ValueError),
-        F.create_archive(tmp_path / "b.hbx", PW, chunk_size=CS, kdf=KDF),
+        AF.create_archive(tmp_path / "b.hbx", PW, chunk_size=CS, kdf=KDF),
     ):
         pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
@@ -715,17 +719,17 @@ def test_writer_refuses_weak_kdf_everywhere(tmp_path):
 def test_reader_accepts_weak_kdf_and_warns():
     a = enc(b"weak but valid")
     assert dec(a) == b"weak but valid"
-    info = F.read_header(io.BytesIO(a))
+    info = AS.read_header(io.BytesIO(a))
     assert info.kdf_warning is not None and "minimum" in info.kdf_warning
-    strong = F.read_header(io.BytesIO(enc(b"x", kdf=F.Argon2idParams(2, 19456, 1))))
+    strong = AS.read_header(io.BytesIO(enc(b"x", kdf=AK.Argon2idParams(2, 19456, 1))))
     assert strong.kdf_warning is None
 
 
 def test_kdf_minimum_is_documented():
     doc = DOCS.read_text()
-    assert f"log2(N) >= {F.SCRYPT_MIN_LOG_N}" in doc and f"r >= {F.SCRYPT_MIN_R}" in doc
-    assert f"t >= {F.ARGON2_MIN_ITERATIONS}" in doc
-    assert f"m >= {F.ARGON2_MIN_MEMORY_KIB} KiB" in doc
+    assert f"log2(N) >= {AK.SCRYPT_MIN_LOG_N}" in doc and f"r >= {AK.SCRYPT_MIN_R}" in doc
+    assert f"t >= {AK.ARGON2_MIN_ITERATIONS}" in doc
+    assert f"m >= {AK.ARGON2_MIN_MEMORY_KIB} KiB" in doc
 
 
 def test_an_archive_never_replaces_a_file_that_appeared_meanwhile(tmp_path):
@@ -734,7 +738,7 @@ def test_an_archive_never_replaces_a_file_that_appeared_meanwhile(tmp_path):
     target = tmp_path / "box.hbx"
     with (
         pytest.raises(FileExistsError),
-        F.create_archive(target, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as enc,
+        AF.create_archive(target, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as enc,
     ):
         enc.feed(b"second writer")
         target.write_bytes(b"the first writer's archive")

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.archive import format as F
+from hbtui.archive import header as AH
+from hbtui.archive import kdf as AK
+from hbtui.archive import stream as AS
 from hbtui.archive.errors import (
     ArchiveCorrupt,
     ArchiveError,
@@ -31,7 +33,7 @@ from hbtui.archive.safetar import (
     validate_tar,
 )
 
-KDF = F.ScryptParams(log_n=4, r=1, p=1)
+KDF = AK.ScryptParams(log_n=4, r=1, p=1)
 PW = b"pw"
 CS = 1024
 
@@ -193,7 +195,7 @@ def zstd(data: bytes) -> bytes:
 
 def hbx(tar_bytes: bytes, path: Path) -> bytes:
     out = io.BytesIO()
-    F.encrypt_stream(
+    AS.encrypt_stream(
         io.BytesIO(zstd(tar_bytes)), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True
     )
     path.write_bytes(out.getvalue())
@@ -234,18 +236,18 @@ def test_hbx_damage_leaves_no_destination(tmp_path, damage):
     tar_bytes = make_tar([("f", "file", os.urandom(20_000)), ("g", "file", b"tail")])
     arc = tmp_path / "a.hbx"
     a = hbx(tar_bytes, arc)
-    n_chunks = -(-(len(a) - F.HEADER_SIZE) // (CS + F.TAG_SIZE))
+    n_chunks = -(-(len(a) - AH.HEADER_SIZE) // (CS + AH.TAG_SIZE))
     assert n_chunks >= 4
     pw = PW
     expected: type[ArchiveError] = ArchiveCorrupt
     if damage == "truncate_boundary":
-        arc.write_bytes(a[: F.HEADER_SIZE + (n_chunks - 1) * (CS + F.TAG_SIZE)])
+        arc.write_bytes(a[: AH.HEADER_SIZE + (n_chunks - 1) * (CS + AH.TAG_SIZE)])
         expected = ArchiveTruncated
     elif damage == "truncate_mid":
         arc.write_bytes(a[:-5])
     elif damage == "flip_middle":
         b = bytearray(a)
-        b[F.HEADER_SIZE + 2 * (CS + F.TAG_SIZE) + 7] ^= 1
+        b[AH.HEADER_SIZE + 2 * (CS + AH.TAG_SIZE) + 7] ^= 1
         arc.write_bytes(bytes(b))
     elif damage == "flip_last":
         b = bytearray(a)
@@ -267,7 +269,7 @@ def test_hbx_damage_leaves_no_destination(tmp_path, damage):
 def test_hbx_payload_not_zstd(tmp_path):
     arc = tmp_path / "a.hbx"
     out = io.BytesIO()
-    F.encrypt_stream(
+    AS.encrypt_stream(
         io.BytesIO(b"plain text, not zstd" * 100),
         out,
         PW,
@@ -535,7 +537,7 @@ def test_hbx_tar_stream_must_end_cleanly(tmp_path, name):
 
 def _encrypt(payload: bytes, path: Path) -> None:
     out = io.BytesIO()
-    F.encrypt_stream(io.BytesIO(payload), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    AS.encrypt_stream(io.BytesIO(payload), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
     path.write_bytes(out.getvalue())
 
 
@@ -575,7 +577,7 @@ def test_pack_dir_payload_shape(tmp_path):
     pack_dir(src, arc, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
     compressed = io.BytesIO()
     with open(arc, "rb") as f:
-        F.decrypt_stream(f, compressed, PW)
+        AS.decrypt_stream(f, compressed, PW)
     frame = compressed.getvalue()
     assert frame[:4] == b"\x28\xb5\x2f\xfd"  # a zstd frame
     tar = subprocess.run(

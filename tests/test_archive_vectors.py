@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from hbtui.archive import errors as E
-from hbtui.archive import format as F
+from hbtui.archive import files as AF
+from hbtui.archive import header as AH
+from hbtui.archive import kdf as AK
+from hbtui.archive import stream as AS
 
 VECTORS = json.loads(
     (Path(__file__).resolve().parent.parent / "docs" / "archive-test-vectors.json").read_text()
@@ -19,9 +22,9 @@ VECTORS = json.loads(
 def _kdf(v):
     p = v["kdf_params"]
     if v["kdf"] == "scrypt":
-        return F.ScryptParams(log_n=p["log_n"], r=p["r"], p=p["p"])
+        return AK.ScryptParams(log_n=p["log_n"], r=p["r"], p=p["p"])
     assert v["kdf"] == "argon2id"
-    return F.Argon2idParams(
+    return AK.Argon2idParams(
         iterations=p["iterations"], memory_kib=p["memory_kib"], lanes=p["lanes"]
     )
 
@@ -29,7 +32,7 @@ def _kdf(v):
 @pytest.mark.parametrize("v", VECTORS["vectors"], ids=lambda v: v["description"])
 def test_vector_decrypts(v):
     out = io.BytesIO()
-    F.decrypt_stream(
+    AS.decrypt_stream(
         io.BytesIO(bytes.fromhex(v["archive_hex"])), out, bytes.fromhex(v["passphrase_hex"])
     )
     assert out.getvalue().hex() == v["plaintext_hex"]
@@ -40,7 +43,7 @@ def test_vector_decrypts(v):
 
 @pytest.mark.parametrize("v", VECTORS["vectors"], ids=lambda v: v["description"])
 def test_vector_reencrypts_identically(v):
-    rnd = F.Randomness(
+    rnd = AH.Randomness(
         file_key=bytes.fromhex(v["file_key_hex"]),
         kdf_salt=bytes.fromhex(v["kdf_salt_hex"]),
         payload_salt=bytes.fromhex(v["payload_salt_hex"]),
@@ -49,7 +52,7 @@ def test_vector_reencrypts_identically(v):
     kdf = _kdf(v)
     pw = bytes.fromhex(v["passphrase_hex"])
     out = io.BytesIO()
-    F.encrypt_stream(
+    AS.encrypt_stream(
         io.BytesIO(bytes.fromhex(v["plaintext_hex"])),
         out,
         pw,
@@ -60,9 +63,9 @@ def test_vector_reencrypts_identically(v):
     )
     assert out.getvalue().hex() == v["archive_hex"]
     # the intermediate keys printed for independent implementers
-    assert kdf.derive(pw, F.KEK_SALT_LABEL + rnd.kdf_salt).hex() == v["kek_hex"]
-    assert F._mac_key(rnd.file_key).hex() == v["header_mac_key_hex"]
-    assert F._payload_key(rnd.file_key, rnd.payload_salt).hex() == v["payload_key_hex"]
+    assert kdf.derive(pw, AH.KEK_SALT_LABEL + rnd.kdf_salt).hex() == v["kek_hex"]
+    assert AH.mac_key(rnd.file_key).hex() == v["header_mac_key_hex"]
+    assert AH.payload_key(rnd.file_key, rnd.payload_salt).hex() == v["payload_key_hex"]
 
 
 @pytest.mark.parametrize("v", VECTORS["invalid"], ids=lambda v: v["description"])
@@ -72,18 +75,18 @@ def test_invalid_vector_rejected(v, tmp_path):
     data = bytes.fromhex(v["archive_hex"])
     pw = bytes.fromhex(v["passphrase_hex"])
     with pytest.raises(cls) as ei:
-        F.verify_stream(io.BytesIO(data), pw)
+        AS.verify_stream(io.BytesIO(data), pw)
     assert type(ei.value) is cls
     path = tmp_path / "v.hbx"
     path.write_bytes(data)
     with pytest.raises(cls) as ei:
-        F.verify_file(path, pw)
+        AF.verify_file(path, pw)
     assert type(ei.value) is cls
 
 
 @pytest.mark.parametrize("v", VECTORS["vectors"], ids=lambda v: v["description"])
 def test_vector_kdf_is_weak_and_flagged(v):
     """The vectors' tiny KDF parameters: accepted by the reader, flagged by read_header."""
-    info = F.read_header(io.BytesIO(bytes.fromhex(v["archive_hex"])))
+    info = AS.read_header(io.BytesIO(bytes.fromhex(v["archive_hex"])))
     assert info.kdf == _kdf(v) and info.kdf_warning is not None
     assert info.plaintext_size == len(v["plaintext_hex"]) // 2

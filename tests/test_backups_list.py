@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from hbtui.archive.format import MAGIC
+from hbtui.archive.header import MAGIC
 from hbtui.core.backups import box_of
 from hbtui.core.specs import NewSpec, SaveSpec
 from hbtui.wiring import build_service

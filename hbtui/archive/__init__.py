@@ -14,22 +14,16 @@ from hbtui.archive.errors import (
     UnsupportedArchive,
     WrongPassphrase,
 )
-from hbtui.archive.format import (
-    DEFAULT_CHUNK_SIZE,
-    DEFAULT_KDF,
-    Argon2idParams,
+from hbtui.archive.files import create_archive, decrypt_file, encrypt_file, verify_file
+from hbtui.archive.header import DEFAULT_CHUNK_SIZE, HeaderInfo
+from hbtui.archive.kdf import DEFAULT_KDF, Argon2idParams, ScryptParams
+from hbtui.archive.stream import (
     Decryptor,
     Encryptor,
-    HeaderInfo,
-    ScryptParams,
-    create_archive,
-    decrypt_file,
     decrypt_stream,
-    encrypt_file,
     encrypt_stream,
     is_hbx,
     read_header,
-    verify_file,
     verify_stream,
 )
 

@@ -52,16 +52,11 @@ from typing import IO, TYPE_CHECKING, BinaryIO, Protocol, Self
 
 from hbtui.archive._proc import last_line, need
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, UnsafeArchive
-from hbtui.archive.format import (
-    DEFAULT_CHUNK_SIZE,
-    DEFAULT_KDF,
-    Decryptor,
-    Encryptor,
-    KdfParams,
-    Progress,
-    atomic_output,
-)
+from hbtui.archive.header import DEFAULT_CHUNK_SIZE
+from hbtui.archive.kdf import DEFAULT_KDF, KdfParams
+from hbtui.archive.stream import Decryptor, Encryptor, Progress
 from hbtui.environment import child_env
+from hbtui.statefile import atomic_output
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer

@@ -44,7 +44,7 @@ from hbtui.paths import Paths, naming
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-    from hbtui.archive.format import Encryptor
+    from hbtui.archive.stream import Encryptor
 
 SAVE_DIR = "/root/.hbtui-save"
 LOAD_DIR = "/root/.hbtui-load"
@@ -253,7 +253,7 @@ async def _save_parts(
     stream = host.engine.exec_stream(name, ["bash", "-c", _save_script(part_bytes)], timeout=None)
     with scratch(paths, "save") as tmp:
         local_part = tmp / "part"
-        from hbtui.archive.format import create_archive
+        from hbtui.archive.files import create_archive
 
         with create_archive(target, passphrase) as enc:
             async for line in stream:
@@ -289,7 +289,7 @@ def _feed_file(enc: Encryptor, path: Path) -> None:
 
 async def verify(archive: Path, *, passphrase: bytes, report: Report = ignore) -> int:
     """Authenticate every chunk of an .hbx archive without writing plaintext."""
-    from hbtui.archive.format import verify_file
+    from hbtui.archive.files import verify_file
 
     archive = Path(archive).expanduser().absolute()
     if archive_kind(archive) != HBX:
@@ -411,8 +411,8 @@ def _from_thread(report: Report, total: int, label: str) -> Callable[[int], None
 
 def archive_kind(archive: Path) -> str:
     """HBX or LEGACY; anything else (or no file) is a one-line error."""
-    from hbtui.archive.format import is_hbx
     from hbtui.archive.legacy import is_legacy
+    from hbtui.archive.stream import is_hbx
 
     if not os.path.lexists(archive):
         raise UsageError(f"no such archive: {archive}")
@@ -441,9 +441,9 @@ def _check_contents(
 
 def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSink) -> None:
     """Decrypt into the sink (compressed tar: zstd for .hbx, gzip for legacy)."""
-    from hbtui.archive.format import Decryptor
     from hbtui.archive.legacy import decrypt_legacy
     from hbtui.archive.safetar import DecryptedReader
+    from hbtui.archive.stream import Decryptor
 
     try:
         if kind == HBX:
@@ -676,14 +676,14 @@ async def extract(  # noqa: C901 (named in pyproject.toml)
 
 
 def _payload_size(archive: Path) -> int | None:
-    from hbtui.archive.format import read_header
+    from hbtui.archive.stream import read_header
 
     return read_header(archive).plaintext_size
 
 
 def archive_info(archive: Path) -> dict[str, object]:
     """An .hbx archive's header, readable without the passphrase."""
-    from hbtui.archive.format import read_header
+    from hbtui.archive.stream import read_header
 
     archive = Path(archive).expanduser().absolute()
     if archive_kind(archive) != HBX:

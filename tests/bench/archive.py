@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import contextlib
 
-from hbtui.archive import format as F
+from hbtui.archive import stream as AS
 from hbtui.archive.safetar import pack_dir
 
 MiB = 1 << 20
@@ -146,7 +146,7 @@ def ours_encrypt(src: Path, dst: Path) -> tuple[float, float]:
     """(kdf seconds, streaming seconds), writing a file like gpg and cat do."""
     with open(src, "rb", buffering=0) as fin, open(dst, "wb", buffering=0) as fout:
         t0 = time.perf_counter()
-        enc = F.Encryptor(fout, PASS)
+        enc = AS.Encryptor(fout, PASS)
         t1 = time.perf_counter()
         enc.feed_from(fin)
         enc.finish()
@@ -157,7 +157,7 @@ def ours_encrypt(src: Path, dst: Path) -> tuple[float, float]:
 def ours_verify(src: Path) -> tuple[float, float]:
     with open(src, "rb", buffering=0) as fin:
         t0 = time.perf_counter()
-        dec = F.Decryptor(fin, PASS)
+        dec = AS.Decryptor(fin, PASS)
         t1 = time.perf_counter()
         for _ in dec.chunks():
             pass
@@ -170,10 +170,10 @@ RSS_CHILD = textwrap.dedent(
     """
     import io, os, resource, sys
     sys.path.insert(0, sys.argv[1])
-    from hbtui.archive import format as F
+    from hbtui.archive import header as AH, stream as AS
 
     TOTAL = 1 << 30
-    block = os.urandom(F.DEFAULT_CHUNK_SIZE)
+    block = os.urandom(AH.DEFAULT_CHUNK_SIZE)
 
     class Gen(io.RawIOBase):
         left = TOTAL
@@ -191,7 +191,7 @@ RSS_CHILD = textwrap.dedent(
         return -1.0
 
     with open(os.devnull, "wb", buffering=0) as out:
-        enc = F.Encryptor(out, b"rss bench")          # runs the default KDF
+        enc = AS.Encryptor(out, b"rss bench")          # runs the default KDF
         after_kdf = hwm()
         try:
             with open("/proc/self/clear_refs", "w") as f:  # reset VmHWM to the current RSS

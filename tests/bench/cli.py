@@ -38,7 +38,7 @@ from common import hbtui_bin, log  # tests/bench/common.py, beside this script
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from hbtui.archive import format as F  # noqa: E402
+from hbtui.archive import files as AF  # noqa: E402
 from hbtui.engine import locate_engine  # noqa: E402
 
 MiB = 1 << 20
@@ -67,7 +67,7 @@ def make_payload_archives(root: Path, mib: int, gnupghome: Path) -> tuple[Path, 
         for _ in range(mib // 8):
             f.write(os.urandom(8 * MiB))
     hbx = root / "payload.hbx"
-    with F.create_archive(hbx, PASS) as enc, open(payload, "rb") as src:
+    with AF.create_archive(hbx, PASS) as enc, open(payload, "rb") as src:
         enc.feed_from(src)
         enc.finish()
     gpg = root / "payload.gpg"
