@@ -22,16 +22,9 @@ from hbtui.archive.errors import (
     UnsafeArchive,
     WrongPassphrase,
 )
-from hbtui.archive.safetar import (
-    DIR_MODE_BITS,
-    FILE_MODE_BITS,
-    ROOT_MODE,
-    extract_hbx,
-    extract_tar,
-    pack_dir,
-    validate_hbx,
-    validate_tar,
-)
+from hbtui.archive.hbxtar import extract_hbx, pack_dir, validate_hbx
+from hbtui.archive.safetar import extract_tar
+from hbtui.archive.tarpolicy import DIR_MODE_BITS, FILE_MODE_BITS, ROOT_MODE, validate_tar
 
 KDF = AK.ScryptParams(log_n=4, r=1, p=1)
 PW = b"pw"

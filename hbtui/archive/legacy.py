@@ -21,7 +21,8 @@ from typing import IO, TYPE_CHECKING, BinaryIO
 
 from hbtui.archive._proc import last_line, need
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError, NotAnArchive, WrongPassphrase
-from hbtui.archive.safetar import TarSummary, _run_extract, _run_validate, _Source
+from hbtui.archive.safetar import Source, run_extract, run_validate
+from hbtui.archive.tarpolicy import TarSummary
 from hbtui.environment import child_env
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ class _GunzipReader:
             raise ArchiveCorrupt(f"the backup's gzip stream is invalid ({e})") from None
 
 
-class _LegacySource(_Source):
+class _LegacySource(Source):
     def __init__(self, path: str | os.PathLike[str], passphrase: bytes) -> None:
         self._gpg = _GpgProcess(path, passphrase)
         self.stdout = _GunzipReader(self._gpg.stdout)
@@ -184,14 +185,14 @@ def extract_legacy(
     """Decrypt and safely extract an old-tool backup into the new folder `dest`."""
     if os.path.lexists(dest):
         raise ArchiveError(f"the destination {str(dest)!r} already exists")
-    return _run_extract(_LegacySource(path, passphrase), Path(dest), allow_external_symlinks)
+    return run_extract(_LegacySource(path, passphrase), Path(dest), allow_external_symlinks)
 
 
 def validate_legacy(
     path: str | os.PathLike[str], passphrase: bytes, *, allow_external_symlinks: bool = False
 ) -> TarSummary:
     """Decrypt an old-tool backup and check its tar against the extraction policy, writing nothing."""
-    return _run_validate(_LegacySource(path, passphrase), allow_external_symlinks)
+    return run_validate(_LegacySource(path, passphrase), allow_external_symlinks)
 
 
 def decrypt_legacy(path: str | os.PathLike[str], dst: BinaryIO, passphrase: bytes) -> int:

@@ -428,8 +428,8 @@ def archive_kind(archive: Path) -> str:
 def _check_contents(
     archive: Path, kind: str, passphrase: bytes, progress: Callable[[int], None]
 ) -> None:
+    from hbtui.archive.hbxtar import validate_hbx
     from hbtui.archive.legacy import validate_legacy
-    from hbtui.archive.safetar import validate_hbx
 
     # Links to absolute paths (a venv's python -> /usr/bin/python3) are normal in a
     # box and resolve inside the guest; nothing is ever written through a link.
@@ -441,8 +441,8 @@ def _check_contents(
 
 def _write_plaintext(archive: Path, kind: str, passphrase: bytes, sink: _PartSink) -> None:
     """Decrypt into the sink (compressed tar: zstd for .hbx, gzip for legacy)."""
+    from hbtui.archive.hbxtar import DecryptedReader
     from hbtui.archive.legacy import decrypt_legacy
-    from hbtui.archive.safetar import DecryptedReader
     from hbtui.archive.stream import Decryptor
 
     try:
@@ -619,8 +619,8 @@ async def extract(  # noqa: C901 (named in pyproject.toml)
     report: Report = ignore,
 ) -> Path:
     """Files only, no VM: unpack into DEST, which appears only if all verified."""
+    from hbtui.archive.hbxtar import extract_hbx
     from hbtui.archive.legacy import extract_legacy
-    from hbtui.archive.safetar import extract_hbx
 
     archive = Path(archive).expanduser().absolute()
     kind = archive_kind(archive)

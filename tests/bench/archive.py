@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import contextlib
 
 from hbtui.archive import stream as AS
-from hbtui.archive.safetar import pack_dir
+from hbtui.archive.hbxtar import pack_dir
 
 MiB = 1 << 20
 RANDOM_BYTES = 256 * MiB

@@ -1,0 +1,244 @@
+"""An HBX archive's tar: decrypted, decompressed by the host's `zstd` (the guest makes
+them with `tar --zstd`), then validated or extracted (hbtui.archive.safetar); and a
+folder packed into a new archive (tar | zstd | encrypt). The final chunk is verified
+before an extraction is renamed into place."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, BinaryIO
+
+from hbtui.archive._proc import last_line, need
+from hbtui.archive.errors import ArchiveCorrupt, ArchiveError
+from hbtui.archive.header import DEFAULT_CHUNK_SIZE
+from hbtui.archive.kdf import DEFAULT_KDF, KdfParams
+from hbtui.archive.safetar import Source, run_extract, run_validate
+from hbtui.archive.stream import Decryptor, Encryptor, Progress
+from hbtui.archive.tarpolicy import TarSummary
+from hbtui.environment import child_env
+from hbtui.statefile import atomic_output
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
+__all__ = [
+    "DecryptedReader",
+    "extract_hbx",
+    "pack_dir",
+    "validate_hbx",
+]
+
+
+class DecryptedReader(io.RawIOBase):
+    """A readable view of an archive's verified plaintext. EOF is returned only
+    after the final chunk verified; a damaged archive raises from read."""
+
+    def __init__(self, dec: Decryptor) -> None:
+        super().__init__()
+        self._dec = dec
+        self._it = dec.chunks()
+        self._cur = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: WriteableBuffer) -> int:
+        while not self._cur:
+            try:
+                self._cur = next(self._it)
+            except StopIteration:
+                return 0
+        mv = memoryview(b).cast("B")
+        n = min(len(mv), len(self._cur))
+        mv[:n] = self._cur[:n]
+        self._cur = self._cur[n:]
+        return n
+
+    def pump_to(self, dst: IO[bytes]) -> None:
+        """Write every verified chunk to `dst` without an extra copy."""
+        if self._cur:
+            dst.write(self._cur)
+            self._cur = memoryview(b"")
+        for chunk in self._it:
+            dst.write(chunk)
+
+
+class _ZstdSource(Source):
+    stdout: IO[bytes]  # zstd's own pipe, which this source closes
+
+    def __init__(self, upstream: DecryptedReader) -> None:
+        zstd = need("zstd", "it decompresses box archives")
+        self._err = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen(
+            [zstd, "-d", "-c", "-q"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            env=child_env(),
+            close_fds=True,
+        )
+        assert self._proc.stdout is not None
+        self.stdout = self._proc.stdout
+        self._upstream = upstream
+        self._error: BaseException | None = None
+        self._aborting = False
+        self._thread = threading.Thread(target=self._feed, name="hbx-feed", daemon=True)
+        self._thread.start()
+
+    def _feed(self) -> None:
+        stdin = self._proc.stdin
+        assert stdin is not None
+        try:
+            self._upstream.pump_to(stdin)
+        except BrokenPipeError:
+            if not self._aborting:
+                self._error = ArchiveCorrupt("zstd stopped reading the archive payload")
+        except BaseException as e:  # handed to the main thread
+            self._error = e
+        finally:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def _stderr(self) -> str:
+        self._err.seek(0)
+        return last_line(self._err.read())
+
+    def finish(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        rc = self._proc.wait()
+        if rc != 0:
+            raise ArchiveCorrupt(f"the archive payload is not valid zstd data ({self._stderr()})")
+        if not self._upstream._dec.complete:
+            raise ArchiveCorrupt("the archive payload was not read to its final chunk")
+        self.stdout.close()
+        self._err.close()
+
+    def abort(self) -> BaseException | None:
+        self._aborting = True
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        with contextlib.suppress(OSError):
+            self.stdout.close()
+        self._thread.join(timeout=30)
+        self._err.close()
+        return self._error if isinstance(self._error, ArchiveError) else None
+
+
+def _open_hbx(
+    src: BinaryIO | str | os.PathLike[str], passphrase: bytes, progress: Progress | None
+) -> tuple[BinaryIO | None, Decryptor]:
+    if isinstance(src, (str, os.PathLike)):
+        f = open(src, "rb")
+        try:
+            return f, Decryptor(f, passphrase, progress=progress)
+        except BaseException:
+            f.close()
+            raise
+    return None, Decryptor(src, passphrase, progress=progress)
+
+
+def extract_hbx(
+    src: BinaryIO | str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    passphrase: bytes,
+    *,
+    progress: Progress | None = None,
+    allow_external_symlinks: bool = False,
+) -> TarSummary:
+    """Decrypt an HBX archive whose payload is a zstd-compressed tar and
+    extract it into the new folder `dest` (all or nothing). `progress` gets
+    the cumulative archive bytes read."""
+    if os.path.lexists(dest):
+        raise ArchiveError(f"the destination {str(dest)!r} already exists")
+    owned, dec = _open_hbx(src, passphrase, progress)
+    try:
+        return run_extract(_ZstdSource(DecryptedReader(dec)), Path(dest), allow_external_symlinks)
+    finally:
+        if owned is not None:
+            owned.close()
+
+
+def validate_hbx(
+    src: BinaryIO | str | os.PathLike[str],
+    passphrase: bytes,
+    *,
+    progress: Progress | None = None,
+    allow_external_symlinks: bool = False,
+) -> TarSummary:
+    """Authenticate an HBX archive and check its tar payload against the
+    extraction policy, writing nothing."""
+    owned, dec = _open_hbx(src, passphrase, progress)
+    try:
+        return run_validate(_ZstdSource(DecryptedReader(dec)), allow_external_symlinks)
+    finally:
+        if owned is not None:
+            owned.close()
+
+
+def pack_dir(
+    src_dir: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    passphrase: bytes,
+    *,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    kdf: KdfParams = DEFAULT_KDF,
+    progress: Progress | None = None,
+    zstd_level: int = 3,
+    allow_weak_kdf: bool = False,
+) -> int:
+    """Make an HBX archive of a host folder: `tar -C DIR -cf - .` piped
+    through `zstd -T0`, encrypted into `dest` (0600, atomic). Returns the
+    archive size. The same payload shape the guest's `tar --zstd` makes."""
+    tar = need("tar", "it packs folders")
+    zstd = need("zstd", "it compresses box archives")
+    env = child_env()
+    terr = tempfile.TemporaryFile()
+    zerr = tempfile.TemporaryFile()
+    tproc = subprocess.Popen(
+        [tar, "-C", str(src_dir), "-cf", "-", "."], stdout=subprocess.PIPE, stderr=terr, env=env
+    )
+    zproc = subprocess.Popen(
+        [zstd, "-T0", f"-{zstd_level}", "-q", "-c"],
+        stdin=tproc.stdout,
+        stdout=subprocess.PIPE,
+        stderr=zerr,
+        env=env,
+    )
+    assert tproc.stdout is not None and zproc.stdout is not None
+    tproc.stdout.close()
+    try:
+        with atomic_output(dest) as f:
+            enc = Encryptor(
+                f,
+                passphrase,
+                chunk_size=chunk_size,
+                kdf=kdf,
+                progress=progress,
+                allow_weak_kdf=allow_weak_kdf,
+            )
+            enc.feed_from(zproc.stdout)
+            trc, zrc = tproc.wait(), zproc.wait()
+            if trc != 0:
+                terr.seek(0)
+                raise ArchiveError(f"tar failed: {last_line(terr.read())}")
+            if zrc != 0:
+                zerr.seek(0)
+                raise ArchiveError(f"zstd failed: {last_line(zerr.read())}")
+            return enc.finish()
+    finally:
+        for p in (tproc, zproc):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        zproc.stdout.close()
+        terr.close()
+        zerr.close()
