@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from hbtui.core.recipe_check import RecipeCheck
     from hbtui.engine import Engine
 
-# hbtui.core.archives and hbtui.core.doctor load on first use: a verb like
-# `ls` should not pay for tar, tempfile or platform probing at start-up.
+# hbtui.core.archives, archive_save, archive_load and hbtui.core.doctor load on first
+# use: a verb like `ls` should not pay for tar, tempfile or platform probing at start-up.
 
 
 class Service(AgentWatchOperations, WorkOperations, TryOperations):
@@ -405,10 +405,10 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         backups.remember_choice(self.paths, archive)
 
     async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
-        from hbtui.core import archives
+        from hbtui.core import archive_save
 
         async with self._holding(spec.name, spec.host, "save"):
-            saved = await archives.save(
+            saved = await archive_save.save(
                 self._boxes,
                 spec.name,
                 spec.host,
@@ -422,10 +422,10 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         return saved
 
     async def load(self, spec: LoadSpec, *, passphrase: bytes, report: Report = ignore) -> BoxView:
-        from hbtui.core import archives
+        from hbtui.core import archive_load
 
         async with self._holding(spec.name, spec.host, "load"):
-            return await archives.load(
+            return await archive_load.load(
                 self._boxes,
                 spec.archive,
                 spec.name,
