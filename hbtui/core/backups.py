@@ -22,9 +22,9 @@ from pathlib import Path
 
 import tomli_w
 
-from hbtui.config import Invalid, from_table, read_toml, rule, to_table
 from hbtui.errors import HbtuiError
 from hbtui.paths import Paths
+from hbtui.schema import Invalid, from_table, read_toml, rule, to_table
 from hbtui.statefile import locked, write_atomic
 
 STATE_FILE = "archives.toml"

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from hbtui import __version__
-from hbtui.config import plain
 from hbtui.errors import UsageError
+from hbtui.schema import plain
 
 T = TypeVar("T")
 

@@ -27,20 +27,11 @@ from typing import Any
 
 import tomli_w
 
-from hbtui.config import (
-    MAX_CPUS,
-    MAX_MEMORY_MIB,
-    Invalid,
-    from_table,
-    plain,
-    read_toml,
-    rule,
-    show,
-    to_table,
-)
+from hbtui.config import MAX_CPUS, MAX_MEMORY_MIB
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL, host_name_problem, name_problem
+from hbtui.schema import Invalid, from_table, plain, read_toml, rule, show, to_table
 from hbtui.statefile import lock_fd, write_atomic
 
 PROVISIONING = "provisioning"

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import tomli_w
 
-from hbtui.config import Invalid, from_table, read_toml, to_table
 from hbtui.core.hosts import Host
 from hbtui.core.registry import BoxRecord, Registry
 from hbtui.engine import EngineError, MachineNotFound, MachineSpec
@@ -32,6 +31,7 @@ from hbtui.errors import HbtuiError
 from hbtui.events import Notice, Phase, Report
 from hbtui.names import host_flag
 from hbtui.paths import make_folder
+from hbtui.schema import Invalid, from_table, read_toml, to_table
 from hbtui.statefile import fsync_dir, write_atomic
 
 PREFIX = ".remake-"  # pack folders on a host: .remake-NAME-PID-NS
