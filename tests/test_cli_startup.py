@@ -85,4 +85,9 @@ def test_the_dashboard_app_loads_no_box_operations():
     )
     loaded = set(json.loads(done.stdout.replace("'", '"')))
     assert "hbtui.core.agent_sessions" in loaded
-    assert not loaded & {"hbtui.core.boxes", "hbtui.core.agents", "hbtui.core.service"}
+    assert not loaded & {
+        "hbtui.core.boxes",
+        "hbtui.core.box_core",
+        "hbtui.core.agents",
+        "hbtui.core.service",
+    }

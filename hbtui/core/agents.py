@@ -31,7 +31,8 @@ from hbtui.core.agent_sessions import (
     clean_text,
     parse_listing,
 )
-from hbtui.core.boxes import BoxNotFound, BoxOperations
+from hbtui.core.box_core import BoxNotFound
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import HostPool
 from hbtui.core.views import BOX, BoxView
 from hbtui.engine import EngineError

@@ -23,11 +23,13 @@ from hbtui.core import credentials as creds
 from hbtui.core import guest, remakes
 from hbtui.core import recipe as recipes
 from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
-from hbtui.core.boxes import BoxOperations, done_despite_cancel, shown_value, to_the_end
+from hbtui.core.box_core import shown_value
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
 from hbtui.core.registry import BoxRecord
 from hbtui.core.scratch import scratch
+from hbtui.core.shield import done_despite_cancel, to_the_end
 from hbtui.core.specs import NewSpec
 from hbtui.core.views import BoxView
 from hbtui.engine.locate import format_version

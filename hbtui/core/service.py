@@ -23,7 +23,7 @@ from hbtui.core import credentials as creds
 from hbtui.core.agent_watch import AgentWatchOperations
 from hbtui.core.backups import ArchiveEntry
 from hbtui.core.bases import Base, BaseCheck, NewPlan
-from hbtui.core.boxes import BoxOperations, done_despite_cancel
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.credentials import CredentialReport, EgressReport, Preset
 from hbtui.core.hostbook import HostBook
 from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
@@ -31,6 +31,7 @@ from hbtui.core.passphrase import PassphraseSource
 from hbtui.core.ports import PortSlot
 from hbtui.core.recipe import recipe_version
 from hbtui.core.secrets import SecretInfo
+from hbtui.core.shield import done_despite_cancel
 from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.tries import TryOperations
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog

@@ -22,8 +22,9 @@ from typing import Protocol, cast
 from hbtui.core import agents as agents_core
 from hbtui.core import ansi, work_box
 from hbtui.core.agent_sessions import ENDED, ERROR, IDLE, STATUSES, BoxAgents
-from hbtui.core.boxes import BoxOperations, to_the_end
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import HostPool
+from hbtui.core.shield import to_the_end
 from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.core.views import BoxView
 from hbtui.core.work import (

@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from hbtui.core import ansi, gitops, intake, work_agent, work_box
-from hbtui.core.boxes import BoxNotFound, BoxOperations, to_the_end
+from hbtui.core.box_core import BoxNotFound
+from hbtui.core.boxes import BoxOperations
 from hbtui.core.gitops import BundleRefused, RepoSeed
 from hbtui.core.hosts import HostPool
 from hbtui.core.registry import FAILED, WORK_MISSING
 from hbtui.core.scratch import scratch
+from hbtui.core.shield import to_the_end
 from hbtui.core.specs import WorkRequest
 from hbtui.engine import MachineNotFound, MachineNotRunning
 from hbtui.errors import HbtuiError, UsageError
