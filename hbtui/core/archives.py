@@ -255,7 +255,8 @@ async def _save_parts(
         local_part = tmp / "part"
         from hbtui.archive.format import create_archive
 
-        with create_archive(target, passphrase) as enc:
+        # A SIGKILL leaves the archive's temporary file beside it: the next run sweeps it.
+        with staged_beside(paths, target, "save"), create_archive(target, passphrase) as enc:
             async for line in stream:
                 if READ_TAG in line:  # tar prefixes its checkpoint echo with "tar: "
                     word = line.split(READ_TAG, 1)[1].split()
