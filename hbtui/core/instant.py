@@ -383,7 +383,8 @@ async def change_credentials(
             raise UsageError(
                 f"box {name!r} has no credential {gone!r} (it has: {', '.join(current) or 'none'})"
             )
-    wanted = [c for c in current if c not in remove] + [a for a in add if a not in current]
+    added = [a for a in dict.fromkeys(add) if a not in current]  # a preset named twice: once
+    wanted = [c for c in current if c not in remove] + added
     presets = creds.chosen(boxes.config, wanted)
     if wanted == current:
         report(Notice(f"{name} already has {', '.join(current) or 'no credentials'}"))
