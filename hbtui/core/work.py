@@ -381,7 +381,16 @@ async def _take(
     """The bundle the box sent, checked and taken into the repository: the refs that
     landed (none when the box made nothing since the seed: its pack is empty, and its
     branches, if any, still pass every check)."""
-    checked = await intake.check_bundle(taking, seed=seed, blob_max=cap, wip=wip)
+    try:
+        checked = await intake.check_bundle(taking, seed=seed, blob_max=cap, wip=wip)
+    except BundleRefused:
+        # A repository without the seed fails every bundle's verify: the box is not at fault.
+        if not await gitops.ref_exists(taking.repo, f"{seed}^{{commit}}"):
+            raise UsageError(
+                f"{taking.repo} does not have {name}'s seed commit {seed[:12]}; pull into the "
+                "repository the box was made from (--repo PATH)"
+            ) from None
+        raise
     heads = checked.heads
     if wip and wip_commit and not any(ref == gitops.WIP_REF for _, ref in heads):
         raise BundleRefused("the box's bundle left out its uncommitted changes: refused")
