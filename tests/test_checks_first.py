@@ -104,3 +104,18 @@ def test_a_preset_named_twice_is_added_once_without_a_failed_remake(sim_env):
     assert "could not make c again" not in done.stdout + done.stderr
     [box] = json.loads(hbtui("ls", "--json", env=env).stdout)
     assert box["credentials"] == ["github"] and box["state"] == "running", box
+
+
+@pytest.mark.sim
+def test_new_of_a_taken_name_or_port_says_only_that(sim_env):
+    """`new` of a name or port another box has told its plan first ("full provisioning: no
+    base ... make one for next time", "reserving a port"), then refused."""
+    env = {**sim_env, "HBTUI_RECIPE": str(SIM_RECIPE)}
+    assert hbtui("new", "src", "-q", env=env).returncode == 0
+    [box] = json.loads(hbtui("ls", "--json", env=env).stdout)
+    for argv, said in (
+        (("new", "src"), "error: a box named 'src' already exists (see: hbtui ls)\n"),
+        (("new", "b2", "--port", str(box["port"])), f"error: port {box['port']} is already used by box 'src'\n"),
+    ):  # fmt: skip
+        done = hbtui(*argv, env=env)
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", said)

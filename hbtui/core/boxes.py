@@ -338,6 +338,7 @@ class BoxOperations:
             spec.memory_mib if spec.memory_mib is not None else self.config.defaults.memory_mib
         )
         check_sizes(cpus, memory_mib, spec.port)
+        self._refuse_taken(name, host_name, spec.port)
         if spec.image is not None and image_problem(spec.image):
             raise UsageError(f"--image {shown_value(spec.image)}: {image_problem(spec.image)}")
         image = spec.image or self.config.defaults.image
@@ -377,6 +378,16 @@ class BoxOperations:
             keep_provisioning=keep_provisioning,
             report=report,
         )
+
+    def _refuse_taken(self, name: str, host_name: str, port: int | None) -> None:
+        """A name or port another box has, refused before the plan is told (make checks
+        again, in its transaction: this is the early word, not the guard)."""
+        boxes = self.registry.read()
+        if boxes.get(name, host_name) is not None:
+            raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
+        owner = next((r.name for r in boxes.on_host(host_name) if port and r.port == port), "")
+        if owner:
+            raise UsageError(f"port {port} is already used by box {owner!r}")
 
     async def make(  # noqa: C901 (named in pyproject.toml)
         self,
