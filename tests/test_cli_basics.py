@@ -157,3 +157,10 @@ def test_an_unknown_option_points_at_the_help_of_its_verb(hbtui_home, argv, help
     done = hbtui(*argv)
     assert done.returncode == 2
     assert done.stderr == f"error: unrecognized arguments: {argv[-1]} (see: {help_of})\n"
+
+
+def test_a_check_without_a_count_says_what_it_needs(hbtui_home):
+    """`branch SRC NAME --check CMD` answered with the verb's usage, not what was wrong."""
+    done = hbtui("branch", "src", "dst", "--check", "true")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "error: --check runs in each box of a try: it needs --count N\n"
