@@ -21,6 +21,7 @@ import contextlib
 import os
 import shlex
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from hbtui.core.views import BOX, ORPHAN, BoxView
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import MachineState, Notice, Phase, Report, Stage, Transfer, ignore
 from hbtui.names import LOCAL, check_name
-from hbtui.paths import Paths, naming
+from hbtui.paths import Paths, kind_of, naming
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -417,8 +418,13 @@ def archive_kind(archive: Path) -> str:
 
     if not os.path.lexists(archive):
         raise UsageError(f"no such archive: {archive}")
-    if not archive.is_file():
-        raise UsageError(f"{archive} is not a file (a folder or a device?), so not an archive")
+    try:
+        mode = os.stat(archive).st_mode
+    except OSError as exc:  # a symlink loop, or a link to nothing
+        why = (exc.strerror or str(exc)).lower()
+        raise UsageError(f"{archive} cannot be opened ({why}), so not an archive") from None
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{archive} is {kind_of(mode)}, not a file, so not an archive")
     if is_hbx(archive):
         return HBX
     if is_legacy(archive):
