@@ -371,6 +371,9 @@ class BoxOperations:
                 egress=policy.mode,
                 allow=",".join(policy.allow),
                 agent_permissions=permissions,
+                # Written ahead (a view shows it once the box failed): a box killed before
+                # its repository went in is not repaired into a "ready" one without it.
+                error=WORK_MISSING if spec.work is not None else "",
             ),
             recipe_dir,
             pack=Path(base.pack) if base else None,

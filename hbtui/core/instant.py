@@ -26,7 +26,7 @@ from hbtui.core.bases import Base, BaseCheck, base_id, check, new_base
 from hbtui.core.boxes import BoxOperations, done_despite_cancel, shown_value, to_the_end
 from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
-from hbtui.core.registry import BoxRecord
+from hbtui.core.registry import WORK_MISSING, BoxRecord
 from hbtui.core.scratch import scratch
 from hbtui.core.specs import NewSpec
 from hbtui.core.views import BoxView
@@ -247,6 +247,8 @@ async def branching(
             credentials=src.credentials,  # an engine branch keeps them; a pack carries none
             egress=src.egress,
             allow=src.allow,
+            # Kept provisioning, a branch waits for its clone: killed before, it says so.
+            error=WORK_MISSING if keep_provisioning else "",
         )
 
     boxes.secret_env(wanted(source))  # a missing secret stops it before anything changes
