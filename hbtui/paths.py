@@ -94,7 +94,7 @@ def read_state(path: Path | str, limit: int = STATE_FILE_MAX) -> bytes | None:
         if stat.S_ISDIR(mode):
             raise UnreadableFile(path, "it is a folder, not a file")
         if not stat.S_ISREG(mode):
-            raise UnreadableFile(path, f"it is {_kind(mode)}, not a regular file; move it away")
+            raise UnreadableFile(path, f"it is {kind_of(mode)}, not a regular file; move it away")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
@@ -106,8 +106,10 @@ def read_state(path: Path | str, limit: int = STATE_FILE_MAX) -> bytes | None:
     return data
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words ("a FIFO", "a folder", ...)."""
     for test, name in (
+        (stat.S_ISDIR, "a folder"),
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISSOCK, "a socket"),
         (stat.S_ISCHR, "a character device"),

@@ -24,6 +24,12 @@ from typing import BinaryIO
 from hbtui.errors import HbtuiError
 
 
+def temp_prefix(target: Path, pid: int | None = None) -> str:
+    """How `atomic_output`'s temporary files for `target` begin: with the writer's pid,
+    so what a killed writer left can be told from a live one's (hbtui.core.scratch)."""
+    return f".{target.name}.{os.getpid() if pid is None else pid}."
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike[str], *, replace: bool = True) -> Iterator[BinaryIO]:
     """Open a 0600 temporary file beside `path`; on normal exit flush, fsync
@@ -31,7 +37,7 @@ def atomic_output(path: str | os.PathLike[str], *, replace: bool = True) -> Iter
     With `replace=False` an existing `path` is never replaced, even one that
     appeared while writing: FileExistsError, and the temporary file goes."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=temp_prefix(target), suffix=".part")
     try:
         os.fchmod(fd, 0o600)
         with open(fd, "wb", closefd=True) as f:

@@ -207,9 +207,10 @@ def test_an_old_gpg_backup_extracts_and_loads(sim_env, tmp_path):
 
 
 def test_a_killed_save_leaves_no_file_and_the_box_heals_itself(sim_env, small_archive, tmp_path):
-    """SIGKILL mid-save: no archive at the final path, and since the save's quiesce is a
-    lease only the live process renews, the box's services come back by themselves once
-    it lapses, with nobody running `start`.
+    """SIGKILL mid-save: no archive at the final path, its temporary file beside it is
+    removed by the next hbtui run (it stayed for good, as large as the save had got), and
+    since the save's quiesce is a lease only the live process renews, the box's services
+    come back by themselves once it lapses, with nobody running `start`.
     The lease is checked to lapse within LEASE_SECONDS, then moved to its end (as the
     clock would) so the test need not wait for it."""
     target = tmp_path / "killed.hbx"
@@ -230,7 +231,9 @@ def test_a_killed_save_leaves_no_file_and_the_box_heals_itself(sim_env, small_ar
     proc.kill()
     proc.wait()
     assert not target.exists()
-    port = ls(sim_env)["src"]["port"]
+    assert list(tmp_path.glob(".killed.hbx.*"))
+    port = ls(sim_env)["src"]["port"]  # an hbtui run: it sweeps what the killed one left
+    assert list(tmp_path.glob(".killed.hbx.*")) == []
     assert not executor_answers(port), "the box should still be quiesced right after the kill"
     marker = "/data/home/agent/.config/hermes-box/quiesced"
     kind, until = as_root(sim_env, "src", f"cat {marker}").split()

@@ -84,3 +84,38 @@ def test_plain_branch_to_a_taken_port_leaves_the_source_running(sim_env):
     assert "not running branchable" not in refused.stdout + refused.stderr
     [box] = json.loads(hbtui("ls", "--json", env=env).stdout)
     assert (box["state"], box["provisioning"]) == ("running", "ready")
+
+
+@pytest.mark.sim
+def test_a_preset_named_twice_is_added_once_without_a_failed_remake(sim_env):
+    """`credentials c add github github` stopped, packed and deleted the box, then the
+    engine refused the machine ("credential declared twice") and the box was made again
+    as it was: a remake for nothing, its processes gone. A preset named twice counts once,
+    as `new --credential` already counted it."""
+    env = {
+        **sim_env,
+        "HBTUI_RECIPE": str(SIM_RECIPE),
+        "HBTUI_SECRETS_PASSPHRASE": "a passphrase for the tests",
+    }
+    assert hbtui("secrets", "set", "github", env=env, input="ghp_x\n").returncode == 0
+    assert hbtui("new", "c", "-q", env=env).returncode == 0
+    done = hbtui("credentials", "c", "add", "github", "github", "-q", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "could not make c again" not in done.stdout + done.stderr
+    [box] = json.loads(hbtui("ls", "--json", env=env).stdout)
+    assert box["credentials"] == ["github"] and box["state"] == "running", box
+
+
+@pytest.mark.sim
+def test_new_of_a_taken_name_or_port_says_only_that(sim_env):
+    """`new` of a name or port another box has told its plan first ("full provisioning: no
+    base ... make one for next time", "reserving a port"), then refused."""
+    env = {**sim_env, "HBTUI_RECIPE": str(SIM_RECIPE)}
+    assert hbtui("new", "src", "-q", env=env).returncode == 0
+    [box] = json.loads(hbtui("ls", "--json", env=env).stdout)
+    for argv, said in (
+        (("new", "src"), "error: a box named 'src' already exists (see: hbtui ls)\n"),
+        (("new", "b2", "--port", str(box["port"])), f"error: port {box['port']} is already used by box 'src'\n"),
+    ):  # fmt: skip
+        done = hbtui(*argv, env=env)
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", said)

@@ -157,3 +157,35 @@ def test_an_unknown_option_points_at_the_help_of_its_verb(hbtui_home, argv, help
     done = hbtui(*argv)
     assert done.returncode == 2
     assert done.stderr == f"error: unrecognized arguments: {argv[-1]} (see: {help_of})\n"
+
+
+def test_a_check_without_a_count_says_what_it_needs(hbtui_home):
+    """`branch SRC NAME --check CMD` answered with the verb's usage, not what was wrong."""
+    done = hbtui("branch", "src", "dst", "--check", "true")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "error: --check runs in each box of a try: it needs --count N\n"
+
+
+def test_ls_at_a_terminal_gives_a_long_image_s_room_to_the_state_and_port():
+    """At a 100-column terminal a box of a 300-character image took every column but BOX,
+    URL and IMAGE: STATE, PORT, CPUS, MEM, AGE and PROVISIONING were dropped whole."""
+    from rich.console import Console
+
+    from hbtui.cli.output import box_table
+    from hbtui.core.views import BOX, BoxView
+
+    rows = [
+        BoxView("b1", "local", BOX, "running", 4937, "http://127.0.0.1:4937/", "x" * 300, 2, 4096,
+                provisioning="ready"),
+        BoxView("b2", "local", BOX, "stopped", 4938, "http://127.0.0.1:4938/", "ubuntu:24.04", 2,
+                4096, provisioning="ready"),
+    ]  # fmt: skip
+    console = Console(width=100, color_system=None)
+    with console.capture() as shown:
+        console.print(box_table(rows, show_host=False, fit=True))
+    header, first, second = shown.get().splitlines()
+    assert header.split() == ["BOX", "STATE", "PORT", "URL", "IMAGE", "CPUS", "MEM", "AGE",
+                              "PROVISIONING"]  # fmt: skip
+    assert first.split()[:3] == ["b1", "running", "4937"] and "x…" in first
+    assert second.split()[:3] == ["b2", "stopped", "4938"] and "ubuntu:24.04" in second
+    assert max(len(line) for line in (header, first, second)) <= 100

@@ -60,3 +60,21 @@ def test_secrets_set_on_a_full_disk_is_one_line_naming_the_file(full_home, hbtui
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert "No space left on device" in done.stderr
     assert str(full_home / "secrets.hbx") in done.stderr, done.stderr
+
+
+async def test_a_box_operation_on_a_full_disk_names_the_box_lock(full_home):
+    """`stop`, `start`, `save`, `rm`, `credentials`, `pull`, `branch`, `new` on a full state
+    home said only "error: No space left on device": the record a box's lock holds is
+    written as the operation begins, and its error now names the lock file."""
+    from hbtui.core.oplock import BoxLocks
+
+    locks = BoxLocks(full_home / "locks")
+    (full_home / "locks").mkdir()
+    fill(full_home)
+    with pytest.raises(OSError) as caught:
+        async with locks.hold("local", "b1", "stop"):
+            pass
+    assert (caught.value.errno, caught.value.filename) == (
+        errno.ENOSPC,
+        str(locks.path("local", "b1")),
+    )

@@ -246,3 +246,23 @@ def test_a_hostile_task_file_is_one_line_at_once(hbtui_home, tmp_path: Path, kin
     assert words in lines[0]
     assert cpu(took) < 5, f"{cpu(took):.1f}s of CPU"
     assert took.ru_maxrss < 256 * 1024, f"{took.ru_maxrss} KiB"  # not a 1 GB file read in
+
+
+def test_an_archive_path_that_is_no_file_says_what_it_is(tmp_path):
+    """`load`, `verify`, `extract` of a symlink loop said "not a file (a folder or a
+    device?)": each kind of path says what it is."""
+    from hbtui.core.archives import archive_kind
+    from hbtui.errors import UsageError
+
+    fifo_at(tmp_path / "fifo")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    for name, said in [
+        ("fifo", "is a FIFO, not a file"),
+        ("folder", "is a folder, not a file"),
+        ("loop", "cannot be opened (too many levels of symbolic links)"),
+    ]:
+        with pytest.raises(UsageError) as caught:
+            archive_kind(tmp_path / name)
+        assert caught.value.message == f"{tmp_path / name} {said}, so not an archive"

@@ -253,7 +253,7 @@ def test_a_forgotten_secret_is_shown_and_stops_the_next_start(key_env):
     run_ok("new", "f1", "--credential", "anthropic", "-q", env=key_env)
     assert json.loads(run_ok("ls", "--json", env=key_env))[0]["keys_missing"] == []
     forgot = hbtui("secrets", "rm", "anthropic", env=key_env)
-    assert forgot.returncode == 0 and "f1 use it and will not start" in forgot.stderr
+    assert forgot.returncode == 0 and "f1 uses it and will not start" in forgot.stderr
     assert json.loads(run_ok("ls", "--json", env=key_env))[0]["keys_missing"] == ["anthropic"]
     run_ok("stop", "f1", env=key_env)
     refused = hbtui("start", "f1", env=key_env)

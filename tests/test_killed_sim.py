@@ -297,6 +297,31 @@ def test_a_new_killed_while_its_repository_goes_in_is_failed_not_ready(gated_env
     assert machines(gated_env) == []
 
 
+@pytest.mark.parametrize(
+    "command",
+    [("new", "w", "-q", "--repo", "REPO"), ("try", "1", "w", "--repo", "REPO", "--task", "x")],
+)
+def test_a_work_box_killed_before_it_is_provisioned_is_not_repaired_without_its_work(
+    gated_env, tmp_path, command
+):
+    """SIGKILLed while its machine was made (before its repository could go in), a
+    `new --repo` or a try left a failed box that `repair` made "ready" without a clone:
+    `diff` then said "not made with a repository (hbtui new NAME --repo PATH)". It says
+    its repository never went in, as one killed later does, and `rm` takes it."""
+    repo = host_repo(tmp_path)
+    argv = tuple(str(repo) if arg == "REPO" else arg for arg in command)
+    _kill_at(gated_env, "create", engine_goes_on=True, command=argv)
+    box = "w" if command[0] == "new" else "w-1"
+    assert ls(gated_env)[box]["provisioning"] == "failed"
+    for verb in (("repair", box), ("diff", box)):
+        assert "its repository never went in; remove it" in one_line_error(
+            hbtui(*verb, env=gated_env)
+        )
+    assert ls(gated_env)[box]["provisioning"] == "failed"
+    assert hbtui("rm", box, "--force", env=gated_env).returncode == 0
+    assert machines(gated_env) == []
+
+
 def test_a_try_killed_while_its_boxes_are_made_still_lists_them(gated_env, tmp_path):
     """SIGKILLed while its boxes were made, `try` left them with no try record: nothing
     listed them as a try, `try keep` did not know them. The record is written first."""

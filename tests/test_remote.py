@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import time
@@ -548,10 +549,11 @@ def test_trust_at_a_terminal_shows_the_fingerprint_and_asks(
     assert known.read_text().startswith(f"[127.0.0.1]:{asyncssh_server.port} ssh-ed25519 ")
 
 
-@pytest.mark.parametrize("kind", ["encrypted", "not-a-key", "folder"])
+@pytest.mark.parametrize("kind", ["encrypted", "not-a-key", "folder", "fifo", "device"])
 def test_an_unusable_identity_is_one_line_at_add(remote_env, tmp_path, kind):
     """An identity file hbtui cannot log in with is refused when the host is added,
-    with the reason (and, for an encrypted key, what to do), never a traceback."""
+    with the reason (and, for an encrypted key, what to do), never a traceback; a FIFO
+    (it hung `hosts add` for good) or a device is refused at once."""
     env, _state = remote_env
     identity = tmp_path / "id"
     if kind == "encrypted":
@@ -561,12 +563,20 @@ def test_an_unusable_identity_is_one_line_at_add(remote_env, tmp_path, kind):
         )
     elif kind == "not-a-key":
         identity.write_text("just some text\n")
+    elif kind == "fifo":
+        os.mkfifo(identity)
+    elif kind == "device":
+        identity.symlink_to("/dev/zero")
     else:
         identity.mkdir()
     done = hbtui(
-        "hosts", "add", "h1", "--ssh", "me@127.0.0.1", "--identity", str(identity), env=env
-    )
+        "hosts", "add", "h1", "--ssh", "me@127.0.0.1", "--identity", str(identity), env=env,
+        timeout=30,
+    )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    expected = {"encrypted": "ssh-agent", "not-a-key": "not a private key", "folder": "folder"}
+    expected = {
+        "encrypted": "ssh-agent", "not-a-key": "not a private key", "folder": "folder",
+        "fifo": "is a FIFO, not a regular file", "device": "a character device",
+    }  # fmt: skip
     assert expected[kind] in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "h1" not in ok(hbtui("hosts", "ls", "--json", env=env)).stdout

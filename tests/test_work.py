@@ -47,12 +47,23 @@ def test_a_box_may_offer_its_branches(ref):
         "refs/heads/",
         "refs/heads/a//b",
         "refs/heads/x\x1b]0;t\x07",
+        "refs/heads/HEAD",  # git makes no such branch; on the host it is the remote's HEAD
         WIP_REF,  # only with --wip
     ],
 )
 def test_anything_else_is_refused_by_name(ref):
     with pytest.raises(BundleRefused, match="outside its branches"):
         check_ref_name(ref, wip=False)
+
+
+def test_a_branch_name_no_file_system_can_hold_is_refused_by_name():
+    """A 3,000-character branch passed every check, then failed `git update-ref` ("cannot
+    lock ref") once its objects were in the host repository."""
+    check_ref_name("refs/heads/" + "a" * 200 + "/" + "b" * 200, wip=False)
+    with pytest.raises(BundleRefused, match="longer than"):
+        check_ref_name("refs/heads/" + "a" * 3000, wip=False)
+    with pytest.raises(BundleRefused, match="longer than"):
+        check_ref_name("refs/heads/x/" + "c" * 256 + "/y", wip=False)
 
 
 def test_the_wip_ref_lands_beside_the_branches_and_no_branch_may_take_its_place():

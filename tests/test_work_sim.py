@@ -262,6 +262,30 @@ def test_new_whose_work_cannot_go_in_leaves_no_box_and_bad_input_makes_none(
     assert git(repo, "for-each-ref", "--format=%(refname)") == "refs/heads/main"
 
 
+def test_a_pull_into_a_repository_without_the_seed_blames_the_repository(
+    sim_env, repo: Path, tmp_path: Path
+):
+    """`pull --repo` of an unrelated repository said "the box's bundle fails git bundle
+    verify": the box was not at fault, the repository lacks the seed its work is built on."""
+    env = dict(sim_env, HBTUI_RECIPE=str(SIM_RECIPE))
+    made = hbtui("new", "b1", "--repo", str(repo), "-q", env=env)
+    assert made.returncode == 0, made.stderr
+    in_box(env, f"cd {CLONE} && echo more >> a.txt && git commit -qam more")
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    who = ("-c", "user.name=o", "-c", "user.email=o@o")
+    git(other, *who, "commit", "-q", "--allow-empty", "-m", "unrelated")
+    before = git(other, "for-each-ref")
+    seed = git(repo, "rev-parse", "HEAD")
+    line = one_error_line(hbtui("pull", "b1", "--repo", str(other), env=env), "seed commit")
+    assert line == (
+        f"error: {other} does not have b1's seed commit {seed[:12]}; pull into the "
+        "repository the box was made from (--repo PATH)"
+    )
+    assert git(other, "for-each-ref") == before
+
+
 def test_work_in_and_out_of_a_box_on_a_remote_host(trusted_host, sim_env, repo: Path):
     env, _state, _server = trusted_host
     env = dict(env, HBTUI_RECIPE=str(SIM_RECIPE))

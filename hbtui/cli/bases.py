@@ -21,7 +21,9 @@ def cmd_branch(inv: Invocation) -> int:
         from hbtui.cli.work import branch_ways
 
         return branch_ways(inv)
-    if a.name is None or a.check is not None:
+    if a.check is not None:
+        raise UsageError("--check runs in each box of a try: it needs --count N")
+    if a.name is None:
         raise UsageError("branch SRC NAME, or branch SRC [NAME] --count N [--check CMD]")
     with inv.reporter() as rep:
         view = inv.call(

@@ -64,9 +64,8 @@ def cmd_secrets_rm(inv: Invocation) -> int:
     else:
         inv.out.print(f"✓ secret {inv.args.name} forgotten (its value deleted)", markup=False)
     if users:
-        sys.stderr.write(
-            f"warning: {', '.join(users)} use it and will not start until it is set again\n"
-        )
+        they = f"{users[0]} uses it and" if len(users) == 1 else f"{', '.join(users)} use it and"
+        sys.stderr.write(f"warning: {they} will not start until it is set again\n")
     return 0
 
 

@@ -236,7 +236,7 @@ def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:
                 Text(b.state, style=STATE_STYLE.get(b.state, "")),
                 Text(str(b.port or "")),
                 Text(b.url or ""),
-                Text(b.image or ""),
+                Text(b.image or "", no_wrap=True, overflow="ellipsis"),
                 Text(str(b.cpus or "")),
                 Text(f"{b.memory_mib} MiB" if b.memory_mib else ""),
                 Text(age(b.created)),
@@ -248,8 +248,13 @@ def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:
     for i, header in enumerate(headers):
         width = max([len(header)] + [r[i].cell_len for r in rows])
         gives_way = fit and header == "IMAGE"
+        # Rich shrinks only wrappable columns: a long image in a no_wrap one took the room
+        # of every other column (they were dropped whole); its cells stay one line.
         table.add_column(
-            header, no_wrap=True, overflow="ellipsis", min_width=None if gives_way else width
+            header,
+            no_wrap=not gives_way,
+            overflow="ellipsis",
+            min_width=None if gives_way else width,
         )
     for row in rows:
         table.add_row(*row)

@@ -21,7 +21,7 @@ from hbtui.core.archives import ARCHIVE_SUFFIX, check_writable_beside, verify
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.registry import utc_now
-from hbtui.core.scratch import scratch
+from hbtui.core.scratch import scratch, staged_beside
 from hbtui.core.views import BOX, ORPHAN
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import MachineState, Notice, Phase, Report, Transfer, ignore
@@ -177,7 +177,8 @@ async def _save_parts(
         local_part = tmp / "part"
         from hbtui.archive.files import create_archive
 
-        with create_archive(target, passphrase) as enc:
+        # A SIGKILL leaves the archive's temporary file beside it: the next run sweeps it.
+        with staged_beside(paths, target, "save"), create_archive(target, passphrase) as enc:
             async for line in stream:
                 if READ_TAG in line:  # tar prefixes its checkpoint echo with "tar: "
                     word = line.split(READ_TAG, 1)[1].split()

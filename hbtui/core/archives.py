@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from hbtui.core.scratch import staged_beside
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Phase, Report, Transfer, ignore
-from hbtui.paths import Paths
+from hbtui.paths import Paths, kind_of
 
 if TYPE_CHECKING:
     pass
@@ -91,8 +92,13 @@ def archive_kind(archive: Path) -> str:
 
     if not os.path.lexists(archive):
         raise UsageError(f"no such archive: {archive}")
-    if not archive.is_file():
-        raise UsageError(f"{archive} is not a file (a folder or a device?), so not an archive")
+    try:
+        mode = os.stat(archive).st_mode
+    except OSError as exc:  # a symlink loop, or a link to nothing
+        why = (exc.strerror or str(exc)).lower()
+        raise UsageError(f"{archive} cannot be opened ({why}), so not an archive") from None
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{archive} is {kind_of(mode)}, not a file, so not an archive")
     if is_hbx(archive):
         return HBX
     if is_legacy(archive):

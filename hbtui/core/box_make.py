@@ -25,6 +25,7 @@ from hbtui.core.registry import (
     FAILED,
     PROVISIONING,
     READY,
+    WORK_MISSING,
     BoxRecord,
 )
 from hbtui.core.scratch import scratch
@@ -64,6 +65,7 @@ class BoxMaking(BoxCore):
             spec.memory_mib if spec.memory_mib is not None else self.config.defaults.memory_mib
         )
         check_sizes(cpus, memory_mib, spec.port)
+        self._refuse_taken(name, host_name, spec.port)
         if spec.image is not None and image_problem(spec.image):
             raise UsageError(f"--image {shown_value(spec.image)}: {image_problem(spec.image)}")
         image = spec.image or self.config.defaults.image
@@ -96,6 +98,9 @@ class BoxMaking(BoxCore):
                 egress=policy.mode,
                 allow=",".join(policy.allow),
                 agent_permissions=permissions,
+                # Written ahead (a view shows it once the box failed): a box killed before
+                # its repository went in is not repaired into a "ready" one without it.
+                error=WORK_MISSING if spec.work is not None else "",
             ),
             recipe_dir,
             pack=Path(base.pack) if base else None,
@@ -103,6 +108,16 @@ class BoxMaking(BoxCore):
             keep_provisioning=keep_provisioning,
             report=report,
         )
+
+    def _refuse_taken(self, name: str, host_name: str, port: int | None) -> None:
+        """A name or port another box has, refused before the plan is told (make checks
+        again, in its transaction: this is the early word, not the guard)."""
+        boxes = self.registry.read()
+        if boxes.get(name, host_name) is not None:
+            raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
+        owner = next((r.name for r in boxes.on_host(host_name) if port and r.port == port), "")
+        if owner:
+            raise UsageError(f"port {port} is already used by box {owner!r}")
 
     async def make(  # noqa: C901 (named in pyproject.toml)
         self,

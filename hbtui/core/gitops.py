@@ -26,6 +26,7 @@ WIP_BRANCH = "hbtui-wip"  # where WIP_REF lands under the box's refs on the host
 BOX_REFS = "refs/remotes/box"
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # A branch name as a box may offer it: plain characters, no empty, dotted or locked part.
+REF_PART_MAX = 255  # a ref's part is a file name in the host repository
 _BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
 
 
@@ -236,10 +237,16 @@ def check_ref_name(ref: str, *, wip: bool) -> None:
         or branch.endswith((".lock", "."))
         or "/." in branch
         or (wip and branch == WIP_BRANCH)  # where --wip lands
+        or branch == "HEAD"  # no branch of git's; refs/remotes/box/BOX/HEAD would be box/BOX
     ):
         raise BundleRefused(
             f"the box's bundle names ref {ansi.plain(ref)[:120]!r}, outside its branches "
             "(refs/heads/...): refused, nothing fetched"
+        )
+    if any(len(part) > REF_PART_MAX for part in branch.split("/")):
+        raise BundleRefused(
+            f"the box's bundle names a branch {branch[:60]}… with a part longer than "
+            f"{REF_PART_MAX} characters, more than a file name can hold: refused, nothing fetched"
         )
 
 

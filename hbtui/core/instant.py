@@ -27,7 +27,7 @@ from hbtui.core.box_core import shown_value
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.ports import allocate
-from hbtui.core.registry import BoxRecord
+from hbtui.core.registry import WORK_MISSING, BoxRecord
 from hbtui.core.scratch import scratch
 from hbtui.core.shield import done_despite_cancel, to_the_end
 from hbtui.core.specs import NewSpec
@@ -249,6 +249,8 @@ async def branching(
             credentials=src.credentials,  # an engine branch keeps them; a pack carries none
             egress=src.egress,
             allow=src.allow,
+            # Kept provisioning, a branch waits for its clone: killed before, it says so.
+            error=WORK_MISSING if keep_provisioning else "",
         )
 
     boxes.secret_env(wanted(source))  # a missing secret stops it before anything changes
@@ -385,7 +387,8 @@ async def change_credentials(
             raise UsageError(
                 f"box {name!r} has no credential {gone!r} (it has: {', '.join(current) or 'none'})"
             )
-    wanted = [c for c in current if c not in remove] + [a for a in add if a not in current]
+    added = [a for a in dict.fromkeys(add) if a not in current]  # a preset named twice: once
+    wanted = [c for c in current if c not in remove] + added
     presets = creds.chosen(boxes.config, wanted)
     if wanted == current:
         report(Notice(f"{name} already has {', '.join(current) or 'no credentials'}"))

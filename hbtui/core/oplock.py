@@ -25,7 +25,7 @@ from pathlib import Path
 
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError
-from hbtui.paths import UnreadableFile, make_folder
+from hbtui.paths import UnreadableFile, make_folder, naming
 
 
 class BoxBusy(HbtuiError):
@@ -63,15 +63,17 @@ def _read(fd: int) -> Record | None:
 class Held:
     """The holder's handle: it keeps the record up to date while the operation runs."""
 
-    def __init__(self, fd: int, record: Record) -> None:
+    def __init__(self, fd: int, record: Record, path: Path) -> None:
         self._fd = fd
+        self._path = path
         self.record = record
         self._write()
 
     def _write(self) -> None:
         data = json.dumps(asdict(self.record)).encode()
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, data, 0)
+        with naming(self._path):  # a full disk says which file
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, data, 0)
 
     def quiesced_until(self, until: float) -> None:
         self.record = replace(self.record, quiesced_until=until)
@@ -116,9 +118,10 @@ class BoxLocks:
         this made for an operation that failed goes again: a box that does not exist (a
         typo, a `new` rolled back) leaves no file behind."""
         make_folder(self.folder)
-        fd, made = self._lock(self.path(host, name), name)
+        path = self.path(host, name)
+        fd, made = self._lock(path, name)
         try:
-            held = Held(fd, Record(operation, os.getpid(), time.time()))
+            held = Held(fd, Record(operation, os.getpid(), time.time()), path)
             token = _current.set(held)
             try:
                 yield held

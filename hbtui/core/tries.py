@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -42,7 +43,7 @@ from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name, host_flag
 from hbtui.paths import Paths, make_folder, read_state
-from hbtui.statefile import locked, write_atomic
+from hbtui.statefile import locked, open_lock, write_atomic
 
 TRY_MAX = 16
 TRY_CONCURRENCY = 4  # boxes made at once
@@ -170,6 +171,23 @@ class TryBook:
         with self._held(host, name):
             self._path(host, name).unlink(missing_ok=True)
 
+    @contextlib.contextmanager
+    def keeping(self, host: str, name: str) -> Iterator[None]:
+        """One `try keep` of a try at a time: two keeps of different boxes each removed
+        the box the other kept. Held for the whole keep; a second is refused at once."""
+        make_folder(self.root / host)
+        fd = open_lock(self.root / host / f".{name}.keep.lock")
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise UsageError(
+                    f"try {name} is busy with another keep; try again when it is done"
+                ) from None
+            yield
+        finally:
+            os.close(fd)
+
 
 @dataclass(frozen=True)
 class TryRow:
@@ -201,6 +219,14 @@ def _uncancel() -> None:
     current = asyncio.current_task()
     if current is not None:
         current.uncancel()
+
+
+def _try_name(box: str) -> str:
+    """The try a box NAME-K would belong to."""
+    match = _KEY.fullmatch(box)
+    if match is None:
+        raise UsageError(f"{box!r} is not a box of a try (NAME-K)")
+    return match.group(1)
 
 
 def box_names(name: str, count: int) -> list[str]:
@@ -486,10 +512,7 @@ class TryOperations:
 
     def try_of(self, box: str, host: str = LOCAL) -> tuple[TryRecord, str]:
         """The try a box NAME-K belongs to, and its other boxes' names are in it."""
-        match = _KEY.fullmatch(box)
-        if match is None:
-            raise UsageError(f"{box!r} is not a box of a try (NAME-K)")
-        record = self._try_record(match.group(1), host)
+        record = self._try_record(_try_name(box), host)
         if box not in record.boxes:
             raise UsageError(f"try {record.name} has no box {box!r}")
         return record, box
@@ -499,7 +522,14 @@ class TryOperations:
     ) -> tuple[PullResult, list[str]]:
         """Pull the kept box's work, then remove the try's other boxes; returns the pull's
         result and the boxes removed."""
-        record, _ = self.try_of(box, host)
+        name = _try_name(box)
+        self._try_host(host)
+        check_name(name)
+        with self._tries.keeping(host, name):
+            return await self._keep(box, host, report)
+
+    async def _keep(self, box: str, host: str, report: Report) -> tuple[PullResult, list[str]]:
+        record, _ = self.try_of(box, host)  # under the keep's lock: a keep just done dropped it
         door = cast(_Door, self)
         pulled = await door.pull(box, host, report=report)
         removed = []

@@ -31,7 +31,7 @@ from hbtui.core.specs import WorkRequest
 from hbtui.engine import MachineNotFound, MachineNotRunning
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
-from hbtui.names import LOCAL, check_name
+from hbtui.names import LOCAL, check_name, host_flag
 from hbtui.paths import Paths, UnreadableFile, make_folder, read_state
 from hbtui.statefile import write_atomic
 
@@ -307,9 +307,16 @@ async def _carry_work(
 def work_record(boxes: BoxOperations, book: WorkBook, name: str, host: str) -> WorkRecord:
     """The box's work record; a box that does not exist, or has none, is one line."""
     record = book.get(host, name)
-    if record is None and boxes.registry.read().get(name, host) is None:
+    row = boxes.registry.read().get(name, host) if record is None else None
+    if record is None and row is None:
         where = "" if host == LOCAL else f" on {host}"
         raise BoxNotFound(f"no box named {name!r}{where} (see: hbtui ls)")
+    if row is not None and row.effective_status() == FAILED and row.error == WORK_MISSING:
+        # Killed before its clone went in (a `new --repo` or a try): not a box without one.
+        raise WorkError(
+            f"box {name} failed: {WORK_MISSING}; remove it (hbtui rm {name}{host_flag(host)}) "
+            "and make it again"
+        )
     if record is None:
         raise WorkError(f"box {name} was not made with a repository (hbtui new {name} --repo PATH)")
     return record
@@ -383,7 +390,16 @@ async def _take(
     """The bundle the box sent, checked and taken into the repository: the refs that
     landed (none when the box made nothing since the seed: its pack is empty, and its
     branches, if any, still pass every check)."""
-    checked = await intake.check_bundle(taking, seed=seed, blob_max=cap, wip=wip)
+    try:
+        checked = await intake.check_bundle(taking, seed=seed, blob_max=cap, wip=wip)
+    except BundleRefused:
+        # A repository without the seed fails every bundle's verify: the box is not at fault.
+        if not await gitops.ref_exists(taking.repo, f"{seed}^{{commit}}"):
+            raise UsageError(
+                f"{taking.repo} does not have {name}'s seed commit {seed[:12]}; pull into the "
+                "repository the box was made from (--repo PATH)"
+            ) from None
+        raise
     heads = checked.heads
     if wip and wip_commit and not any(ref == gitops.WIP_REF for _, ref in heads):
         raise BundleRefused("the box's bundle left out its uncommitted changes: refused")

@@ -20,6 +20,7 @@ from typing import Any
 
 import asyncssh
 
+from hbtui.paths import UnreadableFile, read_state
 from hbtui.remote.errors import (
     HostAuthFailed,
     HostKeyChanged,
@@ -60,13 +61,23 @@ def reason(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+IDENTITY_MAX = 1 << 20  # a private key file is a few KiB
+
+
 def identity_problem(path: str) -> str | None:
     """Why hbtui cannot log in with the private key file at `path`, or None."""
     where = Path(path)
     if where.is_dir():
         return f"identity {path} is a folder, not a private key file"
     try:
-        asyncssh.read_private_key(where)
+        # Read as a state file is: a FIFO in its place hung `hosts add` and every connect.
+        data = read_state(where, IDENTITY_MAX)
+    except UnreadableFile as exc:
+        return f"identity {path}: {exc.reason}"
+    if data is None:
+        return f"identity {path}: no such file"
+    try:
+        asyncssh.import_private_key(data)
     except asyncssh.KeyImportError as exc:
         if "passphrase" in str(exc).lower():
             return (
