@@ -282,3 +282,29 @@ def test_a_damaged_work_record_is_named_not_taken_for_none(tmp_path: Path, text:
     with pytest.raises(UnreadableFile, match=r"r1\.json: not a work record"):
         book.get(LOCAL, "r1")
     assert book.get(LOCAL, "other") is None
+
+
+def test_a_diff_names_each_file_as_it_is_not_as_git_quotes_it():
+    """`diff --stat` and `--json` showed git's quoted form: "caf\\303\\251.txt" for
+    café.txt, with the quotes. A quoted name is read back to the name (control
+    characters still dropped)."""
+    record = work.WorkRecord("/r", SHA, "refs/heads/main", "/c", "hb/b1")
+    answer = work_box.Answer(
+        tagged=[
+            ("num", '1\t0\t"caf\\303\\251.txt"'),
+            ("num", '1\t0\t"say \\"hi\\".txt"'),
+            ("num", '1\t0\t"back\\\\slash"'),
+            ("num", '1\t0\t"f\\033[31mred"'),
+            ("num", "1\t0\tcafé.txt"),  # core.quotepath=off: as it is
+            ("num", '1\t0\t"bad\\3"'),  # a broken quote is shown, not read
+        ],
+    )
+    d = work._parse_diff("b1", "local", record, answer)
+    assert [f.path for f in d.files] == [
+        "café.txt",
+        'say "hi".txt',
+        "back\\slash",
+        "fred",
+        "café.txt",
+        '"bad\\3"',
+    ]

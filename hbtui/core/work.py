@@ -333,6 +333,30 @@ def _count(text: str | None) -> int:
     return int(text) if text is not None and text.strip().isdigit() else 0
 
 
+_QUOTED = re.compile(r'"((?:[^"\\]|\\(?:[abtnvfr"\\]|[0-3][0-7]{2}))*)"')
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquoted(path: str) -> str:
+    """A path as git quotes one with special characters ("caf\\303\\251.txt"), read back
+    to the name (café.txt); anything else as it is."""
+    match = _QUOTED.fullmatch(path)
+    if match is None:
+        return path
+    out, body, i = bytearray(), match.group(1), 0
+    while i < len(body):
+        if body[i] != "\\":
+            out += body[i].encode()
+            i += 1
+        elif body[i + 1] in _C_ESCAPES:
+            out.append(_C_ESCAPES[body[i + 1]])
+            i += 2
+        else:
+            out.append(int(body[i + 1 : i + 4], 8))
+            i += 4
+    return out.decode(errors="replace")
+
+
 def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answer) -> WorkDiff:
     commits, files = [], []
     for word, rest in answer.tagged:
@@ -344,7 +368,7 @@ def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answe
             added, deleted, path = m.groups()
             files.append(
                 FileChange(
-                    ansi.plain(path)[:1000],
+                    ansi.plain(_unquoted(path))[:1000],
                     None if added == "-" else int(added),
                     None if deleted == "-" else int(deleted),
                 )

@@ -53,10 +53,10 @@ git log -n 1000 --format='{TAG} commit %H %s' "$2..HEAD" --
 cp .git/index "$t/index" 2>/dev/null || :
 export GIT_INDEX_FILE="$t/index"
 git add -A
-git -c core.quotepath=on diff --cached --no-renames --numstat "$2" -- | sed 's/^/{TAG} num /'
+git -c core.quotepath=off diff --cached --no-renames --numstat "$2" -- | sed 's/^/{TAG} num /'
 if [ "$3" = patch ]; then
     echo "{TAG} patch"
-    git diff --cached --no-color --no-ext-diff --no-textconv "$2" --
+    git -c core.quotepath=off diff --cached --no-color --no-ext-diff --no-textconv "$2" --
 fi
 echo "{TAG} end"
 """
