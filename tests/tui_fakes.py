@@ -30,7 +30,8 @@ from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import check_recipe, parse_marker
 from hbtui.core.secrets import SecretInfo
 from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
-from hbtui.core.tries import CheckResult, TryRecord, TryRow
+from hbtui.core.tries import TryRow
+from hbtui.core.try_book import CheckResult, TryRecord
 from hbtui.core.views import (
     BOX,
     BoxDetails,

@@ -12,7 +12,7 @@ from hbtui.errors import UsageError
 
 if TYPE_CHECKING:
     from hbtui.core.specs import WorkRequest
-    from hbtui.core.tries import TryRecord
+    from hbtui.core.try_book import TryRecord
     from hbtui.core.work import WorkDiff
 
 

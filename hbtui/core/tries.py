@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
 import re
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Protocol, cast
 
 from hbtui.core import agents as agents_core
@@ -25,6 +22,7 @@ from hbtui.core.agent_sessions import ENDED, ERROR, IDLE, STATUSES, BoxAgents
 from hbtui.core.boxes import BoxOperations, to_the_end
 from hbtui.core.hosts import HostPool
 from hbtui.core.specs import NewSpec, WorkRequest
+from hbtui.core.try_book import CheckResult, TryBook, TryRecord
 from hbtui.core.views import BoxView
 from hbtui.core.work import (
     PullResult,
@@ -40,134 +38,13 @@ from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name, host_flag
-from hbtui.paths import Paths, make_folder, read_state
-from hbtui.statefile import locked, write_atomic
+from hbtui.paths import Paths
 
 TRY_MAX = 16
 TRY_CONCURRENCY = 4  # boxes made at once
 CHECK_TIMEOUT = 1800.0
 CHECK_OUTPUT = 4096  # characters of a check's output kept (its end)
 _KEY = re.compile(r"(.+)-(\d+)")
-
-
-@dataclass
-class CheckResult:
-    work: str  # the work it ran on: head and the files' stat
-    status: int | None  # the command's exit status; None: it could not run
-    output: str  # the end of its output, made safe
-
-    @property
-    def passed(self) -> bool:
-        return self.status == 0
-
-
-@dataclass
-class TryRecord:
-    name: str
-    repo: str
-    seed: str
-    check: str
-    boxes: list[str]
-    checks: dict[str, CheckResult] = field(default_factory=dict)
-    owner: int = 0  # the process making its boxes; 0: made
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: object) -> TryRecord | None:
-        if not isinstance(data, dict):
-            return None
-        try:
-            checks = {
-                str(k): CheckResult(str(v["work"]), v["status"], str(v["output"]))
-                for k, v in dict(data.get("checks") or {}).items()
-            }
-            return cls(
-                str(data["name"]),
-                str(data["repo"]),
-                str(data["seed"]),
-                str(data["check"]),
-                [str(b) for b in data["boxes"]],
-                checks,
-                int(data.get("owner") or 0),
-            )
-        except (KeyError, TypeError, ValueError):
-            return None
-
-
-class TryBook:
-    """The tries of each host. Every change reads, changes and writes a record under
-    its lock, so a `try ls` checking boxes never writes back a record that its `try`
-    settled or dropped meanwhile."""
-
-    def __init__(self, paths: Paths) -> None:
-        self.root = paths.data_dir / "tries"
-
-    def _path(self, host: str, name: str) -> Path:
-        return self.root / host / f"{name}.json"
-
-    @contextlib.contextmanager
-    def _held(self, host: str, name: str) -> Iterator[None]:
-        make_folder(self.root / host)
-        with locked(self.root / host / f".{name}.lock"):
-            yield
-
-    def get(self, host: str, name: str) -> TryRecord | None:
-        raw = read_state(self._path(host, name), 1 << 20)
-        if raw is None:
-            return None
-        try:
-            return TryRecord.from_json(json.loads(raw))
-        except (UnicodeDecodeError, ValueError):
-            return None
-
-    def _put(self, host: str, record: TryRecord) -> None:
-        write_atomic(self._path(host, record.name), json.dumps(record.to_json(), indent=2).encode())
-
-    def claim(self, host: str, record: TryRecord, left: Callable[[TryRecord], bool]) -> None:
-        """Write a new try's record, owned by this process, before its boxes are made (a
-        try killed on the way still lists them). A try of that name is one line, unless
-        nothing is `left` of it (no box, no live maker): then the new one replaces it."""
-        with self._held(host, record.name):
-            old = self.get(host, record.name)
-            if old is not None and (pid_alive(old.owner) or left(old)):
-                raise UsageError(
-                    f"a try named {record.name!r} exists (see: hbtui try ls {record.name})"
-                )
-            self._put(host, replace(record, owner=os.getpid()))
-
-    def settle(self, host: str, record: TryRecord, made: list[str]) -> TryRecord:
-        """The try's record once its boxes are made: the ones that were, with the checks
-        a `try ls` meanwhile kept for them (none made: no try)."""
-        with self._held(host, record.name):
-            now = self.get(host, record.name) or record
-            checks = {box: c for box, c in now.checks.items() if box in made}
-            record = replace(record, boxes=made, checks=checks, owner=0)
-            if made:
-                self._put(host, record)
-            else:
-                self._path(host, record.name).unlink(missing_ok=True)
-        return record
-
-    def keep_checks(self, host: str, name: str, checks: dict[str, CheckResult]) -> None:
-        """The checks `try ls` ran, into the record as it is now (gone: nothing)."""
-        with self._held(host, name):
-            now = self.get(host, name)
-            if now is not None:
-                now.checks.update({box: c for box, c in checks.items() if box in now.boxes})
-                self._put(host, now)
-
-    def keep_boxes(self, host: str, name: str, boxes: list[str]) -> None:
-        """Only `boxes` left in the try (gone: nothing)."""
-        with self._held(host, name):
-            now = self.get(host, name)
-            if now is not None:
-                self._put(host, replace(now, boxes=boxes))
-
-    def drop(self, host: str, name: str) -> None:
-        with self._held(host, name):
-            self._path(host, name).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from hbtui.tui.keys import bindings
 from hbtui.tui.screens.diff import fill_table
 
 if TYPE_CHECKING:
-    from hbtui.core.tries import CheckResult, TryRecord, TryRow
+    from hbtui.core.tries import TryRow
+    from hbtui.core.try_book import CheckResult, TryRecord
 
 HEADERS = ("box", "agent", "commits", "files", "+/-", "check")
 
