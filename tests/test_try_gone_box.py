@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from support import SIM_RECIPE
+from support import recipe_with
 from support.cli import hbtui, ok
-from support.work import host_repo
+from support.work import LIVE_AGENT, host_repo
 
 pytestmark = pytest.mark.sim
 
 
 @pytest.mark.timeout(600)
 def test_a_removed_box_leaves_its_try_listed_and_keepable(sim_env, tmp_path: Path):
-    env = dict(sim_env, HBTUI_RECIPE=str(SIM_RECIPE))
+    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, LIVE_AGENT)))
     repo = host_repo(tmp_path)
     ok(hbtui("try", "2", "t", "--repo", str(repo), "--task", "x", "-q", env=env))
     ok(hbtui("rm", "t-1", "--force", env=env))

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Protocol, cast
 
 from hbtui.core import agents as agents_core
-from hbtui.core import ansi, work_box
+from hbtui.core import ansi, work_agent, work_box
 from hbtui.core.agent_sessions import ENDED, ERROR, IDLE, STATUSES, BoxAgents
 from hbtui.core.boxes import BoxOperations, to_the_end
 from hbtui.core.hosts import HostPool
@@ -31,9 +31,11 @@ from hbtui.core.work import (
     WorkError,
     WorkRecord,
     branch_work,
+    clone_dir,
     diff,
     work_record,
 )
+from hbtui.core.work_agent import AgentStart
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore
@@ -58,7 +60,8 @@ class TryRow:
     added: int | None
     deleted: int | None
     check: CheckResult | None
-    error: str = ""
+    error: str = ""  # why its work could not be read (its numbers are None)
+    note: str = ""  # how its agent ended at its start, while no agent runs in it
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -108,10 +111,13 @@ async def _make_boxes(
     make: Callable[[str, Report], Awaitable[object]],
     undo: Callable[[str], Awaitable[object]],
     report: Report,
+    then: Callable[[str], Awaitable[object]] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The boxes of a try or of a branch N ways, TRY_CONCURRENCY at a time: the ones
     made, and why each other one could not be (its own rollback removed it; the others
-    stay). Cancelled (Ctrl-C, SIGTERM), the boxes made so far are removed too."""
+    stay). `then` runs for each box made once its slot is free (the waits for the
+    agents run side by side, not TRY_CONCURRENCY at a time). Cancelled (Ctrl-C,
+    SIGTERM), the boxes made so far are removed too."""
     limit = asyncio.Semaphore(TRY_CONCURRENCY)
     failed: dict[str, str] = {}
     made: list[str] = []
@@ -124,6 +130,9 @@ async def _make_boxes(
             except HbtuiError as exc:
                 failed[box] = exc.message
                 report(Notice(f"{box}: {exc.message}"))
+                return
+        if then is not None:
+            await then(box)
 
     try:
         await asyncio.gather(*(one(box) for box in names))
@@ -179,7 +188,9 @@ async def run_check(
 class _Door(Protocol):
     """The Service's own operations a try is made of (each holds its box as it runs)."""
 
-    async def new(self, spec: NewSpec, *, report: Report = ...) -> BoxView: ...
+    async def new(
+        self, spec: NewSpec, *, report: Report = ..., wait_agent: bool = ...
+    ) -> BoxView: ...
 
     async def remove(self, name: str, host: str = ..., *, report: Report = ...) -> BoxView: ...
 
@@ -210,9 +221,11 @@ class TryOperations:
         host: str = LOCAL,
         check: str = "",
         report: Report = ignore,
-    ) -> tuple[TryRecord, dict[str, str]]:
-        """N boxes with the same repository and task, made a few at a time; returns the
-        try and, for each box that could not be made, why (it was rolled back)."""
+    ) -> tuple[TryRecord, dict[str, str], dict[str, AgentStart]]:
+        """N boxes with the same repository and task, made a few at a time, and their
+        agents waited for side by side; returns the try, for each box that could not be
+        made why (it was rolled back), and how each box's agent started (one that ended
+        is in the record: `try ls` shows it)."""
         self._try_host(host)
         check_name(name)
         names = box_names(name, count)
@@ -221,15 +234,24 @@ class TryOperations:
             raise UsageError("a try needs an agent: --agent claude|codex|hermes")
         self._refuse_taken(names, name, host)
         door = cast(_Door, self)
+        seconds = work_agent.wait_seconds()
+        starts: dict[str, AgentStart] = {}
 
         async def make(box: str, said: Report) -> None:
-            await door.new(NewSpec(box, host=host, work=work), report=said)
+            await door.new(NewSpec(box, host=host, work=work), report=said, wait_agent=False)
+
+        async def wait(box: str) -> None:
+            clone = clone_dir(work.seed)
+            starts[box] = await work_agent.await_start(
+                self._boxes, box, host, clone, work.agent, seconds
+            )
 
         record = TryRecord(name, str(work.seed.repo), work.seed.seed, check, names)
         made, failed = await self._making(
-            host, record, make, lambda box: door.remove(box, host), report
+            host, record, make, lambda box: door.remove(box, host), report, wait
         )
-        return self._tries.settle(host, record, made), failed
+        record.ended = {box: s.message for box, s in starts.items() if s.ended}
+        return self._tries.settle(host, record, made), failed, starts
 
     async def _making(
         self,
@@ -238,12 +260,13 @@ class TryOperations:
         make: Callable[[str, Report], Awaitable[object]],
         undo: Callable[[str], Awaitable[object]],
         report: Report,
+        then: Callable[[str], Awaitable[object]] | None = None,
     ) -> tuple[list[str], dict[str, str]]:
         """The try's boxes made with its record written first; interrupted, the boxes
         made are removed (see `_make_boxes`) and the record goes with them."""
         self._tries.claim(host, record, lambda old: self._has_boxes(old, host))
         try:
-            return await _make_boxes(record.boxes, make, undo, report)
+            return await _make_boxes(record.boxes, make, undo, report, then)
         except BaseException:
             self._tries.drop(host, record.name)
             raise
@@ -339,6 +362,9 @@ class TryOperations:
                 gone = f"box {box} is not in hbtui ls (removed, or never made)"
                 return TryRow(box, "removed", None, None, None, None, record.checks.get(box), gone)
             shown, settled = _agent_status(by_box.get(box))
+            note = ""
+            if box in record.ended and shown in ("no agent", ENDED):
+                shown, note = ENDED, record.ended[box]
             try:
                 work = book.get(host, box)
                 if work is None:
@@ -346,7 +372,7 @@ class TryOperations:
                 d = await diff(self._boxes, book, box, host, patch=False)
             except HbtuiError as exc:
                 last = record.checks.get(box)
-                return TryRow(box, shown, None, None, None, None, last, exc.message)
+                return TryRow(box, shown, None, None, None, None, last, exc.message, note)
             checked = record.checks.get(box)
             now = _fingerprint(d)
             if record.check and settled and not making and (checked is None or checked.work != now):
@@ -354,7 +380,9 @@ class TryOperations:
                 record.checks[box] = checked
             added = sum(f.added or 0 for f in d.files)
             deleted = sum(f.deleted or 0 for f in d.files)
-            return TryRow(box, shown, len(d.commits), len(d.files), added, deleted, checked)
+            return TryRow(
+                box, shown, len(d.commits), len(d.files), added, deleted, checked, note=note
+            )
 
         rows = list(await asyncio.gather(*(row(box) for box in record.boxes)))
         self._tries.keep_checks(host, record.name, record.checks)

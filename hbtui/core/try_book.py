@@ -38,6 +38,7 @@ class TryRecord:
     boxes: list[str]
     checks: dict[str, CheckResult] = field(default_factory=dict)
     owner: int = 0  # the process making its boxes; 0: made
+    ended: dict[str, str] = field(default_factory=dict)  # boxes whose agent ended at start: how
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -59,6 +60,7 @@ class TryRecord:
                 [str(b) for b in data["boxes"]],
                 checks,
                 int(data.get("owner") or 0),
+                {str(k): str(v) for k, v in dict(data.get("ended") or {}).items()},
             )
         except (KeyError, TypeError, ValueError):
             return None
