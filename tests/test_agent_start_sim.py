@@ -54,15 +54,21 @@ def test_an_agent_that_ends_at_once_fails_new_and_its_box_stays(sim_env, tmp_pat
 
 
 @pytest.mark.timeout(600)
-def test_a_live_agent_is_said_to_have_started_and_a_silent_one_is_waited_for_a_bound(
-    sim_env, tmp_path: Path
-):
+def test_a_live_agent_is_said_to_have_started(sim_env, tmp_path: Path):
     repo = host_repo(tmp_path)
     live = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, LIVE_AGENT)))
     done = ok(hbtui("new", "b1", "--repo", str(repo), "--task", "x", "--agent", "claude", env=live))
     assert "• claude started on the task in b1 (seen after " in done.stdout, done.stdout
-    # An agent that never says it took its task, and never ends: `new` ends at the bound,
-    # saying only what it saw.
+    assert ready_boxes(live) == {"b1": "ready"}
+
+
+@pytest.mark.timeout(600)
+def test_an_agent_that_never_says_and_never_ends_is_waited_for_only_the_bound(
+    sim_env, tmp_path: Path
+):
+    """`new` ends at the bound (the seconds said are those the box's step waited),
+    saying only what it saw."""
+    repo = host_repo(tmp_path)
     silent = dict(
         sim_env,
         HBTUI_RECIPE=str(recipe_with(tmp_path, SILENT_AGENT, "silent")),
@@ -80,7 +86,7 @@ def test_a_live_agent_is_said_to_have_started_and_a_silent_one_is_waited_for_a_b
     bad = dict(silent, HBTUI_AGENT_WAIT_SECONDS="forever")
     refused = hbtui("new", "b3", "--repo", str(repo), "--task", "x", "--agent", "claude", env=bad)
     assert refused.returncode == 2 and "HBTUI_AGENT_WAIT_SECONDS" in refused.stderr, refused.stderr
-    assert sorted(ready_boxes(sim_env)) == ["b1", "b2"]
+    assert ready_boxes(sim_env) == {"b2": "ready"}
 
 
 @pytest.mark.timeout(600)
@@ -146,3 +152,42 @@ def test_the_real_claude_is_seen_on_its_task_or_ending_for_want_of_its_api(sim_e
     assert said.startswith("error: claude ended at once in b2 (exit status "), said
     assert "Unable to connect" in said and said.endswith("hbtui enter b2"), said
     assert ready_boxes(plain) == {"b1": "ready", "b2": "ready"}
+
+
+async def test_ctrl_c_while_new_waits_for_its_agent_ends_only_the_wait(
+    sim_env, tmp_path: Path, monkeypatch
+):
+    """The box is whole when the wait begins: a cancel then ends the wait, not `new`
+    (an "interrupted" for a box that is made and ready would be untrue)."""
+    import asyncio
+
+    from hbtui.core import work_agent
+    from hbtui.core.specs import NewSpec, WorkRequest
+    from hbtui.events import Notice
+    from hbtui.wiring import build_service
+
+    monkeypatch.setenv("HBTUI_RECIPE", str(recipe_with(tmp_path, SILENT_AGENT)))
+    monkeypatch.setenv(work_agent.WAIT_ENV, "300")
+    service = build_service()
+    seed = await service.repo_seed(str(host_repo(tmp_path)))
+    waiting = asyncio.Event()
+    wait = work_agent.await_start
+
+    async def await_start(*args, **kwargs):
+        waiting.set()
+        return await wait(*args, **kwargs)
+
+    monkeypatch.setattr(work_agent, "await_start", await_start)
+    seen: list = []
+    spec = NewSpec("w", work=WorkRequest(seed, "x", "claude"))
+    making = asyncio.create_task(service.new(spec, report=seen.append))
+    await waiting.wait()
+    making.cancel()
+    view = await making
+    assert (view.name, view.provisioning) == ("w", "ready")
+    notices = [e.message for e in seen if isinstance(e, Notice)]
+    assert (
+        notices[-1]
+        == "not seen whether claude started in w (the wait was interrupted): see hbtui agents w"
+    )
+    assert not making.cancelled()

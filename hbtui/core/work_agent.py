@@ -20,6 +20,7 @@ room for a busier machine, and a user waits no longer for an agent that never sa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -175,7 +176,7 @@ class AgentStart:
         if self.state == RUNNING:
             return (
                 f"{agent} runs in {box} but has not said it took the task within "
-                f"{self.seconds:.0f} s (see: hbtui agents {box}, or hbtui enter {box})"
+                f"{int(self.seconds)} s (see: hbtui agents {box}, or hbtui enter {box})"
             )
         if self.state == ENDED:
             how = "no exit status" if self.status is None else f"exit status {self.status}"
@@ -258,7 +259,9 @@ async def started(
     try:
         start = await asyncio.shield(task)
     except asyncio.CancelledError:
-        task.cancel()
+        task.cancel()  # the box's step is ended with it
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
         current = asyncio.current_task()
         if current is not None:
             current.uncancel()
