@@ -78,8 +78,8 @@ def test_an_agent_that_never_says_and_never_ends_is_waited_for_only_the_bound(
         hbtui("new", "b2", "--repo", str(repo), "--task", "x", "--agent", "claude", env=silent)
     )
     assert (
-        "! claude runs in b2 but has not said it took the task within 3 s "
-        "(see: hbtui agents b2, or hbtui enter b2)"
+        "! claude runs in b2 but has not said it took the task within 3 s; its screen ends: "
+        "Sign in to go on? (y/n) (see: hbtui agents b2, or hbtui enter b2)"
     ) in done.stdout, done.stdout
     assert "started on the task" not in done.stdout, done.stdout
     # A bound that is not a number of seconds stops `new` before any box is made.

@@ -148,9 +148,10 @@ def wait_seconds() -> float:
 @dataclass(frozen=True)
 class AgentStart:
     """How a box's agent started: TOOK (seen on its task: `event`), RUNNING (still
-    running at the bound, having said nothing), ENDED (its exit `status`, None when its
-    window closed; `words`: the end of its screen, one safe line) or UNSEEN (the wait
-    could not look, or was interrupted: `words` says why)."""
+    running at the bound, having said nothing; `words`: the end of its screen, a login
+    or a dialog it may wait on), ENDED (its exit `status`, None when its window closed;
+    `words`: the end of its screen) or UNSEEN (the wait could not look, or was
+    interrupted: `words` says why). Words are the box's: one safe line."""
 
     box: str
     agent: str
@@ -174,9 +175,10 @@ class AgentStart:
         if self.state == TOOK:
             return f"{agent} started on the task in {box} (seen after {self.seconds:.1f} s)"
         if self.state == RUNNING:
+            screen = f"; its screen ends: {self.words}" if self.words else ""
             return (
                 f"{agent} runs in {box} but has not said it took the task within "
-                f"{int(self.seconds)} s (see: hbtui agents {box}, or hbtui enter {box})"
+                f"{int(self.seconds)} s{screen} (see: hbtui agents {box}, or hbtui enter {box})"
             )
         if self.state == ENDED:
             how = "no exit status" if self.status is None else f"exit status {self.status}"
@@ -225,7 +227,7 @@ def read_start(box: str, agent: str, answer: work_box.Answer) -> AgentStart:
         event = event if event.replace("_", "").isalpha() and len(event) <= 40 else "an event"
         return AgentStart(box, agent, TOOK, _ms(took), event=event)
     if (running := answer.first("running")) is not None:
-        return AgentStart(box, agent, RUNNING, _ms(running))
+        return AgentStart(box, agent, RUNNING, _ms(running), words=last_words(answer.said))
     if (gone := answer.first("gone")) is not None:
         return AgentStart(box, agent, ENDED, _ms(gone), words="its window closed")
     if answer.first("nopane") is not None:

@@ -122,7 +122,8 @@ fi
 # Waits for the first of: the launcher's `hbtui-ended` (the agent exited: its status, and
 # the pane's last lines), a hook status file of the agent in the launcher's pane written
 # since it started, for an event past the start (`took` EVENT: the agent has the task), the
-# pane gone, or the bound (`running`, or `nopane`: the launcher never said its pane). Each
+# pane gone, or the bound (`running` and the pane's last lines, or `nopane`: the launcher
+# never said its pane). Each
 # answer ends with the milliseconds waited. Polls every 0.2 s without starting a process
 # (bash builtins only) but for tmux once a second; the files are the box's (untrusted):
 # read up to 64 KiB each, and only matched, never run.
@@ -157,7 +158,9 @@ while :; do
         fi
     fi
     if [ "$t" -ge "$end" ]; then
-        if [ -n "$pane" ]; then echo "{TAG} running $ms"; else echo "{TAG} nopane $ms"; fi
+        [ -n "$pane" ] || {{ echo "{TAG} nopane $ms"; exit 0; }}
+        echo "{TAG} running $ms"
+        tmux capture-pane -p -J -t "$pane" -S -40 2>/dev/null | tail -c 16384
         exit 0
     fi
     sleep 0.2

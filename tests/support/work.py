@@ -38,8 +38,8 @@ LIVE_AGENT = stand_in(
     "done",
     "exec sleep 600",
 )
-# Says nothing of its prompt, and never ends.
-SILENT_AGENT = stand_in("exec sleep 600")
+# Says nothing of its prompt (it asks to log in), and never ends.
+SILENT_AGENT = stand_in("printf 'Sign in to go on? (y/n) '", "exec sleep 600")
 # Ends at once, as Claude Code does when it cannot reach its API, saying why (with a
 # title and colour sequences among its words, which must not reach the host's terminal).
 ENDING_AGENT = stand_in(
