@@ -19,7 +19,7 @@ import pytest
 
 from hbtui.environment import pid_alive
 
-from support import SIM_RECIPE
+from support import SIM_RECIPE, recipe_with
 from support.cli import (
     background,
     hbtui,
@@ -31,7 +31,7 @@ from support.cli import (
     tmpfs,
     wait_for,
 )
-from support.work import host_repo
+from support.work import LIVE_AGENT, host_repo
 
 pytestmark = pytest.mark.sim
 
@@ -337,6 +337,7 @@ def test_a_try_killed_while_its_boxes_are_made_still_lists_them(gated_env, tmp_p
     assert list(rows) == ["t-1"] and rows["t-1"]["error"], rows
     assert hbtui("rm", "t-1", "--force", env=gated_env).returncode == 0
     # Nothing is left of it (no box, its maker dead): the name is free again.
-    again = hbtui("try", "1", "t", "--repo", str(repo), "--task", "x", "-q", env=gated_env)
+    live = dict(gated_env, HBTUI_RECIPE=str(recipe_with(tmp_path, LIVE_AGENT)))
+    again = hbtui("try", "1", "t", "--repo", str(repo), "--task", "x", "-q", env=live)
     assert again.returncode == 0, again.stdout + again.stderr
     assert hbtui("rm", "t-1", "--force", env=gated_env).returncode == 0

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from support import SIM_RECIPE
+from support import recipe_with
 from support.cli import hbtui, ok
-from support.work import host_repo
+from support.work import LIVE_AGENT, host_repo
 
 pytestmark = pytest.mark.sim
 
 
 @pytest.mark.timeout(600)
 def test_a_removed_box_leaves_its_try_listed_and_keepable(sim_env, tmp_path: Path):
-    env = dict(sim_env, HBTUI_RECIPE=str(SIM_RECIPE))
+    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, LIVE_AGENT)))
     repo = host_repo(tmp_path)
     ok(hbtui("try", "2", "t", "--repo", str(repo), "--task", "x", "-q", env=env))
     ok(hbtui("rm", "t-1", "--force", env=env))
@@ -42,7 +42,7 @@ async def test_two_keeps_of_one_try_at_once_never_remove_a_kept_box(
     """`try keep t-1` and `try keep t-2` run together: each pulled its box, then removed
     the other's, so both said "kept" and the box one of them kept was gone. One keep of a
     try runs at a time; the other is refused and changes nothing."""
-    env = dict(sim_env, HBTUI_RECIPE=str(SIM_RECIPE))
+    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, LIVE_AGENT)))
     repo = host_repo(tmp_path)
     ok(hbtui("try", "2", "t", "--repo", str(repo), "--task", "x", "-q", env=env))
 

@@ -196,6 +196,31 @@ async def test_pull_runs_as_an_operation_and_says_what_landed():
         await operations_done(pilot, app)
 
 
+async def test_the_compare_view_says_how_an_agent_ended_at_its_start():
+    """A try's box whose agent ended at its start: its agent `ended`, and its last words
+    over its check's output (the same record `try ls` reads)."""
+    service = FakeService()
+    record = sample_try(service)
+    said = "claude ended at once in fix-1 (exit status 1): Unable to connect [b]x[/b]"
+    record.ended["fix-1"] = said
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app, 7)
+        await select(pilot, app, "fix-1")
+        await pilot.press("T")
+        await until(pilot, lambda: isinstance(app.screen, TryScreen))
+        screen = app.screen
+        await until(pilot, lambda: screen.rows, what="the try's rows")
+        await settled(pilot)
+        table = screen.query_one("#try-rows", DataTable)
+        assert [row[:2] for row in cells(table)] == [
+            ["fix-1", "ended"], ["fix-2", "idle"], ["fix-3", "idle"],
+        ]  # fmt: skip
+        output = str(screen.query_one("#try-output", Static).render())
+        assert output.startswith(f"fix-1: {said}\nfix-1: the check's output"), output
+        assert "3 passed in 0.12s" in output
+
+
 async def test_the_compare_view_shows_the_try_and_keep_asks_first():
     service = FakeService()
     sample_try(service)
@@ -222,6 +247,7 @@ async def test_the_compare_view_shows_the_try_and_keep_asks_first():
         assert screen.selected() == "fix-2"  # where it was opened from
         output = str(screen.query_one("#try-output", Static).render())
         assert "FAILED tests/test_io.py::test_read" in output
+        assert "ended" not in output
         # u: the diff of the box under the cursor
         await pilot.press("u")
         await until(pilot, lambda: isinstance(app.screen, DiffScreen))

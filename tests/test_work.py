@@ -240,6 +240,42 @@ def test_an_agent_that_ends_leaves_its_words_and_a_shell(tmp_path: Path):
     assert "Not logged in: got do it; $(touch pwned)" in done.stdout
     assert "[hbtui] claude ended (exit status 3); this is a shell in the clone." in done.stdout
     assert not (tmp_path / "pwned").exists()
+    assert (tmp_path / "hbtui-ended").read_text() == "3\n"  # where the wait for it looks
+
+
+def test_what_the_wait_for_an_agent_reads_of_its_box_is_checked_and_made_safe():
+    """The wait step's answer and the pane's last lines are the box's: an ended agent's
+    words are one line with no escape, no art, not the launcher's own line nor the shell
+    after it, at most WORDS_MAX characters."""
+    said = [
+        "\x1b]0;a title\x07 ░░▓▓██",
+        "Unable to connect \x1b[31mto\x1b[0m the API\x07",
+        "",
+        "Failed: EAI_AGAIN\tretry\x9b2J",
+        "[hbtui] claude ended (exit status 3); this is a shell in the clone.",
+        "agent@b1:~/work/proj$ ",
+    ]
+    answer = work_box.Answer(tagged=[("ended", "3 2412")], said=said)
+    start = work_agent.read_start("b1", "claude", answer)
+    assert (start.state, start.status, start.seconds) == ("ended", 3, 2.412)
+    assert start.words == "Unable to connect to the API | Failed: EAI_AGAIN retry 2J"
+    long = work_box.Answer(tagged=[("ended", "70000 x")], said=["word " * 400])
+    start = work_agent.read_start("b1", "claude", long)
+    assert start.status is None and start.seconds == 0.0
+    assert len(start.words) == work_agent.WORDS_MAX and "\n" not in start.words
+    took = work_agent.read_start("b1", "codex", work_box.Answer(tagged=[("took", "$(x) 9")]))
+    assert (took.state, took.event) == ("took", "an event")
+    failed = work_agent.read_start("b1", "hermes", work_box.Answer(said=["no"], returncode=5))
+    assert (failed.state, failed.words) == ("unseen", "the wait step failed: no")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "601", "soon", "nan"])
+def test_the_wait_for_an_agent_is_bounded_by_a_number_of_seconds(monkeypatch, value):
+    monkeypatch.setenv(work_agent.WAIT_ENV, value)
+    with pytest.raises(UsageError, match=work_agent.WAIT_ENV):
+        work.check_task("x", "claude")
+    monkeypatch.setenv(work_agent.WAIT_ENV, "2.5")
+    assert work_agent.wait_seconds() == 2.5
 
 
 @pytest.mark.parametrize(

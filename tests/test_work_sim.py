@@ -12,17 +12,10 @@ from pathlib import Path
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE, recipe_with
-from support.work import CLONE, box_sh, git, host_repo
+from support.work import CLONE, LIVE_AGENT, box_sh, git, host_repo
 
 pytestmark = pytest.mark.sim
 
-# A stand-in agent: it writes the first prompt it was given where the test can read it
-# (`hb wire-mcp` runs `claude mcp ...` too).
-FAKE_CLAUDE = (
-    "mkdir -p /usr/local/bin && printf '%s\\n' '#!/bin/sh' '[ \"$1\" = mcp ] && exit 0' "
-    "'printf %s \"$1\" > /data/home/agent/claude-prompt' 'pwd > /data/home/agent/claude-cwd' "
-    "'exec sleep 600' > /usr/local/bin/claude && chmod 755 /usr/local/bin/claude"
-)
 # A task no shell may read as code: if it ever went through one, a file would appear.
 TASK = "fix it; $(touch /tmp/pwned) `touch /tmp/pwned2` 'quoted' \"double\"\nsecond line"
 
@@ -79,7 +72,7 @@ def repo(tmp_path: Path) -> Path:
 @pytest.mark.timeout(900)
 def test_new_with_repo_diff_pull_and_a_hostile_box(sim_env, repo: Path, tmp_path: Path):
     seed = git(repo, "rev-parse", "HEAD")
-    recipe = recipe_with(tmp_path, FAKE_CLAUDE)
+    recipe = recipe_with(tmp_path, LIVE_AGENT)
     made = hbtui(
         "new", "b1", "--recipe", str(recipe), "--repo", str(repo), "--task", TASK,
         "--agent", "claude", "-q", env=sim_env,
@@ -314,7 +307,7 @@ def test_work_in_and_out_of_a_box_on_a_remote_host(trusted_host, sim_env, repo: 
 def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     sim_env, repo: Path, tmp_path: Path
 ):
-    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, FAKE_CLAUDE)))
+    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, LIVE_AGENT)))
     task = tmp_path / "task.md"
     task.write_text("add ok.txt\n")
     made = hbtui(
@@ -388,7 +381,7 @@ def test_a_keep_terminated_after_its_pull_says_what_it_did(sim_env, repo: Path, 
     gates = tmp_path / "gates"
     gates.mkdir()
     env = dict(
-        sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, FAKE_CLAUDE)), SMOLSIM_GATES=str(gates)
+        sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, LIVE_AGENT)), SMOLSIM_GATES=str(gates)
     )
     made = hbtui("try", "2", "k", "--repo", str(repo), "--task", "x", "-q", env=env)
     assert made.returncode == 0, made.stdout + made.stderr

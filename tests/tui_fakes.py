@@ -30,7 +30,8 @@ from hbtui.core.ports import BUSY, FREE, USED, PortSlot
 from hbtui.core.recipe import check_recipe, parse_marker
 from hbtui.core.secrets import SecretInfo
 from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
-from hbtui.core.tries import CheckResult, TryRecord, TryRow
+from hbtui.core.tries import TryRow
+from hbtui.core.try_book import CheckResult, TryRecord
 from hbtui.core.views import (
     BOX,
     BoxDetails,
@@ -542,18 +543,22 @@ class FakeService(FakeAgents):
             raise UsageError(f"no try named {name!r} (made with: hbtui try N {name} ...)")
         rows = []
         for box in record.boxes:
-            agent = self.agent_status.get(box, "idle")
+            note = record.ended.get(box, "")
+            agent = "ended" if note else self.agent_status.get(box, "idle")
             check = record.checks.get(box)
             try:
                 work = self._work_of(box, host)
             except HbtuiError as exc:
-                rows.append(TryRow(box, agent, None, None, None, None, check, exc.message))
+                rows.append(TryRow(box, agent, None, None, None, None, check, exc.message, note))
                 continue
             added = sum(f.added or 0 for f in work.files)
             deleted = sum(f.deleted or 0 for f in work.files)
             rows.append(
-                TryRow(box, agent, len(work.commits), len(work.files), added, deleted, check)
-            )
+                TryRow(
+                    box, agent, len(work.commits), len(work.files), added, deleted, check,
+                    note=note,
+                )
+            )  # fmt: skip
         return record, rows
 
     async def try_keep(

@@ -12,8 +12,9 @@ from hbtui.errors import UsageError
 
 if TYPE_CHECKING:
     from hbtui.core.specs import WorkRequest
-    from hbtui.core.tries import TryRecord
+    from hbtui.core.try_book import TryRecord
     from hbtui.core.work import WorkDiff
+    from hbtui.core.work_agent import AgentStart
 
 
 def work_request(inv: Invocation) -> WorkRequest | None:
@@ -103,12 +104,12 @@ def _try_new(inv: Invocation, words: list[str]) -> int:
     request = work_request(inv)
     assert request is not None
     with inv.reporter() as rep:
-        record, failed = inv.call(
+        record, failed, starts = inv.call(
             inv.service.try_new(
                 int(words[0]), words[1], request, host=inv.host, check=a.check or "", report=rep
             )
         )
-    return _made(inv, record, failed, f"started {request.agent} on the task")
+    return _made(inv, record, failed, f"started {request.agent} on the task", starts)
 
 
 def branch_ways(inv: Invocation) -> int:
@@ -126,18 +127,30 @@ def branch_ways(inv: Invocation) -> int:
     return _made(inv, record, failed, f"branched from {a.source}")
 
 
-def _made(inv: Invocation, record: TryRecord, failed: dict[str, str], done: str) -> int:
-    """What a try (or a branch N ways) made; exit status 1 when a box could not be."""
+def _made(
+    inv: Invocation, record: TryRecord, failed: dict[str, str], done: str,
+    starts: dict[str, AgentStart] | None = None,
+) -> int:  # fmt: skip
+    """What a try (or a branch N ways) made, and how each box's agent started (a try's
+    `done` is said only of an agent seen on its task); exit status 1 when a box could
+    not be made or its agent ended."""
+    starts = starts or {}
     if inv.json:
-        print_json({**record.to_json(), "failed": failed})
+        agents = {box: s.to_json() for box, s in starts.items()}
+        print_json({**record.to_json(), "failed": failed, "agents": agents})
     else:
         for box in record.boxes:
-            sys.stdout.write(f"✓ {box} {done}\n")
+            start = starts.get(box)
+            if start is None or start.took:
+                sys.stdout.write(f"✓ {box} {done}\n")
+            else:
+                mark = "✗" if start.ended else "?"
+                sys.stdout.write(f"{mark} {box}: {start.message}\n")
         for box, why in failed.items():
             sys.stdout.write(f"✗ {box}: {why}\n")
         if record.boxes:
             sys.stdout.write(f"see: hbtui try ls {record.name}\n")
-    return 1 if failed else 0
+    return 1 if failed or any(s.ended for s in starts.values()) else 0
 
 
 def _try_ls(inv: Invocation, words: list[str]) -> int:
@@ -166,6 +179,8 @@ def _try_ls(inv: Invocation, words: list[str]) -> int:
                 "pass" if r.check.passed else f"fail ({r.check.status})",
                 style="green" if r.check.passed else "red",
             )
+        if r.note:
+            why.append(Text.assemble(f"{r.box}: ", (r.note, "yellow")))
         if r.error:
             table.add_row(Text(r.box), Text(r.agent), Text("-"), Text("-"), Text("-"), check)
             why.append(Text.assemble(f"{r.box}: ", (r.error, "red")))

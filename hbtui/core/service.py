@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hbtui.config import Config, HostSettings, config_to_dict, split_list
-from hbtui.core import backups, leftovers, scratch
+from hbtui.core import backups, leftovers, scratch, work_agent
 from hbtui.core import credentials as creds
 from hbtui.core.agent_watch import AgentWatchOperations
 from hbtui.core.backups import ArchiveEntry
@@ -35,7 +35,7 @@ from hbtui.core.shield import done_despite_cancel
 from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.tries import TryOperations
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
-from hbtui.core.work import WorkBook, WorkOperations, branch_work, check_task
+from hbtui.core.work import WorkBook, WorkOperations, branch_work, check_task, clone_dir
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -126,9 +126,12 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
             check_name(name)
         return await details.stats(self._boxes, names, host)
 
-    async def new(self, spec: NewSpec, *, report: Report = ignore) -> BoxView:
+    async def new(
+        self, spec: NewSpec, *, report: Report = ignore, wait_agent: bool = True
+    ) -> BoxView:
         """`spec.work`: a repository to clone in the box and an agent to start on a task;
-        if that fails, the box is removed again."""
+        if that fails, the box is removed again. The agent is then waited for (not with
+        `wait_agent` False: a try waits for its boxes' agents side by side)."""
         work = spec.work
         if work is not None:
             if not spec.start:
@@ -142,7 +145,11 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
                 return view
             await self._put_work(spec.name, spec.host, work, report)
             # The box is whole: a cancel now is absorbed, not told as an interruption.
-            return await done_despite_cancel(self._boxes.get(spec.name, spec.host))
+            view = await done_despite_cancel(self._boxes.get(spec.name, spec.host))
+        if work.agent and wait_agent:  # AgentEnded when it ended: the box stays
+            clone = clone_dir(work.seed)
+            await work_agent.started(self._boxes, spec.name, spec.host, clone, work.agent, report)
+        return view
 
     def new_plan(
         self,

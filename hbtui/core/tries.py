@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import json
-import os
 import re
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Protocol, cast
 
 from hbtui.core import agents as agents_core
-from hbtui.core import ansi, work_box
+from hbtui.core import ansi, work_agent, work_box
 from hbtui.core.agent_sessions import ENDED, ERROR, IDLE, STATUSES, BoxAgents
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import HostPool
 from hbtui.core.shield import to_the_end
 from hbtui.core.specs import NewSpec, WorkRequest
+from hbtui.core.try_book import CheckResult, TryBook, TryRecord
 from hbtui.core.views import BoxView
 from hbtui.core.work import (
     PullResult,
@@ -35,158 +32,22 @@ from hbtui.core.work import (
     WorkError,
     WorkRecord,
     branch_work,
+    clone_dir,
     diff,
     work_record,
 )
+from hbtui.core.work_agent import AgentStart
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore
 from hbtui.names import LOCAL, check_name, host_flag
-from hbtui.paths import Paths, make_folder, read_state
-from hbtui.statefile import locked, open_lock, write_atomic
+from hbtui.paths import Paths
 
 TRY_MAX = 16
 TRY_CONCURRENCY = 4  # boxes made at once
 CHECK_TIMEOUT = 1800.0
 CHECK_OUTPUT = 4096  # characters of a check's output kept (its end)
 _KEY = re.compile(r"(.+)-(\d+)")
-
-
-@dataclass
-class CheckResult:
-    work: str  # the work it ran on: head and the files' stat
-    status: int | None  # the command's exit status; None: it could not run
-    output: str  # the end of its output, made safe
-
-    @property
-    def passed(self) -> bool:
-        return self.status == 0
-
-
-@dataclass
-class TryRecord:
-    name: str
-    repo: str
-    seed: str
-    check: str
-    boxes: list[str]
-    checks: dict[str, CheckResult] = field(default_factory=dict)
-    owner: int = 0  # the process making its boxes; 0: made
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: object) -> TryRecord | None:
-        if not isinstance(data, dict):
-            return None
-        try:
-            checks = {
-                str(k): CheckResult(str(v["work"]), v["status"], str(v["output"]))
-                for k, v in dict(data.get("checks") or {}).items()
-            }
-            return cls(
-                str(data["name"]),
-                str(data["repo"]),
-                str(data["seed"]),
-                str(data["check"]),
-                [str(b) for b in data["boxes"]],
-                checks,
-                int(data.get("owner") or 0),
-            )
-        except (KeyError, TypeError, ValueError):
-            return None
-
-
-class TryBook:
-    """The tries of each host. Every change reads, changes and writes a record under
-    its lock, so a `try ls` checking boxes never writes back a record that its `try`
-    settled or dropped meanwhile."""
-
-    def __init__(self, paths: Paths) -> None:
-        self.root = paths.data_dir / "tries"
-
-    def _path(self, host: str, name: str) -> Path:
-        return self.root / host / f"{name}.json"
-
-    @contextlib.contextmanager
-    def _held(self, host: str, name: str) -> Iterator[None]:
-        make_folder(self.root / host)
-        with locked(self.root / host / f".{name}.lock"):
-            yield
-
-    def get(self, host: str, name: str) -> TryRecord | None:
-        raw = read_state(self._path(host, name), 1 << 20)
-        if raw is None:
-            return None
-        try:
-            return TryRecord.from_json(json.loads(raw))
-        except (UnicodeDecodeError, ValueError):
-            return None
-
-    def _put(self, host: str, record: TryRecord) -> None:
-        write_atomic(self._path(host, record.name), json.dumps(record.to_json(), indent=2).encode())
-
-    def claim(self, host: str, record: TryRecord, left: Callable[[TryRecord], bool]) -> None:
-        """Write a new try's record, owned by this process, before its boxes are made (a
-        try killed on the way still lists them). A try of that name is one line, unless
-        nothing is `left` of it (no box, no live maker): then the new one replaces it."""
-        with self._held(host, record.name):
-            old = self.get(host, record.name)
-            if old is not None and (pid_alive(old.owner) or left(old)):
-                raise UsageError(
-                    f"a try named {record.name!r} exists (see: hbtui try ls {record.name})"
-                )
-            self._put(host, replace(record, owner=os.getpid()))
-
-    def settle(self, host: str, record: TryRecord, made: list[str]) -> TryRecord:
-        """The try's record once its boxes are made: the ones that were, with the checks
-        a `try ls` meanwhile kept for them (none made: no try)."""
-        with self._held(host, record.name):
-            now = self.get(host, record.name) or record
-            checks = {box: c for box, c in now.checks.items() if box in made}
-            record = replace(record, boxes=made, checks=checks, owner=0)
-            if made:
-                self._put(host, record)
-            else:
-                self._path(host, record.name).unlink(missing_ok=True)
-        return record
-
-    def keep_checks(self, host: str, name: str, checks: dict[str, CheckResult]) -> None:
-        """The checks `try ls` ran, into the record as it is now (gone: nothing)."""
-        with self._held(host, name):
-            now = self.get(host, name)
-            if now is not None:
-                now.checks.update({box: c for box, c in checks.items() if box in now.boxes})
-                self._put(host, now)
-
-    def keep_boxes(self, host: str, name: str, boxes: list[str]) -> None:
-        """Only `boxes` left in the try (gone: nothing)."""
-        with self._held(host, name):
-            now = self.get(host, name)
-            if now is not None:
-                self._put(host, replace(now, boxes=boxes))
-
-    def drop(self, host: str, name: str) -> None:
-        with self._held(host, name):
-            self._path(host, name).unlink(missing_ok=True)
-
-    @contextlib.contextmanager
-    def keeping(self, host: str, name: str) -> Iterator[None]:
-        """One `try keep` of a try at a time: two keeps of different boxes each removed
-        the box the other kept. Held for the whole keep; a second is refused at once."""
-        make_folder(self.root / host)
-        fd = open_lock(self.root / host / f".{name}.keep.lock")
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise UsageError(
-                    f"try {name} is busy with another keep; try again when it is done"
-                ) from None
-            yield
-        finally:
-            os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -200,7 +61,8 @@ class TryRow:
     added: int | None
     deleted: int | None
     check: CheckResult | None
-    error: str = ""
+    error: str = ""  # why its work could not be read (its numbers are None)
+    note: str = ""  # how its agent ended at its start, while no agent runs in it
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -258,10 +120,13 @@ async def _make_boxes(
     make: Callable[[str, Report], Awaitable[object]],
     undo: Callable[[str], Awaitable[object]],
     report: Report,
+    then: Callable[[str], Awaitable[object]] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The boxes of a try or of a branch N ways, TRY_CONCURRENCY at a time: the ones
     made, and why each other one could not be (its own rollback removed it; the others
-    stay). Cancelled (Ctrl-C, SIGTERM), the boxes made so far are removed too."""
+    stay). `then` runs for each box made once its slot is free (the waits for the
+    agents run side by side, not TRY_CONCURRENCY at a time). Cancelled (Ctrl-C,
+    SIGTERM), the boxes made so far are removed too."""
     limit = asyncio.Semaphore(TRY_CONCURRENCY)
     failed: dict[str, str] = {}
     made: list[str] = []
@@ -274,6 +139,9 @@ async def _make_boxes(
             except HbtuiError as exc:
                 failed[box] = exc.message
                 report(Notice(f"{box}: {exc.message}"))
+                return
+        if then is not None:
+            await then(box)
 
     try:
         await asyncio.gather(*(one(box) for box in names))
@@ -329,7 +197,9 @@ async def run_check(
 class _Door(Protocol):
     """The Service's own operations a try is made of (each holds its box as it runs)."""
 
-    async def new(self, spec: NewSpec, *, report: Report = ...) -> BoxView: ...
+    async def new(
+        self, spec: NewSpec, *, report: Report = ..., wait_agent: bool = ...
+    ) -> BoxView: ...
 
     async def remove(self, name: str, host: str = ..., *, report: Report = ...) -> BoxView: ...
 
@@ -360,9 +230,11 @@ class TryOperations:
         host: str = LOCAL,
         check: str = "",
         report: Report = ignore,
-    ) -> tuple[TryRecord, dict[str, str]]:
-        """N boxes with the same repository and task, made a few at a time; returns the
-        try and, for each box that could not be made, why (it was rolled back)."""
+    ) -> tuple[TryRecord, dict[str, str], dict[str, AgentStart]]:
+        """N boxes with the same repository and task, made a few at a time, and their
+        agents waited for side by side; returns the try, for each box that could not be
+        made why (it was rolled back), and how each box's agent started (one that ended
+        is in the record: `try ls` shows it)."""
         self._try_host(host)
         check_name(name)
         names = box_names(name, count)
@@ -371,15 +243,24 @@ class TryOperations:
             raise UsageError("a try needs an agent: --agent claude|codex|hermes")
         self._refuse_taken(names, name, host)
         door = cast(_Door, self)
+        seconds = work_agent.wait_seconds()
+        starts: dict[str, AgentStart] = {}
 
         async def make(box: str, said: Report) -> None:
-            await door.new(NewSpec(box, host=host, work=work), report=said)
+            await door.new(NewSpec(box, host=host, work=work), report=said, wait_agent=False)
+
+        async def wait(box: str) -> None:
+            clone = clone_dir(work.seed)
+            starts[box] = await work_agent.await_start(
+                self._boxes, box, host, clone, work.agent, seconds
+            )
 
         record = TryRecord(name, str(work.seed.repo), work.seed.seed, check, names)
         made, failed = await self._making(
-            host, record, make, lambda box: door.remove(box, host), report
+            host, record, make, lambda box: door.remove(box, host), report, wait
         )
-        return self._tries.settle(host, record, made), failed
+        record.ended = {box: s.message for box, s in starts.items() if s.ended}
+        return self._tries.settle(host, record, made), failed, starts
 
     async def _making(
         self,
@@ -388,12 +269,13 @@ class TryOperations:
         make: Callable[[str, Report], Awaitable[object]],
         undo: Callable[[str], Awaitable[object]],
         report: Report,
+        then: Callable[[str], Awaitable[object]] | None = None,
     ) -> tuple[list[str], dict[str, str]]:
         """The try's boxes made with its record written first; interrupted, the boxes
         made are removed (see `_make_boxes`) and the record goes with them."""
         self._tries.claim(host, record, lambda old: self._has_boxes(old, host))
         try:
-            return await _make_boxes(record.boxes, make, undo, report)
+            return await _make_boxes(record.boxes, make, undo, report, then)
         except BaseException:
             self._tries.drop(host, record.name)
             raise
@@ -489,6 +371,9 @@ class TryOperations:
                 gone = f"box {box} is not in hbtui ls (removed, or never made)"
                 return TryRow(box, "removed", None, None, None, None, record.checks.get(box), gone)
             shown, settled = _agent_status(by_box.get(box))
+            note = ""
+            if box in record.ended and shown in ("no agent", ENDED):
+                shown, note = ENDED, record.ended[box]
             try:
                 work = book.get(host, box)
                 if work is None:
@@ -496,7 +381,7 @@ class TryOperations:
                 d = await diff(self._boxes, book, box, host, patch=False)
             except HbtuiError as exc:
                 last = record.checks.get(box)
-                return TryRow(box, shown, None, None, None, None, last, exc.message)
+                return TryRow(box, shown, None, None, None, None, last, exc.message, note)
             checked = record.checks.get(box)
             now = _fingerprint(d)
             if record.check and settled and not making and (checked is None or checked.work != now):
@@ -504,7 +389,9 @@ class TryOperations:
                 record.checks[box] = checked
             added = sum(f.added or 0 for f in d.files)
             deleted = sum(f.deleted or 0 for f in d.files)
-            return TryRow(box, shown, len(d.commits), len(d.files), added, deleted, checked)
+            return TryRow(
+                box, shown, len(d.commits), len(d.files), added, deleted, checked, note=note
+            )
 
         rows = list(await asyncio.gather(*(row(box) for box in record.boxes)))
         self._tries.keep_checks(host, record.name, record.checks)

@@ -181,6 +181,8 @@ def check_task(task: str, agent: str) -> None:
         raise UsageError(f"the task is longer than {TASK_MAX} bytes")
     if "\x00" in task:
         raise UsageError("the task holds a NUL character")
+    if agent:
+        work_agent.wait_seconds()  # a bad HBTUI_AGENT_WAIT_SECONDS stops it before any box
 
 
 async def _alongside(main: Awaitable[A], side: Awaitable[B]) -> tuple[A, B]:

@@ -118,6 +118,55 @@ else
 fi
 """
 
+# $1 the folder of the launcher's files (the clone's .git)  $2 agent  $3 milliseconds
+# Waits for the first of: the launcher's `hbtui-ended` (the agent exited: its status, and
+# the pane's last lines), a hook status file of the agent in the launcher's pane written
+# since it started, for an event past the start (`took` EVENT: the agent has the task), the
+# pane gone, or the bound (`running` and the pane's last lines, or `nopane`: the launcher
+# never said its pane). Each
+# answer ends with the milliseconds waited. Polls every 0.2 s without starting a process
+# (bash builtins only) but for tmux once a second; the files are the box's (untrusted):
+# read up to 64 KiB each, and only matched, never run.
+WAIT_SCRIPT = f"""set -u
+cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
+state="${{XDG_STATE_HOME:-$HOME/.local/state}}/hermes-box/agents"
+now() {{ t=${{EPOCHREALTIME//[!0-9]/}}; }}
+now; began=$t; end=$(( t + $3 * 1000 )); pane="" n=0 event='"event":"([A-Za-z_]{{1,40}})"'
+while :; do
+    [ -n "$pane" ] || {{ [ -f hbtui-pane ] && read -r pane < hbtui-pane; }}
+    now; ms=$(( (t - began) / 1000 ))
+    if [ -f hbtui-ended ]; then
+        status=""; read -r status < hbtui-ended
+        echo "{TAG} ended ${{status:-?}} $ms"
+        [ -z "$pane" ] || tmux capture-pane -p -J -t "$pane" -S -40 2>/dev/null | tail -c 16384
+        exit 0
+    fi
+    if [ -n "$pane" ]; then
+        for f in "$state"/*.json; do
+            [ -f "$f" ] && [ "$f" -nt hbtui-pane ] || continue
+            s=""; read -r -N 65536 s < "$f"
+            case $s in *'"pane":"'"$pane"'"'*) ;; *) continue ;; esac
+            case $s in *'"agent":"'"$2"'"'*) ;; *) continue ;; esac
+            [[ $s =~ $event ]] || continue
+            case ${{BASH_REMATCH[1]}} in SessionStart|SessionEnd|on_session_finalize) continue ;; esac
+            echo "{TAG} took ${{BASH_REMATCH[1]}} $ms"
+            exit 0
+        done
+        if [ $(( n++ % 5 )) = 4 ] || [ "$t" -ge "$end" ]; then
+            dead=$(tmux display-message -p -t "$pane" '#{{pane_dead}}' 2>/dev/null) || dead=gone
+            [ "$dead" = 0 ] || {{ echo "{TAG} gone $ms"; exit 0; }}
+        fi
+    fi
+    if [ "$t" -ge "$end" ]; then
+        [ -n "$pane" ] || {{ echo "{TAG} nopane $ms"; exit 0; }}
+        echo "{TAG} running $ms"
+        tmux capture-pane -p -J -t "$pane" -S -40 2>/dev/null | tail -c 16384
+        exit 0
+    fi
+    sleep 0.2
+done
+"""
+
 
 class BoxAnswerRefused(HbtuiError):
     """What the box answered breaks the protocol or the cap; nothing of it was used."""
@@ -149,12 +198,12 @@ def _split(line: str) -> tuple[str, str]:
 
 @contextlib.asynccontextmanager
 async def _lines(
-    host: Host, box: str, script: str, args: list[str]
+    host: Host, box: str, script: str, args: list[str], timeout: float = STEP_TIMEOUT
 ) -> AsyncIterator[tuple[AsyncIterator[str], list[int | None]]]:
     """A step's output lines, and (once they end) its exit status; the step is killed
     when the block is left early."""
     stream = host.engine.exec_stream(
-        box, ["bash", "-c", script, "hbtui", *args], user=AGENT, timeout=STEP_TIMEOUT
+        box, ["bash", "-c", script, "hbtui", *args], user=AGENT, timeout=timeout
     )
     lines = aiter(stream)
     status: list[int | None] = [None]
@@ -168,11 +217,13 @@ async def _lines(
             await lines.aclose()  # type: ignore[attr-defined]
 
 
-async def run_step(host: Host, box: str, script: str, args: list[str], cap: int) -> Answer:
+async def run_step(
+    host: Host, box: str, script: str, args: list[str], cap: int, timeout: float = STEP_TIMEOUT
+) -> Answer:
     """Run a step and keep its output, at most `cap` characters of it."""
     answer = Answer()
     in_body = False
-    async with _lines(host, box, script, args) as (lines, status):
+    async with _lines(host, box, script, args, timeout) as (lines, status):
         async for line in lines:
             answer.size += len(line) + 1
             if answer.size > cap:

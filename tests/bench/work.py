@@ -46,8 +46,19 @@ ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "tests" / "sim" / "smolvm"
 RECIPE = ROOT / "tests" / "recipes" / "sim"
 CLONE = "/data/home/agent/work/repo"
-# A stand-in agent (the real ones need an API): it starts and waits, as an agent would.
-FAKE_AGENT = "printf '#!/bin/sh\\nexec sleep 3600\\n' > /usr/local/bin/claude; chmod 755 /usr/local/bin/claude"
+# A stand-in agent (the real ones need an API): it takes its prompt and ends its turn as
+# Claude Code does where hbtui sees it (the box's hook hears UserPromptSubmit and Stop;
+# `new` and `try` wait for that), then waits, as an agent would.
+FAKE_AGENT = r"""cat > /usr/local/bin/claude <<'SH'
+#!/bin/sh
+[ "$1" = mcp ] && exit 0
+for event in UserPromptSubmit Stop; do
+    printf '{"session_id":"bench-%s","hook_event_name":"%s"}' "$$" "$event" |
+        /opt/hermes-box/bin/hb-agent-hook
+done
+exec sleep 3600
+SH
+chmod 755 /usr/local/bin/claude"""
 
 # N commits on top of HEAD in the box, made in one git fast-import (seconds, not minutes).
 COMMITS = r"""

@@ -11,6 +11,45 @@ from hbtui.core.intake import CheckedBundle
 CLONE = "/data/home/agent/work/proj"  # where a box keeps the clone of a repository "proj"
 
 
+def stand_in(*body: str) -> str:
+    """A recipe line (see support.recipe_with) that makes `body` the box's `claude`: a
+    shell script that answers `claude mcp ...` (run by `hb wire-mcp`) at once and writes
+    the first prompt it was given, and the folder it ran in, where a test can read them."""
+    lines = [
+        "#!/bin/sh",
+        '[ "$1" = mcp ] && exit 0',
+        'printf %s "$1" > /data/home/agent/claude-prompt',
+        "pwd > /data/home/agent/claude-cwd",
+        *body,
+    ]
+    script = "\n".join(lines)
+    return (
+        f"mkdir -p /usr/local/bin && cat > /usr/local/bin/claude <<'STANDIN'\n{script}\nSTANDIN\n"
+        "chmod 755 /usr/local/bin/claude"
+    )
+
+
+# Takes its prompt and ends its turn as Claude Code does where hbtui sees it (the box's
+# hook hears UserPromptSubmit, then Stop: the agent is idle), then waits for the next.
+LIVE_AGENT = stand_in(
+    "for event in UserPromptSubmit Stop; do",
+    """    printf '{"session_id":"stand-in-%s","hook_event_name":"%s","cwd":"%s"}' \\""",
+    '        "$$" "$event" "$PWD" | /opt/hermes-box/bin/hb-agent-hook',
+    "done",
+    "exec sleep 600",
+)
+# Says nothing of its prompt (it asks to log in), and never ends.
+SILENT_AGENT = stand_in("printf 'Sign in to go on? (y/n) '", "exec sleep 600")
+# Ends at once, as Claude Code does when it cannot reach its API, saying why (with a
+# title and colour sequences among its words, which must not reach the host's terminal).
+ENDING_AGENT = stand_in(
+    "printf 'Starting up\\n\\n'",
+    "printf '\\033]0;evil title\\007\\033[31mUnable to connect\\033[0m to the API\\n'",
+    "printf 'Failed to connect: EAI_AGAIN\\n'",
+    "exit 3",
+)
+
+
 def git(repo: Path, *args: str) -> str:
     """`git -C repo ARGS`, which must succeed; its output, stripped."""
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)

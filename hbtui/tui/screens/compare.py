@@ -23,7 +23,8 @@ from hbtui.tui.keys import bindings
 from hbtui.tui.screens.diff import fill_table
 
 if TYPE_CHECKING:
-    from hbtui.core.tries import CheckResult, TryRecord, TryRow
+    from hbtui.core.tries import TryRow
+    from hbtui.core.try_book import CheckResult, TryRecord
 
 HEADERS = ("box", "agent", "commits", "files", "+/-", "check")
 
@@ -138,17 +139,20 @@ class TryScreen(Screen[None]):
         self._show_output()
 
     def _show_output(self) -> None:
-        """The end of the check's output of the box under the cursor (text from the box:
-        plain, never markup)."""
+        """The end of the check's output of the box under the cursor, under how its agent
+        ended at its start if it did (text from the box: plain, never markup)."""
         box = self.selected()
         row = next((r for r in self.rows if r.box == box), None)
         check: CheckResult | None = row.check if row is not None else None
         output = self.query_one("#try-output", Static)
         if check is None:
-            output.update(Text(f"{box}: no check result yet" if box else "", style="dim"))
-            return
-        head = Text(f"{box}: the check's output (its end)\n", style="bold")
-        output.update(head + Text(check.output))
+            shown = Text(f"{box}: no check result yet" if box else "", style="dim")
+        else:
+            shown = Text(f"{box}: the check's output (its end)\n", style="bold")
+            shown.append_text(Text(check.output))
+        if row is not None and row.note:  # how its agent ended at its start (the box's words)
+            shown = Text.assemble((f"{box}: {row.note}\n", "yellow"), shown)
+        output.update(shown)
 
     def action_keep(self) -> None:
         from hbtui.tui.dialogs.confirm import ConfirmDialog
