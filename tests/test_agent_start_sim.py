@@ -54,6 +54,24 @@ def test_an_agent_that_ends_at_once_fails_new_and_its_box_stays(sim_env, tmp_pat
 
 
 @pytest.mark.timeout(600)
+def test_new_json_of_an_agent_that_ends_prints_the_box_and_how_its_agent_ended(
+    sim_env, tmp_path: Path
+):
+    """A script asking `new --json` gets the box it has now (it printed an error and no
+    JSON, though the box was made), with how its agent ended, and exit status 1."""
+    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, ENDING_AGENT)))
+    repo = host_repo(tmp_path)
+    done = hbtui(
+        "new", "b1", "--repo", str(repo), "--task", "x", "--agent", "claude", "--json", env=env
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["name"] == "b1" and printed["provisioning"] == "ready", printed
+    assert printed["agent"]["state"] == "ended" and printed["agent"]["status"] == 3, printed
+    assert printed["agent"]["words"].startswith("Starting up | Unable to connect"), printed
+
+
+@pytest.mark.timeout(600)
 def test_a_live_agent_is_said_to_have_started(sim_env, tmp_path: Path):
     repo = host_repo(tmp_path)
     live = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, LIVE_AGENT)))

@@ -7,8 +7,9 @@ import contextlib
 import subprocess
 import sys
 import webbrowser
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hbtui.cli.output import Invocation, box_table, print_json
 from hbtui.core.specs import NewSpec
@@ -46,7 +47,8 @@ def cmd_new(inv: Invocation) -> int:
     a = inv.args
     work = work_request(inv)
     with inv.reporter() as rep:
-        view = inv.call(
+        view = _new(
+            inv,
             inv.service.new(
                 NewSpec(
                     a.name,
@@ -66,9 +68,11 @@ def cmd_new(inv: Invocation) -> int:
                     work=work,
                 ),
                 report=rep,
-            )
+            ),
         )
         rep.finish_steps()
+    if view is None:
+        return 1
     if inv.json:
         print_json(view.to_json())
     else:
@@ -79,6 +83,20 @@ def cmd_new(inv: Invocation) -> int:
         )
         inv.out.print(f"✓ box {view.name} is {view.state}; {where}", markup=False)
     return 0
+
+
+def _new(inv: Invocation, making: Coroutine[Any, Any, BoxView]) -> BoxView | None:
+    """The new box; with --json, one whose agent ended is still printed (with how its
+    agent ended, as `agent`), and None says so: a script gets the box it has now."""
+    from hbtui.core.work_agent import AgentEnded
+
+    try:
+        return inv.call(making)
+    except AgentEnded as ended:
+        if not inv.json or ended.view is None:
+            raise
+        print_json({**ended.view.to_json(), "agent": ended.start.to_json()})
+        return None
 
 
 def cmd_start(inv: Invocation) -> int:

@@ -148,7 +148,13 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
             view = await done_despite_cancel(self._boxes.get(spec.name, spec.host))
         if work.agent and wait_agent:  # AgentEnded when it ended: the box stays
             clone = clone_dir(work.seed)
-            await work_agent.started(self._boxes, spec.name, spec.host, clone, work.agent, report)
+            try:
+                await work_agent.started(
+                    self._boxes, spec.name, spec.host, clone, work.agent, report
+                )
+            except work_agent.AgentEnded as ended:
+                ended.view = view
+                raise
         return view
 
     def new_plan(

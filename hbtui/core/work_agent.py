@@ -29,6 +29,7 @@ from hbtui.core import ansi, work_box
 from hbtui.core import credentials as creds
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
+from hbtui.core.views import BoxView
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report
 
@@ -194,7 +195,13 @@ class AgentStart:
 
 
 class AgentEnded(HbtuiError):
-    """The box is made and ready, but its agent ended before it took the task."""
+    """The box is made and ready, but its agent ended before it took the task: `start`
+    says how, and `view` (set by the Service) is the box, for a front end that shows it."""
+
+    def __init__(self, start: AgentStart) -> None:
+        super().__init__(start.message)
+        self.start = start
+        self.view: BoxView | None = None
 
 
 def last_words(lines: list[str]) -> str:
@@ -269,6 +276,6 @@ async def started(
             current.uncancel()
         start = AgentStart(name, agent, UNSEEN, 0.0, words="the wait was interrupted")
     if start.ended:
-        raise AgentEnded(start.message)
+        raise AgentEnded(start)
     report(Phase(start.message) if start.took else Notice(start.message))
     return start
