@@ -26,6 +26,8 @@ from hbtui.archive.hbxtar import extract_hbx, pack_dir, validate_hbx
 from hbtui.archive.safetar import extract_tar
 from hbtui.archive.tarpolicy import DIR_MODE_BITS, FILE_MODE_BITS, ROOT_MODE, validate_tar
 
+from support.cli import hbtui
+
 KDF = AK.ScryptParams(log_n=4, r=1, p=1)
 PW = b"pw"
 CS = 1024
@@ -161,6 +163,70 @@ def test_external_symlinks_allowed_on_request(tmp_path):
     bad = make_tar([("l", "sym", "/tmp"), ("l/f", "file", b"x")])
     with pytest.raises(UnsafeArchive):
         extract_tar(io.BytesIO(bad), tmp_path / "out2", allow_external_symlinks=True)
+
+
+def test_links_leading_outside_are_left_out_and_named_the_rest_extracted(tmp_path):
+    """`hbtui extract` of a box with a venv (its python -> /usr/bin/python3) refused the
+    whole archive; such links are now left out, each named, and all else extracted."""
+    data = make_tar([
+        ("venv", "dir", None),
+        ("venv/python", "sym", "/usr/bin/python3"),
+        ("venv/up", "sym", "../../x"),
+        ("venv/here", "sym", "python"),  # leads through a left-out link: followed, left out
+        ("venv/f.txt", "file", b"kept"),
+        ("ok", "sym", "venv/f.txt"),
+        ("x", "file", b"old"),
+        ("x", "sym", "/etc"),  # replaces the file with nothing
+    ])  # fmt: skip
+    s = extract_tar(io.BytesIO(data), tmp_path / "out", leave_out_external=True)
+    assert contents(tmp_path / "out") == {
+        "venv": ("dir", "0o755"),
+        "venv/f.txt": ("file", b"kept", "0o644"),
+        "ok": ("link", "venv/f.txt"),
+    }
+    assert s.left_out == [
+        ("venv/python", "/usr/bin/python3"),
+        ("venv/up", "../../x"),
+        ("venv/here", "python"),
+        ("x", "/etc"),
+    ]
+    assert s.symlinks == 1
+    # Nothing is ever written through one either.
+    bad = make_tar([("l", "sym", "/tmp"), ("l/f", "file", b"x")])
+    with pytest.raises(UnsafeArchive):
+        extract_tar(io.BytesIO(bad), tmp_path / "out2", leave_out_external=True)
+
+
+@needs_zstd
+def test_hbtui_extract_of_a_box_with_a_venv_leaves_its_python_out_and_says_so(tmp_path, hbtui_home):
+    """The user's view: the archive of a /data holding a venv extracts, exit 0, and one
+    notice names the link left out (it said "refusing symlink ..." and made nothing)."""
+    src = tmp_path / "data"
+    (src / "home/agent/venv/bin").mkdir(parents=True)
+    (src / "home/agent/notes.txt").write_text("mine\n")
+    os.symlink("/usr/bin/python3", src / "home/agent/venv/bin/python3")
+    arc = tmp_path / "box.hbx"
+    pack_dir(src, arc, b"a passphrase")
+    done = hbtui("extract", str(arc), str(tmp_path / "out"), env=dict(os.environ),
+                 passphrase="a passphrase")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out/home/agent/notes.txt").read_text() == "mine\n"
+    assert not os.path.lexists(tmp_path / "out/home/agent/venv/bin/python3")
+    said = " ".join((done.stdout + done.stderr).split())
+    assert (
+        "left out 1 symbolic link(s) leading outside the folder (they point into the box's "
+        "own system): home/agent/venv/bin/python3 -> /usr/bin/python3"
+    ) in said, said
+
+
+def test_a_link_led_outside_by_a_later_one_is_taken_away(tmp_path):
+    """A link inside when it came (t -> d/x/.., d/x not there yet) that a later link
+    (d/x -> ..) leads outside: written, then taken away once the last entry is known."""
+    data = make_tar([("d", "dir", None), ("t", "sym", "d/x/.."), ("d/x", "sym", "..")])
+    s = extract_tar(io.BytesIO(data), tmp_path / "out", leave_out_external=True)
+    assert contents(tmp_path / "out") == {"d": ("dir", "0o755"), "d/x": ("link", "..")}
+    assert s.left_out == [("t", "d/x/..")]
+    assert s.symlinks == 1
 
 
 def test_existing_destination_refused(tmp_path):

@@ -153,6 +153,7 @@ def extract_hbx(
     *,
     progress: Progress | None = None,
     allow_external_symlinks: bool = False,
+    leave_out_external: bool = False,
 ) -> TarSummary:
     """Decrypt an HBX archive whose payload is a zstd-compressed tar and
     extract it into the new folder `dest` (all or nothing). `progress` gets
@@ -161,7 +162,10 @@ def extract_hbx(
         raise ArchiveError(f"the destination {str(dest)!r} already exists")
     owned, dec = _open_hbx(src, passphrase, progress)
     try:
-        return run_extract(_ZstdSource(DecryptedReader(dec)), Path(dest), allow_external_symlinks)
+        return run_extract(
+            _ZstdSource(DecryptedReader(dec)), Path(dest), allow_external_symlinks,
+            leave_out_external=leave_out_external,
+        )  # fmt: skip
     finally:
         if owned is not None:
             owned.close()

@@ -181,11 +181,15 @@ def extract_legacy(
     passphrase: bytes,
     *,
     allow_external_symlinks: bool = False,
+    leave_out_external: bool = False,
 ) -> TarSummary:
     """Decrypt and safely extract an old-tool backup into the new folder `dest`."""
     if os.path.lexists(dest):
         raise ArchiveError(f"the destination {str(dest)!r} already exists")
-    return run_extract(_LegacySource(path, passphrase), Path(dest), allow_external_symlinks)
+    return run_extract(
+        _LegacySource(path, passphrase), Path(dest), allow_external_symlinks,
+        leave_out_external=leave_out_external,
+    )  # fmt: skip
 
 
 def validate_legacy(

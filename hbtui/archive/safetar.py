@@ -27,6 +27,7 @@ from hbtui.archive.tarpolicy import (
     COPY,
     DIR_MODE_BITS,
     FILE_MODE_BITS,
+    LEFT_OUT,
     ROOT_MODE,
     Policy,
     TarStream,
@@ -115,6 +116,8 @@ class _Extractor:
                 os.utime(fd, (m.mtime, m.mtime))
             finally:
                 os.close(fd)
+        elif kind == LEFT_OUT:
+            self._clear(target)  # what the archive put there before is replaced by nothing
         elif kind == "symlink":
             self._clear(target)
             os.symlink(m.linkname, target)
@@ -173,7 +176,9 @@ class _PlainSource(Source):
         self.stdout = reader
 
 
-def run_extract(source: Source, dest: Path, allow_external_symlinks: bool) -> TarSummary:
+def run_extract(
+    source: Source, dest: Path, allow_external_symlinks: bool, *, leave_out_external: bool = False
+) -> TarSummary:
     dest = Path(dest)
     if os.path.lexists(dest):
         source.abort()
@@ -184,10 +189,12 @@ def run_extract(source: Source, dest: Path, allow_external_symlinks: bool) -> Ta
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.extract-"))
     try:
         os.chmod(tmp, ROOT_MODE)  # mkdtemp's mode; stated, whatever the umask
-        policy = Policy(allow_external_symlinks)
+        policy = Policy(allow_external_symlinks, leave_out_external=leave_out_external)
         ex = _Extractor(tmp)
         walk(source.stdout, policy, ex.entry)
         source.finish()
+        for path in policy.late:  # written, then led outside by a later link
+            os.unlink(tmp / path)
         ex.finish_dirs()
         if os.path.lexists(dest):
             raise ArchiveError(f"the destination {str(dest)!r} appeared during extraction")
@@ -223,10 +230,17 @@ def run_validate(source: Source, allow_external_symlinks: bool) -> TarSummary:
 
 
 def extract_tar(
-    reader: BinaryIO, dest: str | os.PathLike[str], *, allow_external_symlinks: bool = False
+    reader: BinaryIO,
+    dest: str | os.PathLike[str],
+    *,
+    allow_external_symlinks: bool = False,
+    leave_out_external: bool = False,
 ) -> TarSummary:
     """Extract a plain (uncompressed) tar stream into the new folder `dest`."""
-    return run_extract(_PlainSource(reader), Path(dest), allow_external_symlinks)
+    return run_extract(
+        _PlainSource(reader), Path(dest), allow_external_symlinks,
+        leave_out_external=leave_out_external,
+    )  # fmt: skip
 
 
 # --- HBX archives: decrypt -> zstd -d -> tar ------------------------------

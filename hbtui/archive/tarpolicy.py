@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import tarfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol, Self
 
 from hbtui.archive.errors import ArchiveCorrupt, UnsafeArchive
@@ -37,6 +37,7 @@ __all__ = [
     "COPY",
     "DIR_MODE_BITS",
     "FILE_MODE_BITS",
+    "LEFT_OUT",
     "ROOT_MODE",
     "Policy",
     "TarStream",
@@ -56,6 +57,8 @@ FILE_MODE_BITS = 0o777
 DIR_MODE_BITS = 0o1777
 #: The destination folder's mode; the archive's `./` entry does not change it.
 ROOT_MODE = 0o700
+#: The kind of a symlink left out for leading outside the destination.
+LEFT_OUT = "left-out"
 
 
 @dataclass
@@ -65,6 +68,8 @@ class TarSummary:
     symlinks: int = 0
     hardlinks: int = 0
     bytes: int = 0
+    # (path, target) of each symlink left out for leading outside the destination
+    left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
 # --- the policy (shared by the validator and the extractor) ---------------
@@ -82,10 +87,18 @@ def norm_name(name: str, what: str = "entry") -> str:
 
 
 class Policy:
-    """Tracks the entries seen so far in a virtual tree and judges each new one."""
+    """Tracks the entries seen so far in a virtual tree and judges each new one.
 
-    def __init__(self, allow_external_symlinks: bool) -> None:
+    A symlink that leads outside the destination is refused, or with
+    `allow_external_symlinks` let through (load's check: it resolves inside the box), or
+    with `leave_out_external` left out: its kind is LEFT_OUT, nothing is written for it
+    (and nothing may be written through it), and the summary names it."""
+
+    def __init__(self, allow_external_symlinks: bool, *, leave_out_external: bool = False) -> None:
         self.allow_external = allow_external_symlinks
+        self.leave_out = leave_out_external
+        self.left: set[str] = set()  # the paths whose last entry is a link left out
+        self.late: list[str] = []  # links written, then found to lead outside (final_check)
         self.kinds: dict[str, str] = {}  # path -> "dir" | "file" | "symlink"
         self.links: dict[str, str] = {}  # symlink path -> target
         self.summary = TarSummary()
@@ -118,16 +131,23 @@ class Policy:
             parts.append(c)
         return True
 
-    def _check_link(self, path: str, target: str) -> None:
+    def _link_stays(self, path: str, target: str) -> bool:
+        """Whether the link may be written: True, or False to leave it out; an archive
+        whose link leads outside is refused unless links are let through or left out."""
         if self.allow_external:
-            return
+            return True
         if target.startswith("/"):
+            if self.leave_out:
+                return False
             raise UnsafeArchive(f"refusing symlink {path!r} with an absolute target {target!r}")
         parent = path.split("/")[:-1]
         if not self._resolve(parent, target):
+            if self.leave_out:
+                return False
             raise UnsafeArchive(
                 f"refusing symlink {path!r} -> {target!r}: it points outside the destination"
             )
+        return True
 
     def check(self, m: tarfile.TarInfo) -> tuple[str, str]:  # noqa: C901 (named in pyproject.toml)
         """Return (normalised path, kind) or raise UnsafeArchive."""
@@ -167,8 +187,9 @@ class Policy:
             raise UnsafeArchive(f"refusing {m.name!r}: it would replace a directory")
         if old is not None and old != "dir" and kind == "dir":
             raise UnsafeArchive(f"refusing directory {m.name!r}: it would replace a file or link")
-        if kind == "symlink":
-            self._check_link(path, m.linkname)
+        if kind == "symlink" and not self._link_stays(path, m.linkname):
+            kind = LEFT_OUT
+            self.summary.left_out.append((path, m.linkname))
         if kind == "hardlink":
             target = norm_name(m.linkname, "hardlink target")
             if self.kinds.get(target) != "file":
@@ -181,7 +202,12 @@ class Policy:
         for i in range(1, len(parts)):
             self.kinds.setdefault("/".join(parts[:i]), "dir")
         self.links.pop(path, None)
-        if kind == "symlink":
+        self.left.discard(path)
+        if kind == LEFT_OUT:  # followed as if it were there: nothing goes through it
+            self.links[path] = m.linkname
+            self.kinds[path] = "symlink"
+            self.left.add(path)
+        elif kind == "symlink":
             self.links[path] = m.linkname
             self.kinds[path] = "symlink"
             self.summary.symlinks += 1
@@ -198,11 +224,16 @@ class Policy:
         return path, kind
 
     def final_check(self) -> None:
-        """Later symlinks can change where earlier ones lead: check them all again."""
+        """Later symlinks can change where earlier ones lead: check them all again. A
+        written link that now leads outside is refused, or (leaving them out) named in
+        `late` for the extractor to take away, and in the summary."""
         if self.allow_external:
             return
         for path, target in self.links.items():
-            self._check_link(path, target)
+            if path not in self.left and not self._link_stays(path, target):
+                self.late.append(path)
+                self.summary.left_out.append((path, target))
+                self.summary.symlinks -= 1
 
 
 # --- streaming through tarfile --------------------------------------------

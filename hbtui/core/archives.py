@@ -19,13 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hbtui.core.ansi import plain
 from hbtui.core.scratch import staged_beside
 from hbtui.errors import Cancelled, HbtuiError, UsageError
-from hbtui.events import Phase, Report, Transfer, ignore
+from hbtui.events import Notice, Phase, Report, Transfer, ignore
 from hbtui.paths import Paths, kind_of
 
 if TYPE_CHECKING:
-    pass
+    from hbtui.archive.tarpolicy import TarSummary
 
 ARCHIVE_SUFFIX = ".hbx"
 
@@ -155,17 +156,20 @@ async def extract(  # noqa: C901 (named in pyproject.toml)
             raise Cancelled("extract cancelled")  # unwinds the extractor, which cleans up
         forward(done)
 
-    def work() -> None:
+    def work() -> TarSummary:
+        # A link leading outside the folder (a venv's python -> /usr/bin/python3) is the
+        # box's, meaningless here and a way out of the folder: left out, and named.
         if kind == HBX:
-            extract_hbx(archive, dest, passphrase, progress=progress)
-        else:
-            extract_legacy(archive, dest, passphrase)
+            return extract_hbx(
+                archive, dest, passphrase, progress=progress, leave_out_external=True
+            )
+        return extract_legacy(archive, dest, passphrase, leave_out_external=True)
 
     report(Phase(f"extracting {archive.name} into {dest}"))
     with staged_beside(paths, dest):  # a SIGKILL leaves staged plaintext: the next run sweeps it
         running = asyncio.ensure_future(asyncio.to_thread(work))
         try:
-            await asyncio.shield(running)
+            summary = await asyncio.shield(running)
         except asyncio.CancelledError:
             # The thread cannot be killed: stop it at its next chunk, wait for it, and
             # remove the folder if it got as far as renaming it into place.
@@ -179,7 +183,24 @@ async def extract(  # noqa: C901 (named in pyproject.toml)
             if exc.filename is not None:
                 raise
             raise HbtuiError(f"extracting into {dest}: {exc.strerror or exc}") from None
+    if summary.left_out:
+        report(Notice(left_out_notice(summary.left_out)))
     return dest
+
+
+LEFT_OUT_NAMED = 3  # links named in the notice; the rest counted
+
+
+def left_out_notice(links: list[tuple[str, str]]) -> str:
+    """The links an extract left out, in one line (the archive's names: made safe)."""
+    named = ", ".join(
+        f"{plain(path)} -> {plain(target)}" for path, target in links[:LEFT_OUT_NAMED]
+    )
+    more = f" and {len(links) - LEFT_OUT_NAMED} more" if len(links) > LEFT_OUT_NAMED else ""
+    return (
+        f"left out {len(links)} symbolic link(s) leading outside the folder "
+        f"(they point into the box's own system): {named}{more}"
+    )
 
 
 # -- info ------------------------------------------------------------------------------
