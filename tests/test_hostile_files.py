@@ -266,3 +266,25 @@ def test_an_archive_path_that_is_no_file_says_what_it_is(tmp_path):
         with pytest.raises(UsageError) as caught:
             archive_kind(tmp_path / name)
         assert caught.value.message == f"{tmp_path / name} {said}, so not an archive"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "file", "loop"])
+def test_an_engine_state_folder_that_is_no_folder_is_one_line_naming_it(hbtui_home, tmp_path, kind):
+    """The simulator said "NotADirectoryError: ...", the engine "create directory: Not a
+    directory (os error 20)", neither naming the setting: one line that does."""
+    where = tmp_path / "state"
+    if kind == "fifo":
+        fifo_at(where)
+    elif kind == "file":
+        where.write_text("x")
+    else:
+        where.symlink_to(where)
+    done = subprocess.run(
+        [HBTUI_BIN, "ls"], env={**os.environ, "HBTUI_SMOLVM_STATE_DIR": str(where)},
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = {"fifo": "is a FIFO, not a folder", "file": "is a file, not a folder",
+            "loop": "cannot be used (too many levels of symbolic links)"}[kind]  # fmt: skip
+    assert done.stderr.startswith(f"error: the engine's state folder {where} {said}"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -15,6 +15,7 @@ import hashlib
 import os
 import shutil
 import socket
+import stat
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from hbtui.core.version_memo import check_local_version
 from hbtui.engine import Engine, locate_engine
 from hbtui.errors import UsageError
 from hbtui.names import LOCAL
-from hbtui.paths import Paths
+from hbtui.paths import Paths, kind_of
 from hbtui.statefile import fsync_dir
 from hbtui.target import SshTarget
 
@@ -236,9 +237,30 @@ class RemoteHosts(Protocol):
     async def close(self) -> None: ...
 
 
+def _check_state_dir(state_dir: str) -> None:
+    """The engine's state folder, when set, is a folder or not there yet (the engine makes
+    it): anything else was the engine's "create directory: Not a directory (os error 20)",
+    naming no path."""
+    try:
+        mode = os.stat(state_dir).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:  # a symlink loop, a path through a file
+        why = (exc.strerror or str(exc)).lower()
+        raise UsageError(f"the engine's state folder {state_dir} cannot be used ({why})") from None
+    if not stat.S_ISDIR(mode):
+        what = "a file" if stat.S_ISREG(mode) else kind_of(mode)
+        raise UsageError(
+            f"the engine's state folder {state_dir} is {what}, not a folder "
+            "(HBTUI_SMOLVM_STATE_DIR, or [engine] state_dir in config.toml)"
+        )
+
+
 def local_engine(paths: Paths, config: Config) -> Engine:
     """This machine's engine, as the config says where it is and keeps its state."""
     located = locate_engine(config.engine_path_setting())
+    if config.engine_state_dir():
+        _check_state_dir(config.engine_state_dir())
     return Engine(
         located.path,
         state_dir=config.engine_state_dir(),
