@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hbtui.core import gitops, work, work_agent, work_box
+from hbtui.core import gitops, work, work_agent, work_book, work_box, work_diff
 from hbtui.core.gitops import WIP_REF, BundleRefused, check_ref_name, parse_heads
 from hbtui.errors import UsageError
 from hbtui.names import LOCAL
@@ -103,7 +103,7 @@ def test_the_pull_cap_is_a_number_of_bytes(monkeypatch):
 
 
 def test_a_diff_from_the_box_reaches_the_terminal_without_escapes():
-    record = work.WorkRecord("/r", SHA, "refs/heads/main", "/c", "hb/b1")
+    record = work_book.WorkRecord("/r", SHA, "refs/heads/main", "/c", "hb/b1")
     answer = work_box.Answer(
         tagged=[
             ("head", "b" * 40),
@@ -118,7 +118,7 @@ def test_a_diff_from_the_box_reaches_the_terminal_without_escapes():
         ],
         body=["+\x1b]52;c;ZXZpbA==\x07clip", "+\x1b[31mred\x1b[0m", "+tab\there"],
     )
-    d = work._parse_diff("b1", "local", record, answer)
+    d = work_diff._parse_diff("b1", "local", record, answer)
     assert d.branch == "hb/b1" and d.uncommitted == 2 and d.head == "b" * 40
     assert [c.subject for c in d.commits] == ["subject wiped"]
     assert [(f.path, f.added, f.deleted) for f in d.files] == [
@@ -312,7 +312,7 @@ def test_a_damaged_work_record_is_named_not_taken_for_none(tmp_path: Path, text:
     from hbtui.paths import UnreadableFile, resolve_paths
 
     paths = resolve_paths({"HBTUI_HOME": str(tmp_path)})
-    book = work.WorkBook(paths)
+    book = work_book.WorkBook(paths)
     (book.root / LOCAL).mkdir(parents=True)
     (book.root / LOCAL / "r1.json").write_text(text)
     with pytest.raises(UnreadableFile, match=r"r1\.json: not a work record"):
@@ -324,7 +324,7 @@ def test_a_diff_names_each_file_as_it_is_not_as_git_quotes_it():
     """`diff --stat` and `--json` showed git's quoted form: "caf\\303\\251.txt" for
     café.txt, with the quotes. A quoted name is read back to the name (control
     characters still dropped)."""
-    record = work.WorkRecord("/r", SHA, "refs/heads/main", "/c", "hb/b1")
+    record = work_book.WorkRecord("/r", SHA, "refs/heads/main", "/c", "hb/b1")
     answer = work_box.Answer(
         tagged=[
             ("num", '1\t0\t"caf\\303\\251.txt"'),
@@ -335,7 +335,7 @@ def test_a_diff_names_each_file_as_it_is_not_as_git_quotes_it():
             ("num", '1\t0\t"bad\\3"'),  # a broken quote is shown, not read
         ],
     )
-    d = work._parse_diff("b1", "local", record, answer)
+    d = work_diff._parse_diff("b1", "local", record, answer)
     assert [f.path for f in d.files] == [
         "café.txt",
         'say "hi".txt',

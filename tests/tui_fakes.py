@@ -41,7 +41,9 @@ from hbtui.core.views import (
     DetailSection,
     ProvisionLog,
 )
-from hbtui.core.work import Commit, FileChange, PullResult, WorkDiff, WorkError
+from hbtui.core.work import PullResult
+from hbtui.core.work_book import WorkError
+from hbtui.core.work_diff import Commit, FileChange, WorkDiff
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import (
     Event,

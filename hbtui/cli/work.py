@@ -13,8 +13,8 @@ from hbtui.errors import UsageError
 if TYPE_CHECKING:
     from hbtui.core.specs import WorkRequest
     from hbtui.core.try_book import TryRecord
-    from hbtui.core.work import WorkDiff
     from hbtui.core.work_agent import AgentStart
+    from hbtui.core.work_diff import WorkDiff
 
 
 def work_request(inv: Invocation) -> WorkRequest | None:

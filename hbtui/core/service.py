@@ -35,7 +35,8 @@ from hbtui.core.shield import done_despite_cancel
 from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
 from hbtui.core.tries import TryOperations
 from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
-from hbtui.core.work import WorkBook, WorkOperations, branch_work, check_task, clone_dir
+from hbtui.core.work import WorkOperations, branch_work, check_task, clone_dir
+from hbtui.core.work_book import WorkBook
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name

@@ -25,18 +25,10 @@ from hbtui.core.shield import to_the_end
 from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.core.try_book import CheckResult, TryBook, TryRecord
 from hbtui.core.views import BoxView
-from hbtui.core.work import (
-    PullResult,
-    WorkBook,
-    WorkDiff,
-    WorkError,
-    WorkRecord,
-    branch_work,
-    clone_dir,
-    diff,
-    work_record,
-)
+from hbtui.core.work import PullResult, branch_work, clone_dir
 from hbtui.core.work_agent import AgentStart
+from hbtui.core.work_book import WorkBook, WorkError, WorkRecord, work_record
+from hbtui.core.work_diff import WorkDiff, diff
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore

@@ -2,25 +2,21 @@
 box's work seen (`diff`) and taken back (`pull`) without the box ever holding a git
 credential or pushing anything.
 
-The host keeps one record per box made with a repository (`WorkBook`): the repository's
-path, the seed commit and the clone's folder in the box. The seed is the host's word, never
-the box's: it defines "what the agent did" and is what every pulled branch must contain.
+The host's record of each box's work is hbtui.core.work_book; `diff` is
+hbtui.core.work_diff.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from hbtui.core import ansi, gitops, intake, work_agent, work_box
-from hbtui.core.box_core import BoxNotFound
+from hbtui.core import gitops, intake, work_agent, work_box
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.gitops import BundleRefused, RepoSeed
 from hbtui.core.hosts import HostPool
@@ -28,26 +24,27 @@ from hbtui.core.registry import FAILED, WORK_MISSING
 from hbtui.core.scratch import scratch
 from hbtui.core.shield import to_the_end
 from hbtui.core.specs import WorkRequest
-from hbtui.engine import MachineNotFound, MachineNotRunning
+from hbtui.core.work_book import (
+    SHA,
+    WorkBook,
+    WorkError,
+    WorkRecord,
+    count_said,
+    reaching,
+    work_record,
+)
+from hbtui.core.work_diff import WorkDiff, diff
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
-from hbtui.names import LOCAL, check_name, host_flag
-from hbtui.paths import Paths, UnreadableFile, make_folder, read_state
-from hbtui.statefile import write_atomic
+from hbtui.names import LOCAL, check_name
+from hbtui.paths import Paths
 
 AGENTS = ("claude", "codex", "hermes")
 TASK_MAX = 64 * 1024
 PULL_MAX_ENV = "HBTUI_PULL_MAX_BYTES"  # the cap on a pulled bundle and on any file in it
 PULL_MAX_DEFAULT = 1 << 30
-DIFF_MAX = 32 << 20
-_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_NUM = re.compile(r"(-|\d+)\t(-|\d+)\t(.+)")
 A = TypeVar("A")
 B = TypeVar("B")
-
-
-class WorkError(HbtuiError):
-    """A box has no work hbtui knows of, or its clone cannot be read."""
 
 
 def pull_max() -> int:
@@ -58,94 +55,6 @@ def pull_max() -> int:
     if not text.isdigit() or int(text) < 1:
         raise UsageError(f"{PULL_MAX_ENV} must be a number of bytes, not {text!r}")
     return int(text)
-
-
-@dataclass(frozen=True)
-class WorkRecord:
-    """Where a box's work came from, as the host recorded it at `new --repo`."""
-
-    repo: str
-    seed: str
-    ref: str  # what the seed was resolved from (refs/heads/main, HEAD, a commit)
-    clone: str  # the clone's folder in the box
-    branch: str  # hb/BOX
-
-    @classmethod
-    def from_json(cls, data: object) -> WorkRecord | None:
-        if not isinstance(data, dict):
-            return None
-        fields = {k: data.get(k) for k in ("repo", "seed", "ref", "clone", "branch")}
-        if not all(isinstance(v, str) for v in fields.values()):
-            return None
-        if not _SHA.fullmatch(str(fields["seed"])):
-            return None
-        return cls(**{k: str(v) for k, v in fields.items()})
-
-
-class WorkBook:
-    """One JSON record per box made with a repository: `<data>/work/<host>/<box>.json`."""
-
-    def __init__(self, paths: Paths) -> None:
-        self.root = paths.data_dir / "work"
-
-    def _path(self, host: str, name: str) -> Path:
-        return self.root / host / f"{name}.json"
-
-    def get(self, host: str, name: str) -> WorkRecord | None:
-        raw = read_state(self._path(host, name), 64 * 1024)
-        if raw is None:
-            return None
-        try:
-            record = WorkRecord.from_json(json.loads(raw))
-        except (UnicodeDecodeError, ValueError):
-            record = None
-        if record is None:  # not "made without a repository": it was, and this is damaged
-            raise UnreadableFile(
-                self._path(host, name),
-                "not a work record (damaged?): restore it from a copy, or remove it and the "
-                "box's diff and pull with it (its clone in the box is untouched)",
-            )
-        return record
-
-    def put(self, host: str, name: str, record: WorkRecord) -> None:
-        make_folder(self.root / host)
-        write_atomic(self._path(host, name), json.dumps(asdict(record), indent=2).encode())
-
-    def drop(self, host: str, name: str) -> None:
-        self._path(host, name).unlink(missing_ok=True)
-
-
-@dataclass(frozen=True)
-class Commit:
-    id: str
-    subject: str
-
-
-@dataclass(frozen=True)
-class FileChange:
-    path: str
-    added: int | None  # None: a binary file
-    deleted: int | None
-
-
-@dataclass(frozen=True)
-class WorkDiff:
-    """`hbtui diff`: the box's commits since the seed, and every change since the seed
-    (committed or not) file by file and, unless only the stat was asked for, as a patch."""
-
-    box: str
-    host: str
-    repo: str
-    seed: str
-    head: str
-    branch: str
-    commits: tuple[Commit, ...]
-    files: tuple[FileChange, ...]
-    uncommitted: int  # files with changes not committed yet
-    patch: str | None
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -196,18 +105,6 @@ async def _alongside(main: Awaitable[A], side: Awaitable[B]) -> tuple[A, B]:
             await running
         raise
     return first, await running
-
-
-@contextlib.contextmanager
-def _reaching(name: str) -> Iterator[None]:
-    """A box that is not running, or gone, is one line saying what to do (asking the
-    engine first would cost every diff and pull a status call)."""
-    try:
-        yield
-    except MachineNotRunning:
-        raise WorkError(f"box {name} is not running: start it first (hbtui start {name})") from None
-    except MachineNotFound:
-        raise WorkError(f"box {name} is not there (see: hbtui ls)") from None
 
 
 async def seed_box(
@@ -306,108 +203,11 @@ async def _carry_work(
     return record
 
 
-def work_record(boxes: BoxOperations, book: WorkBook, name: str, host: str) -> WorkRecord:
-    """The box's work record; a box that does not exist, or has none, is one line."""
-    record = book.get(host, name)
-    row = boxes.registry.read().get(name, host) if record is None else None
-    if record is None and row is None:
-        where = "" if host == LOCAL else f" on {host}"
-        raise BoxNotFound(f"no box named {name!r}{where} (see: hbtui ls)")
-    if row is not None and row.effective_status() == FAILED and row.error == WORK_MISSING:
-        # Killed before its clone went in (a `new --repo` or a try): not a box without one.
-        raise WorkError(
-            f"box {name} failed: {WORK_MISSING}; remove it (hbtui rm {name}{host_flag(host)}) "
-            "and make it again"
-        )
-    if record is None:
-        raise WorkError(f"box {name} was not made with a repository (hbtui new {name} --repo PATH)")
-    return record
-
-
 def _repo(record: WorkRecord, repo: Path | None) -> Path:
     path = Path(repo).expanduser().absolute() if repo is not None else Path(record.repo)
     if not path.is_dir():
         raise UsageError(f"the repository {path} is not there; name it with --repo PATH")
     return path
-
-
-def _count(text: str | None) -> int:
-    return int(text) if text is not None and text.strip().isdigit() else 0
-
-
-_QUOTED = re.compile(r'"((?:[^"\\]|\\(?:[abtnvfr"\\]|[0-3][0-7]{2}))*)"')
-_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
-
-
-def _unquoted(path: str) -> str:
-    """A path as git quotes one with special characters ("caf\\303\\251.txt"), read back
-    to the name (café.txt); anything else as it is."""
-    match = _QUOTED.fullmatch(path)
-    if match is None:
-        return path
-    out, body, i = bytearray(), match.group(1), 0
-    while i < len(body):
-        if body[i] != "\\":
-            out += body[i].encode()
-            i += 1
-        elif body[i + 1] in _C_ESCAPES:
-            out.append(_C_ESCAPES[body[i + 1]])
-            i += 2
-        else:
-            out.append(int(body[i + 1 : i + 4], 8))
-            i += 4
-    return out.decode(errors="replace")
-
-
-def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answer) -> WorkDiff:
-    commits, files = [], []
-    for word, rest in answer.tagged:
-        if word == "commit":
-            sha, _, subject = rest.partition(" ")
-            if _SHA.fullmatch(sha):
-                commits.append(Commit(sha, ansi.plain(subject)[:300]))
-        elif word == "num" and (m := _NUM.fullmatch(rest)):
-            added, deleted, path = m.groups()
-            files.append(
-                FileChange(
-                    ansi.plain(_unquoted(path))[:1000],
-                    None if added == "-" else int(added),
-                    None if deleted == "-" else int(deleted),
-                )
-            )
-    head = answer.first("head") or ""
-    patch = None
-    if answer.first("patch") is not None:
-        patch = ansi.without_escapes("\n".join(answer.body) + ("\n" if answer.body else ""))
-    return WorkDiff(
-        box=name,
-        host=host,
-        repo=record.repo,
-        seed=record.seed,
-        head=head if _SHA.fullmatch(head) else "",
-        branch=ansi.plain(answer.first("branch") or "")[:200],
-        commits=tuple(commits),
-        files=tuple(files),
-        uncommitted=_count(answer.first("dirty")),
-        patch=patch,
-    )
-
-
-async def diff(
-    boxes: BoxOperations, book: WorkBook, name: str, host_name: str, *, patch: bool
-) -> WorkDiff:
-    record = work_record(boxes, book, name, host_name)
-    host = await boxes.hosts.get(host_name)
-    with _reaching(name):
-        answer = await work_box.run_step(
-            host, name, work_box.DIFF_SCRIPT,
-            [record.clone, record.seed, "patch" if patch else "stat"], cap=DIFF_MAX,
-        )  # fmt: skip
-    if answer.first("noclone") is not None:
-        raise WorkError(f"box {name} has no clone at {record.clone}")
-    if answer.returncode != 0:
-        raise WorkError(f"reading the work in box {name} failed: {answer.why()}")
-    return _parse_diff(name, host_name, record, answer)
 
 
 async def _take(
@@ -463,7 +263,7 @@ async def pull(
         objects = asyncio.ensure_future(gitops.objects_dir(target))
         try:
             async with intake.PackIntake(target, objects, folder) as taking:
-                with _reaching(name):
+                with reaching(name):
                     (answer, size), old_wip = await _alongside(
                         work_box.fetch_bundle(
                             host, name, [record.clone, record.seed, "1" if wip else "0"],
@@ -473,7 +273,7 @@ async def pull(
                     )  # fmt: skip
                 if answer.first("noclone") is not None:
                     raise WorkError(f"box {name} has no clone at {record.clone}")
-                dirty = _count(answer.first("dirty"))
+                dirty = count_said(answer.first("dirty"))
                 wip_commit = answer.first("wip") or ""
                 refs: tuple[tuple[str, str], ...] = ()
                 if answer.first("nothing") is None:  # else: no branch at all, nothing sent
@@ -501,7 +301,7 @@ async def pull(
     if dirty and not wip:
         report(Notice(f"{dirty} file(s) in {name} have uncommitted changes (not pulled; --wip)"))
     return PullResult(
-        name, host_name, str(target), refs, dirty, wip_commit if _SHA.fullmatch(wip_commit) else "",
+        name, host_name, str(target), refs, dirty, wip_commit if SHA.fullmatch(wip_commit) else "",
         size,
     )  # fmt: skip
 
