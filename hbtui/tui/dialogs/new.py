@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
-from hbtui.config import EGRESS_MODES, host_pattern_problem, split_list
+from hbtui.config import split_list
 from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.errors import HbtuiError
 from hbtui.events import Report
@@ -31,6 +31,12 @@ from hbtui.tui.dialogs.base import (
     int_or_none,
     name_taken,
     port_problem,
+)
+from hbtui.tui.dialogs.new_options import (
+    allow_problem,
+    compose_options,
+    credentials_problem,
+    option_defaults,
 )
 from hbtui.tui.dialogs.work_fields import (
     WORK_DEFAULTS,
@@ -125,18 +131,8 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self._planned: tuple[object, ...] | None = None  # what the plan shown is for
         self._hosts = service.host_names()
         self._made: dict[str, Widget] = {}  # the folded sections' widgets made, by selector
-        defaults = service.config.defaults
         # The folded sections' fields until they are opened (see `value`).
-        self._defaults: dict[str, object] = {
-            "#use-base": defaults.use_bases,
-            "#branchable": defaults.branchable,
-            "#credentials": defaults.credentials,
-            "#egress": defaults.egress,
-            "#allow": defaults.allow,
-            "#cpus": str(defaults.cpus),
-            "#memory": str(defaults.memory_mib),
-            **WORK_DEFAULTS,
-        }
+        self._defaults = {**option_defaults(service.config.defaults), **WORK_DEFAULTS}
 
     def compose_body(self) -> ComposeResult:
         yield Label("Name")
@@ -154,7 +150,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         yield Label("", id="plan", classes="hint")
         yield LazySection(
             "Options: base, branchable, credentials, egress, CPUs, memory",
-            self._compose_options,
+            partial(compose_options, self.value, self.keep),
             id="options",
         )
         yield LazySection(
@@ -174,45 +170,6 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         with Horizontal(classes="buttons"):
             yield Button("Create", variant="primary", id="ok", disabled=True)
             yield Button("Cancel", id="cancel")
-
-    def _compose_options(self) -> ComposeResult:
-        """The Options section's fields, made when it is first opened."""
-        value, keep = self.value, self.keep
-        with Horizontal(classes="row"):
-            base = Checkbox("From a base when there is one", value("#use-base"), id="use-base")
-            yield keep(base)
-            yield keep(Checkbox("Branchable", value=value("#branchable"), id="branchable"))
-        with Horizontal(classes="row"):
-            with Vertical(classes="wide"):
-                yield Label("Credentials (presets; the keys stay out)")
-                yield keep(
-                    Field(
-                        value=value("#credentials"),
-                        placeholder="anthropic,github",
-                        id="credentials",
-                    )
-                )
-            with Vertical():
-                yield Label("Egress")
-                yield keep(
-                    Select(
-                        [(mode, mode) for mode in EGRESS_MODES],
-                        value=value("#egress"),
-                        allow_blank=False,
-                        id="egress",
-                    )
-                )
-        yield keep(Label("", id="credentials-problem", classes="problem"))
-        yield keep(Label("Allow list (hosts, comma-separated)", id="allow-label"))
-        yield keep(Field(value=value("#allow"), placeholder="pypi.org,*.npmjs.org", id="allow"))
-        yield keep(Label("", id="allow-problem", classes="problem"))
-        with Horizontal(classes="row"):
-            with Vertical():
-                yield Label("CPUs")
-                yield keep(Field(value=value("#cpus"), type="integer", id="cpus"))
-            with Vertical():
-                yield Label("Memory (MiB)")
-                yield keep(Field(value=value("#memory"), type="integer", id="memory"))
 
     def keep(self, widget: W) -> W:
         """Note a folded section's widget as it is made: the form reads it from then on
@@ -301,29 +258,14 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         }
 
     def _credentials_problem(self) -> str | None:
-        if self._presets is None:
-            return None  # not read yet (Create stays off until they are)
-        for name in split_list(self.value("#credentials")):
-            if name not in self._presets:
-                return f"no preset {name!r}; known: {', '.join(sorted(self._presets))}"
-            if name not in self._stored:
-                return f"no secret {name!r} stored: hbtui secrets set {name}"
-        return None
+        return credentials_problem(str(self.value("#credentials")), self._presets, self._stored)
 
     def _allow_problem(self) -> str | None:
-        allow_list = self.value("#egress") == "allow-list"
-        if self._filled("#allow"):
-            self._made["#allow"].display = allow_list
-            self._made["#allow-label"].display = allow_list
-        if not allow_list:
-            return None
-        hosts = split_list(self.value("#allow"))
-        bad = next((h for h in hosts if host_pattern_problem(h)), None)
-        if bad:
-            return f"{bad!r}: {host_pattern_problem(bad)}"
-        if not hosts and not split_list(self.value("#credentials")):
-            return "an allow list needs a host (or a credential, whose hosts it adds)"
-        return None
+        egress = str(self.value("#egress"))
+        if self._filled("#allow"):  # the list's field shows only for an allow list
+            self._made["#allow"].display = egress == "allow-list"
+            self._made["#allow-label"].display = egress == "allow-list"
+        return allow_problem(egress, str(self.value("#allow")), str(self.value("#credentials")))
 
     def _plan_inputs(self) -> tuple[str, str | None, Path | None, bool]:
         recipe = self.query_one("#recipe", Input).value.strip()
