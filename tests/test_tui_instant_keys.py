@@ -166,10 +166,9 @@ async def test_the_new_dialog_makes_its_options_and_work_fields_when_they_are_op
         assert (asked.credentials, asked.egress, asked.work) == ((), "private-blocked", None)
         await operations_done(pilot, app)
 
-        await pilot.press("n")
-        await until(
-            pilot, lambda: isinstance(app.screen, NewBoxDialog) and app.screen is not dialog
-        )
+        await until(pilot, lambda: app.screen is app.main, what="the dialog closed")
+        await pilot.press("n")  # opened again (the same dialog, as new)
+        await until(pilot, lambda: isinstance(app.screen, NewBoxDialog), what="the New dialog")
         dialog = app.screen
         await open_section(pilot, dialog, "options")
         assert dialog.query_one("#cpus", Input).value == "3"

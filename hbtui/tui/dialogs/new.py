@@ -86,6 +86,7 @@ SECTION_OF = {
     **dict.fromkeys(("#allow", "#allow-problem", "#cpus", "#memory"), "options"),
     **dict.fromkeys((*WORK_DEFAULTS, "#work-problem"), "work"),
 }
+PORT_HINT = "Pick a free port below (enter or click), or leave auto"
 
 
 class NewBoxDialog(Dialog[NewBoxRequest]):
@@ -119,6 +120,14 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     ) -> None:
         super().__init__()
         self.service = service
+        self.hosts = service.host_names()
+        self._made: dict[str, Widget] = {}  # the folded sections' widgets made, by selector
+        # The folded sections' fields until they are opened (see `value`).
+        self._defaults = {**option_defaults(service.config.defaults), **WORK_DEFAULTS}
+        self._fresh(taken, port)
+
+    def _fresh(self, taken: Collection[tuple[str, str]], port: int | None) -> None:
+        """What one opening of the dialog knows, as it starts."""
         self.taken = taken  # (host, name) of the boxes there are
         self.port = port  # picked in the main screen's port allocator
         self.pending: NewBoxRequest | None = None  # sent, not yet made or refused
@@ -129,20 +138,24 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self._stored: set[str] = set()
         self._recipe_checked: tuple[str, str | None] | None = None  # (text, its problem)
         self._planned: tuple[object, ...] | None = None  # what the plan shown is for
-        self._hosts = service.host_names()
-        self._made: dict[str, Widget] = {}  # the folded sections' widgets made, by selector
-        # The folded sections' fields until they are opened (see `value`).
-        self._defaults = {**option_defaults(service.config.defaults), **WORK_DEFAULTS}
+        self._said = {}
+        self._close_when_current = False
+        self._reopened = False  # reopen() ran: the reads are due once it shows
+
+    def _fields(self) -> dict[str, str]:
+        """The fields outside the folded sections, as they start."""
+        image = self.service.config.defaults.image
+        return {"#name": "", "#image": image, "#recipe": "", "#port": str(self.port or "auto")}
 
     def compose_body(self) -> ComposeResult:
         yield Label("Name")
         yield Field(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem")
-        yield from host_select(self._hosts)
+        yield from host_select(self.hosts)
         with Horizontal(classes="row"):
             with Vertical():
                 yield Label("Image")
-                yield Field(value=self.service.config.defaults.image, id="image")
+                yield Field(value=self._fields()["#image"], id="image")
             with Vertical(classes="wide"):
                 yield Label("Recipe (a folder with provision/provision.sh)")
                 yield Field(placeholder="reading the configured recipe…", id="recipe")
@@ -160,9 +173,9 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         )
         with Horizontal(classes="row"):
             yield Label("Port", classes="inline")
-            yield Field(value=str(self.port) if self.port else "auto", id="port")
+            yield Field(value=self._fields()["#port"], id="port")
         yield Label("", id="port-problem", classes="problem")
-        yield Label("Pick a free port below (enter or click), or leave auto", classes="hint")
+        yield Label(PORT_HINT, id="port-hint", classes="hint")
         yield PortGrid(id="new-port-grid")
         status = Label("", id="request-status")
         status.display = False  # until Create is pressed
@@ -200,11 +213,51 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             return self.service.config.recipe_setting()
 
     def on_mount(self) -> None:
-        self.query_one("#name", Input).focus()
+        self.query_one("#name", Input).focus(scroll_visible=False)
         self.check()
         # The reads start once the first frame is drawn: answered before it (the port map
         # at once), they would lay out and draw the form a second time ahead of that frame.
         self.call_after_refresh(self._load)
+
+    def reopen(self, taken: Collection[tuple[str, str]], *, port: int | None = None) -> None:
+        """Open again, closed before, as a new dialog would: the App keeps this one, since
+        composing its widgets was most of what opening it cost. Every field at its default
+        (a folded section's made fields too, the section folded), every line as composed,
+        the form unlocked, nothing of the last request, the port map and the reads to come
+        again once it shows. Called before it is pushed."""
+        self.workers.cancel_node(self)  # a late answer for the last opening changes nothing
+        self._fresh(taken, port)
+        self._reopened = True
+        for selector, value in {**self._fields(), **self._defaults}.items():
+            widget = (
+                self.query_one(selector) if selector not in SECTION_OF else self._made.get(selector)
+            )
+            if isinstance(widget, Select) and value == "":
+                value = Select.NULL
+            if isinstance(widget, Input | Checkbox | Select) and widget.value != value:
+                widget.value = value  # type: ignore[assignment]
+        if self.hosts[1:]:
+            self.query_one("#host", Select).value = LOCAL
+        for section in self.query(LazySection):
+            section.collapsed = True
+        self.query_one("#plan", Label).update("")
+        self.query_one("#plan", Label).display = True
+        self.query_one("#port-hint", Label).update(PORT_HINT)
+        status = self.query_one("#request-status", Label)
+        status.update("")
+        status.display = False
+        grid = self.query_one(PortGrid)
+        grid.picked, grid.hovered, grid.cursor = port, None, 0
+        grid.set_slots([])
+        self._lock(False)
+        self.query_one(".dialog").scroll_home(animate=False)
+        self.query_one("#name", Input).focus(scroll_visible=False)
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        if self._reopened:  # the reads, once the first frame is drawn (see on_mount)
+            self._reopened = False
+            self.call_after_refresh(self._load)
 
     def _load(self) -> None:
         self.load_context()
@@ -336,7 +389,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     @property
     def host(self) -> str:
-        return str(self.query_one("#host", Select).value) if self._hosts[1:] else LOCAL
+        return str(self.query_one("#host", Select).value) if self.hosts[1:] else LOCAL
 
     @work(exclusive=True, group="ports", exit_on_error=False)
     async def load_ports(self) -> None:
@@ -345,7 +398,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         try:
             grid.set_slots(await self.service.ports(self.host))
         except Exception as exc:
-            self.query_one(".hint", Label).update(Text(f"port map unavailable: {exc}", "red"))
+            self.query_one("#port-hint", Label).update(Text(f"port map unavailable: {exc}", "red"))
         self.check()  # the typed port against this host's map
 
     @on(Select.Changed, "#host")
