@@ -110,10 +110,19 @@ class Closable(ModalScreen[S]):
 
 
 class Dialog(Closable[R | None]):
-    """A centred box with a title; escape cancels (dismisses with None)."""
+    """A centred box with a title; escape cancels (dismisses with None).
+
+    Tab and shift+tab move the focus as soon as the App reads them (priority bindings):
+    Textual's own run only once the key has bubbled back up from the field, and the keys
+    typed meanwhile went to the field being left (a passphrase typed fast after tab landed
+    in the Save dialog's path field, in clear, on a loaded machine)."""
 
     CSS_PATH = DIALOG_CSS  # read when the first dialog opens, not at startup
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
+    ]
     TITLE_TEXT = ""
 
     def __init__(self) -> None:
