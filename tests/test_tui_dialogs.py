@@ -236,7 +236,8 @@ async def test_open_without_a_browser_offers_the_url_to_copy(service, outcome):
         dialog = app.screen
         assert dialog.query_one("#url", Input).value == "http://127.0.0.1:4791/"
         await pilot.click("#copy")
-        assert app.clipboard == "http://127.0.0.1:4791/"  # sent as OSC 52 by the driver
+        # sent as OSC 52 by the driver, once the click has reached the button
+        await until(pilot, lambda: app.clipboard == "http://127.0.0.1:4791/", what="the copy")
         await until(pilot, lambda: any("URL copied" in n for n in notes(app)))
         assert not isinstance(app.screen, UrlDialog)
 
