@@ -118,6 +118,7 @@ class Dialog(Closable[R | None]):
     in the Save dialog's path field, in clear, on a loaded machine)."""
 
     CSS_PATH = DIALOG_CSS  # read when the first dialog opens, not at startup
+    AUTO_FOCUS = ""  # each dialog focuses its first field itself (see focus_field)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
         Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
@@ -137,6 +138,14 @@ class Dialog(Closable[R | None]):
 
     def compose_body(self) -> ComposeResult:
         yield from ()
+
+    def focus_field(self, field: Widget) -> None:
+        """Focus a field, scrolling the form only as far as it must to show it: Textual
+        centres what it focuses (its own auto-focus too, hence none), and in an 80x24
+        terminal that scrolled the form's first lines out of sight, the title (which box
+        it acts on) among them."""
+        field.focus(scroll_visible=False)
+        self.call_after_refresh(field.scroll_visible, animate=False)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -216,7 +225,7 @@ class FormDialog(Dialog[R]):
         yield from ()
 
     def on_mount(self) -> None:
-        self.first_field().focus()
+        self.focus_field(self.first_field())
 
     def first_field(self) -> Input:
         """The field the form starts in."""

@@ -75,7 +75,7 @@ class BranchDialog(Dialog[BranchRequest]):
             yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#name", Input).focus()
+        self.focus_field(self.query_one("#name", Input))
         self.load_ports()
         self.check()
 

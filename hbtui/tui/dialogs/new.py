@@ -213,7 +213,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             return self.service.config.recipe_setting()
 
     def on_mount(self) -> None:
-        self.query_one("#name", Input).focus(scroll_visible=False)
+        self.focus_field(self.query_one("#name", Input))
         self.check()
         # The reads start once the first frame is drawn: answered before it (the port map
         # at once), they would lay out and draw the form a second time ahead of that frame.
@@ -251,7 +251,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         grid.set_slots([])
         self._lock(False)
         self.query_one(".dialog").scroll_home(animate=False)
-        self.query_one("#name", Input).focus(scroll_visible=False)
+        self.focus_field(self.query_one("#name", Input))
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
