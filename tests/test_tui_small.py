@@ -164,3 +164,21 @@ async def test_a_dialog_opens_at_its_title(app, key):
         assert form.region.contains_region(title.region) and title.region.height
         focused = app.screen.focused
         assert focused is not None and form.region.contains_region(focused.region)
+
+
+@pytest.mark.parametrize("size", [SMALL, (100, 30), (160, 45)])
+async def test_help_shows_every_word_of_every_key(app, size):
+    """Help's descriptions wrap within the window at any width: none runs past its right
+    edge (at 80 columns the ends of lines were cut off: "a shell as age", "its executor")."""
+    from textual.widgets import DataTable
+
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: app.screen is not app.main, what="help")
+        await settled(pilot)
+        table = app.screen.query_one(DataTable)
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        await pilot.resize_terminal(*SMALL)  # and once the terminal shrinks
+        await settled(pilot)
+        assert table.virtual_size.width <= table.scrollable_content_region.width
