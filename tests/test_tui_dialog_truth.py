@@ -252,3 +252,23 @@ async def test_keys_typed_right_after_tab_go_to_the_next_field(back):
         field, left = (output, passphrase) if back else (passphrase, output)
         assert field.value == "s3cret"
         assert left.value == ""
+
+
+async def test_a_failed_operations_window_offers_close_not_cancel():
+    """Once its operation has failed there is nothing left to cancel: the window's footer
+    says esc closes it, as its button does (it said "esc Cancel" beside a Close button)."""
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        screen = ProgressScreen(Operation("save", ("local", "alpha"), app), "Saving alpha")
+        await app.push_screen(screen)
+
+        def footer() -> list[str]:
+            return [k.description for k in screen.query(FooterKey)]
+
+        await until(pilot, lambda: footer() == ["Cancel"], what="esc Cancel while it runs")
+        screen.finished("folder /nope does not exist")
+        await until(pilot, lambda: footer() == ["Close"], what=lambda: f"esc Close: {footer()}")
+        assert str(screen.query_one("#cancel", Button).label) == "Close"
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main, what="the window closed")
