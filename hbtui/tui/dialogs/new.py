@@ -86,7 +86,7 @@ SECTION_OF = {
     **dict.fromkeys(("#allow", "#allow-problem", "#cpus", "#memory"), "options"),
     **dict.fromkeys((*WORK_DEFAULTS, "#work-problem"), "work"),
 }
-PORT_HINT = "Pick a free port below (enter or click), or leave auto"
+PORT_HINT = "Pick a free port below (enter or click), or leave auto: any free port"
 
 
 class NewBoxDialog(Dialog[NewBoxRequest]):
