@@ -235,7 +235,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             if isinstance(widget, Select) and value == "":
                 value = Select.NULL
             if isinstance(widget, Input | Checkbox | Select) and widget.value != value:
-                widget.value = value  # type: ignore[assignment]
+                widget.value = value
         if self.hosts[1:]:
             self.query_one("#host", Select).value = LOCAL
         for section in self.query(LazySection):

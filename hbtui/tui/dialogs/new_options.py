@@ -5,7 +5,7 @@ defaults stand for them until then), and their checks."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -16,6 +16,12 @@ from hbtui.config import EGRESS_MODES, Defaults, host_pattern_problem, split_lis
 from hbtui.tui.dialogs.base import Field
 
 W = TypeVar("W", bound=Widget)
+
+
+class Keep(Protocol):
+    """The form's note of a widget as it is made (NewBoxDialog.keep)."""
+
+    def __call__(self, widget: W) -> W: ...
 
 
 def option_defaults(defaults: Defaults) -> dict[str, object]:
@@ -31,7 +37,7 @@ def option_defaults(defaults: Defaults) -> dict[str, object]:
     }
 
 
-def compose_options(value: Callable[[str], Any], keep: Callable[[W], W]) -> ComposeResult:
+def compose_options(value: Callable[[str], Any], keep: Keep) -> ComposeResult:
     """The fields, each at `value(selector)` and handed to `keep` as it is made."""
     with Horizontal(classes="row"):
         base = Checkbox("From a base when there is one", value("#use-base"), id="use-base")

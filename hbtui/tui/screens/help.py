@@ -64,16 +64,16 @@ class HelpScreen(ModalScreen[None]):
             )
             where = SCOPE_NAMES[action.scope] or action.title
             rows.append((action.id, shown, f"{where}: {action.help}" if where else action.help))
-        ids = max(cell_len(r[0]) for r in rows)
-        keys = max(cell_len(r[1]) for r in rows)
-        does = max(min(110, width) - 6 - 2 - (ids + 2) - (keys + 2) - 2, 20)
+        id_width = max(cell_len(r[0]) for r in rows)
+        key_width = max(cell_len(r[1]) for r in rows)
+        does = max(min(110, width) - 6 - 2 - (id_width + 2) - (key_width + 2) - 2, 20)
         if does == self._does:
             return
         self._does = does
         table: DataTable[str | Text] = self.query_one(DataTable)
         table.clear(columns=True)
-        table.add_column("Id", width=ids)
-        table.add_column("Key", width=keys)
+        table.add_column("Id", width=id_width)
+        table.add_column("Key", width=key_width)
         table.add_column("Does", width=does)
         for ident, shown, what in rows:
             table.add_row(ident, Text(shown, style="bold"), what, height=None)
