@@ -71,3 +71,19 @@ async def test_save_progress_counts_the_bytes_tar_read(sim_service, sim_env):
     total = saving[-1].total
     assert 40_000_000 <= total < 60_000_000
     assert max(t.done for t in saving) <= total * 1.1  # never past what /data holds
+
+
+@pytest.mark.sim
+async def test_save_progress_ends_full(sim_service):
+    """Once /data is packed, the bar says so: it stayed at what tar's last checkpoint (or
+    the compressed stream) had counted, 1% ("774 B / 64.6 KiB") for a small box, through
+    the resume and the verify that follow."""
+    await sim_service.new(NewSpec("small", recipe=SIM_RECIPE))
+    seen: list[Transfer] = []
+    await sim_service.save(
+        SaveSpec("small", verify=False),
+        passphrase=PASS,
+        report=lambda e: seen.append(e) if isinstance(e, Transfer) else None,
+    )
+    last = [t for t in seen if t.label == "saving"][-1]
+    assert last.total and last.done == last.total

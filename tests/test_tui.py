@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from textual.widgets import Button, Input
+from textual.widgets import Button, Input, Label
 
 from hbtui.core.service import Service
 from hbtui.core.specs import NewSpec
@@ -175,6 +175,11 @@ async def test_picking_a_port_in_the_allocator(static_service):
         grid = dialog.query_one(PortGrid)
         await until(pilot, lambda: bool(grid.slots), what="port map")
         assert grid.next_free == 4790
+        # A new box on "auto" gets any free port, at random: the map names the first free
+        # one without promising that auto takes it (it said "next free: 4790").
+        said = grid.render().plain
+        assert "next free" not in said and "first free: 4790" in said
+        assert "auto: any free port" in str(dialog.query_one("#port-hint", Label).render())
         grid.focus()
         await pilot.press("right")  # 4791 is alpha's
         await pilot.press("enter")

@@ -19,7 +19,7 @@ from textual.widgets._footer import FooterKey
 from tui_fake_agents import session
 
 from hbtui.core.agent_sessions import IDLE, NEEDS_YOU, WORKING
-from hbtui.tui.activity import row_key
+from hbtui.tui.activity import Activity, row_key
 from hbtui.tui.alerts import ALERT_MAX, alert_text, osc9
 from hbtui.tui.dialogs.agents import SendDialog, SessionPicker
 from hbtui.tui.messages import AgentsWanted
@@ -70,6 +70,36 @@ async def test_the_agent_column_shows_each_running_box_and_a_failing_one_says_wh
         assert "◐ working 2m" in drawn["lab/delta"]
         assert "✗ hb agents exited with 2" in drawn["local/gamma"]
         assert not {"needs-you", "working", "✗"} & set(drawn["local/beta"].split())
+
+
+async def test_a_box_not_running_has_no_agent_whatever_its_last_stream_said():
+    """A box's status stream fails as the box stops (or is branched, or removed): what it
+    said last is no news. A stopped box, a box being stopped and a box no longer listed
+    get no red ✗ and no Agent column (which took the URL, Image and Age columns' room)."""
+    from hbtui.core.agent_sessions import BoxAgents
+    from hbtui.tui.messages import AgentsLoaded
+
+    gone = "agent operation failed: connection reset"
+    said = [
+        BoxAgents("beta", "local", error=gone),  # stopped
+        BoxAgents("alpha", "local", error=gone),  # being stopped
+        BoxAgents("gone", "local", (session("gone", "s-1", WORKING),)),  # removed
+    ]
+    service = FakeService()  # beta is stopped
+
+    async def agents(**_kwargs) -> list[BoxAgents]:
+        return said
+
+    service.agents = agents  # every ask says the same
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        app.activities.setdefault(("local", "alpha"), Activity(("local", "alpha"))).begin("stop")
+        app.main.post_message(AgentsLoaded(said))
+        await settled(pilot)
+        assert "Agent" not in app.main.table.render_line(0).text.split()
+        assert not any("✗" in row for row in rows(app).values())
+        assert not app.main.any_agents  # nor the agent keys in the footer
 
 
 async def test_no_agent_anywhere_leaves_the_table_as_it_was():

@@ -221,3 +221,54 @@ async def test_unreadable_secrets_say_so_and_leave_create_usable(monkeypatch):
         await pilot.press(*"box1")
         await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled)
         assert any("not a regular file" in note for note in notes(app))
+
+
+@pytest.mark.parametrize("back", [False, True])
+async def test_keys_typed_right_after_tab_go_to_the_next_field(back):
+    """Tab, then the next field's text, all at once (a fast typist, a loaded machine):
+    every key after the tab lands in the field it moves to, none in the one it leaves
+    (the Save dialog's passphrase went into its path field, shown in clear)."""
+    from textual import events
+
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4, what="4 rows")
+        await pilot.press("w")
+        await until(pilot, lambda: app.screen is not app.main, what="the Save dialog")
+        dialog = app.screen
+        output, passphrase = (
+            dialog.query_one("#output", Input),
+            dialog.query_one("#passphrase", Input),
+        )
+        await until(pilot, lambda: output.has_focus, what="the path field focused")
+        if back:  # shift+tab from the passphrase back to the path
+            passphrase.focus()
+            await until(pilot, lambda: passphrase.has_focus, what="the passphrase focused")
+        typed = [("shift+tab", None) if back else ("tab", "\t")]
+        typed += [(ch, ch) for ch in "s3cret"]
+        for key, char in typed:  # posted at once: none waits for the one before
+            app.post_message(events.Key(key, char))
+        await settled(pilot)
+        field, left = (output, passphrase) if back else (passphrase, output)
+        assert field.value == "s3cret"
+        assert left.value == ""
+
+
+async def test_a_failed_operations_window_offers_close_not_cancel():
+    """Once its operation has failed there is nothing left to cancel: the window's footer
+    says esc closes it, as its button does (it said "esc Cancel" beside a Close button)."""
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        screen = ProgressScreen(Operation("save", ("local", "alpha"), app), "Saving alpha")
+        await app.push_screen(screen)
+
+        def footer() -> list[str]:
+            return [k.description for k in screen.query(FooterKey)]
+
+        await until(pilot, lambda: footer() == ["Cancel"], what="esc Cancel while it runs")
+        screen.finished("folder /nope does not exist")
+        await until(pilot, lambda: footer() == ["Close"], what=lambda: f"esc Close: {footer()}")
+        assert str(screen.query_one("#cancel", Button).label) == "Close"
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main, what="the window closed")

@@ -37,10 +37,11 @@ async def test_new_shows_the_configured_recipe_and_checks_a_typed_one(service, t
     async with app.run_test(size=SIZE) as pilot:
         dialog = await opened(pilot, app, "n", NewBoxDialog)
         recipe = dialog.query_one("#recipe", Input)
-        assert recipe.value == "/opt/hbtui/recipe"
+        # Read after the dialog's first frame, in a worker.
+        await until(pilot, lambda: recipe.value == "/opt/hbtui/recipe", what="the recipe read")
         await pilot.press(*"box1")
         ok = dialog.query_one("#ok", Button)
-        assert not ok.disabled
+        await until(pilot, lambda: not ok.disabled, what="Create on")
         recipe.value = str(tmp_path)  # a folder, but no recipe
         await pilot.pause()
         assert f"not a recipe: {tmp_path} has no provision/provision.sh" in text_of(
@@ -235,7 +236,8 @@ async def test_open_without_a_browser_offers_the_url_to_copy(service, outcome):
         dialog = app.screen
         assert dialog.query_one("#url", Input).value == "http://127.0.0.1:4791/"
         await pilot.click("#copy")
-        assert app.clipboard == "http://127.0.0.1:4791/"  # sent as OSC 52 by the driver
+        # sent as OSC 52 by the driver, once the click has reached the button
+        await until(pilot, lambda: app.clipboard == "http://127.0.0.1:4791/", what="the copy")
         await until(pilot, lambda: any("URL copied" in n for n in notes(app)))
         assert not isinstance(app.screen, UrlDialog)
 

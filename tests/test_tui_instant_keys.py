@@ -14,6 +14,7 @@ from hbtui.tui.dialogs.new import NewBoxDialog
 from support.pilot import (
     SIZE,
     make_app,
+    notes,
     open_section,
     opened,
     operations_done,
@@ -123,6 +124,29 @@ async def test_b_branches_the_selected_box_into_a_new_one(service):
         await until(pilot, lambda: app.main.table.row_count == 5, what="the new row")
 
 
+async def test_the_source_of_a_branch_says_it_is_being_branched(service):
+    """While a branch runs, its source's row says so (the source is stopped and packed, or
+    branched live): it said "running · ready" then "stopped · ready" as if nothing held it,
+    and a start or a save of it was refused only by the core, after its dialog."""
+    service.step_delay = 1.0  # the branch lasts long enough to be seen
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "b", BranchDialog)
+        source = dialog.view
+        key = f"{source.host}/{source.name}"
+        dialog.query_one("#name", Input).value = "copy2"
+        await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled, what="Branch")
+        await pilot.press("enter")
+        await until(pilot, lambda: "branch → copy2" in rows(app)[key], what=lambda: rows(app)[key])
+        app.main.table.select((source.host, source.name))
+        await pilot.press("w")  # busy: refused before any dialog
+        await until(pilot, lambda: any("busy with branch" in n for n in notes(app)))
+        assert app.screen is app.main
+        await operations_done(pilot, app)
+        await until(pilot, lambda: "branch" not in rows(app)[key], what="the source let go")
+        assert "✗" not in rows(app)[key]
+
+
 async def test_the_status_line_counts_the_bases_and_the_keys_column_says_who_holds_keys(
     service,
 ):
@@ -166,10 +190,9 @@ async def test_the_new_dialog_makes_its_options_and_work_fields_when_they_are_op
         assert (asked.credentials, asked.egress, asked.work) == ((), "private-blocked", None)
         await operations_done(pilot, app)
 
-        await pilot.press("n")
-        await until(
-            pilot, lambda: isinstance(app.screen, NewBoxDialog) and app.screen is not dialog
-        )
+        await until(pilot, lambda: app.screen is app.main, what="the dialog closed")
+        await pilot.press("n")  # opened again (the same dialog, as new)
+        await until(pilot, lambda: isinstance(app.screen, NewBoxDialog), what="the New dialog")
         dialog = app.screen
         await open_section(pilot, dialog, "options")
         assert dialog.query_one("#cpus", Input).value == "3"

@@ -15,7 +15,7 @@ from textual.widgets._footer import FooterKey
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.widgets.key_footer import KeyFooter
 
-from support.pilot import blink_off, settled
+from support.pilot import blink_off, settled, until
 from tui_fakes import FakeService, frozen_clock, sample_boxes
 
 SMALL = (80, 24)
@@ -146,3 +146,39 @@ async def test_footer_recomposed_while_the_app_closes_keeps_one_pinned_group(app
         assert {"question_mark", "q"} <= {
             k.key for k in footer.query_one("#pinned").query(FooterKey)
         }
+
+
+@pytest.mark.parametrize("key", ["n", "w", "l", "e"])
+async def test_a_dialog_opens_at_its_title(app, key):
+    """A form taller than the terminal opens at its top: its title (which box it acts on)
+    and its first field in sight; it scrolled them away, centring the first field."""
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await until(pilot, lambda: app.screen is not app.main, what=f"the dialog of {key}")
+        await settled(pilot)
+        form = app.screen.query_one(".dialog")
+        title = app.screen.query_one(".dialog-title")
+        assert form.max_scroll_y > 0  # taller than the terminal: it scrolls
+        assert form.scroll_offset.y == 0
+        assert form.region.contains_region(title.region) and title.region.height
+        focused = app.screen.focused
+        assert focused is not None and form.region.contains_region(focused.region)
+
+
+@pytest.mark.parametrize("size", [SMALL, (100, 30), (160, 45)])
+async def test_help_shows_every_word_of_every_key(app, size):
+    """Help's descriptions wrap within the window at any width: none runs past its right
+    edge (at 80 columns the ends of lines were cut off: "a shell as age", "its executor")."""
+    from textual.widgets import DataTable
+
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: app.screen is not app.main, what="help")
+        await settled(pilot)
+        table = app.screen.query_one(DataTable)
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        await pilot.resize_terminal(*SMALL)  # and once the terminal shrinks
+        await settled(pilot)
+        assert table.virtual_size.width <= table.scrollable_content_region.width

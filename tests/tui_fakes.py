@@ -242,7 +242,9 @@ class FakeService(FakeAgents):
             for p in range(lo, hi + 1)
         ]
 
-    async def new(self, spec: NewSpec, *, report: Report = ignore) -> BoxView:
+    async def new(
+        self, spec: NewSpec, *, report: Report = ignore, wait_agent: bool = True
+    ) -> BoxView:
         name, host = spec.name, spec.host
         check_name(name)
         self._called("new", name, host, spec.port)

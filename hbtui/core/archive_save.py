@@ -201,6 +201,10 @@ async def _save_parts(
                 raise SaveFailed(
                     f"packing /data in {name} failed (exit status {stream.returncode})"
                 )
+            # All of /data is read: tar's last checkpoint (or the compressed stream, for a
+            # /data too small to reach one) counted less, and the bar stopped there.
+            read[0] = total_box[0] or max(read[0], enc.plaintext_bytes)
+            progress(read[0])
             lease.check()  # services that came back mid-save make an inconsistent archive
             await asyncio.to_thread(enc.finish)
 

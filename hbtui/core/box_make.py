@@ -133,7 +133,7 @@ class BoxMaking(BoxCore):
         """Reserve the row and a port, make the machine, provision it, wait for executor;
         undo it all on failure. The machine is created from `pack` or branched from the
         running box `branch_of` (then only the per-box step runs), else created from the
-        image (the whole recipe runs). `wanted.port` 0: the next free port."""
+        image (the whole recipe runs). `wanted.port` 0: any free port."""
         name, host_name = wanted.name, wanted.host
         host = await self.hosts.get(host_name)
         secrets = self.secret_env(wanted)  # a missing secret stops it before anything is made

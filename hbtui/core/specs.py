@@ -33,7 +33,7 @@ class NewSpec:
     image: str | None = None
     cpus: int | None = None
     memory_mib: int | None = None
-    port: int | None = None  # None: the next free port
+    port: int | None = None  # None: any free port (picked at random)
     recipe: Path | None = None
     start: bool = True
     use_base: bool = True  # from a base of the recipe and image when there is one

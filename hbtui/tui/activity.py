@@ -84,6 +84,17 @@ class Activity:
         """A failure shows on its row until the box is listed otherwise than it left it."""
         return bool(self.error) and self.failed_as in (None, (state, provisioning))
 
+    def hold(self, operation: str, by: str) -> None:
+        """An operation making another box holds this one (a branch, its source)."""
+        self.begin(operation)
+        self.phase = f"{operation} → {by}"
+
+    def let_go(self, how: str) -> None:
+        """The operation that held this box has ended: no failure of this box's."""
+        self.running = False
+        self.ended_at = time.monotonic()
+        self.append(f"\x1b[2m{how}\x1b[0m")
+
     def finish(self, error: str = "", *, cancelled: bool = False) -> None:
         """The operation ended; a cancelled one is no failure (the core rolled it back)."""
         self.running = False

@@ -22,10 +22,13 @@ from hbtui.tui.web_shell import WebAndShell
 if TYPE_CHECKING:
     from hbtui.tui.dialogs.archive import ExtractRequest, LoadRequest, SaveRequest
     from hbtui.tui.dialogs.branch import BranchRequest
+    from hbtui.tui.dialogs.new import NewBoxDialog
     from hbtui.tui.requests import RemoveRequest
 
 
 class BoxActions(WebAndShell):
+    _new_dialog: NewBoxDialog | None = None  # composed at its first opening, then kept
+
     def _chosen(self) -> list[BoxView]:
         """The marked boxes (a bulk action), else the selected one."""
         views = self.main.chosen_views()
@@ -56,10 +59,20 @@ class BoxActions(WebAndShell):
 
     def action_new_box(self, port: int | None = None) -> None:
         """The new-box dialog (with `port` picked, from the port allocator); it posts its
-        request (see Running.on_new_box_dialog_requested) and stays until the box exists."""
+        request (see Running.on_new_box_dialog_requested) and stays until the box exists.
+        It is composed once and kept (installed) for the next time: composing its widgets
+        was most of what opening it cost; opened again, it starts as a new one would."""
         from hbtui.tui.dialogs.new import NewBoxDialog
 
-        self.push_screen(NewBoxDialog(self.service, self._taken(), port=port))
+        dialog = self._new_dialog
+        if dialog is not None and dialog not in self.screen_stack:
+            dialog.reopen(self._taken(), port=port)
+        else:
+            dialog = NewBoxDialog(self.service, self._taken(), port=port)
+            if self._new_dialog is None:
+                self._new_dialog = dialog
+                self.install_screen(dialog, "new-box")
+        self.push_screen(dialog)
 
     def action_branch_box(self) -> None:
         from hbtui.tui.dialogs.branch import BranchDialog

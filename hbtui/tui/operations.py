@@ -78,6 +78,7 @@ class Operation:
         self.progress: ProgressView | None = None  # the progress screen showing it
         self.dialog: WaitingDialog | None = None  # the new-box dialog waiting on it
         self.then: Callable[[], None] | None = None  # run once it has ended well
+        self.holds: BoxKey | None = None  # another box it holds while it runs (see run_request)
         self.call: Call | None = None  # the Service call, to run it again (once unlocked)
         # Given the error, asks again for the passphrase the operation was refused with.
         self.ask_again: Callable[[str], None] | None = None

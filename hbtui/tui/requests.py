@@ -29,6 +29,11 @@ class Request(Protocol):
     @property
     def key(self) -> BoxKey | None: ...
 
+    @property
+    def holds(self) -> BoxKey | None:
+        """Another box the operation holds while it runs (a branch's source), or None."""
+        ...
+
     def call(self, service: Service, report: Report) -> Awaitable[object]: ...
 
 
@@ -50,6 +55,10 @@ class SpecRequest:
     def key(self) -> BoxKey:
         return (self.spec.host, self.spec.name)
 
+    @property
+    def holds(self) -> BoxKey | None:
+        return None
+
 
 @dataclass(frozen=True)
 class BoxRequest:
@@ -64,6 +73,10 @@ class BoxRequest:
     @property
     def key(self) -> BoxKey:
         return (self.host, self.name)
+
+    @property
+    def holds(self) -> BoxKey | None:
+        return None
 
 
 @dataclass(frozen=True)

@@ -46,13 +46,27 @@ class Running(Queries):
         )
 
     def run_request(self, request: Request) -> Operation | None:
-        """Run what a dialog asked for (see run_operation)."""
-        return self.run_operation(
+        """Run what a dialog asked for (see run_operation); the box it also holds (a
+        branch's source) says so in its row until it ends, and takes no other operation."""
+        held = (
+            self.activities.setdefault(request.holds, Activity(request.holds))
+            if request.holds
+            else None
+        )
+        if held is not None and held.running:
+            self.notify(f"{held.key[1]} is busy with {held.operation}", severity="warning")
+            return None
+        operation = self.run_operation(
             request.key,
             request.operation,
             partial(request.call, self.service),
             makes=request.makes,
         )
+        if operation is not None and held is not None and request.key is not None:
+            held.hold(request.operation, request.key[1])
+            operation.holds = held.key
+            self.main.box_changed(held.key)
+        return operation
 
     def run_operation(
         self, key: BoxKey | None, name: str, call: Call, *, makes: bool = False
@@ -164,6 +178,7 @@ class Running(Queries):
         operation, error, key = message.operation, message.error, message.operation.key
         if operation in self.operations:
             self.operations.remove(operation)
+        self._release_held(operation, message)
         if message.wrong_passphrase and operation.ask_again is not None:
             # Only the passphrase was wrong (nothing was made): ask for it again, the rest
             # of the request kept, instead of a failure to close and a form to fill again.
@@ -215,6 +230,15 @@ class Running(Queries):
             else:
                 self.main.box_changed(key)
         self.refresh_listing()
+
+    def _release_held(self, operation: Operation, message: OperationFinished) -> None:
+        """The box the operation held (a branch's source) is its own again."""
+        held = self.activities.get(operation.holds) if operation.holds else None
+        if held is None or not held.running:
+            return
+        how = "rolled back" if message.cancelled else "failed" if message.error else "done"
+        held.let_go(f"{operation.label}: {how}")
+        self.main.box_changed(held.key)
 
     def _ask_to_unlock(self, operation: Operation, again: Call | None) -> None:
         """The secrets file's passphrase, in a dialog (one at a time, for every operation

@@ -46,7 +46,7 @@ class SessionPicker(Dialog[str]):
         )
 
     def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
+        self.focus_field(self.query_one(OptionList))
 
     @on(OptionList.OptionSelected)
     def picked(self, event: OptionList.OptionSelected) -> None:
@@ -86,7 +86,7 @@ class SendDialog(Dialog[str]):
             yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#line", Input).focus()
+        self.focus_field(self.query_one("#line", Input))
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")

@@ -67,6 +67,7 @@ class ExtractRequest:
     operation: ClassVar[str] = "extract"
     makes: ClassVar[bool] = False
     key: ClassVar[None] = None  # concerns no box
+    holds: ClassVar[None] = None
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
         return service.extract(self.archive, self.dest, passphrase=self.passphrase, report=report)

@@ -110,10 +110,20 @@ class Closable(ModalScreen[S]):
 
 
 class Dialog(Closable[R | None]):
-    """A centred box with a title; escape cancels (dismisses with None)."""
+    """A centred box with a title; escape cancels (dismisses with None).
+
+    Tab and shift+tab move the focus as soon as the App reads them (priority bindings):
+    Textual's own run only once the key has bubbled back up from the field, and the keys
+    typed meanwhile went to the field being left (a passphrase typed fast after tab landed
+    in the Save dialog's path field, in clear, on a loaded machine)."""
 
     CSS_PATH = DIALOG_CSS  # read when the first dialog opens, not at startup
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    AUTO_FOCUS = ""  # each dialog focuses its first field itself (see focus_field)
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
+    ]
     TITLE_TEXT = ""
 
     def __init__(self) -> None:
@@ -128,6 +138,14 @@ class Dialog(Closable[R | None]):
 
     def compose_body(self) -> ComposeResult:
         yield from ()
+
+    def focus_field(self, field: Widget) -> None:
+        """Focus a field, scrolling the form only as far as it must to show it: Textual
+        centres what it focuses (its own auto-focus too, hence none), and in an 80x24
+        terminal that scrolled the form's first lines out of sight, the title (which box
+        it acts on) among them."""
+        field.focus(scroll_visible=False)
+        self.call_after_refresh(field.scroll_visible, animate=False)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -207,7 +225,7 @@ class FormDialog(Dialog[R]):
         yield from ()
 
     def on_mount(self) -> None:
-        self.first_field().focus()
+        self.focus_field(self.first_field())
 
     def first_field(self) -> Input:
         """The field the form starts in."""

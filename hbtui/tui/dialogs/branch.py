@@ -16,6 +16,7 @@ from hbtui.core.ports import PortSlot
 from hbtui.core.views import BoxView
 from hbtui.events import Report
 from hbtui.names import name_problem
+from hbtui.tui.activity import BoxKey
 from hbtui.tui.dialogs.base import Dialog, Field, int_or_none, name_taken, port_problem
 from hbtui.tui.requests import BoxRequest
 
@@ -30,6 +31,10 @@ class BranchRequest(BoxRequest):
 
     operation: ClassVar[str] = "branch"
     makes: ClassVar[bool] = True
+
+    @property
+    def holds(self) -> BoxKey:
+        return (self.host, self.source)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
         return service.branch(self.source, self.name, self.host, port=self.port, report=report)
@@ -75,7 +80,7 @@ class BranchDialog(Dialog[BranchRequest]):
             yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#name", Input).focus()
+        self.focus_field(self.query_one("#name", Input))
         self.load_ports()
         self.check()
 

@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
-from hbtui.config import EGRESS_MODES, host_pattern_problem, split_list
+from hbtui.config import split_list
 from hbtui.core.specs import NewSpec, WorkRequest
 from hbtui.errors import HbtuiError
 from hbtui.events import Report
@@ -31,6 +31,12 @@ from hbtui.tui.dialogs.base import (
     int_or_none,
     name_taken,
     port_problem,
+)
+from hbtui.tui.dialogs.new_options import (
+    allow_problem,
+    compose_options,
+    credentials_problem,
+    option_defaults,
 )
 from hbtui.tui.dialogs.work_fields import (
     WORK_DEFAULTS,
@@ -80,6 +86,7 @@ SECTION_OF = {
     **dict.fromkeys(("#allow", "#allow-problem", "#cpus", "#memory"), "options"),
     **dict.fromkeys((*WORK_DEFAULTS, "#work-problem"), "work"),
 }
+PORT_HINT = "Pick a free port below (enter or click), or leave auto: any free port"
 
 
 class NewBoxDialog(Dialog[NewBoxRequest]):
@@ -113,6 +120,14 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     ) -> None:
         super().__init__()
         self.service = service
+        self.hosts = service.host_names()
+        self._made: dict[str, Widget] = {}  # the folded sections' widgets made, by selector
+        # The folded sections' fields until they are opened (see `value`).
+        self._defaults = {**option_defaults(service.config.defaults), **WORK_DEFAULTS}
+        self._fresh(taken, port)
+
+    def _fresh(self, taken: Collection[tuple[str, str]], port: int | None) -> None:
+        """What one opening of the dialog knows, as it starts."""
         self.taken = taken  # (host, name) of the boxes there are
         self.port = port  # picked in the main screen's port allocator
         self.pending: NewBoxRequest | None = None  # sent, not yet made or refused
@@ -123,30 +138,24 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self._stored: set[str] = set()
         self._recipe_checked: tuple[str, str | None] | None = None  # (text, its problem)
         self._planned: tuple[object, ...] | None = None  # what the plan shown is for
-        self._hosts = service.host_names()
-        self._made: dict[str, Widget] = {}  # the folded sections' widgets made, by selector
-        defaults = service.config.defaults
-        # The folded sections' fields until they are opened (see `value`).
-        self._defaults: dict[str, object] = {
-            "#use-base": defaults.use_bases,
-            "#branchable": defaults.branchable,
-            "#credentials": defaults.credentials,
-            "#egress": defaults.egress,
-            "#allow": defaults.allow,
-            "#cpus": str(defaults.cpus),
-            "#memory": str(defaults.memory_mib),
-            **WORK_DEFAULTS,
-        }
+        self._said = {}
+        self._close_when_current = False
+        self._reopened = False  # reopen() ran: the reads are due once it shows
+
+    def _fields(self) -> dict[str, str]:
+        """The fields outside the folded sections, as they start."""
+        image = self.service.config.defaults.image
+        return {"#name": "", "#image": image, "#recipe": "", "#port": str(self.port or "auto")}
 
     def compose_body(self) -> ComposeResult:
         yield Label("Name")
         yield Field(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem")
-        yield from host_select(self._hosts)
+        yield from host_select(self.hosts)
         with Horizontal(classes="row"):
             with Vertical():
                 yield Label("Image")
-                yield Field(value=self.service.config.defaults.image, id="image")
+                yield Field(value=self._fields()["#image"], id="image")
             with Vertical(classes="wide"):
                 yield Label("Recipe (a folder with provision/provision.sh)")
                 yield Field(placeholder="reading the configured recipe…", id="recipe")
@@ -154,7 +163,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         yield Label("", id="plan", classes="hint")
         yield LazySection(
             "Options: base, branchable, credentials, egress, CPUs, memory",
-            self._compose_options,
+            partial(compose_options, self.value, self.keep),
             id="options",
         )
         yield LazySection(
@@ -164,9 +173,9 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         )
         with Horizontal(classes="row"):
             yield Label("Port", classes="inline")
-            yield Field(value=str(self.port) if self.port else "auto", id="port")
+            yield Field(value=self._fields()["#port"], id="port")
         yield Label("", id="port-problem", classes="problem")
-        yield Label("Pick a free port below (enter or click), or leave auto", classes="hint")
+        yield Label(PORT_HINT, id="port-hint", classes="hint")
         yield PortGrid(id="new-port-grid")
         status = Label("", id="request-status")
         status.display = False  # until Create is pressed
@@ -174,45 +183,6 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         with Horizontal(classes="buttons"):
             yield Button("Create", variant="primary", id="ok", disabled=True)
             yield Button("Cancel", id="cancel")
-
-    def _compose_options(self) -> ComposeResult:
-        """The Options section's fields, made when it is first opened."""
-        value, keep = self.value, self.keep
-        with Horizontal(classes="row"):
-            base = Checkbox("From a base when there is one", value("#use-base"), id="use-base")
-            yield keep(base)
-            yield keep(Checkbox("Branchable", value=value("#branchable"), id="branchable"))
-        with Horizontal(classes="row"):
-            with Vertical(classes="wide"):
-                yield Label("Credentials (presets; the keys stay out)")
-                yield keep(
-                    Field(
-                        value=value("#credentials"),
-                        placeholder="anthropic,github",
-                        id="credentials",
-                    )
-                )
-            with Vertical():
-                yield Label("Egress")
-                yield keep(
-                    Select(
-                        [(mode, mode) for mode in EGRESS_MODES],
-                        value=value("#egress"),
-                        allow_blank=False,
-                        id="egress",
-                    )
-                )
-        yield keep(Label("", id="credentials-problem", classes="problem"))
-        yield keep(Label("Allow list (hosts, comma-separated)", id="allow-label"))
-        yield keep(Field(value=value("#allow"), placeholder="pypi.org,*.npmjs.org", id="allow"))
-        yield keep(Label("", id="allow-problem", classes="problem"))
-        with Horizontal(classes="row"):
-            with Vertical():
-                yield Label("CPUs")
-                yield keep(Field(value=value("#cpus"), type="integer", id="cpus"))
-            with Vertical():
-                yield Label("Memory (MiB)")
-                yield keep(Field(value=value("#memory"), type="integer", id="memory"))
 
     def keep(self, widget: W) -> W:
         """Note a folded section's widget as it is made: the form reads it from then on
@@ -243,11 +213,51 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             return self.service.config.recipe_setting()
 
     def on_mount(self) -> None:
-        self.query_one("#name", Input).focus()
+        self.focus_field(self.query_one("#name", Input))
         self.check()
         # The reads start once the first frame is drawn: answered before it (the port map
         # at once), they would lay out and draw the form a second time ahead of that frame.
         self.call_after_refresh(self._load)
+
+    def reopen(self, taken: Collection[tuple[str, str]], *, port: int | None = None) -> None:
+        """Open again, closed before, as a new dialog would: the App keeps this one, since
+        composing its widgets was most of what opening it cost. Every field at its default
+        (a folded section's made fields too, the section folded), every line as composed,
+        the form unlocked, nothing of the last request, the port map and the reads to come
+        again once it shows. Called before it is pushed."""
+        self.workers.cancel_node(self)  # a late answer for the last opening changes nothing
+        self._fresh(taken, port)
+        self._reopened = True
+        for selector, value in {**self._fields(), **self._defaults}.items():
+            widget = (
+                self.query_one(selector) if selector not in SECTION_OF else self._made.get(selector)
+            )
+            if isinstance(widget, Select) and value == "":
+                value = Select.NULL
+            if isinstance(widget, Input | Checkbox | Select) and widget.value != value:
+                widget.value = value
+        if self.hosts[1:]:
+            self.query_one("#host", Select).value = LOCAL
+        for section in self.query(LazySection):
+            section.collapsed = True
+        self.query_one("#plan", Label).update("")
+        self.query_one("#plan", Label).display = True
+        self.query_one("#port-hint", Label).update(PORT_HINT)
+        status = self.query_one("#request-status", Label)
+        status.update("")
+        status.display = False
+        grid = self.query_one(PortGrid)
+        grid.picked, grid.hovered, grid.cursor = port, None, 0
+        grid.set_slots([])
+        self._lock(False)
+        self.query_one(".dialog").scroll_home(animate=False)
+        self.focus_field(self.query_one("#name", Input))
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        if self._reopened:  # the reads, once the first frame is drawn (see on_mount)
+            self._reopened = False
+            self.call_after_refresh(self._load)
 
     def _load(self) -> None:
         self.load_context()
@@ -301,29 +311,14 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         }
 
     def _credentials_problem(self) -> str | None:
-        if self._presets is None:
-            return None  # not read yet (Create stays off until they are)
-        for name in split_list(self.value("#credentials")):
-            if name not in self._presets:
-                return f"no preset {name!r}; known: {', '.join(sorted(self._presets))}"
-            if name not in self._stored:
-                return f"no secret {name!r} stored: hbtui secrets set {name}"
-        return None
+        return credentials_problem(str(self.value("#credentials")), self._presets, self._stored)
 
     def _allow_problem(self) -> str | None:
-        allow_list = self.value("#egress") == "allow-list"
-        if self._filled("#allow"):
-            self._made["#allow"].display = allow_list
-            self._made["#allow-label"].display = allow_list
-        if not allow_list:
-            return None
-        hosts = split_list(self.value("#allow"))
-        bad = next((h for h in hosts if host_pattern_problem(h)), None)
-        if bad:
-            return f"{bad!r}: {host_pattern_problem(bad)}"
-        if not hosts and not split_list(self.value("#credentials")):
-            return "an allow list needs a host (or a credential, whose hosts it adds)"
-        return None
+        egress = str(self.value("#egress"))
+        if self._filled("#allow"):  # the list's field shows only for an allow list
+            self._made["#allow"].display = egress == "allow-list"
+            self._made["#allow-label"].display = egress == "allow-list"
+        return allow_problem(egress, str(self.value("#allow")), str(self.value("#credentials")))
 
     def _plan_inputs(self) -> tuple[str, str | None, Path | None, bool]:
         recipe = self.query_one("#recipe", Input).value.strip()
@@ -394,7 +389,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     @property
     def host(self) -> str:
-        return str(self.query_one("#host", Select).value) if self._hosts[1:] else LOCAL
+        return str(self.query_one("#host", Select).value) if self.hosts[1:] else LOCAL
 
     @work(exclusive=True, group="ports", exit_on_error=False)
     async def load_ports(self) -> None:
@@ -403,7 +398,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         try:
             grid.set_slots(await self.service.ports(self.host))
         except Exception as exc:
-            self.query_one(".hint", Label).update(Text(f"port map unavailable: {exc}", "red"))
+            self.query_one("#port-hint", Label).update(Text(f"port map unavailable: {exc}", "red"))
         self.check()  # the typed port against this host's map
 
     @on(Select.Changed, "#host")

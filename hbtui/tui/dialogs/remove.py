@@ -46,7 +46,7 @@ class RemoveDialog(Dialog[RemoveRequest]):
             yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#confirm", Input).focus()
+        self.focus_field(self.query_one("#confirm", Input))
 
     @on(Input.Changed, "#confirm")
     def typed(self, event: Input.Changed) -> None:

@@ -42,7 +42,7 @@ class SecretsPassphraseDialog(Dialog[bool]):
             yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#passphrase", Input).focus()
+        self.focus_field(self.query_one("#passphrase", Input))
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")

@@ -44,6 +44,7 @@ class AgentPanel(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.agents: dict[BoxKey, BoxAgents] = {}  # running boxes', by the last ask
+        self._said: dict[BoxKey, BoxAgents] = {}  # every row the last ask brought
         self.agents_error = ""  # why the last ask failed as a whole
         self._agents_asked = False
         self._preview_timer: Timer | None = None
@@ -74,9 +75,29 @@ class AgentPanel(Screen[None]):
             self.post_message(AgentsWanted())
 
     def listing_shown(self) -> None:
-        """The first listing with a running box asks at once, not a tick later."""
+        """The first listing with a running box asks at once, not a tick later; a box
+        listed stopped or gone loses what its agents said before."""
         if not self._agents_asked:
             self.want_agents()
+        shown = self._running_only(self._said)
+        if shown != self.agents:
+            self._show_agents(shown)
+
+    def _running_only(self, rows: dict[BoxKey, BoxAgents]) -> dict[BoxKey, BoxAgents]:
+        """The rows of boxes listed running: a box's status stream fails as the box stops
+        (is branched, removed), and what it said then is no news (a red ✗, an Agent
+        column taking other columns' room). A box an operation is on says no error."""
+        listed = self.listing.boxes if self.listing is not None else []
+        running = {(v.host, v.name) for v in listed if v.state == MachineState.RUNNING}
+        return {
+            key: row
+            for key, row in rows.items()
+            if key in running and not (row.error and self._operated(key))
+        }
+
+    def _operated(self, key: BoxKey) -> bool:
+        activity = self.activities.get(key)
+        return activity is not None and activity.running
 
     def on_agents_loaded(self, message: AgentsLoaded) -> None:
         if message.rows is None:
@@ -85,7 +106,8 @@ class AgentPanel(Screen[None]):
                 self._show_status(self.listing)
             return
         failed, self.agents_error = self.agents_error, ""
-        self._show_agents({(r.host, r.box): r for r in message.rows if r.box})
+        self._said = {(r.host, r.box): r for r in message.rows if r.box}
+        self._show_agents(self._running_only(self._said))
         if failed and self.listing is not None:
             self._show_status(self.listing)  # the error goes from the status line
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -23,6 +24,7 @@ class HelpScreen(ModalScreen[None]):
     def __init__(self, keymap: dict[str, str]) -> None:
         super().__init__()
         self.keymap = keymap
+        self._does = 0  # the descriptions' width the table was filled for
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog help"):
@@ -44,19 +46,34 @@ class HelpScreen(ModalScreen[None]):
         yield KeyFooter(compact=True)  # this screen's keys, over the main screen's
 
     def on_mount(self) -> None:
-        table: DataTable[str | Text] = self.query_one(DataTable)
-        # The descriptions wrap in whatever width is left, down to an 80-column terminal.
-        # (the dialog is 110 wide at most; its border, padding, the other columns and
-        # the scroll bar take about 40)
-        does = max(min(110, self.app.size.width) - 40, 20)
-        table.add_column("Id")
-        table.add_column("Key")
-        table.add_column("Does", width=does)
+        self._fill(self.app.size.width)
+
+    def on_resize(self) -> None:
+        self._fill(self.app.size.width)
+
+    def _fill(self, width: int) -> None:
+        """The keys, the descriptions wrapping in whatever width the other columns leave:
+        the window (110 wide at most) less its border and padding (6), the table's scroll
+        bar (2), and each column's widest text with its cell padding (2 each). Wider, the
+        ends of the descriptions were cut off at 80 columns."""
+        rows = []
         for action in ACTIONS:
             keys = self.keymap.get(action.id, action.keys)
             shown = ", ".join(
                 self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(",")
             )
             where = SCOPE_NAMES[action.scope] or action.title
-            what = f"{where}: {action.help}" if where else action.help
-            table.add_row(action.id, Text(shown, style="bold"), what, height=None)
+            rows.append((action.id, shown, f"{where}: {action.help}" if where else action.help))
+        id_width = max(cell_len(r[0]) for r in rows)
+        key_width = max(cell_len(r[1]) for r in rows)
+        does = max(min(110, width) - 6 - 2 - (id_width + 2) - (key_width + 2) - 2, 20)
+        if does == self._does:
+            return
+        self._does = does
+        table: DataTable[str | Text] = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_column("Id", width=id_width)
+        table.add_column("Key", width=key_width)
+        table.add_column("Does", width=does)
+        for ident, shown, what in rows:
+            table.add_row(ident, Text(shown, style="bold"), what, height=None)

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from rich.markup import escape
+from textual._styles_cache import StylesCache
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
@@ -103,6 +104,14 @@ class MainScreen(AgentPanel):
             self.refresh_seconds, lambda: self.post_message(ListingWanted()), name="refresh"
         )
         self.start_agents()
+
+    def on_screen_resume(self) -> None:
+        """A screen above this one has closed: what Textual's class-wide render cache kept
+        of its widgets goes with it. Textual 8.2.8 caches `get_inner_outer` per StylesCache
+        (Textualize/textual#6665), so the drawn lines of up to 1,024 dead widgets stayed
+        alive, ~4,000 objects a dialog, and every full collection walked them all (200+
+        ms, on whatever key came next). What it caches is two colours added: soon back."""
+        StylesCache.get_inner_outer.cache_clear()
 
     @property
     def table(self) -> BoxTable:

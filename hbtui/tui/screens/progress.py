@@ -90,7 +90,11 @@ class ProgressScreen(Closable[None]):
     CSS_PATH = DIALOG_CSS
     # Nothing focused: an Enter meant for the dialog before must not cancel (esc does).
     AUTO_FOCUS = ""
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    # esc cancels while the operation runs; once it has failed, it closes the window.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("escape", "close_failed", "Close"),
+    ]
 
     def __init__(self, operation: Operation, title: str) -> None:
         super().__init__()
@@ -176,6 +180,18 @@ class ProgressScreen(Closable[None]):
         close = self.query_one("#cancel", Button)
         close.label = "Close"
         close.focus()  # now Enter may end it: nothing is left to lose
+        self.refresh_bindings()  # and the footer says so
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """One of esc's two meanings at a time, in the footer too."""
+        if action == "cancel":
+            return not self.error
+        if action == "close_failed":
+            return bool(self.error)
+        return True
+
+    def action_close_failed(self) -> None:
+        self.close()
 
     @on(Button.Pressed, "#cancel")
     def cancel_pressed(self) -> None:

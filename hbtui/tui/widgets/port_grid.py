@@ -120,7 +120,8 @@ class PortGrid(Widget, can_focus=True):
             if box is not None:
                 line.append(f"{box.port} ", style="bold")
                 line.append(f"used by {box.box}   ")
-            line.append(f"next free: {nxt}" if nxt else "no free port", style="green")
+            # Not "next": a box on "auto" takes any free port, at random.
+            line.append(f"first free: {nxt}" if nxt else "no free port", style="green")
             return line
         if slot.state == USED:
             return Text.assemble((f"{slot.port} ", "bold"), f"used by box {slot.box}")
