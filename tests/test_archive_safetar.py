@@ -15,6 +15,7 @@ import pytest
 from hbtui.archive import header as AH
 from hbtui.archive import kdf as AK
 from hbtui.archive import stream as AS
+from hbtui.archive import tarpolicy
 from hbtui.archive.errors import (
     ArchiveCorrupt,
     ArchiveError,
@@ -227,6 +228,34 @@ def test_a_link_led_outside_by_a_later_one_is_taken_away(tmp_path):
     assert contents(tmp_path / "out") == {"d": ("dir", "0o755"), "d/x": ("link", "..")}
     assert s.left_out == [("t", "d/x/..")]
     assert s.symlinks == 1
+
+
+def test_a_link_no_disk_can_hold_is_refused_or_left_out_never_an_oserror(tmp_path):
+    """An empty target, or one over PATH_MAX: os.symlink fails on both, and extract said
+    'error: -> /…/.out.extract-…/c: No such file or directory' (its temporary folder)."""
+    for target in ("", "a" * 5000):
+        data = make_tar([("f", "file", b"x"), ("c", "sym", target)])
+        with pytest.raises(UnsafeArchive, match="empty or over 4095 bytes"):
+            extract_tar(io.BytesIO(data), tmp_path / "strict")
+        out = tmp_path / f"left{len(target)}"
+        s = extract_tar(io.BytesIO(data), out, leave_out_external=True)
+        assert contents(out) == {"f": ("file", b"x", "0o644")}
+        assert s.left_out == [("c", target)]
+
+
+def test_following_links_is_bounded_for_the_whole_archive(tmp_path, monkeypatch):
+    """Each check is bounded (40 hops), but a left-out loop costs every link that leads
+    to it the 40 hops: 400 such links took 3.6 s, a million would take hours. The steps
+    all checks take together are bounded; the archive is refused past them."""
+    monkeypatch.setattr(tarpolicy, "_MAX_LINK_STEPS", 200_000)
+    loop = "/".join(["x/.."] * 800 + ["l"])  # 1,601 steps a hop, back to itself
+    data = make_tar([("l", "sym", loop)] + [(f"m{i}", "sym", "l") for i in range(3)])
+    with pytest.raises(UnsafeArchive, match="too many times to follow"):
+        extract_tar(io.BytesIO(data), tmp_path / "out", leave_out_external=True)
+    assert not os.path.lexists(tmp_path / "out")
+    # A real tree's links stay far below it.
+    small = make_tar([("d", "dir", None)] + [(f"m{i}", "sym", "d/../d") for i in range(500)])
+    assert extract_tar(io.BytesIO(small), tmp_path / "ok", leave_out_external=True).symlinks == 500
 
 
 def test_existing_destination_refused(tmp_path):

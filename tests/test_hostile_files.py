@@ -268,7 +268,7 @@ def test_an_archive_path_that_is_no_file_says_what_it_is(tmp_path):
         assert caught.value.message == f"{tmp_path / name} {said}, so not an archive"
 
 
-@pytest.mark.parametrize("kind", ["fifo", "file", "loop"])
+@pytest.mark.parametrize("kind", ["fifo", "file", "loop", "dangling"])
 def test_an_engine_state_folder_that_is_no_folder_is_one_line_naming_it(hbtui_home, tmp_path, kind):
     """The simulator said "NotADirectoryError: ...", the engine "create directory: Not a
     directory (os error 20)", neither naming the setting: one line that does."""
@@ -277,14 +277,17 @@ def test_an_engine_state_folder_that_is_no_folder_is_one_line_naming_it(hbtui_ho
         fifo_at(where)
     elif kind == "file":
         where.write_text("x")
-    else:
+    elif kind == "loop":
         where.symlink_to(where)
+    else:  # the engine said "create directory: File exists (os error 17)"
+        where.symlink_to(tmp_path / "gone" / "state")
     done = subprocess.run(
         [HBTUI_BIN, "ls"], env={**os.environ, "HBTUI_SMOLVM_STATE_DIR": str(where)},
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
     said = {"fifo": "is a FIFO, not a folder", "file": "is a file, not a folder",
-            "loop": "cannot be used (too many levels of symbolic links)"}[kind]  # fmt: skip
+            "loop": "cannot be used (too many levels of symbolic links)",
+            "dangling": f"is a symbolic link to nothing ({tmp_path}/gone/state)"}[kind]  # fmt: skip
     assert done.stderr.startswith(f"error: the engine's state folder {where} {said}"), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -267,6 +267,11 @@ def test_what_the_wait_for_an_agent_reads_of_its_box_is_checked_and_made_safe():
     assert (took.state, took.event) == ("took", "an event")
     failed = work_agent.read_start("b1", "hermes", work_box.Answer(said=["no"], returncode=5))
     assert (failed.state, failed.words) == ("unseen", "the wait step failed: no")
+    # Numbers int() refuses, or too long for a float, were a traceback.
+    for word in ("ended", "took", "running", "gone"):
+        for rest in ("\u00b2 \u00b2", "1 " + "9" * 400, "1 " + "9" * 5000):
+            lied = work_agent.read_start("b1", "claude", work_box.Answer(tagged=[(word, rest)]))
+            assert (lied.seconds, lied.status) in ((0.0, None), (0.0, 1)), (word, rest)
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "601", "soon", "nan"])

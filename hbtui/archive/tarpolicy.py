@@ -26,6 +26,7 @@ Every entry is checked before anything is written for it:
 
 from __future__ import annotations
 
+import os
 import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -50,6 +51,13 @@ __all__ = [
 
 COPY = 1 << 20
 _MAX_LINK_HOPS = 40
+# The steps (path components) all of an archive's link checks may take together: each
+# check is bounded (40 hops of targets), but an archive can hold a million links, each
+# leading through the same costly chain; this bounds the whole (a few seconds), well above
+# any real tree (a node_modules of 100,000 links takes about 2 million).
+_MAX_LINK_STEPS = 16_000_000
+# The longest target a symlink can have on disk (PATH_MAX less its NUL).
+_MAX_TARGET = 4095
 # The mode bits an extracted entry keeps. Files: permissions only (no setuid,
 # setgid or sticky). Directories: permissions and sticky, which only restricts
 # (dropping it from a 1777 folder would let anyone delete anyone's files there).
@@ -102,33 +110,44 @@ class Policy:
         self.kinds: dict[str, str] = {}  # path -> "dir" | "file" | "symlink"
         self.links: dict[str, str] = {}  # symlink path -> target
         self.summary = TarSummary()
+        self.steps = 0  # spent following links, against _MAX_LINK_STEPS
 
     def _resolve(self, parts: list[str], target: str) -> bool:
         """Follow `target` from the folder `parts` through the archive's own
         symlinks; False if it leaves the root (or loops, or is absolute)."""
         if target.startswith("/"):
             return False
-        parts = list(parts)
-        rest = target.split("/")
+        # The folders walked so far, each as its whole path ("a", "a/b"): a step costs
+        # one string, not a join of every part.
+        at: list[str] = []
+        for p in parts:
+            at.append(f"{at[-1]}/{p}" if at else p)
+        rest = target.split("/")[::-1]  # reversed: pop() from the end, linear in its length
         hops = 0
         while rest:
-            c = rest.pop(0)
+            self.steps += 1
+            if self.steps > _MAX_LINK_STEPS:
+                raise UnsafeArchive(
+                    "refusing the archive: its symlinks lead through one another too many "
+                    f"times to follow (over {_MAX_LINK_STEPS:,} steps)"
+                )
+            c = rest.pop()
             if c in ("", "."):
                 continue
             if c == "..":
-                if not parts:
+                if not at:
                     return False
-                parts.pop()
+                at.pop()
                 continue
-            cand = "/".join([*parts, c])
+            cand = f"{at[-1]}/{c}" if at else c
             link = self.links.get(cand)
             if link is not None:
                 hops += 1
                 if hops > _MAX_LINK_HOPS or link.startswith("/"):
                     return False
-                rest = link.split("/") + rest
+                rest.extend(reversed(link.split("/")))
                 continue
-            parts.append(c)
+            at.append(cand)
         return True
 
     def _link_stays(self, path: str, target: str) -> bool:
@@ -136,6 +155,12 @@ class Policy:
         whose link leads outside is refused unless links are let through or left out."""
         if self.allow_external:
             return True
+        if not target or len(os.fsencode(target)) > _MAX_TARGET:
+            if self.leave_out:
+                return False  # no such link can be made: os.symlink would fail on it
+            raise UnsafeArchive(
+                f"refusing symlink {path!r}: its target is empty or over {_MAX_TARGET} bytes"
+            )
         if target.startswith("/"):
             if self.leave_out:
                 return False

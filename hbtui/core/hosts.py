@@ -244,6 +244,11 @@ def _check_state_dir(state_dir: str) -> None:
     try:
         mode = os.stat(state_dir).st_mode
     except FileNotFoundError:
+        if os.path.lexists(state_dir):  # the engine's mkdir: "File exists (os error 17)"
+            raise UsageError(
+                f"the engine's state folder {state_dir} is a symbolic link to nothing "
+                f"({os.readlink(state_dir)})"
+            ) from None
         return
     except OSError as exc:  # a symlink loop, a path through a file
         why = (exc.strerror or str(exc)).lower()

@@ -216,16 +216,22 @@ def last_words(lines: list[str]) -> str:
     return text if len(text) <= WORDS_MAX else text[: WORDS_MAX - 1] + "…"
 
 
+def _number(word: str, digits: int) -> int | None:
+    """A count the box said: ASCII digits, at most `digits` of them (str.isdigit takes
+    '²', which int() refuses, and a long number overflows a float), else None."""
+    ok = word.isascii() and word.isdigit() and len(word) <= digits
+    return int(word) if ok else None
+
+
 def _ms(text: str | None) -> float:
-    word = (text or "").rsplit(" ", 1)[-1]
-    return int(word) / 1000 if word.isdigit() else 0.0
+    ms = _number((text or "").rsplit(" ", 1)[-1], 9)
+    return 0.0 if ms is None else ms / 1000
 
 
 def read_start(box: str, agent: str, answer: work_box.Answer) -> AgentStart:
     """What the wait step answered, checked word by word (the box's, untrusted)."""
     if (ended := answer.first("ended")) is not None:
-        code = ended.split(" ", 1)[0]
-        status = int(code) if code.isdigit() and len(code) <= 3 else None
+        status = _number(ended.split(" ", 1)[0], 3)
         return AgentStart(
             box, agent, ENDED, _ms(ended), status=status, words=last_words(answer.said)
         )
