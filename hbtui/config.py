@@ -356,15 +356,18 @@ class Config:
             return Path(self.archive.backups_dir).expanduser()
         return paths.default_backups_dir
 
+    # A path setting's ~ is the user's home, as the config check reads it (the engine was
+    # handed "~/vms" as written, and made a folder named ~ wherever hbtui ran).
+
     def engine_path_setting(self) -> str:
-        return os.environ.get("HBTUI_SMOLVM") or self.engine.path
+        return os.path.expanduser(os.environ.get("HBTUI_SMOLVM") or self.engine.path)
 
     def recipe_setting(self) -> str:
         """The recipe folder for new boxes: HBTUI_RECIPE, then [defaults] recipe."""
-        return os.environ.get("HBTUI_RECIPE") or self.defaults.recipe
+        return os.path.expanduser(os.environ.get("HBTUI_RECIPE") or self.defaults.recipe)
 
     def engine_state_dir(self) -> str:
-        return os.environ.get("HBTUI_SMOLVM_STATE_DIR") or self.engine.state_dir
+        return os.path.expanduser(os.environ.get("HBTUI_SMOLVM_STATE_DIR") or self.engine.state_dir)
 
     def validate(self, source: Path | None = None) -> None:
         """The same checks as reading the file: what is saved can be read back."""

@@ -62,3 +62,20 @@ def test_the_recipe_is_a_setting_both_front_ends_share(hbtui_home, monkeypatch, 
     monkeypatch.delenv("HBTUI_RECIPE")
     (hbtui_home / "config.toml").write_text("")
     assert (build_service().recipe_dir() / "provision" / "provision.sh").is_file()
+
+
+def test_a_path_setting_s_tilde_is_the_home_folder(hbtui_home, monkeypatch, tmp_path):
+    """`[engine] state_dir = "~/vms"` passed the config check (which expands ~) and the
+    engine was handed "~/vms" as written: it made a folder named ~ wherever hbtui ran."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for var in ("HBTUI_SMOLVM", "HBTUI_SMOLVM_STATE_DIR", "HBTUI_RECIPE"):
+        monkeypatch.delenv(var, raising=False)
+    (hbtui_home / "config.toml").write_text(
+        '[engine]\nstate_dir = "~/vms"\npath = "~/bin/smolvm"\n[defaults]\nrecipe = "~/recipe"\n'
+    )
+    config = load_config(resolve_paths())
+    assert config.engine_state_dir() == str(tmp_path / "vms")
+    assert config.engine_path_setting() == str(tmp_path / "bin/smolvm")
+    assert config.recipe_setting() == str(tmp_path / "recipe")
+    monkeypatch.setenv("HBTUI_SMOLVM_STATE_DIR", "~/other")
+    assert config.engine_state_dir() == str(tmp_path / "other")
