@@ -763,3 +763,19 @@ async def test_a_box_another_process_holds_says_so_in_its_row(static_service):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         await until(pilot, lambda: "save (pid 4242)" in rows(app)["local/alpha"])
+
+
+async def test_one_box_is_counted_as_one_box(static_service):
+    """The status line and the title said "1 boxes" (and "1 of 1 boxes")."""
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("slash", *"stopped")
+        await until(pilot, lambda: app.main.table.row_count == 1)
+        assert app.main.sub_title.startswith("1 of 4 boxes · sort:"), app.main.sub_title
+        del static_service.boxes[1:]
+        await pilot.press("escape")
+        await until(pilot, lambda: len(app.main.table.views) == 1)
+        assert app.main.sub_title.startswith("1 of 1 box · sort:"), app.main.sub_title
+        status = str(app.main.query_one("#host-status").render())
+        assert " 1 box · refresh" in status, status

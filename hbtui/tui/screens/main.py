@@ -184,7 +184,8 @@ class MainScreen(AgentPanel):
             bases = f" · {self.bases} base{'s' if self.bases != 1 else ''}" if self.bases else ""
             line = (
                 f"[green]●[/] hosts: {', '.join(hosts)}   "
-                f"[dim]{len(listing.boxes)} boxes{bases} · refresh {self.refresh_seconds:g}s[/]"
+                f"[dim]{_count(len(listing.boxes), 'box', 'boxes')}{bases}"
+                f" · refresh {self.refresh_seconds:g}s[/]"
             )
         line += f"  [dim]· listed at {self.clock().astimezone():%H:%M:%S}[/]"
         line += self.agents_status()
@@ -232,7 +233,8 @@ class MainScreen(AgentPanel):
         """Every row from the listing and the activities (the table touches only what changed)."""
         table = self.table
         table.show(self._views(), self.activities, self.clock())
-        sub_title = f"{table.row_count} of {len(table.views)} boxes · sort: {table.sort_label}" + (
+        shown = f"{table.row_count} of {_count(len(table.views), 'box', 'boxes')}"
+        sub_title = f"{shown} · sort: {table.sort_label}" + (
             f" · filter: {table.filter_text}" if table.filter_text else ""
         )
         if table.marked:
@@ -446,3 +448,8 @@ class MainScreen(AgentPanel):
 
     def on_command_line_closed(self, _message: CommandLine.Closed) -> None:
         self.table.focus()
+
+
+def _count(n: int, one: str, many: str) -> str:
+    """ "1 box", "2 boxes": a count with its word."""
+    return f"{n} {one if n == 1 else many}"
