@@ -272,3 +272,23 @@ async def test_a_failed_operations_window_offers_close_not_cancel():
         assert str(screen.query_one("#cancel", Button).label) == "Close"
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main, what="the window closed")
+
+
+async def test_the_footer_offers_no_key_a_text_field_would_type():
+    """In the `:` line (and the filter) the footer still showed the main screen's "/ Filter"
+    and "q Quit": typed there, they go into the field."""
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await settled(pilot)
+
+        def shown() -> set[str]:
+            return {str(k.key_display) for k in app.main.query(FooterKey)}
+
+        assert {"/", "q"} <= shown()
+        for opening in ("colon", "slash"):
+            await pilot.press(opening)
+            await until(pilot, lambda: isinstance(app.main.focused, Input))
+            await until(pilot, lambda: not {"/", "q", "?"} & shown(), what="typed keys gone")
+            await pilot.press("escape")
+            await until(pilot, lambda: {"/", "q"} <= shown(), what="the keys back")

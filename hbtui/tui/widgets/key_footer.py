@@ -15,7 +15,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import HorizontalGroup
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 from textual.widgets._footer import FooterKey
 
 PINNED = ("app.help", "app.quit")
@@ -36,14 +36,21 @@ class KeyFooter(Footer):
     _shown: tuple[Any, ...] | None = None  # the keys of the last compose
 
     def _keys(self) -> tuple[Any, ...]:
-        """What compose would show now: each shown binding, its label and whether enabled."""
+        """What compose would show now: each shown binding, its label and whether enabled.
+        While a text field has the focus, a key it would type (`/`, `q`, `?`) is no key:
+        it goes into the field, so the footer does not offer it."""
         if not self._bindings_ready:
             return ()
-        return tuple(
-            (b.key, self.app.get_key_display(b), b.description, b.action, enabled, tip)
-            for _, b, enabled, tip in self.screen.active_bindings.values()
-            if b.show or b.action == "app.command_palette"
-        )
+        typing = isinstance(self.screen.focused, Input)
+        shown = []
+        for _, b, enabled, tip in self.screen.active_bindings.values():
+            if not (b.show or b.action == "app.command_palette"):
+                continue
+            display = self.app.get_key_display(b)
+            if typing and _typed(display):
+                continue
+            shown.append((b.key, display, b.description, b.action, enabled, tip))
+        return tuple(shown)
 
     async def recompose(self) -> None:
         """Only when the keys shown would change, and not once the app is closing or the
@@ -60,7 +67,10 @@ class KeyFooter(Footer):
 
     def _compose_pinned(self) -> ComposeResult:
         pinned = []
+        typing = isinstance(self.screen.focused, Input)
         for widget in super().compose():
+            if typing and isinstance(widget, FooterKey) and _typed(widget.key_display):
+                continue
             if isinstance(widget, FooterKey) and (
                 widget.action in PINNED or widget.has_class("-command-palette")
             ):
@@ -69,3 +79,8 @@ class KeyFooter(Footer):
                 yield widget
         if pinned:
             yield HorizontalGroup(*pinned, id="pinned")
+
+
+def _typed(display: str) -> bool:
+    """A key a text field takes as a character (`/`, `q`, `?`), by how the footer shows it."""
+    return len(display) == 1 and display.isprintable()
