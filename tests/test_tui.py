@@ -287,6 +287,33 @@ async def test_open_web_ui(static_service):
         await until(pilot, lambda: any("http://127.0.0.1:4791/" in n for n in notes(app)))
 
 
+async def test_save_to_a_missing_folder_is_refused_in_the_dialog(static_service, tmp_path):
+    """The dialog closed and the progress window said "folder ... does not exist": it
+    says so itself, open, with everything typed kept."""
+    app = make_app(static_service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        await pilot.press("w")
+        dialog = app.screen
+        assert isinstance(dialog, SaveDialog)
+        dialog.query_one("#output", Input).value = str(tmp_path / "nowhere" / "a.hbx")
+        dialog.query_one("#passphrase", Input).value = "pw"
+        dialog.query_one("#passphrase2", Input).value = "pw"
+        await pilot.click("#ok")
+        await pilot.pause()
+        error = str(dialog.query_one("#error").render())
+        assert f"folder {tmp_path / 'nowhere'} does not exist" in error, error
+        assert app.screen is dialog and dialog.query_one("#passphrase", Input).value == "pw"
+        (tmp_path / "a.hbx").write_text("x")
+        dialog.query_one("#output", Input).value = str(tmp_path / "a.hbx")
+        dialog.query_one("#passphrase2", Input).focus()
+        await pilot.press("enter")
+        exists = f"{tmp_path / 'a.hbx'} already exists"
+        await until(pilot, lambda: exists in str(dialog.query_one("#error").render()))
+        assert app.screen is dialog
+        assert not any(c[0] == "save" for c in static_service.calls), static_service.calls
+
+
 async def test_save_dialog_returns_a_request_and_progress_shows_bytes(static_service, tmp_path):
     static_service.step_delay = 0.2
     app = make_app(static_service)

@@ -453,6 +453,11 @@ class FakeService(FakeAgents):
                 await asyncio.Event().wait()
             await self._pause()
 
+    def save_output_problem(self, output: Path) -> str | None:
+        from hbtui.core.archive_save import output_problem
+
+        return output_problem(Path(output).expanduser().absolute())
+
     async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
         name, host, output = spec.name, spec.host, spec.output
         self._called("save", name, host, output, passphrase, spec.verify)

@@ -72,6 +72,18 @@ def _save_script(part_bytes: int) -> str:
     )
 
 
+def output_problem(target: Path) -> str | None:
+    """What stops an archive being written at `target`, checked before anything else
+    (the dashboard's Save dialog asks before it closes)."""
+    if os.path.lexists(target):  # a dangling link too: nothing is written through it
+        return f"{target} already exists"
+    if os.path.lexists(target.parent) and not target.parent.is_dir():
+        return f"{target.parent} is not a folder"
+    if not target.parent.is_dir():
+        return f"folder {target.parent} does not exist"
+    return None
+
+
 def default_archive_path(boxes: BoxOperations, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return boxes.config.backups_dir(boxes.paths) / f"{name}-{stamp}{ARCHIVE_SUFFIX}"
@@ -98,13 +110,11 @@ async def save(  # noqa: C901 (named in pyproject.toml)
         raise UsageError(f"box {name!r} has no machine to save ({view.kind})")
     boxes.refuse_unprovisioned(view)
     target = (output or default_archive_path(boxes, name)).expanduser().absolute()
-    if os.path.lexists(target):  # a dangling link too: nothing is written through it
-        raise UsageError(f"{target} already exists; choose another path with -o")
-    if os.path.lexists(target.parent) and not target.parent.is_dir():
-        raise UsageError(f"{target.parent} is not a folder")
-    if not target.parent.is_dir():
-        if output is not None:
-            raise UsageError(f"folder {target.parent} does not exist")
+    problem = output_problem(target)
+    if problem and (output is not None or os.path.lexists(target.parent)):
+        with_o = "; choose another path with -o" if os.path.lexists(target) else ""
+        raise UsageError(problem + with_o)
+    if not target.parent.is_dir():  # the backups folder, made on first use
         try:
             target.parent.mkdir(parents=True, mode=0o700)
         except (FileExistsError, NotADirectoryError):

@@ -419,6 +419,12 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
     def remember_archive(self, archive: Path) -> None:
         backups.remember_choice(self.paths, archive)
 
+    def save_output_problem(self, output: Path) -> str | None:
+        """What stops a save writing its archive at `output` (None: nothing)."""
+        from hbtui.core import archive_save
+
+        return archive_save.output_problem(Path(output).expanduser().absolute())
+
     async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
         from hbtui.core import archive_save
 

@@ -126,11 +126,11 @@ class BoxActions(WebAndShell):
         if any(self._refuse_busy(view) for view in views):
             return
         if len(views) == 1:
-            self.push_screen(SaveDialog(views[0]), self._save)
+            self.push_screen(SaveDialog(self.service, views[0]), self._save)
         elif views:
             from hbtui.tui.dialogs.bulk import BulkSaveDialog
 
-            self.push_screen(BulkSaveDialog(views), partial(self._save_all, views))
+            self.push_screen(BulkSaveDialog(self.service, views), partial(self._save_all, views))
 
     def _save_all(self, views: list[BoxView], request: SaveRequest | None) -> None:
         """One passphrase for every marked box; each saves to the backups folder, and its

@@ -90,8 +90,9 @@ class SaveDialog(FormDialog[SaveRequest]):
     TITLE_TEXT = "Save box"
     START_LABEL = "Save"
 
-    def __init__(self, view: BoxView) -> None:
+    def __init__(self, service: Service, view: BoxView) -> None:
         super().__init__()
+        self.service = service
         self.view = view
 
     def compose_form(self) -> ComposeResult:
@@ -113,7 +114,8 @@ class SaveDialog(FormDialog[SaveRequest]):
             return "type a passphrase"
         if first != self.query_one("#passphrase2", Input).value:
             return "the two passphrases differ"
-        return None
+        output = self.path_or_none("#output") if self.query("#output") else None
+        return self.service.save_output_problem(output) if output is not None else None
 
     def request(self) -> SaveRequest:
         return SaveRequest(

@@ -4,6 +4,8 @@ several archives, so there is no destination field)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.widgets import Checkbox, Static
 
@@ -12,12 +14,15 @@ from hbtui.core.views import BoxView
 from hbtui.tui.dialogs.archive import SaveDialog, SaveRequest
 from hbtui.tui.dialogs.base import passphrase_inputs
 
+if TYPE_CHECKING:
+    from hbtui.core.service import Service
+
 
 class BulkSaveDialog(SaveDialog):
     TITLE_TEXT = "Save boxes"
 
-    def __init__(self, views: list[BoxView]) -> None:
-        super().__init__(views[0])
+    def __init__(self, service: Service, views: list[BoxView]) -> None:
+        super().__init__(service, views[0])
         self.views = views
 
     def compose_form(self) -> ComposeResult:
