@@ -155,24 +155,17 @@ class Policy:
         whose link leads outside is refused unless links are let through or left out."""
         if self.allow_external:
             return True
-        if not target or len(os.fsencode(target)) > _MAX_TARGET:
-            if self.leave_out:
-                return False  # no such link can be made: os.symlink would fail on it
-            raise UnsafeArchive(
-                f"refusing symlink {path!r}: its target is empty or over {_MAX_TARGET} bytes"
-            )
-        if target.startswith("/"):
-            if self.leave_out:
-                return False
-            raise UnsafeArchive(f"refusing symlink {path!r} with an absolute target {target!r}")
-        parent = path.split("/")[:-1]
-        if not self._resolve(parent, target):
-            if self.leave_out:
-                return False
-            raise UnsafeArchive(
-                f"refusing symlink {path!r} -> {target!r}: it points outside the destination"
-            )
-        return True
+        if not target or len(os.fsencode(target)) > _MAX_TARGET:  # os.symlink would fail
+            why = f"refusing symlink {path!r}: its target is empty or over {_MAX_TARGET} bytes"
+        elif target.startswith("/"):
+            why = f"refusing symlink {path!r} with an absolute target {target!r}"
+        elif not self._resolve(path.split("/")[:-1], target):
+            why = f"refusing symlink {path!r} -> {target!r}: it points outside the destination"
+        else:
+            return True
+        if self.leave_out:
+            return False
+        raise UnsafeArchive(why)
 
     def check(self, m: tarfile.TarInfo) -> tuple[str, str]:  # noqa: C901 (named in pyproject.toml)
         """Return (normalised path, kind) or raise UnsafeArchive."""
