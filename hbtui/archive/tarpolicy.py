@@ -11,7 +11,7 @@ Every entry is checked before anything is written for it:
   a symlink (or a file) is refused, files are opened with O_NOFOLLOW;
 * symlinks: absolute targets, and targets that resolve outside the root
   (resolved against every symlink of the archive, at entry time and again
-  once the whole stream is known) are refused;
+  once the whole stream is known) are refused, or left out (`hbtui extract`);
 * hardlinks: the target must be an earlier regular file inside the root;
 * modes: files keep their permission bits only (setuid, setgid and sticky
   dropped); directories keep permission bits and sticky (setuid, setgid
