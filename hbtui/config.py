@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tomli_w
 
@@ -30,9 +30,6 @@ from hbtui.paths import Paths
 from hbtui.schema import Invalid, from_table, plain, read_toml, rule, show, to_table
 from hbtui.statefile import locked, write_atomic
 from hbtui.target import target_problem
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_IMAGE = "ubuntu:24.04"
 PORT_RANGE = (4790, 4999)
