@@ -337,6 +337,3 @@ async def _next_taken(taken: asyncio.Queue[int], watcher: asyncio.Future[None]) 
     getter.cancel()
     watcher.result()
     raise LoadFailed("the guest stopped unpacking before taking every part")
-
-
-# -- extract ---------------------------------------------------------------------------

@@ -65,7 +65,7 @@ async def verify(archive: Path, *, passphrase: bytes, report: Report = ignore) -
     return await work
 
 
-# -- load ------------------------------------------------------------------------------
+# -- kind, contents, extract ----------------------------------------------------------
 
 
 PROGRESS_STEPS = 500  # Transfer events per pass at most: smooth to a reader, cheap to render

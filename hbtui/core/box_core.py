@@ -228,7 +228,7 @@ class BoxCore:
             self.registry.read(), host_name, host.port_range, host.busy_ports, labelled
         )
 
-    # -- new ---------------------------------------------------------------------
+    # -- a new box's plan, recipe and machine --------------------------------------
 
     def plan(
         self, host_name: str, image: str, recipe_dir: Path, recipe: str, *, use_base: bool = True
