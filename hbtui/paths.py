@@ -107,8 +107,9 @@ def read_state(path: Path | str, limit: int = STATE_FILE_MAX) -> bytes | None:
 
 
 def kind_of(mode: int) -> str:
-    """What a non-regular file is, in words ("a FIFO", "a folder", ...)."""
+    """What a path's file is, in words ("a FIFO", "a folder", "a file", ...)."""
     for test, name in (
+        (stat.S_ISREG, "a file"),
         (stat.S_ISDIR, "a folder"),
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISSOCK, "a socket"),

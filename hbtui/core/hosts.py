@@ -254,9 +254,8 @@ def _check_state_dir(state_dir: str) -> None:
         why = (exc.strerror or str(exc)).lower()
         raise UsageError(f"the engine's state folder {state_dir} cannot be used ({why})") from None
     if not stat.S_ISDIR(mode):
-        what = "a file" if stat.S_ISREG(mode) else kind_of(mode)
         raise UsageError(
-            f"the engine's state folder {state_dir} is {what}, not a folder "
+            f"the engine's state folder {state_dir} is {kind_of(mode)}, not a folder "
             "(HBTUI_SMOLVM_STATE_DIR, or [engine] state_dir in config.toml)"
         )
 
