@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from hbtui.boxtext import colours as keep_colours
+from hbtui.boxtext import line as plain
 from hbtui.core import agent_sessions, agents
 from hbtui.core.agent_sessions import AgentError, parse_listing, parse_session
-from hbtui.core.ansi import keep_colours, plain
 
 
 def test_colours_and_text_pass():

@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import asdict, dataclass
 
-from hbtui.core import ansi
+from hbtui import boxtext
 from hbtui.errors import HbtuiError
 
 WORKING = "working"
@@ -95,7 +95,7 @@ class Answer:
 def clean_text(value: object, limit: int = TEXT_MAX) -> str:
     if not isinstance(value, str):
         return ""
-    flat = ansi.plain(value)
+    flat = boxtext.line(value)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

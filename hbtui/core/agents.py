@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from hbtui.core import ansi
+from hbtui import boxtext
 from hbtui.core import recipe as recipes
 from hbtui.core.agent_sessions import (
     ENDED,
@@ -234,7 +234,7 @@ def screen_text(output: bytes) -> str:
     tail = output[-PANE_MAX:]
     if len(output) > PANE_MAX and b"\n" in tail:
         tail = tail[tail.index(b"\n") + 1 :]
-    return ansi.keep_colours(tail.decode("utf-8", errors="replace"))
+    return boxtext.colours(tail.decode("utf-8", errors="replace"))
 
 
 class AgentOperations:

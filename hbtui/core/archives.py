@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hbtui.core.ansi import plain
+from hbtui import boxtext
 from hbtui.core.scratch import staged_beside
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, Transfer, ignore
@@ -194,7 +194,7 @@ LEFT_OUT_NAMED = 3  # links named in the notice; the rest counted
 def left_out_notice(links: list[tuple[str, str]]) -> str:
     """The links an extract left out, in one line (the archive's names: made safe)."""
     named = ", ".join(
-        f"{plain(path)} -> {plain(target)}" for path, target in links[:LEFT_OUT_NAMED]
+        f"{boxtext.line(path)} -> {boxtext.line(target)}" for path, target in links[:LEFT_OUT_NAMED]
     )
     more = f" and {len(links) - LEFT_OUT_NAMED} more" if len(links) > LEFT_OUT_NAMED else ""
     return (

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from hbtui.core import ansi
+from hbtui import boxtext
 from hbtui.environment import child_env
 from hbtui.errors import HbtuiError, UsageError
 
@@ -48,7 +48,7 @@ def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def last_line(stderr: bytes) -> str:
-    lines = [ansi.plain(x) for x in stderr.decode(errors="replace").splitlines()]
+    lines = [boxtext.line(x) for x in stderr.decode(errors="replace").splitlines()]
     lines = [x for x in lines if x]
     return lines[-1][:300] if lines else ""
 
@@ -240,7 +240,7 @@ def check_ref_name(ref: str, *, wip: bool) -> None:
         or branch == "HEAD"  # no branch of git's; refs/remotes/box/BOX/HEAD would be box/BOX
     ):
         raise BundleRefused(
-            f"the box's bundle names ref {ansi.plain(ref)[:120]!r}, outside its branches "
+            f"the box's bundle names ref {boxtext.line(ref)[:120]!r}, outside its branches "
             "(refs/heads/...): refused, nothing fetched"
         )
     if any(len(part) > REF_PART_MAX for part in branch.split("/")):

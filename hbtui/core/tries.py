@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Protocol, cast
 
+from hbtui import boxtext
 from hbtui.core import agents as agents_core
-from hbtui.core import ansi, work_agent, work_box
+from hbtui.core import work_agent, work_box
 from hbtui.core.agent_sessions import ENDED, ERROR, IDLE, STATUSES, BoxAgents
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import HostPool
@@ -181,9 +182,9 @@ async def run_check(
             timeout=CHECK_TIMEOUT,
         )
     except (HbtuiError, OSError) as exc:
-        return CheckResult(work, None, ansi.plain(str(exc))[:300])
+        return CheckResult(work, None, boxtext.line(str(exc))[:300])
     text = (done.stdout + done.stderr)[-CHECK_OUTPUT * 4 :].decode(errors="replace")
-    return CheckResult(work, done.returncode, ansi.without_escapes(text)[-CHECK_OUTPUT:])
+    return CheckResult(work, done.returncode, boxtext.lines(text)[-CHECK_OUTPUT:])
 
 
 class _Door(Protocol):

@@ -25,8 +25,9 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hbtui.core import ansi, work_box
+from hbtui import boxtext
 from hbtui.core import credentials as creds
+from hbtui.core import work_box
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.views import BoxView
@@ -211,7 +212,7 @@ def last_words(lines: list[str]) -> str:
     marks = [i for i, line in enumerate(lines) if line.lstrip().startswith(ENDED_MARK + " ")]
     if marks:
         lines = lines[: marks[-1]]
-    said = [w for w in (ansi.plain(line) for line in lines) if any(c.isalnum() for c in w)]
+    said = [w for w in (boxtext.line(line) for line in lines) if any(c.isalnum() for c in w)]
     text = " | ".join(said[-WORDS_LINES:])
     return text if len(text) <= WORDS_MAX else text[: WORDS_MAX - 1] + "…"
 
@@ -260,7 +261,7 @@ async def await_start(
             cap=64 * 1024, timeout=seconds + 60,
         )  # fmt: skip
     except (HbtuiError, OSError) as exc:
-        return AgentStart(name, agent, UNSEEN, 0.0, words=ansi.plain(str(exc))[:200])
+        return AgentStart(name, agent, UNSEEN, 0.0, words=boxtext.line(str(exc))[:200])
     return read_start(name, agent, answer)
 
 

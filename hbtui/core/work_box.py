@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from hbtui.core import ansi
+from hbtui import boxtext
 from hbtui.core.gitops import SEED_REF, WIP_REF
 from hbtui.core.hosts import Host
 from hbtui.engine import EngineError, EngineLineTooLong
@@ -187,7 +187,7 @@ class Answer:
 
     def why(self) -> str:
         """The box's last words, safe to print (for an error line)."""
-        words = [ansi.plain(s) for s in self.said if s.strip()]
+        words = [boxtext.line(s) for s in self.said if s.strip()]
         return words[-1][:200] if words else f"exit status {self.returncode}"
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from hbtui.core import ansi, work_box
+from hbtui import boxtext
+from hbtui.core import work_box
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.work_book import (
     SHA,
@@ -85,12 +86,12 @@ def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answe
         if word == "commit":
             sha, _, subject = rest.partition(" ")
             if SHA.fullmatch(sha):
-                commits.append(Commit(sha, ansi.plain(subject)[:300]))
+                commits.append(Commit(sha, boxtext.line(subject)[:300]))
         elif word == "num" and (m := _NUM.fullmatch(rest)):
             added, deleted, path = m.groups()
             files.append(
                 FileChange(
-                    ansi.plain(_unquoted(path))[:1000],
+                    boxtext.line(_unquoted(path))[:1000],
                     None if added == "-" else int(added),
                     None if deleted == "-" else int(deleted),
                 )
@@ -98,14 +99,14 @@ def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answe
     head = answer.first("head") or ""
     patch = None
     if answer.first("patch") is not None:
-        patch = ansi.without_escapes("\n".join(answer.body) + ("\n" if answer.body else ""))
+        patch = boxtext.lines("\n".join(answer.body) + ("\n" if answer.body else ""))
     return WorkDiff(
         box=name,
         host=host,
         repo=record.repo,
         seed=record.seed,
         head=head if SHA.fullmatch(head) else "",
-        branch=ansi.plain(answer.first("branch") or "")[:200],
+        branch=boxtext.line(answer.first("branch") or "")[:200],
         commits=tuple(commits),
         files=tuple(files),
         uncommitted=count_said(answer.first("dirty")),

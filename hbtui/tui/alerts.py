@@ -5,7 +5,7 @@ in tmux's DCS passthrough, which reaches the outer terminal only where tmux's
 `allow-passthrough` option is on (tmux drops it otherwise).
 
 What a box says is untrusted: the text is made plain (no escape or control character,
-`hbtui.core.ansi.plain`) and capped before it goes anywhere, and `notify-send` gets it
+`hbtui.boxtext.line`) and capped before it goes anywhere, and `notify-send` gets it
 as one argv element, never through a shell.
 """
 
@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 
-from hbtui.core import ansi
+from hbtui import boxtext
 from hbtui.core.agent_sessions import AgentSession
 from hbtui.environment import child_env
 from hbtui.names import LOCAL
@@ -36,7 +36,7 @@ def alert_text(session: AgentSession) -> str:
 
 def safe(text: str, limit: int = ALERT_MAX) -> str:
     """One plain line of at most `limit` characters."""
-    flat = ansi.plain(text)
+    flat = boxtext.line(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

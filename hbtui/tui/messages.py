@@ -167,7 +167,7 @@ class AgentPaneWanted(Message):
 
 
 class AgentPaneLoaded(Message):
-    """An agent's screen (colours only, see hbtui.core.ansi), or why it could not be read."""
+    """An agent's screen (colours only, see hbtui.boxtext), or why it could not be read."""
 
     def __init__(self, key: BoxKey, pane: str, text: str, error: str = "") -> None:
         super().__init__()

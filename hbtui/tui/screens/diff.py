@@ -26,7 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from hbtui.core.ansi import without_escapes
+from hbtui import boxtext
 from hbtui.tui.actions import DIFF
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.keys import bindings
@@ -105,7 +105,7 @@ def file_entries(diff: WorkDiff) -> list[FileEntry]:
 def _lines(diff: WorkDiff) -> list[str]:
     # The core removed every escape sequence already; once more here, where the text
     # meets the terminal, costs little. Unicode's own line breaks would break a row.
-    patch = without_escapes(diff.patch or "").removesuffix("\n")
+    patch = boxtext.lines(diff.patch or "").removesuffix("\n")
     patch = patch.replace("\u2028", " ").replace("\u2029", " ")
     return [line.expandtabs(8) for line in patch.split("\n")] if patch else []
 

@@ -1,7 +1,7 @@
 """The selected box's agent, live: its session's state and its tmux pane's screen.
 
 The screen comes from the box and is untrusted. It is drawn through
-`hbtui.core.ansi.keep_colours` (only text and colour sequences survive, whatever
+`hbtui.boxtext.colours` (only text and colour sequences survive, whatever
 `Service.agent_pane` already did), then capped: its last PREVIEW_LINES lines, each at
 most PREVIEW_WIDTH cells, from at most PREVIEW_BYTES of text.
 """
@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from hbtui.core import ansi
+from hbtui import boxtext
 from hbtui.core.agent_sessions import AgentSession
 from hbtui.names import LOCAL
 from hbtui.present import AGENT_STYLE, elapsed
@@ -28,9 +28,9 @@ PREVIEW_BYTES = 256 * 1024
 
 def screen_text(raw: str) -> Text:
     """A pane capture as the preview draws it: colours and text only, capped."""
-    safe = ansi.keep_colours(raw[-PREVIEW_BYTES:]).expandtabs()
+    safe = boxtext.colours(raw[-PREVIEW_BYTES:]).expandtabs()
     lines = safe.rstrip("\n").split("\n")
-    while lines and not ansi.plain(lines[-1]):
+    while lines and not boxtext.line(lines[-1]):
         lines.pop()  # the blank rows under the prompt
     drawn = Text(end="", no_wrap=True)
     for i, line in enumerate(lines[-PREVIEW_LINES:]):
@@ -110,7 +110,7 @@ class AgentPreview(Vertical):
     def show_screen(self, raw: str, error: str = "") -> None:
         """The pane as just captured; unchanged, nothing is redrawn."""
         if error:
-            raw = f"\x1b[31m{ansi.plain(error)}\x1b[0m"
+            raw = f"\x1b[31m{boxtext.line(error)}\x1b[0m"
         if raw == self._raw:
             return
         self._raw = raw
