@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hbtui import boxtext
+
 from support.hostile import BIDI, CORPUS, CR, EVERYTHING, HUGE_SGR, OSC8, OSC52, unsafe
 
 
