@@ -179,7 +179,8 @@ class Agents(BoxActions):
         key = (view.host, view.name)
         pending = waiting(self.main.agents.get(key))
         if not pending:
-            self.notify(f"nothing is pending in box {view.name}", title="agent", markup=False)
+            said = f"nothing is pending in box {view.name}"
+            self.notify(said, title="agent", severity="warning", markup=False)
         elif len(pending) > 1:
             what = "approve" if decision == ALLOW else "deny"
             picker = SessionPicker(view.name, what, pending)
