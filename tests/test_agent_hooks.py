@@ -322,8 +322,9 @@ def test_a_permission_request_waits_for_hbtuis_answer(box):
         asking.stdin.close()
         waiting = until(lambda: listing(box)[SID].get("request") and listing(box)[SID], "a request")
         assert (waiting["status"], waiting["waiting_for"]) == ("needs-you", "Bash: touch ran")
+        shown = [SID, waiting["request"], "deny", waiting["waiting_for"]]
         decided = subprocess.run(
-            ["node", str(GUEST / "hb-agents"), "decide", SID, "-", "deny"],
+            ["node", str(GUEST / "hb-agents"), "decide", *shown],
             env=box,
             capture_output=True,
             text=True,
@@ -479,9 +480,10 @@ def test_the_real_codex_asks_is_approved_and_denied(box, tmp_path):
                 check, f"codex asking to run {command}", show=lambda: (screen(), listing(env))
             )
 
-        def decide(sid: str, decision: str, via: str = "hook") -> None:
+        def decide(shown: dict, decision: str, via: str = "hook") -> None:
             done = subprocess.run(
-                ["node", str(GUEST / "hb-agents"), "decide", sid, "-", decision],
+                ["node", str(GUEST / "hb-agents"), "decide", shown["session_id"],
+                 shown.get("request") or "-", decision, shown["waiting_for"]],
                 env=env, capture_output=True, text=True, timeout=60,
             )  # fmt: skip
             assert json.loads(done.stdout) == {"via": via, "decision": decision}, done.stderr
@@ -494,13 +496,12 @@ def test_the_real_codex_asks_is_approved_and_denied(box, tmp_path):
         prompt(f"run: touch {ran}")
         session = asking(f"touch {ran}")
         assert session["pane"].startswith("%") and session["source"] == "hook"
-        decide(session["session_id"], "allow")
+        decide(session, "allow")
         until(ran.exists, "the approved command to run")
         idle(session["session_id"])
 
         prompt(f"run: touch {denied}")
-        asking(f"touch {denied}")
-        decide(session["session_id"], "deny")
+        decide(asking(f"touch {denied}"), "deny")
         idle(session["session_id"])
         assert not denied.exists()
 
@@ -517,13 +518,11 @@ def test_the_real_codex_asks_is_approved_and_denied(box, tmp_path):
         )  # fmt: skip
         keyed, refused = workspace / "keyed", workspace / "refused"
         prompt(f"run: touch {keyed}")
-        asking(f"touch {keyed}", hook=False)
-        decide(session["session_id"], "allow", via="keys")
+        decide(asking(f"touch {keyed}", hook=False), "allow", via="keys")
         until(keyed.exists, "the command approved at Codex's prompt to run")
         idle(session["session_id"])
         prompt(f"run: touch {refused}")
-        asking(f"touch {refused}", hook=False)
-        decide(session["session_id"], "deny", via="keys")
+        decide(asking(f"touch {refused}", hook=False), "deny", via="keys")
         idle(session["session_id"])
         assert not refused.exists()
     finally:
@@ -595,9 +594,10 @@ def test_the_real_hermes_reports_and_is_answered_at_its_prompt(box, tmp_path):
 
             return until(check, "hermes asking", 120, show=lambda: (screen(), listing(env)))
 
-        def decide(sid: str, decision: str) -> None:
+        def decide(shown: dict, decision: str) -> None:
             done = subprocess.run(
-                ["node", str(GUEST / "hb-agents"), "decide", sid, "-", decision],
+                ["node", str(GUEST / "hb-agents"), "decide", shown["session_id"], "-", decision,
+                 shown["waiting_for"]],
                 env=env, capture_output=True, text=True, timeout=60,
             )  # fmt: skip
             assert json.loads(done.stdout) == {"via": "keys", "decision": decision}, done.stderr
@@ -612,11 +612,10 @@ def test_the_real_hermes_reports_and_is_answered_at_its_prompt(box, tmp_path):
         session = asking(removed)
         assert session["pane"].startswith("%") and session["source"] == "hook"
         assert "request" not in session  # its hooks only observe
-        decide(session["session_id"], "allow")
+        decide(session, "allow")
         until(lambda: not removed.exists(), "the approved command to run", 120)
         idle(session["session_id"])
-        asking(kept)
-        decide(session["session_id"], "deny")
+        decide(asking(kept), "deny")
         idle(session["session_id"])
         assert kept.exists()
     finally:

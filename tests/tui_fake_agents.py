@@ -18,6 +18,7 @@ from hbtui.core.agent_sessions import (
     Answer,
     BoxAgents,
 )
+from hbtui.core.agents import pending_request
 from hbtui.core.views import BoxView
 from hbtui.names import LOCAL
 
@@ -34,6 +35,7 @@ def session(
     waiting_for: str = "",
     pane: str = "%1",
     agent: str = "claude",
+    request: str = "ab12cd34",
 ) -> AgentSession:
     """A session whose status changed `ago` seconds before the fake clock's now."""
     return AgentSession(
@@ -45,7 +47,7 @@ def session(
         since=NOW_TS - ago,
         waiting_for=waiting_for if status == NEEDS_YOU else "",
         pane=pane,
-        request="ab12cd34" if status == NEEDS_YOU else "",
+        request=request if status == NEEDS_YOU else "",
     )
 
 
@@ -57,6 +59,8 @@ class FakeAgents:
         self.panes: dict[tuple[str, str, str], str] = {}  # (host, box, pane) -> its screen
         self.agents_calls = 0
         self.pane_asks: list[tuple[str, str, str]] = []  # (host, box, pane) per capture
+        # (host, box, session, decision, what it asked for) of each request decided
+        self.decided: list[tuple[str, str, str, str, str]] = []
 
     boxes: list[BoxView]  # FakeService's, as are its _called() and calls
 
@@ -99,10 +103,20 @@ class FakeAgents:
         sessions[:] = [new if s.session_id == new.session_id else s for s in sessions]
 
     async def answer_agent(
-        self, name: str, decision: str, host: str = LOCAL, *, session: str | None = None
+        self,
+        name: str,
+        decision: str,
+        host: str = LOCAL,
+        *,
+        session: str | None = None,
+        request: str | None = None,
+        waiting_for: str | None = None,
     ) -> Answer:
+        """The core's own choice (`pending_request`) over the sessions the box has now."""
         self._called("answer_agent", name, decision, host, session)
-        chosen = self._pick(name, host, session, pending=True)
+        now = tuple(self.agent_sessions.get((host, name), ()))
+        chosen = pending_request(now, name, session, request, waiting_for)
+        self.decided.append((host, name, chosen.session_id, decision, chosen.waiting_for))
         self._set(name, host, replace(chosen, status=WORKING, waiting_for="", request=""))
         return Answer(chosen, "hook", decision)
 

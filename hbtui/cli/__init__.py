@@ -81,6 +81,14 @@ SESSION = arg(
     metavar="ID",
     help="the agent session (an id or its first characters) when there are several",
 )
+# What a decision is for, as `hbtui agents --json` showed it: refused if the box asks
+# anything else now (docs/agents.md, Answering).
+PINS = (
+    arg("--request", type=given, metavar="ID",
+        help="decide only this request (its id, as hbtui agents --json shows it)"),
+    arg("--waiting-for", metavar="TEXT",
+        help="decide only while the agent asks for exactly TEXT (as hbtui agents shows it)"),
+)  # fmt: skip
 
 VERBS: tuple[Verb, ...] = (
     Verb("doctor", "config:cmd_doctor", "check that this host can run boxes", host=False,
@@ -232,9 +240,9 @@ VERBS: tuple[Verb, ...] = (
                arg("--watch", action="store_true",
                    help="show each change as the boxes report it, until Ctrl-C"))),
     Verb("approve", "agents:cmd_approve", "allow what a box's agent asks permission for",
-         args=(NAME, SESSION)),
+         args=(NAME, SESSION, *PINS)),
     Verb("deny", "agents:cmd_deny", "refuse what a box's agent asks permission for",
-         args=(NAME, SESSION)),
+         args=(NAME, SESSION, *PINS)),
     Verb("send", "agents:cmd_send", "type a line (and Enter) into a box's agent",
          args=(NAME, arg("text", metavar="TEXT"), SESSION)),
     Verb("diff", "work:cmd_diff",

@@ -202,14 +202,26 @@ class _Follower:
 
 
 def _decide(inv: Invocation, decision: str) -> int:
+    """Decide the request the box says is pending as it is read now, or the one the
+    flags pin (`--request`, `--waiting-for`: refused if the box now asks anything else),
+    and say exactly what was decided."""
+    args = inv.args
     answer = inv.call(
-        inv.service.answer_agent(inv.args.name, decision, inv.host, session=inv.args.session)
+        inv.service.answer_agent(
+            args.name,
+            decision,
+            inv.host,
+            session=args.session,
+            request=args.request,
+            waiting_for=args.waiting_for,
+        )
     )
     s = answer.session
     done = "approved" if decision == "allow" else "denied"
     how = "through its hook" if answer.via == "hook" else "at its prompt"
     what = f": {s.waiting_for}" if s.waiting_for else ""
-    sys.stdout.write(f"{done} {s.agent} session {s.session_id[:8]} ({how}){what}\n")
+    request = f" request {s.request}" if s.request else ""
+    sys.stdout.write(f"{done} {s.agent} session {s.session_id[:8]}{request} ({how}){what}\n")
     return 0
 
 

@@ -29,7 +29,7 @@ SEND_MAX = 4096
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 PANE_ID = re.compile(r"%[0-9]{1,6}")
-_REQUEST = re.compile(r"[0-9a-f]{4,32}")
+REQUEST_ID = re.compile(r"[0-9a-f]{4,32}")  # a hook's permission request
 _AGENTS = ("claude", "codex", "hermes")
 
 
@@ -148,7 +148,7 @@ def parse_session(box: str, host: str, raw: object) -> AgentSession:
         since=_time(raw.get("since")),
         waiting_for=clean_text(raw.get("waiting_for")) if status == NEEDS_YOU else "",
         pane=_match(PANE_ID, raw.get("pane")),
-        request=_match(_REQUEST, raw.get("request")) if status == NEEDS_YOU else "",
+        request=_match(REQUEST_ID, raw.get("request")) if status == NEEDS_YOU else "",
         cwd=clean_text(raw.get("cwd"), 400),
         tokens_in=_count(tokens.get("input")),
         tokens_out=_count(tokens.get("output")),

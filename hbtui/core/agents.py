@@ -23,6 +23,7 @@ from hbtui.core.agent_sessions import (
     ERROR,
     NEEDS_YOU,
     PANE_ID,
+    REQUEST_ID,
     SEND_MAX,
     AgentError,
     AgentSession,
@@ -126,6 +127,17 @@ async def _running(boxes: BoxOperations, name: str, host: str) -> BoxView:
     return view
 
 
+def _named(live: list[AgentSession], name: str, wanted: str) -> AgentSession | None:
+    """The live session named by its id or a prefix of at least 4 characters; None when
+    there is none, one line when the prefix names several."""
+    chosen = [s for s in live if s.session_id == wanted] or [
+        s for s in live if len(wanted) >= 4 and s.session_id.startswith(wanted)
+    ]
+    if len(chosen) > 1:
+        raise AgentError(f"session {wanted!r} matches several in box {name}: give more of it")
+    return chosen[0] if chosen else None
+
+
 def _pick(
     sessions: tuple[AgentSession, ...], name: str, wanted: str | None, pending: bool
 ) -> AgentSession:
@@ -133,14 +145,9 @@ def _pick(
     or the only candidate; anything else is one line naming the choices."""
     live = [s for s in sessions if s.status not in (ENDED, ERROR)]
     if wanted:
-        chosen = [s for s in live if s.session_id == wanted] or [
-            s for s in live if len(wanted) >= 4 and s.session_id.startswith(wanted)
-        ]
-        if not chosen:
+        session = _named(live, name, wanted)
+        if session is None:
             raise AgentError(f"box {name} has no live agent session {wanted!r}")
-        if len(chosen) > 1:
-            raise AgentError(f"session {wanted!r} matches several in box {name}: give more of it")
-        session = chosen[0]
         if pending and session.status != NEEDS_YOU:
             raise AgentError(
                 f"nothing is pending in box {name}: session {wanted} is {session.status}"
@@ -160,6 +167,72 @@ def _pick(
     return candidates[0]
 
 
+def _asks(session: AgentSession) -> str:
+    return session.waiting_for or "an answer (it does not say to what)"
+
+
+def _now(
+    name: str, sessions: tuple[AgentSession, ...], session_id: str, waiting_for: str | None
+) -> str:
+    """What is pending in the box now, said when it is not what the user was shown (the
+    request of session `session_id` waiting for `waiting_for`)."""
+    live = [s for s in sessions if s.status not in (ENDED, ERROR)]
+    pending = [s for s in live if s.status == NEEDS_YOU]
+    mine = next((s for s in live if s.session_id == session_id), None)
+    if mine is not None and mine.status == NEEDS_YOU:
+        again = ""
+        if mine.waiting_for == waiting_for:  # the same words, another request
+            again = " (a new request)" if mine.request else " (now at its own prompt)"
+        now = f"session {mine.session_id[:8]} in {name} now asks for: {_asks(mine)}{again}"
+    elif pending:
+        first = pending[0]
+        now = f"session {first.session_id[:8]} in {name} now asks for: {_asks(first)}"
+        if len(pending) > 1:
+            now += f" (and {len(pending) - 1} more)"
+        if mine is not None:
+            now = f"session {mine.session_id[:8]} is {mine.status}; {now}"
+    else:
+        now = f"nothing is pending in box {name} now"
+        if mine is not None:
+            now += f" (session {mine.session_id[:8]} is {mine.status})"
+    return f"{now} — nothing was decided"
+
+
+def pending_request(
+    sessions: tuple[AgentSession, ...],
+    name: str,
+    wanted: str | None,
+    request: str | None = None,
+    waiting_for: str | None = None,
+) -> AgentSession:
+    """The pending request a decision is for, as the box says it now. With nothing
+    pinned (no request id, no text): the one pending (of the named session), whatever it
+    is. With a pin: the session whose request is exactly what the user was shown (its
+    hook's request id, "" for none, and its words); when the box now says anything else,
+    one line says what it is now and that nothing was decided."""
+    if request is None and waiting_for is None:
+        return _pick(sessions, name, wanted, pending=True)
+    live = [s for s in sessions if s.status not in (ENDED, ERROR)]
+    mine = _named(live, name, wanted) if wanted else None
+    candidates = ([mine] if mine is not None else []) if wanted else live
+    hits = [
+        s
+        for s in candidates
+        if s.status == NEEDS_YOU
+        and (request is None or s.request == request)
+        and (waiting_for is None or s.waiting_for == waiting_for)
+    ]
+    if len(hits) > 1:
+        ids = ", ".join(s.session_id[:8] for s in hits)
+        raise AgentError(
+            f"box {name} has {len(hits)} sessions waiting for that ({ids}): name one with --session"
+        )
+    if not hits:
+        shown = mine.session_id if mine is not None else wanted or ""
+        raise AgentError(_now(name, sessions, shown, waiting_for))
+    return hits[0]
+
+
 async def _sessions(boxes: BoxOperations, view: BoxView) -> tuple[AgentSession, ...]:
     row = await _box_agents(boxes, view, _Limits())
     if row.error:
@@ -168,24 +241,44 @@ async def _sessions(boxes: BoxOperations, view: BoxView) -> tuple[AgentSession, 
 
 
 async def decide(
-    boxes: BoxOperations, name: str, host: str, decision: str, session: str | None = None
+    boxes: BoxOperations,
+    name: str,
+    host: str,
+    decision: str,
+    session: str | None = None,
+    *,
+    request: str | None = None,
+    waiting_for: str | None = None,
 ) -> Answer:
     """Allow or deny the permission request a session waits on: through the box's hook
-    when it waits for hbtui, else through the agent's own prompt in its pane."""
+    when it waits for hbtui, else through the agent's own prompt in its pane.
+
+    What is decided is what the user was shown: `request` (the hook's request id, "" for
+    none) and `waiting_for` (its words), where given, must be what the box says now (see
+    pending_request); the box checks them again as it decides (`hb agents decide`), so a
+    request that changed in between is refused there too. Refused, nothing is decided."""
     if decision not in ("allow", "deny"):
         raise UsageError("a decision is allow or deny")
+    if request and not REQUEST_ID.fullmatch(request):
+        raise UsageError(
+            f"not a request id: {clean_text(request, 60)!r} (as `hbtui agents --json` shows it)"
+        )
     view = await _running(boxes, name, host)
-    chosen = _pick(await _sessions(boxes, view), name, session, pending=True)
+    chosen = pending_request(await _sessions(boxes, view), name, session, request, waiting_for)
     if not chosen.request and not chosen.pane:  # no hook waits, no screen to press keys in
         raise AgentError(
             f"session {chosen.session_id[:8]} in box {name} waits for you in no tmux pane "
             f"hbtui can reach: answer it inside the box (hbtui enter {name})"
         )
-    code, out, err = await _exec(
-        boxes, view, ["decide", chosen.session_id, chosen.request or "-", decision]
-    )
-    if code == 3:  # the box's word for why (its session moved on, or shows no prompt)
+    argv = ["decide", chosen.session_id, chosen.request or "-", decision, chosen.waiting_for]
+    code, out, err = await _exec(boxes, view, argv)
+    if code == 3:  # the box's word for why (its request changed, or it shows no prompt)
         raise AgentError(f"box {name}: {err}")
+    if code == 2:  # a helper from before it was told what was shown
+        raise AgentError(
+            f"box {name}: {err or 'hb agents decide: bad usage'} — nothing was decided "
+            f"(an older agent helper? bring it up to date: hbtui repair {name})"
+        )
     if code != 0:
         raise AgentError(f"box {name}: {err or f'hb agents decide exited with {code}'}")
     try:
@@ -263,11 +356,22 @@ class AgentOperations:
         return None
 
     async def answer_agent(
-        self, name: str, decision: str, host: str = LOCAL, *, session: str | None = None
+        self,
+        name: str,
+        decision: str,
+        host: str = LOCAL,
+        *,
+        session: str | None = None,
+        request: str | None = None,
+        waiting_for: str | None = None,
     ) -> Answer:
-        """Allow or deny the permission request an agent in the box waits on."""
+        """Allow or deny the permission request an agent in the box waits on: the one the
+        user was shown (`request`, `waiting_for`, as `hb agents` said them), or refused
+        with what is pending now (see `decide`)."""
         self._check([name], [host])
-        return await decide(self._boxes, name, host, decision, session)
+        return await decide(
+            self._boxes, name, host, decision, session, request=request, waiting_for=waiting_for
+        )
 
     async def send_to_agent(
         self, name: str, text: str, host: str = LOCAL, *, session: str | None = None

@@ -7,7 +7,8 @@ goes to the main screen as it happens. Where the watch cannot run at all, the ma
 worker, never two at once. `AgentPaneWanted` (every second while the preview shows) asks
 for the selected agent's screen. Approve, deny and send go
 through the Service (`answer_agent`, `send_to_agent`), which checks in the box what is
-pending; what it refuses is one notification. A box that turns needs-you rings the
+pending: approve and deny carry the request the dashboard shows, and one that changed
+since is refused; what it refuses is one notification. A box that turns needs-you rings the
 terminal's bell, asks the terminal for a desktop notification (OSC 9) and runs
 `notify-send` where there is one, unless `agent_alerts = false` in the config.
 """
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker
 
-from hbtui.core.agent_sessions import AgentsGone, BoxAgents
+from hbtui.core.agent_sessions import AgentSession, AgentsGone, BoxAgents
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.agent_state import live, waiting
 from hbtui.tui.alerts import alert_text, notify_send_argv, osc9, run_notify_send
@@ -166,8 +167,10 @@ class Agents(BoxActions):
         self._answer(DENY)
 
     def _answer(self, decision: str) -> None:
-        """The one pending request of the selected box, or the one the user picks when
-        the last ask saw several; the box is asked again before anything is decided."""
+        """Decide the pending request the dashboard shows for the selected box (the one
+        the user picks when it shows several): its session, request id and words go with
+        the decision, and the box refuses it if it now asks anything else. With nothing
+        shown as pending, nothing is guessed."""
         from hbtui.tui.dialogs.agents import SessionPicker
 
         view = self._need_box()
@@ -175,28 +178,41 @@ class Agents(BoxActions):
             return
         key = (view.host, view.name)
         pending = waiting(self.main.agents.get(key))
-        if len(pending) > 1:
+        if not pending:
+            said = f"nothing is pending in box {view.name}"
+            self.notify(said, title="agent", severity="warning", markup=False)
+        elif len(pending) > 1:
             what = "approve" if decision == ALLOW else "deny"
             picker = SessionPicker(view.name, what, pending)
-            self.push_screen(picker, partial(self._decide_picked, key, decision))
+            self.push_screen(picker, partial(self._decide_picked, key, decision, pending))
         else:
-            self._start(partial(self._decide, key, decision, None), "agent-answer")
+            self._start(partial(self._decide, key, decision, pending[0]), "agent-answer")
 
-    def _decide_picked(self, key: BoxKey, decision: str, session: str | None) -> None:
+    def _decide_picked(
+        self, key: BoxKey, decision: str, shown: list[AgentSession], picked: str | None
+    ) -> None:
+        session = next((s for s in shown if s.session_id == picked), None)
         if session is not None:
             self._start(partial(self._decide, key, decision, session), "agent-answer")
 
-    async def _decide(self, key: BoxKey, decision: str, session: str | None) -> None:
+    async def _decide(self, key: BoxKey, decision: str, shown: AgentSession) -> None:
         host, name = key
         try:
-            answer = await self.service.answer_agent(name, decision, host, session=session)
+            answer = await self.service.answer_agent(
+                name,
+                decision,
+                host,
+                session=shown.session_id,
+                request=shown.request,
+                waiting_for=shown.waiting_for,
+            )
         except Exception as exc:
-            self.notify(describe_error(exc), title="agent", severity="warning")
+            self.notify(describe_error(exc), title="agent", severity="warning", markup=False)
             return
         done = "approved" if decision == ALLOW else "denied"
         what = answer.session.waiting_for or f"session {answer.session.session_id[:8]}"
         how = "through its hook" if answer.via == "hook" else "at its prompt"
-        self.notify(f"{done} in {name} ({how}): {what}", title="agent")
+        self.notify(f"{done} in {name} ({how}): {what}", title="agent", markup=False)
         self.post_message(AgentsWanted())
 
     def action_send_agent(self) -> None:
