@@ -38,9 +38,9 @@ def _newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _strip(text: str, keep_sgr: bool) -> str:
-    """`text` with no escape or control but tab and newline; SGRs kept when asked, as NULs
-    that stand aside while the rest is removed."""
+def _strip(text: str, keep_sgr: bool, control: str = "") -> str:
+    """`text` with no escape, and each control but tab and newline replaced by `control`;
+    SGRs kept when asked, as NULs that stand aside while the rest is removed."""
     kept: list[str] = []
 
     def csi(match: re.Match[str]) -> str:
@@ -54,7 +54,7 @@ def _strip(text: str, keep_sgr: bool) -> str:
     text = _STRING.sub("", text)
     text = _CSI.sub(csi, text)
     text = _ESC.sub("", text)
-    text = _CONTROL.sub("", text)
+    text = _CONTROL.sub(control, text)
     if not kept:
         return text
     pieces = iter(kept)
@@ -64,7 +64,7 @@ def _strip(text: str, keep_sgr: bool) -> str:
 def line(text: str, limit: int | None = None) -> str:
     """One line of plain text (a name, a command, an error): no escape or control, every
     run of white space one space; cut at `limit` characters with an ellipsis."""
-    flat = " ".join(_strip(text, keep_sgr=False).split())
+    flat = " ".join(_strip(text, keep_sgr=False, control=" ").split())
     if limit is not None and len(flat) > limit:
         return flat[: max(limit - 1, 0)] + "…"
     return flat
