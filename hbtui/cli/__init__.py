@@ -84,7 +84,8 @@ SESSION = arg(
 
 VERBS: tuple[Verb, ...] = (
     Verb("doctor", "config:cmd_doctor", "check that this host can run boxes", host=False,
-         json=True, args=(arg("--probe", action="store_true", help="also try a real boot (up to 60 s)"),)),
+         json=True, args=(arg("--probe", action="store_true",
+                   help="also boot a throwaway machine: create, start, exec, stop, delete"),)),
     Verb("ls", "boxes:cmd_ls", "list boxes", json=True,
          args=(arg("--all", action="store_true", help="also machines hbtui did not make"),)),
     Verb("new", "boxes:cmd_new", "create and provision a box", json=True, args=(

@@ -16,15 +16,20 @@ from hbtui.errors import HbtuiError, UsageError
 from hbtui.schema import show
 
 if TYPE_CHECKING:
+    from hbtui.checks import Check
     from hbtui.core.service import Service
 
 
 def cmd_doctor(inv: Invocation) -> int:
-    report = inv.call(inv.service.doctor(probe=inv.args.probe))
+    def show_check(check: Check) -> None:  # as it is made: a probe's stages take seconds
+        print_checks(inv.out, [check])
+
+    report = inv.call(
+        inv.service.doctor(probe=inv.args.probe, report=None if inv.json else show_check)
+    )
     if inv.json:
         print_json(report.to_json())
     else:
-        print_checks(inv.out, report.checks)
         if report.ok:
             inv.out.print("all needed checks pass")
         else:

@@ -43,6 +43,7 @@ from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths
 
 if TYPE_CHECKING:
+    from hbtui.checks import Check
     from hbtui.core.config_edit import Changed
     from hbtui.core.doctor import DoctorReport
     from hbtui.core.recipe_check import RecipeCheck
@@ -509,10 +510,13 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
 
     # -- this machine ------------------------------------------------------------------
 
-    async def doctor(self, *, probe: bool = False) -> DoctorReport:
+    async def doctor(
+        self, *, probe: bool = False, report: Callable[[Check], None] | None = None
+    ) -> DoctorReport:
+        """Can this host run boxes; `report` hears each check as it is made."""
         from hbtui.core.doctor import run_doctor
 
-        return await run_doctor(self.paths, self.config, probe=probe)
+        return await run_doctor(self.paths, self.config, probe=probe, report=report)
 
     def config_path(self) -> Path:
         return self.paths.config_file
