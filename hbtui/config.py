@@ -27,7 +27,16 @@ import tomli_w
 from hbtui.errors import UsageError
 from hbtui.names import host_name_problem
 from hbtui.paths import Paths
-from hbtui.schema import Invalid, from_table, plain, read_toml, rule, show, to_table
+from hbtui.schema import (
+    Invalid,
+    Rule,
+    from_table,
+    plain,
+    read_toml,
+    rule,
+    show,
+    to_table,
+)
 from hbtui.statefile import locked, write_atomic
 from hbtui.target import target_problem
 
@@ -103,7 +112,8 @@ def _keys_problem(text: str) -> str | None:
     return "not printable" if not text.isprintable() else None
 
 
-PATH = rule(desc="a path", check=_path_problem)
+def path_rule(doc: str) -> dict[str, Rule]:
+    return rule(desc="a path", check=_path_problem, doc=doc)
 
 
 # ---------------------------------------------------------------------------
@@ -214,30 +224,62 @@ def _header_problem(text: str) -> str | None:
     return None if not text or _HEADER.fullmatch(text) else "a lower-case HTTP header name"
 
 
+# Each field's `doc` is its comment in the template `hbtui config show --template` prints
+# (and docs/boxes.md shows): what it is for, in a line.
+
+
 @dataclass
 class Defaults:
     image: str = field(
         default=DEFAULT_IMAGE,
-        metadata=rule(nonempty=True, desc="an image name like ubuntu:24.04", check=image_problem),
+        metadata=rule(
+            nonempty=True,
+            desc="an image name like ubuntu:24.04",
+            check=image_problem,
+            doc="the OCI image of new boxes",
+        ),
     )
-    cpus: int = field(default=2, metadata=rule(low=1, high=MAX_CPUS))
+    cpus: int = field(default=2, metadata=rule(low=1, high=MAX_CPUS, doc="CPUs of a new box"))
     memory_mib: int = field(
-        default=4096, metadata=rule(low=256, high=MAX_MEMORY_MIB, note="MiB, at most 4 TiB")
+        default=4096,
+        metadata=rule(
+            low=256, high=MAX_MEMORY_MIB, note="MiB, at most 4 TiB", doc="its memory in MiB"
+        ),
     )
-    recipe: str = field(default="", metadata=PATH)  # a recipe folder; empty: the one shipped
-    # Start new boxes so that `hbtui branch` can branch them at once (memory included).
-    branchable: bool = False
-    # Make new boxes from a base of their recipe and image when there is one.
-    use_bases: bool = True
-    # Credential presets every new box gets, separated by commas (anthropic,github).
+    recipe: str = field(
+        default="",
+        metadata=path_rule(
+            "a recipe folder for new boxes (HBTUI_RECIPE wins); empty: the one shipped"
+        ),
+    )
+    branchable: bool = field(
+        default=False,
+        metadata=rule(doc="start new boxes so that `hbtui branch` branches them at once"),
+    )
+    use_bases: bool = field(
+        default=True,
+        metadata=rule(doc="make new boxes from a base of their recipe when there is one"),
+    )
     credentials: str = field(
-        default="", metadata=rule(desc="preset names separated by commas, like anthropic,github")
+        default="",
+        metadata=rule(
+            desc="preset names separated by commas, like anthropic,github",
+            doc='credential presets for new boxes, like "anthropic,github" (keys.md)',
+        ),
     )
     # What a new box may reach: everything, the internet but not private networks, or
     # only the hosts in `allow` (and its credentials' hosts).
-    egress: str = field(default="private-blocked", metadata=rule(choices=EGRESS_MODES))
+    egress: str = field(
+        default="private-blocked",
+        metadata=rule(choices=EGRESS_MODES, doc=" | ".join(EGRESS_MODES) + " (keys.md)"),
+    )
     allow: str = field(
-        default="", metadata=rule(desc="host names separated by commas", check=_allow_problem)
+        default="",
+        metadata=rule(
+            desc="host names separated by commas",
+            check=_allow_problem,
+            doc="the allow list's hosts, separated by commas",
+        ),
     )
 
 
@@ -254,19 +296,38 @@ class Ports:
 
 @dataclass
 class EngineSettings:
-    # empty: HBTUI_SMOLVM, then smolvm on PATH, then the bundled smol-vmm
-    path: str = field(default="", metadata=PATH)
-    state_dir: str = field(default="", metadata=PATH)  # empty: the engine's own default
-    timeout: float = field(  # seconds for one ordinary engine call
-        default=120.0, metadata=rule(low=0, above=True, high=86400, note="seconds")
+    path: str = field(
+        default="",
+        metadata=path_rule("the smolvm binary; empty: smolvm on PATH, else smolmachines' own"),
+    )
+    state_dir: str = field(
+        default="",
+        metadata=path_rule("passed as --state-dir to every engine call; empty: its own"),
+    )
+    timeout: float = field(
+        default=120.0,
+        metadata=rule(
+            low=0,
+            above=True,
+            high=86400,
+            note="seconds",
+            doc="seconds for one engine call; start, branch and pack get at least 180 / 1800",
+        ),
     )
 
 
 @dataclass
 class ArchiveSettings:
-    # largest single machine-cp transfer during save/load
-    part_size_mib: int = field(default=512, metadata=rule(low=1, high=65536, note="MiB"))
-    backups_dir: str = field(default="", metadata=PATH)  # empty: <state home>/backups
+    part_size_mib: int = field(  # the largest single machine cp of a save or load
+        default=512,
+        metadata=rule(
+            low=1, high=65536, note="MiB", doc="the largest single transfer in or out of a box"
+        ),
+    )
+    backups_dir: str = field(
+        default="",
+        metadata=path_rule("where save writes archives; empty: backups/ in hbtui's data folder"),
+    )
 
 
 @dataclass
@@ -278,14 +339,29 @@ class HostSettings:
             desc="USER@HOST[:PORT], like root@build.example.com:2222",
             check=target_problem,
             missing='needs an ssh = "USER@HOST" key',
+            doc="USER@HOST[:PORT] to log in as (needed)",
         )
     )
-    identity: str = field(default="", metadata=PATH)
-    smolvm: str = field(default="", metadata=rule(desc="a path", check=_remote_path_problem))
-    state_dir: str = field(default="", metadata=rule(desc="a path", check=_remote_path_problem))
-    ports: str = field(  # "LO-HI"; empty: the global range
+    identity: str = field(default="", metadata=path_rule("the private key to log in with"))
+    smolvm: str = field(
         default="",
-        metadata=rule(desc="a port range LOW-HIGH like 4790-4999", check=port_range_problem),
+        metadata=rule(
+            desc="a path",
+            check=_remote_path_problem,
+            doc="the engine there; empty: on PATH or in its python's smolmachines",
+        ),
+    )
+    state_dir: str = field(
+        default="",
+        metadata=rule(desc="a path", check=_remote_path_problem, doc="the engine's --state-dir"),
+    )
+    ports: str = field(
+        default="",
+        metadata=rule(
+            desc="a port range LOW-HIGH like 4790-4999",
+            check=port_range_problem,
+            doc="LOW-HIGH host ports for its boxes; empty: [ports]",
+        ),
     )
 
 
@@ -298,6 +374,7 @@ class CredentialSettings:
             desc="an environment variable name like MY_TOKEN",
             check=env_var_problem,
             missing='needs an env_var = "VARIABLE" key',
+            doc="the variable that holds a placeholder in the box (needed)",
         )
     )
     hosts: str = field(
@@ -305,18 +382,32 @@ class CredentialSettings:
             desc="host names separated by commas, like api.example.com,*.example.org",
             check=_hosts_problem,
             missing='needs a hosts = "api.example.com" key',
+            doc="where the engine puts the value in, like api.example.com,*.example.org (needed)",
         )
     )
-    header: str = field(  # set this header to the whole value; empty: replace the placeholder
-        default="", metadata=rule(desc="an HTTP header name like x-api-key", check=_header_problem)
+    header: str = field(
+        default="",
+        metadata=rule(
+            desc="an HTTP header name like x-api-key",
+            check=_header_problem,
+            doc="set this header to the whole value; empty: replace the placeholder",
+        ),
     )
-    body: bool = False  # also replace the placeholder in form bodies (OAuth token requests)
+    body: bool = field(
+        default=False,
+        metadata=rule(doc="also replace the placeholder in form bodies (OAuth token requests)"),
+    )
 
 
 @dataclass
 class SecretsSettings:
-    # auto: the OS keyring when it has a usable backend, else an encrypted file
-    store: str = field(default="auto", metadata=rule(choices=("auto", "keyring", "file")))
+    store: str = field(
+        default="auto",
+        metadata=rule(
+            choices=("auto", "keyring", "file"),
+            doc="auto: the OS keyring when it has a usable backend, else an encrypted file",
+        ),
+    )
 
 
 def _credential_name_problem(name: str) -> str | None:
@@ -324,29 +415,74 @@ def _credential_name_problem(name: str) -> str | None:
     return None if ok else "a credential name uses a-z, 0-9, '_', '-', '.'"
 
 
+# Settings an environment variable overrides for one run; `config show` says which did.
+ENVIRONMENT = {
+    "engine.path": "HBTUI_SMOLVM",
+    "engine.state_dir": "HBTUI_SMOLVM_STATE_DIR",
+    "defaults.recipe": "HBTUI_RECIPE",
+}
+
+
+def overriding(key: str) -> str | None:
+    """The variable that overrides the setting `key` (dotted) here and now, or None."""
+    var = ENVIRONMENT.get(key)
+    return var if var is not None and os.environ.get(var) else None
+
+
+def _in_force(key: str, value: str) -> str:
+    var = overriding(key)
+    return os.path.expanduser(os.environ[var] if var is not None else value)
+
+
 @dataclass
 class Config:
-    defaults: Defaults = field(default_factory=Defaults)
-    ports: Ports = field(default_factory=Ports)
-    engine: EngineSettings = field(default_factory=EngineSettings)
-    archive: ArchiveSettings = field(default_factory=ArchiveSettings)
-    refresh_seconds: float = field(default=2.0, metadata=rule(low=0.5, high=3600, note="seconds"))
-    # The dashboard rings the bell, sends an OSC 9 notification and runs notify-send when
-    # a box's agent turns needs-you (false: only its own toast).
-    agent_alerts: bool = True
+    defaults: Defaults = field(
+        default_factory=Defaults, metadata=rule(doc="what a new box is made with")
+    )
+    ports: Ports = field(
+        default_factory=Ports,
+        metadata=rule(doc="the host ports of the boxes' web UIs, low to high"),
+    )
+    engine: EngineSettings = field(
+        default_factory=EngineSettings,
+        metadata=rule(doc="the smolvm engine (HBTUI_SMOLVM and HBTUI_SMOLVM_STATE_DIR win)"),
+    )
+    archive: ArchiveSettings = field(
+        default_factory=ArchiveSettings, metadata=rule(doc="save and load")
+    )
+    refresh_seconds: float = field(
+        default=2.0,
+        metadata=rule(
+            low=0.5, high=3600, note="seconds", doc="the dashboard lists the boxes this often"
+        ),
+    )
+    agent_alerts: bool = field(
+        default=True,
+        metadata=rule(
+            doc="the dashboard rings, sends OSC 9 and runs notify-send when an agent needs you"
+        ),
+    )
     keymap: dict[str, str] = field(  # action name -> keys
         default_factory=dict,
         metadata=rule(
-            nonempty=True, desc="keys like ctrl+n", check=_keys_problem, keys=_key_problem
+            nonempty=True,
+            desc="keys like ctrl+n",
+            check=_keys_problem,
+            keys=_key_problem,
+            doc='dashboard keys, e.g. new = "N" (dashboard.md)',
         ),
     )
     hosts: dict[str, HostSettings] = field(
-        default_factory=dict, metadata=rule(keys=host_name_problem)
+        default_factory=dict,
+        metadata=rule(keys=host_name_problem, doc="a remote host (hbtui hosts add)"),
     )
     credentials: dict[str, CredentialSettings] = field(
-        default_factory=dict, metadata=rule(keys=_credential_name_problem)
+        default_factory=dict,
+        metadata=rule(keys=_credential_name_problem, doc="a credential preset of your own"),
     )
-    secrets: SecretsSettings = field(default_factory=SecretsSettings)
+    secrets: SecretsSettings = field(
+        default_factory=SecretsSettings, metadata=rule(doc="where secret values are kept (keys.md)")
+    )
 
     def backups_dir(self, paths: Paths) -> Path:
         if self.archive.backups_dir:
@@ -357,14 +493,14 @@ class Config:
     # handed "~/vms" as written, and made a folder named ~ wherever hbtui ran).
 
     def engine_path_setting(self) -> str:
-        return os.path.expanduser(os.environ.get("HBTUI_SMOLVM") or self.engine.path)
+        return _in_force("engine.path", self.engine.path)
 
     def recipe_setting(self) -> str:
         """The recipe folder for new boxes: HBTUI_RECIPE, then [defaults] recipe."""
-        return os.path.expanduser(os.environ.get("HBTUI_RECIPE") or self.defaults.recipe)
+        return _in_force("defaults.recipe", self.defaults.recipe)
 
     def engine_state_dir(self) -> str:
-        return os.path.expanduser(os.environ.get("HBTUI_SMOLVM_STATE_DIR") or self.engine.state_dir)
+        return _in_force("engine.state_dir", self.engine.state_dir)
 
     def validate(self, source: Path | None = None) -> None:
         """The same checks as reading the file: what is saved can be read back."""
@@ -442,13 +578,19 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         raise ConfigError(f"{_where(source)}: {exc}") from None
 
 
-def load_config(paths: Paths) -> Config:
+def read_config_table(paths: Paths) -> dict[str, Any] | None:
+    """config.toml as a plain table, unchecked (None: there is none); ConfigError naming
+    the file when it is not TOML."""
     path = paths.config_file
     try:
-        raw = read_toml(path)
+        return read_toml(path)
     except Invalid as exc:
         raise ConfigError(f"{_where(path)}: {exc}") from None
-    return Config() if raw is None else parse_config(raw, path)
+
+
+def load_config(paths: Paths) -> Config:
+    raw = read_config_table(paths)
+    return Config() if raw is None else parse_config(raw, paths.config_file)
 
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:

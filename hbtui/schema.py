@@ -37,7 +37,8 @@ class Rule:
     `nonempty`, `choices`, `check` (returns why a value is wrong, or None);
     tables (dict fields): `keys` checks each key like `check`. `desc` replaces
     the generated wording of what is wanted, `note` is added to it, and
-    `missing` words the error for a required field that is absent.
+    `missing` words the error for a required field that is absent. `doc` says
+    what the setting is for: the comment beside it in the config's template.
     """
 
     low: float | None = None
@@ -50,6 +51,7 @@ class Rule:
     desc: str = ""
     note: str = ""
     missing: str = ""
+    doc: str = ""
 
 
 NO_RULE = Rule()
@@ -98,7 +100,9 @@ def _number(x: float) -> str:
 
 
 @dataclass(frozen=True)
-class _Field:
+class Field:
+    """One field of a schema: its name, kind and rule, and whether a table must have it."""
+
     name: str
     kind: Any  # str, int, float, bool, a dataclass, or dict[str, one of those]
     rule: Rule
@@ -106,10 +110,11 @@ class _Field:
 
 
 @functools.cache
-def _schema(cls: type) -> tuple[_Field, ...]:
+def fields_of(cls: type) -> tuple[Field, ...]:
+    """The fields of the dataclass `cls` as its tables have them, in order."""
     hints = get_type_hints(cls)
     return tuple(
-        _Field(
+        Field(
             f.name,
             hints[f.name],
             f.metadata.get("rule", NO_RULE),
@@ -220,7 +225,7 @@ def from_table(
         raise Invalid(f"{where or 'the file'} must be a table, got {show(raw)}")
     given = given or {}
     prefix = f"{where}." if where else ""
-    schema = _schema(cls)
+    schema = fields_of(cls)
     known = {f.name for f in schema} - set(given)
     unknown = sorted(k for k in raw if k not in known)
     if unknown:
@@ -254,8 +259,11 @@ def read_toml(path: Path) -> dict[str, Any] | None:
         data = read_state(path)
     except UnreadableFile as exc:
         raise Invalid(exc.reason) from None
-    if data is None:
-        return None
+    return None if data is None else parse_toml(data)
+
+
+def parse_toml(data: bytes) -> dict[str, Any]:
+    """The table a TOML file's bytes hold; Invalid saying why when they hold none."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

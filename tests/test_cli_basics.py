@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import signal
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from hbtui.core.doctor import boot_problems, kvm_problems
+from hbtui.environment import pid_alive
 
 from support import HBTUI_BIN
+from support.cli import background, wait_for
 
 
 def hbtui(*args: str, env=None, input: str | None = None) -> subprocess.CompletedProcess:
@@ -38,6 +45,129 @@ def test_doctor_json_names_the_engine_and_the_boot_problem(hbtui_home):
     assert done.returncode == (1 if problems else 0 if report["ok"] else 1)
     if problems:
         assert report["boot_problem"] and "guests cannot boot here" in str(report["checks"])
+
+
+def checks_of(report: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in report["checks"]}
+
+
+PROBE_STAGES = ["probe create", "probe start", "probe exec", "probe stop", "probe delete"]
+
+
+@pytest.fixture
+def short_tmp():
+    """A TMPDIR short enough for the probe to keep its state in (the engine's sockets go
+    below it; a pytest folder is too long, and the probe would use /tmp instead)."""
+    folder = Path(tempfile.mkdtemp(dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.sim
+def test_doctor_with_the_simulator_says_so_and_passes(sim_env):
+    """It said "FAIL boot: guests cannot boot here" (this host's KVM) and exited 1, while
+    every simulator box booted: the host's virtualisation is no matter for the simulator."""
+    done = hbtui("doctor", env=sim_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    engine, boot = done.stdout.splitlines()[:2]
+    assert f"at {sim_env['HBTUI_SMOLVM']} (from HBTUI_SMOLVM)" in engine
+    assert "the smolvm simulator, not a real engine" in engine
+    assert boot.startswith("  ok  boot: the simulator runs each machine as namespaces")
+    assert "KVM and Hypervisor.framework checks do not apply" in boot
+    report = json.loads(hbtui("doctor", "--json", env=sim_env).stdout)
+    assert report["engine"] == {
+        "path": sim_env["HBTUI_SMOLVM"],
+        "version": "1.32.2",
+        "source": "environment",
+        "simulator": True,
+    }
+    assert report["ok"] and report["can_boot"] is None and report["boot_problem"] is None
+
+
+@pytest.mark.sim
+def test_doctor_names_a_configured_engine_as_the_config_s(hbtui_home, sim_smolvm):
+    (hbtui_home / "config.toml").write_text(f'[engine]\npath = "{sim_smolvm}"\n')
+    report = json.loads(hbtui("doctor", "--json", env=dict(os.environ)).stdout)
+    assert report["engine"]["source"] == "config" and report["engine"]["simulator"] is True
+    assert "(from [engine] path in config.toml)" in checks_of(report)["engine"]["detail"]
+
+
+def test_doctor_names_the_bundled_engine(hbtui_home, real_smolvm):
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # no smolvm on PATH: the bundled one
+    report = json.loads(hbtui("doctor", "--json", env=env).stdout)
+    assert report["engine"]["source"] == "bundled" and report["engine"]["simulator"] is False
+    assert report["engine"]["path"] == real_smolvm
+    assert (
+        "the bundled engine, from the smolmachines package"
+        in (checks_of(report)["engine"]["detail"])
+    )
+
+
+@pytest.mark.sim
+def test_doctor_probe_boots_a_throwaway_machine_on_the_simulator(sim_env, short_tmp):
+    """`--probe` returned at once without trying anything; now each stage is a line with
+    its time, and nothing of the machine is left (its state folder is in TMPDIR)."""
+    scratch = short_tmp
+    env = {**sim_env, "TMPDIR": str(scratch)}
+    done = hbtui("doctor", "--probe", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    stages = [ln for ln in done.stdout.splitlines() if " probe " in ln]
+    assert [ln.split(":")[0].split(None, 1)[1] for ln in stages] == PROBE_STAGES
+    assert all(re.fullmatch(r"  ok  probe \w+: \d+\.\d+ s", ln) for ln in stages), stages
+    assert list(scratch.iterdir()) == []
+    report = json.loads(hbtui("doctor", "--probe", "--json", env=env).stdout)
+    assert report["ok"] and report["can_boot"] is True
+    assert [n for n in checks_of(report) if n.startswith("probe")] == PROBE_STAGES
+    assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.sim
+def test_doctor_probe_cleans_up_when_interrupted(sim_env, tmp_path, short_tmp):
+    """Ctrl-C while the engine makes the machine: the stage says it was interrupted, the
+    machine and its state folder go, and the exit status is Ctrl-C's."""
+    scratch, gates = short_tmp, tmp_path / "gates"
+    gates.mkdir()
+    hold = gates / "create.hold"
+    hold.touch()
+    env = {**sim_env, "TMPDIR": str(scratch), "SMOLSIM_GATES": str(gates)}
+    doctor = background("doctor", "--probe", env=env)
+    waiting = gates / "create.waiting"
+    wait_for("the probe's create", lambda: waiting.exists() or doctor.poll() is not None)
+    engine = int(waiting.read_text())
+    doctor.send_signal(signal.SIGINT)
+    out, _ = doctor.communicate(timeout=60)
+    hold.unlink()
+    wait_for("the engine's create to end", lambda: not pid_alive(engine))
+    assert doctor.returncode == 130, out
+    assert "FAIL  probe create: interrupted after" in out
+    assert "  ok  probe delete: " in out and "probe start" not in out
+    assert "Traceback" not in out and out.rstrip().endswith("error: interrupted")
+    assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.real_engine
+def test_doctor_probe_with_the_real_engine_says_how_far_it_got(hbtui_home, real_smolvm, short_tmp):
+    """Here the real engine makes the machine and cannot boot it: the start is the stage
+    that fails, with the engine's own reason; the machine is deleted all the same."""
+    scratch = short_tmp
+    env = {**os.environ, "HBTUI_SMOLVM": real_smolvm, "TMPDIR": str(scratch)}
+    done = hbtui("doctor", "--probe", "--json", env=env)
+    report = json.loads(done.stdout)
+    checks = checks_of(report)
+    assert report["engine"]["simulator"] is False
+    assert checks["probe create"]["ok"] and checks["probe delete"]["ok"]
+    if report["can_boot"]:
+        assert done.returncode == 0 and [n for n in checks if n.startswith("probe")] == PROBE_STAGES
+        return
+    start = checks["probe start"]
+    assert done.returncode == 1 and not start["ok"] and start["needed"]
+    assert start["detail"].startswith("failed after ") and "(exec not tried)" in start["detail"]
+    assert "socket path" not in start["detail"]  # the boot's own reason, not the probe's folder
+    assert report["boot_problem"] == f"probe start: {start['detail']}"
+    assert "probe exec" not in checks and "probe stop" not in checks
+    if boot_problems():  # the host check's reason is advice now; the probe decides
+        assert not checks["boot"]["needed"] and start["fix"] == checks["boot"]["fix"]
+    assert list(scratch.iterdir()) == []
 
 
 def test_kvm_diagnosis_explains_the_missing_group(tmp_path):

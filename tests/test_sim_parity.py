@@ -221,6 +221,19 @@ def test_version_line_matches(engines) -> None:
     assert sim.ok("--version") == real.ok("--version")
 
 
+def test_only_the_simulator_answers_its_marker(engines) -> None:
+    """`--simulator` is how `hbtui doctor` tells the two apart: the real engine refuses
+    the flag as any unknown one; the simulator names itself (and, as root with its
+    tools, has no problem to add)."""
+    real, sim = engines
+    refused = real.run("--simulator")
+    assert refused.returncode == 2 and "unexpected argument '--simulator'" in refused.stderr
+    assert refused.stdout == ""
+    assert sim.ok("--simulator").splitlines() == [
+        "smolsim 1.32.2: the smolvm simulator (machines are namespaces, not VMs)"
+    ]
+
+
 # ---- packs, branches, credentials, secrets and egress policy (issues 12 and 13) ------------
 
 

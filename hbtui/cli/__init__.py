@@ -92,7 +92,8 @@ PINS = (
 
 VERBS: tuple[Verb, ...] = (
     Verb("doctor", "config:cmd_doctor", "check that this host can run boxes", host=False,
-         json=True, args=(arg("--probe", action="store_true", help="also try a real boot (up to 60 s)"),)),
+         json=True, args=(arg("--probe", action="store_true",
+                   help="also boot a throwaway machine: create, start, exec, stop, delete"),)),
     Verb("ls", "boxes:cmd_ls", "list boxes", json=True,
          args=(arg("--all", action="store_true", help="also machines hbtui did not make"),)),
     Verb("new", "boxes:cmd_new", "create and provision a box", json=True, args=(
@@ -193,8 +194,20 @@ VERBS: tuple[Verb, ...] = (
     Verb("inspect", "boxes:cmd_inspect", "everything known about a box, and its CPU and memory",
          json=True, args=(NAME,)),
     Verb("ports", "boxes:cmd_ports", "the port range: used, busy, free", json=True),
-    Verb("config", "config:cmd_config", "where the config is, and what it says", host=False,
-         args=(arg("action", choices=["path", "show"]),)),
+    Verb("config", "", "config.toml: where it is, what it says, and changing it", host=False, sub=(
+        Verb("path", "config:cmd_config_path", "print where config.toml is", host=False),
+        Verb("show", "config:cmd_config_show",
+             "the settings in force, each marked default, file or environment", host=False,
+             args=(arg("--template", action="store_true",
+                       help="every setting with its default and what it is for"),)),
+        Verb("set", "config:cmd_config_set", "set one setting, checked before it is written",
+             host=False, args=(
+                 arg("key", metavar="KEY", help="like defaults.cpus, engine.path, keymap.new"),
+                 arg("value", metavar="VALUE"))),
+        Verb("edit", "config:cmd_config_edit",
+             "edit config.toml in $VISUAL or $EDITOR (else vi); saved once it loads",
+             host=False),
+    )),
     Verb("save", "archives:cmd_save", "save a box's /data as an encrypted archive", json=True,
          args=(
              NAME,

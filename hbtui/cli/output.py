@@ -97,6 +97,17 @@ class Invocation:
             self._service = build_service()
         return self._service
 
+    def file_service(self) -> Service:
+        """The Service for the verbs that act on config.toml itself (config path, set,
+        edit, show --template), made without reading it: they must work when the file
+        does not load, since they are how it gets put right."""
+        if self._service is None:
+            from hbtui.config import Config
+            from hbtui.wiring import build_service
+
+            self._service = build_service(config=Config())
+        return self._service
+
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run one async service call, then let go of remote connections.
 

@@ -2,30 +2,34 @@
 
 Each check is a small function returning a Check. `needed` checks decide the
 exit status; the rest are advice. The boot check explains the usual causes
-without booting anything; `probe_boot` tries a real boot when asked.
+without booting anything (for the smolvm simulator, its own needs instead of
+the host's virtualisation); `--probe` boots a throwaway machine (hbtui.core.probe).
 """
 
 from __future__ import annotations
 
-import contextlib
 import grp
 import os
 import platform
 import shutil
 import stat
 import subprocess
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hbtui.checks import Check, all_needed_pass
-from hbtui.config import Config
-from hbtui.engine import Engine, EngineError, MachineSpec, locate_engine
+from hbtui.config import Config, overriding
+from hbtui.core.probe import Probe
+from hbtui.engine import Engine, EngineError, Located, locate_engine
 from hbtui.engine.locate import MIN_VERSION, format_version
+from hbtui.engine.runner import RunTimeout
 from hbtui.paths import Paths
+from hbtui.schema import plain
 
 VM_UID = 2000000  # smolvm drops each VM to this uid when run as root
 MIN_FREE_GIB = 10
+SIMULATOR_FIX = "run hbtui as root with bubblewrap, util-linux and iproute2 (tests/sim/README.md)"
 
 
 @dataclass
@@ -33,8 +37,16 @@ class DoctorReport:
     checks: list[Check] = field(default_factory=list)
     engine_path: str | None = None
     engine_version: str | None = None
-    can_boot: bool | None = None
+    engine_source: str | None = None  # environment, config, path or bundled
+    simulator: list[str] | None = None  # the simulator's problems here; None: a real engine
+    can_boot: bool | None = None  # None: not known without a probe
     boot_problem: str | None = None
+    listener: Callable[[Check], None] | None = field(default=None, repr=False)
+
+    def add(self, check: Check) -> None:
+        self.checks.append(check)
+        if self.listener is not None:
+            self.listener(check)
 
     @property
     def ok(self) -> bool:
@@ -43,7 +55,12 @@ class DoctorReport:
     def to_json(self) -> dict[str, object]:
         return {
             "ok": self.ok,
-            "engine": {"path": self.engine_path, "version": self.engine_version},
+            "engine": {
+                "path": self.engine_path,
+                "version": self.engine_version,
+                "source": self.engine_source,
+                "simulator": self.simulator is not None,
+            },
             "can_boot": self.can_boot,
             "boot_problem": self.boot_problem,
             "checks": [c.to_json() for c in self.checks],
@@ -126,73 +143,103 @@ def boot_problems() -> list[tuple[str, str]]:
     ]
 
 
-async def probe_boot(engine: Engine, timeout: float = 60.0) -> str | None:
-    """Boot a throwaway machine in a private state dir; None when it booted."""
-    state = tempfile.mkdtemp(prefix="hbtui-probe-")
-    probe = Engine(engine.binary, state_dir=state, runner=engine.runner, timeout=timeout)
+async def simulator_problems(engine: Engine) -> list[str] | None:
+    """None for a real engine; for the smolvm simulator (tests/sim/smolvm), why it cannot
+    run machines here, one line each. The simulator names itself when asked with
+    `--simulator`, a flag the real engine refuses; it answers `--version` as the real one."""
     try:
-        await probe.create(
-            MachineSpec(name="hbtui-probe", image="alpine", cpus=1, memory_mib=256, network=False)
-        )
-        await probe.start("hbtui-probe", timeout=timeout)
+        done = await engine.runner.run([engine.binary, "--simulator"], timeout=30)
+    except (RunTimeout, OSError):
         return None
-    except EngineError as exc:
-        return f"a test boot failed: {exc}"
-    finally:
-        with contextlib.suppress(EngineError):
-            await probe.delete("hbtui-probe")
-        shutil.rmtree(state, ignore_errors=True)
+    lines = done.stdout.decode(errors="replace").splitlines()
+    if done.returncode != 0 or not lines or not lines[0].startswith("smolsim "):
+        return None
+    return [plain(line) for line in lines[1:] if line.strip()]
 
 
-async def run_doctor(paths: Paths, config: Config, *, probe: bool = False) -> DoctorReport:
-    report = DoctorReport()
-    engine: Engine | None = None
+def _engine_source(located: Located) -> tuple[str, str]:
+    """Where the engine came from: a word for JSON, and words for people."""
+    if located.source == "setting":
+        if overriding("engine.path"):
+            return "environment", "from HBTUI_SMOLVM"
+        return "config", "from [engine] path in config.toml"
+    if located.source == "PATH":
+        return "path", "smolvm on PATH"
+    return "bundled", "the bundled engine, from the smolmachines package"
+
+
+async def _engine_check(config: Config, report: DoctorReport) -> Engine | None:
     try:
         located = locate_engine(config.engine_path_setting())
         engine = Engine(located.path, state_dir=config.engine_state_dir(), timeout=30)
         version = await engine.version()
-        report.engine_path = located.path
-        report.engine_version = format_version(version)
-        ok = version >= MIN_VERSION
-        report.checks.append(
-            Check(
-                "engine",
-                ok,
-                f"smolvm {report.engine_version} at {located.path} ({located.source})",
-                fix=""
-                if ok
-                else f"pip install -U smolmachines (hbtui needs {format_version(MIN_VERSION)})",
-            )
-        )
     except EngineError as exc:
-        report.checks.append(
+        report.add(
             Check("engine", False, str(exc), fix="pip install smolmachines, or set HBTUI_SMOLVM")
         )
+        return None
+    report.engine_path = located.path
+    report.engine_version = format_version(version)
+    report.engine_source, where = _engine_source(located)
+    report.simulator = await simulator_problems(engine)
+    what = "; the smolvm simulator, not a real engine" if report.simulator is not None else ""
+    ok = version >= MIN_VERSION
+    report.add(
+        Check(
+            "engine",
+            ok,
+            f"smolvm {report.engine_version} at {located.path} ({where}){what}",
+            fix=""
+            if ok
+            else f"pip install -U smolmachines (hbtui needs {format_version(MIN_VERSION)})",
+        )
+    )
+    return engine
 
-    problems = boot_problems()
-    if not problems and probe and engine is not None:
-        failed = await probe_boot(engine)
-        if failed:
-            problems.append((failed, "see the message; hbtui doctor explains the usual causes"))
+
+def _boot_check(report: DoctorReport, *, probe: bool) -> str:
+    """What the host says about booting, without booting; returns the fix for a failed
+    boot. With --probe a host problem is advice: the probe's boot decides."""
+    if report.simulator is not None:
+        problems = [(p, SIMULATOR_FIX) for p in report.simulator]
+        cause = "the simulator cannot run machines here"
+        fine = (
+            "the simulator runs each machine as namespaces on this host, so the KVM and "
+            "Hypervisor.framework checks do not apply"
+        )
+    else:
+        problems = boot_problems()
+        cause = "guests cannot boot here"
+        fine = "no known obstacle"
     problem = "; ".join(p for p, _ in problems) or None
-    fix = "; ".join(f for _, f in problems)
-    report.can_boot = problem is None if (problem is not None or probe) else None
+    fix = "; ".join(dict.fromkeys(f for _, f in problems))
     report.boot_problem = problem
     if problem is not None:
-        report.checks.append(Check("boot", False, f"guests cannot boot here: {problem}", fix=fix))
-    elif probe:
-        report.checks.append(Check("boot", True, "a test guest booted"))
+        report.can_boot = False
+        report.add(Check("boot", False, f"{cause}: {problem}", needed=not probe, fix=fix))
     else:
-        report.checks.append(
-            Check("boot", True, "no known obstacle (run with --probe to try a real boot)")
-        )
+        later = "" if probe else " (--probe boots a throwaway machine)"
+        report.add(Check("boot", True, fine + later))
+    return fix
 
+
+async def run_doctor(
+    paths: Paths,
+    config: Config,
+    *,
+    probe: bool = False,
+    report: Callable[[Check], None] | None = None,
+) -> DoctorReport:
+    """Every check; `report` hears each as it is made (a probe's stages take seconds)."""
+    doctor = DoctorReport(listener=report)
+    engine = await _engine_check(config, doctor)
+    boot_fix = _boot_check(doctor, probe=probe and engine is not None)
     state_dir = Path(config.engine_state_dir() or paths.data_dir)
     probe_dir = state_dir
     while not probe_dir.exists() and probe_dir != probe_dir.parent:
         probe_dir = probe_dir.parent
     free_gib = shutil.disk_usage(probe_dir).free / 2**30
-    report.checks.append(
+    doctor.add(
         Check(
             "disk",
             free_gib >= MIN_FREE_GIB,
@@ -211,7 +258,7 @@ async def run_doctor(paths: Paths, config: Config, *, probe: bool = False) -> Do
     ]
     for tool, needed, why in tools:
         where = shutil.which(tool)
-        report.checks.append(
+        doctor.add(
             Check(
                 tool,
                 where is not None,
@@ -220,4 +267,12 @@ async def run_doctor(paths: Paths, config: Config, *, probe: bool = False) -> Do
                 fix="" if where else f"install {tool} (apt install {tool} / brew install {tool})",
             )
         )
-    return report
+    if probe and engine is None:
+        doctor.add(Check("probe", False, "not tried: there is no engine to boot with"))
+    elif probe and engine is not None:
+        trial = Probe(engine, doctor.add)
+        await trial.run(boot_fix)
+        doctor.can_boot = trial.booted
+        failed = next((c for c in trial.checks if not c.ok), None)
+        doctor.boot_problem = f"{failed.name}: {failed.detail}" if failed else None
+    return doctor

@@ -15,9 +15,9 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from hbtui.config import Config, HostSettings, config_to_dict, split_list
+from hbtui.config import Config, HostSettings, read_config_table, split_list
 from hbtui.core import backups, leftovers, scratch, work_agent
 from hbtui.core import credentials as creds
 from hbtui.core.agent_watch import AgentWatchOperations
@@ -43,6 +43,8 @@ from hbtui.names import LOCAL, check_name
 from hbtui.paths import Paths
 
 if TYPE_CHECKING:
+    from hbtui.checks import Check
+    from hbtui.core.config_edit import Changed
     from hbtui.core.doctor import DoctorReport
     from hbtui.core.recipe_check import RecipeCheck
     from hbtui.engine import Engine
@@ -508,14 +510,39 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
 
     # -- this machine ------------------------------------------------------------------
 
-    async def doctor(self, *, probe: bool = False) -> DoctorReport:
+    async def doctor(
+        self, *, probe: bool = False, report: Callable[[Check], None] | None = None
+    ) -> DoctorReport:
+        """Can this host run boxes; `report` hears each check as it is made."""
         from hbtui.core.doctor import run_doctor
 
-        return await run_doctor(self.paths, self.config, probe=probe)
+        return await run_doctor(self.paths, self.config, probe=probe, report=report)
 
     def config_path(self) -> Path:
         return self.paths.config_file
 
-    def config_values(self) -> dict[str, Any]:
-        """The settings in force, as `config show` prints them."""
-        return config_to_dict(self.config)
+    def config_listing(self) -> str:
+        """The settings in force as TOML, each marked with its source (default, file,
+        environment)."""
+        from hbtui.core.config_text import listing
+
+        return listing(self.config, read_config_table(self.paths))
+
+    def config_template(self) -> str:
+        """Every setting with its default and what it is for, as commented TOML."""
+        from hbtui.core.config_text import template
+
+        return template()
+
+    def config_set(self, key: str, value: str) -> Changed:
+        """Set one setting in config.toml, checked as loading checks it; the rest of the
+        file (comments too) stays as it was."""
+        from hbtui.core.config_edit import set_value
+
+        return set_value(self.paths, key, value)
+
+    def config_edit(self, run_editor: Callable[[Path], None], again: Callable[[str], bool]) -> str:
+        """config.toml edited by the user through `run_editor`, saved once it loads."""
+        from hbtui.core.config_edit import edit
+
+        return edit(self.paths, run_editor, again)

@@ -194,7 +194,10 @@ class Engine:
     # -- machines ---------------------------------------------------------------
 
     async def create(self, spec: MachineSpec) -> None:
-        source = ["--from", str(spec.from_pack)] if spec.from_pack else ["--image", spec.image]
+        if spec.from_pack:
+            source = ["--from", str(spec.from_pack)]
+        else:
+            source = ["--image", spec.image] if spec.image else []
         args = [
             "machine",
             "create",

@@ -84,7 +84,7 @@ class MachineSpec:
     """Everything `machine create` needs for one box."""
 
     name: str
-    image: str
+    image: str  # empty: none, the engine's own small guest (doctor's probe)
     cpus: int
     memory_mib: int
     ports: tuple[tuple[int, int], ...] = ()
