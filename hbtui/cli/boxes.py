@@ -11,6 +11,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hbtui import boxtext
 from hbtui.cli.output import Invocation, box_table, print_json
 from hbtui.core.specs import NewSpec
 from hbtui.environment import child_env
@@ -197,8 +198,16 @@ def cmd_open(inv: Invocation) -> int:
     return 0
 
 
+def _coloured(text: str) -> str:
+    """Box text with its colours, ended by a reset: the terminal is left as it was."""
+    return text + "\x1b[0m" if "\x1b" in text else text
+
+
 def cmd_logs(inv: Invocation) -> int:
+    """The box's output as the core gives it (only its colours kept, see hbtui.boxtext);
+    the colours reach a terminal, a file or a pipe gets plain text."""
     a = inv.args
+    shown = _coloured if sys.stdout.isatty() else boxtext.lines
     if a.provision:
         log = inv.call(inv.service.provision_log(a.name, inv.host, tail=a.tail))
         if log is None:
@@ -207,19 +216,19 @@ def cmd_logs(inv: Invocation) -> int:
             if isinstance(event, Step):
                 sys.stdout.write(f"── step {event.index}/{event.total} {event.name}\n")
             elif isinstance(event, LogLine):
-                sys.stdout.write(event.text + "\n")
+                sys.stdout.write(shown(event.text) + "\n")
         return 0
     if a.follow:
 
         async def follow() -> None:
             async for line in inv.service.follow_logs(a.name, inv.host, tail=a.tail):
-                sys.stdout.write(line + "\n")
+                sys.stdout.write(shown(line) + "\n")
                 sys.stdout.flush()
 
         with contextlib.suppress(KeyboardInterrupt):
             inv.call(follow())
         return 0
-    sys.stdout.write(inv.call(inv.service.workload_logs(a.name, inv.host, tail=a.tail)))
+    sys.stdout.write(shown(inv.call(inv.service.workload_logs(a.name, inv.host, tail=a.tail))))
     return 0
 
 

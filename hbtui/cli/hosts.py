@@ -45,15 +45,15 @@ def cmd_hosts_ls(inv: Invocation) -> int:
         inv.out.print("No remote hosts. Add one: hbtui hosts add NAME --ssh USER@HOST")
         return 0
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("HOST", "SSH", "IDENTITY", "SMOLVM", "STATE DIR", "PORTS"):
         table.add_column(col, no_wrap=True)
     for n, h in hosts.items():
-        table.add_row(
-            n, h.ssh, h.identity, h.smolvm or "(found there)", h.state_dir,
-            inv.service.host_port_range(n),
-        )  # fmt: skip
+        cells = [n, h.ssh, h.identity, h.smolvm or "(found there)", h.state_dir]
+        cells.append(inv.service.host_port_range(n))
+        table.add_row(*(Text(cell) for cell in cells))  # as text: [brackets] are no markup
     inv.out.print(table)
     return 0
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hbtui import boxtext
 from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL
 
@@ -58,11 +59,11 @@ def _styled(text: str, sgr: str, stream: Any) -> str:
 
 
 def print_error(exc: HbtuiError) -> None:
-    """`error: MESSAGE` on one line (and the hint, dim, on the next)."""
-    message = " ".join(exc.message.split())
-    sys.stderr.write(f"{_styled('error:', '31', sys.stderr)} {message}\n")
+    """`error: MESSAGE` on one line (and the hint, dim, on the next), plain: a message may
+    quote a box (its stderr, a file name in its archive)."""
+    sys.stderr.write(f"{_styled('error:', '31', sys.stderr)} {boxtext.line(exc.message)}\n")
     if exc.hint:
-        sys.stderr.write(_styled(" ".join(exc.hint.split()), "2", sys.stderr) + "\n")
+        sys.stderr.write(_styled(boxtext.line(exc.hint), "2", sys.stderr) + "\n")
 
 
 def console(*, stderr: bool = False) -> Console:
@@ -216,9 +217,10 @@ def print_checks(out: Console, checks: list[Check]) -> None:
         word, style = (
             ("ok", "green") if c.ok else (("FAIL", "red") if c.needed else ("warn", "yellow"))
         )
-        out.print(Text.assemble((f"{word:>4}", style), "  ", (c.name, "bold"), f": {c.detail}"))
+        detail = boxtext.line(c.detail)  # what a host's engine or SSH server said
+        out.print(Text.assemble((f"{word:>4}", style), "  ", (c.name, "bold"), f": {detail}"))
         if not c.ok and c.fix:
-            out.print(Text(f"{'':>6}fix: {c.fix}"))
+            out.print(Text(f"{'':>6}fix: {boxtext.line(c.fix)}"))
 
 
 def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:

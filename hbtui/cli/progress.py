@@ -12,8 +12,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
+from hbtui import boxtext
 from hbtui.events import Event, LogLine, Notice, Phase, Step, Transfer
 
 if TYPE_CHECKING:
@@ -94,10 +96,13 @@ class ConsoleReporter:
             self.silenced = True
 
     def _render(self, event: Event) -> None:
+        # What the core says may quote a box (its name for a step, its stderr): plain, one
+        # line; a box's log lines come with only their colours (the core made them so), and
+        # a bar's description is markup, so names in it are escaped.
         if isinstance(event, Phase):
-            self.console.print(Text.assemble(("•", "dim"), " ", event.message))
+            self.console.print(Text.assemble(("•", "dim"), " ", boxtext.line(event.message)))
         elif isinstance(event, Notice):
-            self.console.print(Text.assemble(("!", "yellow"), " ", event.message))
+            self.console.print(Text.assemble(("!", "yellow"), " ", boxtext.line(event.message)))
         elif isinstance(event, LogLine):
             if self.show_logs:
                 self.console.print(Text.from_ansi(event.text))
@@ -109,21 +114,19 @@ class ConsoleReporter:
                 self._steps,
                 completed=event.index - 1,
                 total=event.total,
-                description=f"step {event.index}/{event.total} {event.name}",
+                description=escape(f"step {event.index}/{event.total} {event.name}"),
             )
             if not self.console.is_terminal:
                 self.console.print(
                     Text.assemble((f"step {event.index}/{event.total}", "dim"), " ", event.name)
                 )
         elif isinstance(event, Transfer):
+            label = escape(event.label or "transfer")
             if self._transfer is None:
-                self._transfer = self.bytes.add_task(event.label or "transfer", total=event.total)
+                self._transfer = self.bytes.add_task(label, total=event.total)
                 self._start(self.bytes)
             self.bytes.update(
-                self._transfer,
-                completed=event.done,
-                total=event.total,
-                description=event.label or "transfer",
+                self._transfer, completed=event.done, total=event.total, description=label
             )
 
     def finish_steps(self) -> None:

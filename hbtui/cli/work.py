@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hbtui import boxtext
 from hbtui.cli.output import Invocation, print_json
 from hbtui.errors import UsageError
 
@@ -146,8 +147,8 @@ def _made(
             else:
                 mark = "✗" if start.ended else "?"
                 sys.stdout.write(f"{mark} {box}: {start.message}\n")
-        for box, why in failed.items():
-            sys.stdout.write(f"✗ {box}: {why}\n")
+        for box, why in failed.items():  # an error, which may quote the box
+            sys.stdout.write(f"✗ {box}: {boxtext.line(why)}\n")
         if record.boxes:
             sys.stdout.write(f"see: hbtui try ls {record.name}\n")
     return 1 if failed or any(s.ended for s in starts.values()) else 0

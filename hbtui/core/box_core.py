@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hbtui import __version__
+from hbtui import __version__, boxtext
 from hbtui.config import (
     MAX_CPUS,
     MAX_MEMORY_MIB,
@@ -182,7 +182,7 @@ class BoxCore:
                 remote_trouble = isinstance(result, HbtuiError | OSError | asyncio.TimeoutError)
                 if name == LOCAL or not remote_trouble:
                     raise result
-                errors[name] = str(result) or type(result).__name__
+                errors[name] = boxtext.line(str(result) or type(result).__name__)
             else:
                 boxes.extend(result)
         return BoxListing(boxes, errors)
@@ -399,5 +399,6 @@ def _read_provision_log(path: Path, tail: int | None) -> ProvisionLog:
     events: list[Event] = []
     for line in lines:
         step = recipes.parse_marker(line)
-        events.append(step if step is not None else LogLine(line))
+        # Box text: a log an older hbtui wrote holds it as the box said it.
+        events.append(step if step is not None else LogLine(boxtext.colours(line)))
     return ProvisionLog(path, events)

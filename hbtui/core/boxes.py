@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
+from hbtui import boxtext
 from hbtui.config import (
     split_list,
 )
@@ -275,7 +276,7 @@ class BoxOperations(BoxMaking):
         record = self.registry.read().get(name, host_name)
         mode = record.egress if record and record.egress else creds.OPEN
         policy = creds.Egress(mode, tuple(split_list(record.allow)) if record else ())
-        denials = await host.engine.egress_events(name)
+        denials = [_plain_event(e) for e in await host.engine.egress_events(name)]
         return creds.EgressReport(name, host_name, policy, denials)
 
     async def credentials(self, name: str, host_name: str = LOCAL) -> creds.CredentialReport:
@@ -300,13 +301,26 @@ class BoxOperations(BoxMaking):
     async def workload_logs(
         self, name: str, host_name: str = LOCAL, *, tail: int | None = None
     ) -> str:
+        """The workload's output, with only its colours (it is the box's: hbtui.boxtext)."""
         host, _ = await self.require(name, host_name)
-        return await host.engine.logs(name, tail=tail)
+        return boxtext.colours(await host.engine.logs(name, tail=tail))
 
     async def follow_logs(
         self, name: str, host_name: str = LOCAL, *, tail: int | None = None
     ) -> AsyncIterator[str]:
-        """The workload's output line by line, then new lines as they come."""
+        """The workload's output line by line, then new lines as they come (each with
+        only its colours, as `workload_logs`)."""
         host, _ = await self.require(name, host_name)
         async for line in host.engine.logs_stream(name, tail=tail):
-            yield line
+            yield boxtext.colours(line)
+
+
+def _plain_event(event: dict[str, object]) -> dict[str, object]:
+    """A refused connection as the engine recorded it: the names in it are the box's
+    (the host it tried), so its text is made plain; numbers stay numbers."""
+    return {
+        boxtext.line(str(key), 100): value
+        if value is None or isinstance(value, bool | int | float)
+        else boxtext.line(str(value), 300)
+        for key, value in event.items()
+    }

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hbtui import boxtext
 from hbtui.config import split_list
 from hbtui.core import credentials as creds
 from hbtui.core import recipe as recipes
@@ -224,5 +225,11 @@ async def details(
             ],
         ),
     ]
+    # One line each, plain: the box names files, fails with words of its own, and the
+    # engine's labels and errors say what they say.
+    plain = [
+        DetailSection(s.title, [(boxtext.line(k), boxtext.line(v)) for k, v in s.fields])
+        for s in sections
+    ]
     raw = dict(machine.raw) if machine is not None else {}
-    return BoxDetails(view, sections, raw, box_stats)
+    return BoxDetails(view, plain, raw, box_stats)

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from hbtui import boxtext
 from hbtui.core import oplock
 from hbtui.core import recipe as recipes
 from hbtui.core.hosts import Host
@@ -67,11 +68,12 @@ async def provision(
         timeout=PROVISION_TIMEOUT,
     )
     with open(log_path, "a", encoding="utf-8") as log:
-        async for line in stream:
+        async for raw in stream:
+            step = recipes.parse_marker(raw)
+            line = boxtext.colours(raw)  # the box's words: only their colours reach the host
             with naming(log_path):
                 log.write(line + "\n")
                 log.flush()
-            step = recipes.parse_marker(line)
             if step is not None:
                 last_step = step
                 report(step)
@@ -128,7 +130,8 @@ async def quiesce(host: Host, name: str, report: Report) -> None:
     )
     if result.returncode != 0:
         err = result.stderr.decode(errors="replace").strip().splitlines()
-        raise HbtuiError(f"could not quiesce {name}: {err[-1] if err else 'hb quiesce failed'}")
+        why = boxtext.line(err[-1], 200) if err else "hb quiesce failed"
+        raise HbtuiError(f"could not quiesce {name}: {why}")
     note_quiesced(LEASE_SECONDS)
 
 
@@ -149,7 +152,7 @@ class Lease:
                 timeout=QUIESCE_TIMEOUT,
             )
             if result.returncode != 0:
-                self.lapsed = result.stderr.decode(errors="replace").strip()[-200:]
+                self.lapsed = _tail(result.stderr)
                 return
             note_quiesced(LEASE_SECONDS)
 
@@ -179,6 +182,11 @@ async def quiesced(host: Host, name: str, report: Report) -> AsyncIterator[Lease
             keeper.exception()  # a failed renewal no longer matters: the block is over
 
 
+def _tail(stderr: bytes) -> str:
+    """The end of what a command in the box said, as one plain line."""
+    return boxtext.line(stderr[-2000:].decode(errors="replace"))[-200:]
+
+
 async def resume(host: Host, name: str, report: Report) -> None:
     """Start the services again; a failure is a notice, the workload retries anyway."""
     report(Phase(f"resuming services in {name}"))
@@ -186,8 +194,7 @@ async def resume(host: Host, name: str, report: Report) -> None:
         name, [f"{recipes.GUEST_BIN}/hb", "resume"], timeout=QUIESCE_TIMEOUT
     )
     if result.returncode != 0:
-        tail = result.stderr.decode(errors="replace").strip()[-200:]
-        report(Notice(f"hb resume failed in {name}: {tail}"))
+        report(Notice(f"hb resume failed in {name}: {_tail(result.stderr)}"))
     else:
         note_quiesced(0)
 
@@ -228,9 +235,10 @@ async def plaintext_keys(host: Host, name: str, env_vars: list[str]) -> list[str
     script = _SCAN.replace("FILES", _KEY_FILES).replace("LOGINS", _LOGIN_FILES)
     result = await host.engine.exec(name, ["sh", "-c", script, "scan", *env_vars], timeout=60)
     found = []
-    for line in result.stdout.decode(errors="replace").splitlines():
+    for line in result.stdout.decode(errors="replace").split("\n"):  # a name may hold \r
         kind, _, rest = line.partition(" ")
         var, _, path = rest.partition(" ")
+        var, path = boxtext.line(var, 100), boxtext.line(path, 300)  # the box names its files
         if kind == "key":
             found.append(f"{path} sets {var} to a real value, not the placeholder")
         elif kind == "login":

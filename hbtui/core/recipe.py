@@ -15,6 +15,7 @@ import re
 import tarfile
 from pathlib import Path
 
+from hbtui import boxtext
 from hbtui.errors import UsageError
 from hbtui.events import Step
 from hbtui.paths import naming
@@ -24,7 +25,9 @@ GUEST_DIR = "/root/.hbtui-recipe"
 PROVISIONED_MARKER = "/opt/hermes-box/provisioned"
 GUEST_BIN = "/opt/hermes-box/bin"
 
-_MARKER_RE = re.compile(r"^::hbtui::\s+step\s+(\d+)/(\d+)\s+(\S.*)$")
+# A box prints these: a number of more digits than a step count needs is no marker (int()
+# refuses one of 4,300 digits).
+_MARKER_RE = re.compile(r"^::hbtui::\s+step\s+(\d{1,4})/(\d{1,4})\s+(\S.*)$")
 
 
 def default_recipe_dir() -> Path:
@@ -85,10 +88,11 @@ def pack_recipe(folder: Path, dest: Path) -> None:
 
 
 def parse_marker(line: str) -> Step | None:
+    """A step marker line as its Step; its name is box text, made plain here."""
     m = _MARKER_RE.match(line.strip())
     if not m:
         return None
-    return Step(int(m[1]), int(m[2]), m[3].strip())
+    return Step(int(m[1]), int(m[2]), boxtext.line(m[3], 200))
 
 
 # The recipe's scripts: the whole recipe, the per-box step of a box made from a base or

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hbtui import boxtext
 from hbtui.config import split_list
 from hbtui.core.hosts import Host
 from hbtui.core.registry import PROVISIONING, BoxRecord
@@ -123,8 +124,8 @@ def view_of(record: BoxRecord | None, machine: Machine | None, host: Host) -> Bo
             provisioning=record.effective_status(),
             last_save=record.last_save,
             # Why it failed: a box still being made has not (its error is what a kill
-            # would leave, written ahead).
-            error=record.error if record.effective_status() != PROVISIONING else "",
+            # would leave, written ahead). It may quote the box (a step's name, its stderr).
+            error=boxtext.line(record.error) if record.effective_status() != PROVISIONING else "",
             base=record.base,
             parent=record.parent,
             branchable=bool(machine and machine.branchable),
