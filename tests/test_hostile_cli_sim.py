@@ -231,11 +231,11 @@ def test_diff_shows_commits_branch_files_and_patch_plain_and_pull_refuses_in_one
     out = plain(run(box.env, "diff", "b1"))
     shown(out, "commit")
     shown(out, "patch")
-    assert f"{MARK}name" in out and f"{MARK}branchevil2Jx" in out, out
+    assert f"{MARK}name" in out and f"{MARK}branch evil 2Jx" in out, out
     out = plain(run(box.env, "diff", "b1", "--stat"))
     assert f"{MARK}name" in out and "[bold]y" in out, out
     data = json.loads(plain(run(box.env, "diff", "b1", "--json")))
-    assert data["branch"] == f"{MARK}branchevil2Jx", data["branch"]
+    assert data["branch"] == f"{MARK}branch evil 2Jx", data["branch"]
     assert unsafe(json.dumps(data, ensure_ascii=False)) == []
 
     refused = run(box.env, "pull", "b1")
