@@ -73,6 +73,7 @@ class ExecResult:
     returncode: int
     stdout: bytes
     stderr: bytes
+    dropped: int = 0  # bytes of stdout left out before what was kept (a `tail` bound)
 
     @property
     def text(self) -> str:
