@@ -90,7 +90,9 @@ def test_an_exec_past_its_bound_is_one_engine_error() -> None:
 
     with pytest.raises(EngineOutputTooLong) as caught:
         asyncio.run(engine.exec("b1", ["hb", "agents"], bound=Bound(2 << 20)))
-    assert str(caught.value).endswith("its output went past 2.0 MiB; hbtui stopped reading and ended it")
+    assert str(caught.value).endswith(
+        "its output went past 2.0 MiB; hbtui stopped reading and ended it"
+    )
     assert "\n" not in str(caught.value)
 
 
