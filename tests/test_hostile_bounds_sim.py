@@ -20,15 +20,18 @@ pytestmark = pytest.mark.sim
 PASS = "hostile-bounds-passphrase-5"
 HB = "/opt/hermes-box/bin/hb"
 
-# `hbtui ARGS` in this interpreter, then its peak resident set on stderr's last line.
+# `hbtui ARGS` in this interpreter, then its peak resident set on stderr's last line: the
+# VmHWM of its own memory (getrusage's ru_maxrss keeps the forking parent's across exec).
 PEAK = """
-import resource, sys
+import re, sys
 from hbtui.cli import main
 try:
     code = main(sys.argv[1:])
 finally:
     sys.stdout.flush()
-    print(f"peak-rss-kib {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+    with open("/proc/self/status") as status:
+        peak = re.search(r"VmHWM:\\s+(\\d+) kB", status.read()).group(1)
+    print(f"peak-rss-kib {peak}", file=sys.stderr)
 sys.exit(code)
 """
 
