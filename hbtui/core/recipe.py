@@ -24,7 +24,8 @@ GUEST_DIR = "/root/.hbtui-recipe"
 PROVISIONED_MARKER = "/opt/hermes-box/provisioned"
 GUEST_BIN = "/opt/hermes-box/bin"
 
-_MARKER_RE = re.compile(r"^::hbtui::\s+step\s+(\d+)/(\d+)\s+(\S.*)$")
+# Numbers of at most 6 ASCII digits: a box printing 5,000 of them made int() raise.
+_MARKER_RE = re.compile(r"^::hbtui::\s+step\s+([0-9]{1,6})/([0-9]{1,6})\s+(\S.*)$")
 
 
 def default_recipe_dir() -> Path:
