@@ -608,6 +608,51 @@ def test_sparse_member_refused(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 
+ODD_TIMES = [  # (how the time is written, the time extract sets)
+    ({"mtime": 2**70}, tarpolicy.LATEST),
+    ({"mtime": -(2**70)}, tarpolicy.EARLIEST),
+    ({"pax_headers": {"mtime": "nan"}}, 0),
+    ({"pax_headers": {"mtime": "1e400"}}, tarpolicy.LATEST),
+    ({"pax_headers": {"mtime": "-inf"}}, tarpolicy.EARLIEST),
+]
+
+
+@pytest.mark.parametrize(("odd", "becomes"), ODD_TIMES)
+def test_a_time_out_of_range_or_not_a_number_is_clamped_and_counted(tmp_path, odd, becomes):
+    """2**70 or a pax `nan`/`1e400` made os.utime raise: a traceback, nothing extracted."""
+    tar = make_tar([("./", "dir", None), ("d", "dir", None, 0o755, odd),
+                    ("d/f", "file", b"x", 0o644, odd), ("d/l", "sym", "f", 0o777, odd),
+                    ("ok", "file", b"y")])  # fmt: skip
+    summary = extract_tar(io.BytesIO(tar), tmp_path / "out")
+    assert (summary.odd_times, summary.first_odd_time) == (3, "d")
+    assert validate_tar(io.BytesIO(tar)).odd_times == 3
+    # What the host's file system keeps of the time set (ext4: 1901 to 2446).
+    probe = tmp_path / "probe"
+    probe.touch()
+    os.utime(probe, (becomes, becomes))
+    kept = probe.stat().st_mtime
+    out = tmp_path / "out"
+    assert os.stat(out / "d").st_mtime == os.stat(out / "d/f").st_mtime == kept
+    assert os.lstat(out / "d/l").st_mtime == kept
+    assert os.stat(out / "ok").st_mtime == 1_700_000_000
+
+
+@needs_zstd
+def test_hbtui_extract_says_once_which_times_it_clamped(tmp_path, hbtui_home):
+    tar = make_tar([("./", "dir", None), ("a", "file", b"x", 0o644, {"mtime": 2**70}),
+                    ("b", "file", b"y", 0o644, {"pax_headers": {"mtime": "nan"}})])  # fmt: skip
+    arc = tmp_path / "odd.hbx"
+    with open(arc, "wb") as out:
+        AS.encrypt_stream(io.BytesIO(zstd(tar)), out, b"a passphrase")
+    done = hbtui("extract", str(arc), str(tmp_path / "out"), env=dict(os.environ),
+                 passphrase="a passphrase")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "Traceback" not in said
+    assert said.count("2 entries, like a, had a time out of range or not a number") == 1, said
+    assert (tmp_path / "out/b").read_bytes() == b"y"
+
+
 # --- the payload of an HBX archive -------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from hbtui.engine import child
+from hbtui.engine.capture import Bound
 
 ENV = {"PATH": os.environ["PATH"]}
 
@@ -51,12 +52,12 @@ async def test_the_loop_runs_while_a_child_forks(monkeypatch):
 
 async def test_input_output_and_the_exit_status():
     proc = await child.spawn(["sh", "-c", "cat; echo err >&2; exit 3"], env=ENV, stdin=child.PIPE)
-    out, err = await proc.communicate(b"in\n" * 100_000)
-    assert (out, err, proc.returncode) == (b"in\n" * 100_000, b"err\n", 3)
+    got = await proc.communicate(b"in\n" * 100_000, Bound())
+    assert (got.stdout, got.stderr, proc.returncode) == (b"in\n" * 100_000, b"err\n", 3)
     await proc.end()
     merged = await child.spawn(["sh", "-c", "echo a; echo b >&2"], env=ENV, stderr=child.STDOUT)
     assert merged.stderr is None
-    assert (await merged.communicate())[0].split() == [b"a", b"b"]
+    assert (await merged.communicate(None, Bound())).stdout.split() == [b"a", b"b"]
     await merged.end()
 
 

@@ -314,3 +314,18 @@ def test_the_per_box_paths_cover_logins_history_and_executor_state() -> None:
     listed = text.split("HB_PER_BOX_PATHS=(", 1)[1].split("\n)", 1)[0]
     for path in (".executor", ".claude", ".codex/auth.json", ".config/gh", ".bash_history"):
         assert path in listed, path
+
+
+@pytest.mark.parametrize(
+    ("line", "step"),
+    [
+        ("::hbtui:: step 2/5 installing node", (2, 5, "installing node")),
+        (f"::hbtui:: step {'9' * 5000}/3 x", None),  # int() of it raised: a traceback
+        ("::hbtui:: step ١/3 x", None),  # not ASCII digits: a log line
+    ],
+)
+def test_a_step_marker_is_small_ascii_numbers_else_a_log_line(line: str, step) -> None:
+    from hbtui.core.recipe import parse_marker
+
+    found = parse_marker(line)
+    assert (found and (found.index, found.total, found.name)) == step

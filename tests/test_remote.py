@@ -22,6 +22,7 @@ import pytest
 
 from hbtui.core.registry import FAILED, Registry
 from hbtui.core.specs import NewSpec
+from hbtui.engine.capture import ERR_MAX, Bound, OutputTooLong
 from hbtui.engine.runner import RunTimeout
 from hbtui.events import Step
 from hbtui.paths import resolve_paths
@@ -522,6 +523,25 @@ async def test_streamed_output_keeps_its_order_and_status(trusted_host):
     assert lines == [f"{k}{i}" for i in range(1, 7) for k in ("out", "err")]
     assert stream.returncode == 4 and stream.stderr_tail.endswith("err6")
     await host.engine.runner.conn.close()
+
+
+async def test_a_remote_command_printing_without_end_is_ended_at_its_bound(trusted_host):
+    """Read whole (asyncssh's communicate), it held everything until its timeout."""
+    _env, _state, _server = trusted_host
+    host = await remote_host("r1")
+    runner = host.engine.runner
+    for redirect, limit in (("", 1 << 20), (" >&2", ERR_MAX)):
+        with pytest.raises(OutputTooLong) as caught:
+            await runner.run(["sh", "-c", f"exec yes hbtui-flood-474{redirect}"],
+                             timeout=120, bound=Bound(1 << 20))  # fmt: skip
+        assert caught.value.limit == limit
+    tail = await runner.run(["sh", "-c", "seq 100000"], timeout=60, bound=Bound(13, tail=True))
+    assert (tail.stdout, tail.dropped) == (b"99999\n100000\n", 588_882)
+    deadline = time.monotonic() + 30
+    while subprocess.run(["pgrep", "-f", "hbtui-flood-474"], capture_output=True).stdout:
+        assert time.monotonic() < deadline, "the remote yes outlived its call"
+        await asyncio.sleep(0.05)
+    await runner.conn.close()
 
 
 def test_trust_at_a_terminal_shows_the_fingerprint_and_asks(

@@ -9,6 +9,7 @@ import contextlib
 import io
 import os
 import subprocess
+import tarfile
 import tempfile
 import threading
 from pathlib import Path
@@ -31,6 +32,7 @@ __all__ = [
     "DecryptedReader",
     "extract_hbx",
     "pack_dir",
+    "payload_start_problem",
     "validate_hbx",
 ]
 
@@ -246,3 +248,38 @@ def pack_dir(
         zproc.stdout.close()
         terr.close()
         zerr.close()
+
+
+HEAD = 1 << 20  # of a payload decompressed to find its first tar entry
+
+
+def payload_start_problem(first_part: str | os.PathLike[str]) -> str | None:
+    """Why the start of a box's payload (its first zstd-compressed part, maybe cut
+    mid-frame) is not a tar of a folder: empty, not zstd, not a tar, or not opening with
+    the folder itself (`./`); None when it is. A save checks this before it keeps a
+    byte: a box whose tar wrote nothing was saved, and verified, as a good archive."""
+    zstd = need("zstd", "it checks what a box's save sends")
+    with open(first_part, "rb") as src, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [zstd, "-d", "-c", "-q"], stdin=src, stdout=subprocess.PIPE, stderr=err,
+            env=child_env(),
+        )  # fmt: skip
+        assert proc.stdout is not None
+        try:
+            head = proc.stdout.read(HEAD)
+        finally:
+            proc.stdout.close()  # zstd, had it more to say, ends on the broken pipe
+            code = proc.wait()
+        err.seek(0)
+        why = last_line(err.read())
+    if not head:
+        return f"is not zstd data ({why})" if code else "is empty"
+    try:
+        with tarfile.open(fileobj=io.BytesIO(head), mode="r|") as tar:
+            first = tar.next()
+    except (tarfile.TarError, EOFError) as exc:
+        return f"is not a tar ({exc})"
+    if first is None or not first.isdir() or first.name.rstrip("/") not in (".", ""):
+        named = "none" if first is None else repr(first.name)
+        return f"does not open with the folder itself (its first entry: {named})"
+    return None

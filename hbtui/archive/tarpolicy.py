@@ -16,6 +16,8 @@ Every entry is checked before anything is written for it:
 * modes: files keep their permission bits only (setuid, setgid and sticky
   dropped); directories keep permission bits and sticky (setuid, setgid
   dropped); ownership, xattrs, ACLs and capabilities are never applied;
+* times: one outside the years 1 to 9999, or not a number, becomes the nearest
+  of those ends (not a number: 1970), and the summary counts them;
 * the root: a directory entry that names the destination itself (`./`)
   changes nothing: the destination keeps the mode 0700, owner and times
   it was created with;
@@ -26,6 +28,7 @@ Every entry is checked before anything is written for it:
 
 from __future__ import annotations
 
+import math
 import os
 import tarfile
 from collections.abc import Callable, Iterator
@@ -67,6 +70,9 @@ DIR_MODE_BITS = 0o1777
 ROOT_MODE = 0o700
 #: The kind of a symlink left out for leading outside the destination.
 LEFT_OUT = "left-out"
+#: The modification times an entry may have: from the year 1 to the end of 9999, what a
+#: date can say (a file system keeps less, and clamps to its own range by itself).
+EARLIEST, LATEST = -62_135_596_800, 253_402_300_799
 
 
 @dataclass
@@ -78,6 +84,9 @@ class TarSummary:
     bytes: int = 0
     # (path, target) of each symlink left out for leading outside the destination
     left_out: list[tuple[str, str]] = field(default_factory=list)
+    # entries whose time was out of range or not a number, and the first of them
+    odd_times: int = 0
+    first_odd_time: str = ""
 
 
 # --- the policy (shared by the validator and the extractor) ---------------
@@ -167,9 +176,20 @@ class Policy:
             return False
         raise UnsafeArchive(why)
 
+    def _time(self, m: tarfile.TarInfo, path: str) -> None:
+        """An entry's time, within EARLIEST..LATEST (2**70, a pax `nan` or `1e400` made
+        the extract a traceback)."""
+        when = m.mtime
+        if math.isfinite(when) and EARLIEST <= when <= LATEST:
+            return
+        m.mtime = 0 if math.isnan(when) else min(max(when, EARLIEST), LATEST)
+        self.summary.odd_times += 1
+        self.summary.first_odd_time = self.summary.first_odd_time or path or "./"
+
     def check(self, m: tarfile.TarInfo) -> tuple[str, str]:  # noqa: C901 (named in pyproject.toml)
         """Return (normalised path, kind) or raise UnsafeArchive."""
         path = norm_name(m.name)
+        self._time(m, path)
         if m.isdir():
             kind = "dir"
         elif m.issym():

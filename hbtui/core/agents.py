@@ -22,6 +22,7 @@ from hbtui.core.agent_sessions import (
     ENDED,
     ERROR,
     NEEDS_YOU,
+    OUTPUT_MAX,
     PANE_ID,
     REQUEST_ID,
     SEND_MAX,
@@ -36,14 +37,16 @@ from hbtui.core.box_core import BoxNotFound
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import HostPool
 from hbtui.core.views import BOX, BoxView
-from hbtui.engine import EngineError
+from hbtui.engine import Bound, EngineError, EngineOutputTooLong
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import MachineState
 from hbtui.names import LOCAL, check_name
+from hbtui.present import human_bytes
 
 CONCURRENCY = 8  # execs at once across all boxes and hosts
 EXEC_TIMEOUT = 15.0
 PANE_MAX = 512 * 1024
+ANSWER = Bound(OUTPUT_MAX)  # what hb agents may print (--json's cap serves its every verb)
 HB = f"{recipes.GUEST_BIN}/hb"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -58,9 +61,13 @@ def _why(exc: BaseException) -> str:
     return clean_text(str(exc) or type(exc).__name__, 200)
 
 
-async def _exec(boxes: BoxOperations, view: BoxView, argv: list[str]) -> tuple[int, bytes, str]:
+async def _exec(
+    boxes: BoxOperations, view: BoxView, argv: list[str], bound: Bound = ANSWER
+) -> tuple[int, bytes, str]:
     host = await boxes.hosts.get(view.host)
-    done = await host.engine.exec(view.name, [HB, "agents", *argv], timeout=EXEC_TIMEOUT)
+    done = await host.engine.exec(
+        view.name, [HB, "agents", *argv], timeout=EXEC_TIMEOUT, bound=bound
+    )
     return done.returncode, done.stdout, clean_text(done.stderr.decode(errors="replace"), 200)
 
 
@@ -68,6 +75,9 @@ async def _box_agents(boxes: BoxOperations, view: BoxView, limits: _Limits) -> B
     async with limits.semaphore:
         try:
             code, out, err = await _exec(boxes, view, ["--json"])
+        except EngineOutputTooLong:
+            why = f"the box answered more than {human_bytes(OUTPUT_MAX)}; hbtui stopped reading it"
+            return BoxAgents(view.name, view.host, error=why)
         except (EngineError, HbtuiError, OSError, TimeoutError) as exc:
             return BoxAgents(view.name, view.host, error=_why(exc))
     if code != 0:
@@ -315,7 +325,9 @@ async def pane(boxes: BoxOperations, name: str, host: str, pane_id: str) -> str:
     if not PANE_ID.fullmatch(pane_id):
         raise UsageError(f"not a tmux pane id: {pane_id!r} (like %3)")
     view = await _running(boxes, name, host)
-    code, out, err = await _exec(boxes, view, ["pane", pane_id])
+    # One byte over PANE_MAX kept says the screen was cut: screen_text drops its first,
+    # partial line.
+    code, out, err = await _exec(boxes, view, ["pane", pane_id], Bound(PANE_MAX + 1, tail=True))
     if code != 0:
         raise AgentError(f"box {name}: {err or f'hb agents pane exited with {code}'}")
     return screen_text(out)

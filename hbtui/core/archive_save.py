@@ -21,6 +21,16 @@ from hbtui.core.archives import ARCHIVE_SUFFIX, check_writable_beside, verify
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.registry import utc_now
+from hbtui.core.save_parts import (
+    PART_TAG,
+    READ_TAG,
+    SAVE_DIR,
+    Announcements,
+    SaveFailed,
+    copy_part,
+    most_bytes,
+    read_number,
+)
 from hbtui.core.scratch import scratch, staged_beside
 from hbtui.core.views import BOX, ORPHAN
 from hbtui.errors import Cancelled, HbtuiError, UsageError
@@ -31,17 +41,10 @@ from hbtui.paths import Paths
 if TYPE_CHECKING:
     from hbtui.archive.stream import Encryptor
 
-SAVE_DIR = "/root/.hbtui-save"
-PART_TAG = "::hbtui-part::"
-READ_TAG = "::hbtui-read::"
 CHECKPOINT_RECORDS = 1024  # tar records of 10 KiB between progress lines
 RECORD_BYTES = 10240  # tar's record: 20 blocks of 512 (its %u counts records, not checkpoints)
 PART_TIMEOUT = 600.0
 QUIESCE_MARKER = "home/agent/.config/hermes-box/quiesced"  # relative to /data
-
-
-class SaveFailed(HbtuiError):
-    pass
 
 
 def _save_script(part_bytes: int) -> str:
@@ -129,10 +132,9 @@ async def save(  # noqa: C901 (named in pyproject.toml)
         report(Phase(f"starting {name} to read its /data"))
         await boxes.boot(host, name)
     try:
+        parts = Announcements(part_bytes, most_bytes(await host.engine.find(name)))
         async with guest.quiesced(host, name, report) as lease:
-            await _save_parts(
-                host, name, target, passphrase, part_bytes, lease, boxes.paths, report
-            )
+            await _save_parts(host, name, target, passphrase, parts, lease, boxes.paths, report)
     except FileExistsError as exc:
         if str(target) not in (exc.filename, exc.filename2):  # not the archive's own name
             raise
@@ -170,7 +172,7 @@ async def _save_parts(
     name: str,
     target: Path,
     passphrase: bytes,
-    part_bytes: int,
+    parts: Announcements,
     lease: guest.Lease,
     paths: Paths,
     report: Report,
@@ -182,25 +184,31 @@ async def _save_parts(
     def progress(done: int) -> None:
         report(Transfer(max(done, read[0]), total_box[0], "saving"))
 
-    stream = host.engine.exec_stream(name, ["bash", "-c", _save_script(part_bytes)], timeout=None)
+    script = _save_script(parts.part_bytes)
+    stream = host.engine.exec_stream(name, ["bash", "-c", script], timeout=None)
     with scratch(paths, "save") as tmp:
         local_part = tmp / "part"
         from hbtui.archive.files import create_archive
+        from hbtui.archive.hbxtar import payload_start_problem
 
         # A SIGKILL leaves the archive's temporary file beside it: the next run sweeps it.
         with staged_beside(paths, target, "save"), create_archive(target, passphrase) as enc:
             async for line in stream:
                 if READ_TAG in line:  # tar prefixes its checkpoint echo with "tar: "
-                    word = line.split(READ_TAG, 1)[1].split()
-                    if word[:1] == ["total"]:
-                        total_box[0] = int(word[1])
-                    elif word and word[0].isdigit():
-                        read[0] = int(word[0]) * RECORD_BYTES
+                    said = read_number(line)
+                    if said is not None and said[0] == "total":
+                        total_box[0] = said[1]
+                    elif said is not None:
+                        read[0] = said[1] * RECORD_BYTES
                         progress(enc.plaintext_bytes)
                 elif line.startswith(PART_TAG):
-                    _, guest_part, _size = line.split()
+                    guest_part, size = parts.part(line)
                     async with asyncio.timeout(PART_TIMEOUT):
-                        await host.engine.cp_out(name, guest_part, local_part)
+                        await copy_part(host, name, guest_part, local_part, size)
+                    if parts.count == 1:
+                        problem = await asyncio.to_thread(payload_start_problem, local_part)
+                        if problem:
+                            raise SaveFailed(f"the stream {name} sent for its /data {problem}")
                     await asyncio.to_thread(_feed_file, enc, local_part)
                     local_part.unlink()
                     await host.engine.exec(name, ["rm", "-f", "--", guest_part], timeout=60)
@@ -211,6 +219,8 @@ async def _save_parts(
                 raise SaveFailed(
                     f"packing /data in {name} failed (exit status {stream.returncode})"
                 )
+            if not parts.count:
+                raise SaveFailed(f"{name} sent no part of its /data")
             # All of /data is read: tar's last checkpoint (or the compressed stream, for a
             # /data too small to reach one) counted less, and the bar stopped there.
             read[0] = total_box[0] or max(read[0], enc.plaintext_bytes)

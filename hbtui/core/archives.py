@@ -185,6 +185,8 @@ async def extract(  # noqa: C901 (named in pyproject.toml)
             raise HbtuiError(f"extracting into {dest}: {exc.strerror or exc}") from None
     if summary.left_out:
         report(Notice(left_out_notice(summary.left_out)))
+    if summary.odd_times:
+        report(Notice(odd_times_notice(summary.odd_times, summary.first_odd_time)))
     return dest
 
 
@@ -200,6 +202,15 @@ def left_out_notice(links: list[tuple[str, str]]) -> str:
     return (
         f"left out {len(links)} symbolic link(s) leading outside the folder "
         f"(they point into the box's own system): {named}{more}"
+    )
+
+
+def odd_times_notice(count: int, first: str) -> str:
+    """The entries whose time an extract could not keep, in one line."""
+    which = boxtext.line(first) if count == 1 else f"{count} entries, like {boxtext.line(first)},"
+    return (
+        f"{which} had a time out of range or not a number: set to the nearest date "
+        "hbtui can set (the years 1 to 9999; not a number: 1970)"
     )
 
 

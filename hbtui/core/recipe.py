@@ -25,9 +25,8 @@ GUEST_DIR = "/root/.hbtui-recipe"
 PROVISIONED_MARKER = "/opt/hermes-box/provisioned"
 GUEST_BIN = "/opt/hermes-box/bin"
 
-# A box prints these: a number of more digits than a step count needs is no marker (int()
-# refuses one of 4,300 digits).
-_MARKER_RE = re.compile(r"^::hbtui::\s+step\s+(\d{1,4})/(\d{1,4})\s+(\S.*)$")
+# Numbers of at most 6 ASCII digits: a box printing 5,000 of them made int() raise.
+_MARKER_RE = re.compile(r"^::hbtui::\s+step\s+([0-9]{1,6})/([0-9]{1,6})\s+(\S.*)$")
 
 
 def default_recipe_dir() -> Path:

@@ -30,6 +30,7 @@ from hbtui.core.work import PullResult, branch_work, clone_dir
 from hbtui.core.work_agent import AgentStart
 from hbtui.core.work_book import WorkBook, WorkError, WorkRecord, work_record
 from hbtui.core.work_diff import WorkDiff, diff
+from hbtui.engine import Bound
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report, ignore
@@ -180,6 +181,7 @@ async def run_check(
             user=work_box.AGENT,
             workdir=record.clone,
             timeout=CHECK_TIMEOUT,
+            bound=Bound(CHECK_OUTPUT * 4, tail=True),
         )
     except (HbtuiError, OSError) as exc:
         return CheckResult(work, None, boxtext.line(str(exc))[:300])

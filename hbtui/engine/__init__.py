@@ -1,10 +1,12 @@
 """The smolvm engine layer: locating the binary, running it, typed results."""
 
+from hbtui.engine.capture import Bound
 from hbtui.engine.client import Engine, EngineStream
 from hbtui.engine.errors import (
     EngineError,
     EngineLineTooLong,
     EngineMissing,
+    EngineOutputTooLong,
     EngineTimeout,
     MachineExists,
     MachineNotFound,
@@ -15,10 +17,12 @@ from hbtui.engine.models import ExecResult, Machine, MachineSpec
 
 __all__ = [
     "MIN_VERSION",
+    "Bound",
     "Engine",
     "EngineError",
     "EngineLineTooLong",
     "EngineMissing",
+    "EngineOutputTooLong",
     "EngineStream",
     "EngineTimeout",
     "ExecResult",

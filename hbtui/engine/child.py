@@ -19,6 +19,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO
 
+from hbtui.engine.capture import Bound, Captured, capture, together
+
 PIPE = subprocess.PIPE
 STDOUT = subprocess.STDOUT
 DEVNULL = subprocess.DEVNULL
@@ -53,8 +55,9 @@ class Child:
         code = self._popen.wait()  # reaped already, or at once: it has exited
         return code
 
-    async def communicate(self, input: bytes | None = None) -> tuple[bytes, bytes]:
-        """Feed `input`, read both outputs to their end, wait for the exit."""
+    async def communicate(self, input: bytes | None, bound: Bound) -> Captured:
+        """Feed `input` while both outputs are read within `bound` (OutputTooLong past
+        it: the caller ends the child), then wait for the exit."""
 
         async def feed() -> None:
             if self._stdin is None:
@@ -65,12 +68,10 @@ class Child:
                     await self._stdin.drain()
                 self._stdin.close()
 
-        async def read(reader: asyncio.StreamReader | None) -> bytes:
-            return b"" if reader is None else await reader.read()
-
-        _, out, err = await asyncio.gather(feed(), read(self.stdout), read(self.stderr))
+        assert self.stdout is not None
+        _, captured = await together(feed(), capture(self.stdout, self.stderr, bound))
         await self.wait()
-        return out, err
+        return captured
 
     async def end(self) -> None:
         """Kill the child's group if it still runs, reap it, close its pipes: one left to

@@ -18,11 +18,13 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from hbtui.engine.capture import USUAL, Bound, OutputTooLong
 from hbtui.engine.early import EarlyListing
 from hbtui.engine.errors import (
     EngineError,
     EngineLineTooLong,
     EngineMissing,
+    EngineOutputTooLong,
     EngineTimeout,
     MachineNotFound,
     from_stderr,
@@ -36,6 +38,7 @@ from hbtui.engine.runner import (
     Runner,
     RunTimeout,
     Stream,
+    shown_command,
 )
 from hbtui.statefile import lock_fd
 
@@ -44,6 +47,7 @@ from hbtui.statefile import lock_fd
 # applies to them too.
 START_TIMEOUT = 180.0
 PACK_TIMEOUT = 1800.0
+LOGS_MAX = 16 << 20  # of a box's log read at once (its end; --follow streams all of it)
 
 
 class EngineStream:
@@ -115,12 +119,20 @@ class Engine:
         input: bytes | None,
         timeout: float | None,
         secrets: Mapping[str, str] | None = None,
+        bound: Bound = USUAL,
     ) -> Completed:
-        """One engine process, with its timeout and a missing binary as typed errors."""
+        """One engine process, with its timeout, its output's bound and a missing binary
+        as typed errors."""
         try:
             return await self.runner.run(
-                argv, input=input, timeout=timeout or self.timeout, secrets=secrets
+                argv, input=input, timeout=timeout or self.timeout, secrets=secrets, bound=bound
             )
+        except OutputTooLong as exc:
+            raise EngineOutputTooLong(
+                f"{shown_command(argv)}: {exc}; hbtui stopped reading and ended it",
+                code="OUTPUT_TOO_LONG",
+                argv=argv,
+            ) from None
         except RunTimeout as exc:
             raise EngineTimeout(
                 str(exc),
@@ -381,17 +393,19 @@ class Engine:
         env: dict[str, str] | None = None,
         workdir: str | None = None,
         timeout: float | None = None,
+        bound: Bound = USUAL,
     ) -> ExecResult:
-        """Run a command in the guest; a non-zero guest status is returned, not raised."""
+        """Run a command in the guest; a non-zero guest status is returned, not raised.
+        What it prints is the box's: read within `bound` (EngineOutputTooLong past it)."""
         flags = ("-i",) if input is not None else ()
         args = self.argv(
             *self._exec_args(name, argv, user=user, env=env, workdir=workdir, flags=flags)
         )
-        done = await self._run(args, input, timeout)
+        done = await self._run(args, input, timeout, bound=bound)
         stderr = done.stderr.decode(errors="replace")
         if done.returncode != 0 and _engine_failed(stderr):
             raise from_stderr(stderr, args, done.returncode)
-        return ExecResult(done.returncode, done.stdout, done.stderr)
+        return ExecResult(done.returncode, done.stdout, done.stderr, done.dropped)
 
     def exec_stream(
         self,
@@ -446,10 +460,21 @@ class Engine:
             await self._call("machine", "cp", f"{name}:{guest_path}", dst, timeout=timeout)
 
     async def logs(self, name: str, *, tail: int | None = None) -> str:
+        """The workload's log (the box's own output): its last LOGS_MAX bytes at most, after
+        a line saying how much was left out before them."""
         args = ["machine", "logs", "--name", name]
         if tail is not None:
             args += ["--tail", str(tail)]
-        return (await self._call(*args)).decode(errors="replace")
+        argv = self.argv(*args)
+        done = await self._run(argv, None, None, bound=Bound(LOGS_MAX, tail=True))
+        if done.returncode != 0:
+            raise from_stderr(done.stderr.decode(errors="replace"), argv, done.returncode)
+        if not done.dropped:
+            return done.stdout.decode(errors="replace")
+        cut = done.stdout.find(b"\n") + 1  # whole lines only
+        text = done.stdout[cut:].decode(errors="replace")
+        left_out = done.dropped + cut
+        return f"… {left_out:,} bytes before these left out (hbtui logs --follow shows all)\n{text}"
 
     def logs_stream(self, name: str, *, tail: int | None = None) -> EngineStream:
         args = ["machine", "logs", "--name", name, "--follow"]

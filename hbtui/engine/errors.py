@@ -49,6 +49,10 @@ class EngineLineTooLong(EngineError):
     """A line of a streamed call's output went past the line limit; the call was ended."""
 
 
+class EngineOutputTooLong(EngineError):
+    """A call printed more than its bound; it was ended, and nothing it said is used."""
+
+
 class EngineMissing(EngineError):
     """No usable engine binary was found, or it is too old."""
 

@@ -30,6 +30,8 @@ class Machine:
     cmd: list[str] = field(default_factory=list)
     branchable: bool = False  # running so that `machine branch` can branch it
     parent_machine: str | None = None  # the machine this one was branched from
+    storage_gb: int | None = None  # its disks' sizes (GiB), when set: None is the engine's
+    overlay_gb: int | None = None  # default
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -64,6 +66,8 @@ class Machine:
             parent_machine=d.get("parent_machine")
             if isinstance(d.get("parent_machine"), str)
             else None,
+            storage_gb=opt_int("storage_gb"),
+            overlay_gb=opt_int("overlay_gb"),
             raw=dict(d),
         )
 
@@ -73,6 +77,7 @@ class ExecResult:
     returncode: int
     stdout: bytes
     stderr: bytes
+    dropped: int = 0  # bytes of stdout left out before what was kept (a `tail` bound)
 
     @property
     def text(self) -> str:

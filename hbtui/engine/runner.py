@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hbtui.engine import child
+from hbtui.engine.capture import USUAL, Bound
 from hbtui.environment import child_env
 
 
@@ -28,6 +29,7 @@ class Completed:
     returncode: int
     stdout: bytes
     stderr: bytes
+    dropped: int = 0  # bytes of stdout left out before what was kept (a `tail` bound)
 
 
 class RunTimeout(Exception):
@@ -79,8 +81,10 @@ class Runner(Protocol):
         input: bytes | None = None,
         timeout: float | None = None,
         secrets: Mapping[str, str] | None = None,
+        bound: Bound = USUAL,
     ) -> Completed:
-        """Run `argv`; `secrets` go into its environment only, never into argv or a file."""
+        """Run `argv`; `secrets` go into its environment only, never into argv or a file.
+        Its output is read within `bound`: past it, the command is ended (OutputTooLong)."""
         ...
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> Stream: ...
@@ -181,6 +185,7 @@ class LocalRunner:
         input: bytes | None = None,
         timeout: float | None = None,
         secrets: Mapping[str, str] | None = None,
+        bound: Bound = USUAL,
     ) -> Completed:
         proc = await child.spawn(
             argv,
@@ -189,12 +194,12 @@ class LocalRunner:
         )
         try:
             async with asyncio.timeout(timeout):
-                out, err = await proc.communicate(input)
+                got = await proc.communicate(input, bound)
         except TimeoutError:
             raise RunTimeout(argv, timeout or 0) from None
         finally:
             await proc.end()
-        return Completed(argv, proc.returncode or 0, out, err)
+        return Completed(argv, proc.returncode or 0, got.stdout, got.stderr, got.dropped)
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> LocalStream:
         return LocalStream(argv, timeout)

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
+from hbtui.engine.capture import USUAL, Bound, Captured, capture
 from hbtui.engine.runner import Completed, Deadline, RunTimeout
 from hbtui.remote.connection import HostConnection
 from hbtui.remote.errors import HostUnreachable
@@ -135,6 +136,7 @@ class SshRunner:
         input: bytes | None = None,
         timeout: float | None = None,
         secrets: Mapping[str, str] | None = None,
+        bound: Bound = USUAL,
     ) -> Completed:
         what = f"{argv[0]} {' '.join(argv[1:4])}"
         names = tuple(secrets or ())
@@ -147,7 +149,7 @@ class SshRunner:
         finished = False
         lead = b""
 
-        async def talk() -> tuple[bytes, bytes]:
+        async def talk() -> Captured:
             nonlocal pid, lead
             if lines:
                 proc.stdin.write(lines)  # read by the wrapper before anything else
@@ -159,13 +161,15 @@ class SshRunner:
                 proc.stdin.write(input)
                 await proc.stdin.drain()
             proc.stdin.write_eof()
-            return await proc.communicate()
+            got = await capture(proc.stdout, proc.stderr, bound)
+            await proc.wait_closed()
+            return got
 
         try:
             with self.conn.guard(what):
                 try:
                     async with asyncio.timeout(timeout):
-                        out, err = await talk()
+                        got = await talk()
                 except TimeoutError:
                     raise RunTimeout(argv, timeout or 0) from None
             if proc.returncode is None:
@@ -176,10 +180,10 @@ class SshRunner:
             if not finished:
                 await asyncio.shield(self.kill(pid))
             proc.close()
-        err = lead + err
+        err = lead + got.stderr
         if proc.returncode == 127 and err.decode(errors="replace").startswith(_MISSING_TAG):
             raise FileNotFoundError(argv[0])
-        return Completed(argv, proc.returncode, out, err)
+        return Completed(argv, proc.returncode, got.stdout, err, got.dropped)
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> SshStream:
         return SshStream(self, argv, timeout)
