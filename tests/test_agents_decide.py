@@ -54,7 +54,9 @@ class FakeBox:
     async def _host(self, _name: str) -> SimpleNamespace:
         return SimpleNamespace(engine=SimpleNamespace(exec=self._exec))
 
-    async def _exec(self, _box: str, argv: list[str], timeout: float) -> SimpleNamespace:
+    async def _exec(
+        self, _box: str, argv: list[str], timeout: float, bound: object = None
+    ) -> SimpleNamespace:
         self.execs.append(argv[2:])
         if argv[2] == "--json":
             code, out, err = 0, json.dumps(self.listing).encode(), b""
