@@ -253,13 +253,15 @@ def check_ref_name(ref: str, *, wip: bool) -> None:
 def parse_heads(output: bytes, *, wip: bool) -> list[tuple[str, str]]:
     """`git bundle list-heads` output: (commit, ref) pairs, every ref checked."""
     heads: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for raw in output.decode(errors="replace").splitlines():
         sha, _, ref = raw.partition(" ")
         if not _SHA.fullmatch(sha):
             raise BundleRefused("the box's bundle lists a ref without a commit id: refused")
         check_ref_name(ref, wip=wip)
-        if any(ref == seen for _, seen in heads):
+        if ref in seen:
             raise BundleRefused(f"the box's bundle names {ref} twice: refused")
+        seen.add(ref)
         heads.append((sha, ref))
     if not heads:
         raise BundleRefused("the box's bundle holds no branch: refused")

@@ -39,6 +39,7 @@ from hbtui.core.gitops import (
 )
 
 HEADER_MAX = 1 << 20  # a bundle header longer than this is refused
+BRANCH_MAX = 1000  # the branches a box may offer one pull (each a ref on the host)
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,9 @@ class PackIntake:
         self._objects = objects  # the repository's object store, as it is being asked
         self._folder = folder
         self._file: BinaryIO | None = None
-        self._head: bytearray | None = bytearray()  # None: past the header (or it had no end)
+        self._head: bytearray | None = bytearray()  # None: past the header
+        self._scanned = 0  # where the header's next line begins
+        self._refs = 0  # the refs its lines read so far name
         self._proc: asyncio.subprocess.Process | None = None
         self._output: asyncio.Future[tuple[bytes, bytes]] | None = None
         self._quarantine: Quarantine | None = None
@@ -103,12 +106,10 @@ class PackIntake:
         self._file.write(data)
         if self._head is not None:
             self._head += data
-            end = self._head.find(b"\n\n", 0, HEADER_MAX)
+            end = self._header_end(self._head)
             if end < 0:
-                if len(self._head) >= HEADER_MAX:
-                    self._head = None  # no end within the bound: never indexed, refused
                 return
-            data, self._head = bytes(self._head[end + 2 :]), None
+            data, self._head = bytes(self._head[end:]), None
             await self._start()
         if self._proc is None:
             return
@@ -120,6 +121,29 @@ class PackIntake:
             await stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
             stdin.close()  # the index ended (a broken pack): its status says why
+
+    def _header_end(self, head: bytearray) -> int:
+        """Where the pack begins in `head` (-1: not there yet). Each line of the header is
+        read once, as it arrives; too long a header, or one naming more than BRANCH_MAX
+        refs, is refused then, before the pack (refs are its lines after the first but
+        for prerequisites, `-`, and capabilities, `@`)."""
+        while (eol := head.find(b"\n", self._scanned)) >= 0:
+            start, self._scanned = self._scanned, eol + 1
+            if eol == start:
+                return eol + 1  # the empty line that ends the header
+            if start and head[start] not in b"-@":
+                self._refs += 1
+                if self._refs > BRANCH_MAX:
+                    raise BundleRefused(
+                        f"the box offers more than {BRANCH_MAX} branches, more than a pull "
+                        "takes: refused, nothing fetched"
+                    )
+        if len(head) > HEADER_MAX:
+            raise BundleRefused(
+                f"the box's bundle has a header longer than {HEADER_MAX >> 20} MiB: refused, "
+                "nothing fetched"
+            )
+        return -1
 
     async def _make_quarantine(self) -> Quarantine:
         quarantine = Quarantine(self._folder / "quarantine", await self._objects)

@@ -1,0 +1,138 @@
+"""What a box makes the host do when it is pulled from or diffed is bounded, whatever the
+box sends, with real git on both sides (the box's step runs here, as the engine's exec
+runs it in a box; tests/test_pull_hostile_sim.py runs the same attacks through the CLI):
+its branches are counted as its header arrives, git's memory is capped, a box that goes
+silent is given up, and a refused pull leaves the repository as it was."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from hbtui.core import intake, work, work_book
+from hbtui.core.gitops import BundleRefused, parse_heads
+from hbtui.engine.client import EngineStream
+from hbtui.engine.runner import LocalStream
+from hbtui.paths import Paths
+
+from support.work import git
+
+ID = ["-c", "user.name=t", "-c", "user.email=t@t"]
+MIB = 1 << 20
+
+
+def commit(repo: Path, name: str) -> str:
+    (repo / name).write_text(f"{name}\n")
+    git(repo, "add", name)
+    git(repo, *ID, "commit", "-qm", f"add {name}")
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repos(tmp_path: Path) -> tuple[Path, Path, str]:
+    """The host repository at the seed, and the box's clone on hb/b1 with a commit."""
+    host = tmp_path / "host"
+    host.mkdir()
+    git(host, "init", "-q", "-b", "main")
+    seed = commit(host, "a.txt")
+    box = tmp_path / "box"
+    git(tmp_path, "clone", "-q", "-b", "main", str(host), str(box))
+    git(box, "checkout", "-qb", "hb/b1")
+    commit(box, "b.txt")
+    return host, box, seed
+
+
+def box_with_git(tmp_path: Path, git_first: str) -> SimpleNamespace:
+    """A host whose engine runs a box's step here, the box's `git` a script that runs
+    `git_first` (shell), then the real git."""
+    shim = tmp_path / "shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "git").write_text(f'#!/bin/bash\n{git_first}\nexec /usr/bin/git "$@"\n')
+    (shim / "git").chmod(0o755)
+    path = f"PATH={shim}:{os.environ['PATH']}"
+
+    def exec_stream(box: str, argv: list[str], *, user: str, timeout: float) -> EngineStream:
+        full = ["env", path, *argv]
+        return EngineStream(LocalStream(full, timeout), full)
+
+    return SimpleNamespace(engine=SimpleNamespace(exec_stream=exec_stream))
+
+
+def operations(engine_host: SimpleNamespace, host: Path, box: Path, seed: str):
+    """The box operations and work book work.pull and work_diff.diff need, for box b1
+    (its clone `box`) made from `host`."""
+
+    async def get(name: str) -> SimpleNamespace:
+        return engine_host
+
+    record = work_book.WorkRecord(str(host), seed, "refs/heads/main", str(box), "hb/b1")
+    paths = Paths(host.parent, host.parent, host.parent)
+    boxes = SimpleNamespace(hosts=SimpleNamespace(get=get), paths=paths)
+    return boxes, SimpleNamespace(get=lambda host_name, name: record)
+
+
+async def pull(engine_host: SimpleNamespace, host: Path, box: Path, seed: str, *, wip=False):
+    boxes, book = operations(engine_host, host, box, seed)
+    return await work.pull(boxes, book, "b1", "local", wip=wip, repo=None)  # type: ignore[arg-type]
+
+
+def repository_files(repo: Path) -> dict[str, bytes | None]:
+    """Every folder (None) and file (its bytes) of the repository's objects, refs and
+    reflogs: what a refused pull must leave exactly as it was."""
+    git_dir = repo / ".git"
+    found: dict[str, bytes | None] = {}
+    for top in ("objects", "refs", "logs", "packed-refs"):
+        for path in [git_dir / top, *sorted((git_dir / top).rglob("*"))]:
+            if path.exists():
+                found[str(path.relative_to(git_dir))] = None if path.is_dir() else path.read_bytes()
+    return found
+
+
+# -- branches ---------------------------------------------------------------------------
+
+
+async def test_a_box_offering_more_branches_than_the_cap_is_refused_before_its_pack(
+    repos, tmp_path: Path
+):
+    """40,000 branches took 56 s of the host's CPU, then a refusal that blamed a broken
+    pack: the header is read once as it arrives, and the branch past the cap stops it."""
+    host, _, seed = repos
+    head = git(host, "rev-parse", "HEAD")
+    refs = "".join(f"{head} refs/heads/b{n}\n" for n in range(40_000))
+    header = f"# v2 git bundle\n-{seed}\n{refs}\n".encode()
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    fed = 0
+    with pytest.raises(BundleRefused, match="more than 1000 branches") as refused:
+        objects = asyncio.get_running_loop().create_future()
+        objects.set_result(host / ".git" / "objects")
+        async with intake.PackIntake(host, objects, folder) as taking:
+            for fed in range(0, len(header), 48 * 1024):
+                await taking.feed(header[fed : fed + 48 * 1024])
+    assert "\n" not in str(refused.value)
+    assert fed < 2 * 48 * 1024  # refused at the chunk holding branch 1,001
+    assert not (folder / "quarantine").exists()  # no index was started
+
+
+async def test_as_many_branches_as_the_cap_are_taken(repos, tmp_path: Path):
+    host, box, seed = repos
+    head = git(box, "rev-parse", "HEAD")
+    more = intake.BRANCH_MAX - 2  # beside main and hb/b1
+    updates = "".join(f"create refs/heads/many/b{n} {head}\n" for n in range(more))
+    subprocess.run(["git", "-C", str(box), "update-ref", "--stdin"], input=updates, text=True)
+    result = await pull(box_with_git(tmp_path, ""), host, box, seed)
+    assert len(result.refs) == intake.BRANCH_MAX - 1  # main, at the seed, brings nothing
+
+
+def test_the_heads_of_a_bundle_are_parsed_in_linear_time():
+    """Each ref was compared with every one before it: 40,000 took 46 s."""
+    listed = "".join(f"{'a' * 40} refs/heads/b{n}\n" for n in range(40_000)).encode()
+    began = time.monotonic()
+    assert len(parse_heads(listed, wip=False)) == 40_000
+    assert time.monotonic() - began < 5
