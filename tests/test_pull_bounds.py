@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,12 +17,13 @@ from types import SimpleNamespace
 import pytest
 
 from hbtui.core import intake, work, work_book
-from hbtui.core.gitops import BundleRefused, parse_heads
+from hbtui.core.gitops import BOX_GIT_MEMORY, BundleRefused, parse_heads
 from hbtui.engine.client import EngineStream
 from hbtui.engine.runner import LocalStream
 from hbtui.paths import Paths
 
-from support.work import git
+from support import ROOT
+from support.work import bundle_by_hand, git
 
 ID = ["-c", "user.name=t", "-c", "user.email=t@t"]
 MIB = 1 << 20
@@ -136,3 +138,69 @@ def test_the_heads_of_a_bundle_are_parsed_in_linear_time():
     began = time.monotonic()
     assert len(parse_heads(listed, wip=False)) == 40_000
     assert time.monotonic() - began < 5
+
+
+# -- git's memory ----------------------------------------------------------------------
+
+# check_file in a child of its own, the largest of its children's peak resident sets (its
+# git commands) after: kilobytes on Linux.
+MEASURED = """
+import asyncio, resource, sys
+from pathlib import Path
+from hbtui.core.gitops import BundleRefused
+from support.work import check_file
+
+async def main() -> str:
+    repo, bundle, folder, seed = sys.argv[1:]
+    try:
+        await check_file(Path(repo), Path(bundle), Path(folder), seed=seed, blob_max=1 << 30)
+    except BundleRefused as exc:
+        return str(exc)
+    return "passed"
+
+said = asyncio.run(main())
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(said)
+"""
+
+
+def checked_apart(host: Path, bundle: Path, folder: Path, seed: str) -> tuple[int, str]:
+    """The peak resident set of the git commands that checked `bundle` (bytes), and what
+    the check said."""
+    folder.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURED, str(host), str(bundle), str(folder), seed],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    peak, said = done.stdout.splitlines()
+    return int(peak) * 1024, said
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is Linux's")
+def test_a_delta_bomb_is_refused_with_git_under_the_memory_bound(repos, tmp_path: Path):
+    """16 KiB of bundle, a 16 MiB file of zeros and a delta of 192 copies of it, asks
+    for 3 GiB: git index-pack reached 3.17 GB resident before the file cap refused it."""
+    host, _, seed = repos
+    bomb = tmp_path / "bomb.bundle"
+    bundle_by_hand(bomb, seed, mib=16, copies=192)
+    assert bomb.stat().st_size < 20_000
+    before = repository_files(host)
+    peak, said = checked_apart(host, bomb, tmp_path / "check", seed)
+    assert said.startswith(f"the box's pack needs more than the {BOX_GIT_MEMORY >> 20} MiB"), said
+    assert said.endswith("refused, nothing fetched") and "\n" not in said
+    assert peak < BOX_GIT_MEMORY < 512 * MIB, peak
+    assert repository_files(host) == before
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is Linux's")
+def test_a_file_larger_than_the_bound_sent_whole_passes_within_it(repos, tmp_path: Path):
+    """The bound refuses what git would hold, not big work: a file sent whole goes
+    through the index a piece at a time."""
+    host, _, seed = repos
+    big = tmp_path / "big.bundle"
+    bundle_by_hand(big, seed, mib=(BOX_GIT_MEMORY >> 20) + 16)
+    peak, said = checked_apart(host, big, tmp_path / "check", seed)
+    assert said == "passed"
+    assert peak < 128 * MIB, peak

@@ -11,6 +11,10 @@ the quarantine its history (the seed in every branch) and its file sizes. Only t
 its objects move into the host repository and its refs, in one transaction, to
 `refs/remotes/box/BOX/` and nowhere else; a refusal leaves the repository exactly as it
 was.
+
+What a box sends costs the host bounded work: its header is read once, as it arrives,
+and a box offering more than BRANCH_MAX branches is refused before its pack; every git
+command that reads what it sent is held to gitops.BOX_GIT_MEMORY.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import BinaryIO
 
 from hbtui.core import gitops
 from hbtui.core.gitops import (
+    BOX_GIT_MEMORY,
     GIT_TIMEOUT,
     BundleRefused,
     GitError,
@@ -155,7 +160,7 @@ class PackIntake:
         quarantine = await self._make_quarantine()
         self._proc = proc = await gitops.start_git(
             self.repo, "index-pack", "--strict", "--fix-thin", "--stdin",
-            stdin=asyncio.subprocess.PIPE, env=quarantine.env(),
+            stdin=asyncio.subprocess.PIPE, env=quarantine.env(), bounded=True,
         )  # fmt: skip
         assert proc.stdout is not None and proc.stderr is not None
         self._output = asyncio.gather(proc.stdout.read(), proc.stderr.read())
@@ -201,8 +206,10 @@ async def check_bundle(intake: PackIntake, *, seed: str, blob_max: int, wip: boo
     repo = intake.repo
     intake.seal()
     verified, listed, indexed = await asyncio.gather(
-        gitops.run_git(repo, "bundle", "verify", "-q", str(intake.bundle), check=False),
-        gitops.run_git(None, "bundle", "list-heads", str(intake.bundle), check=False),
+        gitops.run_git(
+            repo, "bundle", "verify", "-q", str(intake.bundle), check=False, bounded=True
+        ),
+        gitops.run_git(None, "bundle", "list-heads", str(intake.bundle), check=False, bounded=True),
         intake.indexed(),
     )
     code, _, err = verified
@@ -216,6 +223,11 @@ async def check_bundle(intake: PackIntake, *, seed: str, blob_max: int, wip: boo
     code, _, err = indexed
     if code != 0:
         why = last_line(err) or f"exit status {code}"
+        if _out_of_memory(err):
+            raise BundleRefused(
+                f"the box's pack needs more than the {BOX_GIT_MEMORY >> 20} MiB git may use "
+                f"to check it ({why}): refused, nothing fetched"
+            )
         raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
     quarantine = intake.quarantine
     held, too_big = await asyncio.gather(
@@ -238,6 +250,12 @@ async def check_bundle(intake: PackIntake, *, seed: str, blob_max: int, wip: boo
     return CheckedBundle(new, quarantine)
 
 
+def _out_of_memory(stderr: bytes) -> bool:
+    """Whether git ended for want of memory: an allocation over GIT_ALLOC_LIMIT, or one
+    the memory limit refused (git's words for these are never translated)."""
+    return b"over limit" in stderr or b"Out of memory" in stderr
+
+
 async def _hold_seed(
     repo: Path, quarantine: Quarantine, seed: str, shas: list[str], folder: Path
 ) -> list[str]:
@@ -252,15 +270,17 @@ async def _hold_seed(
     (folder / "heads").write_text("".join(f"{sha}\n" for sha in shas))
     with open(folder / "heads", "rb") as listed:
         _, out, _ = await gitops.run_git(
-            repo, "cat-file", "--batch-check=%(objecttype)", stdin=listed, check=False, env=env
-        )
+            repo, "cat-file", "--batch-check=%(objecttype)", stdin=listed, check=False, env=env,
+            bounded=True,
+        )  # fmt: skip
     kinds = out.decode(errors="replace").splitlines()
     commits = [sha for sha, kind in zip(shas, kinds, strict=False) if kind == "commit"]
     (folder / "revs").write_text("".join(f"{sha}\n" for sha in commits) + f"^{seed}\n")
     with open(folder / "revs", "rb") as revs:
         _, out, _ = await gitops.run_git(
-            repo, "rev-list", "--topo-order", "--parents", "--stdin", stdin=revs, env=env
-        )
+            repo, "rev-list", "--topo-order", "--parents", "--stdin", stdin=revs, env=env,
+            bounded=True,
+        )  # fmt: skip
     holds: dict[str, bool] = {seed: True}
     walked: set[str] = set()
     for line in reversed(out.decode().splitlines()):  # parents before their children
@@ -282,6 +302,7 @@ async def _blob_over(repo: Path, quarantine: Quarantine, blob_max: int) -> bool:
     _, out, _ = await gitops.run_git(
         repo, "cat-file", "--batch-all-objects", "--unordered",
         "--batch-check=%(objecttype) %(objectsize)", env=quarantine.env(borrow=False),
+        bounded=True,
     )  # fmt: skip
     for line in out.splitlines():
         kind, _, size = line.partition(b" ")

@@ -66,7 +66,9 @@ echo "{TAG} end"
 # more (a count to see whether there is anything, a --boundary walk for its
 # prerequisites) and makes a thin pack. Its one prerequisite is the seed, which every
 # object left out is reachable from (`^seed`). It streams out as it is made, after its
-# `data` line; `fail` instead of `end` when making it failed (git's words follow).
+# `data` line; `fail` instead of `end` when making it failed (git's words follow). A file
+# over 64 MiB goes whole, not as a delta: the host streams it through its index, where
+# a delta's result and base would be held (gitops.BOX_GIT_MEMORY).
 PULL_SCRIPT = f"""set -u -o pipefail
 cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
 t=$(mktemp -d) || exit 3
@@ -88,8 +90,8 @@ if [ ${{#2}} = 64 ]; then f='# v3 git bundle\\n@object-format=sha256\\n'; else f
 printf "$f-%s\\n" "$2" > "$t/head" && cat "$t/heads" >> "$t/head" && echo >> "$t/head" || exit 5
 {{ cut -d' ' -f1 "$t/heads"; echo "^$2"; }} > "$t/revs" || exit 5
 echo "{TAG} data"
-if {{ cat "$t/head" && git pack-objects -q --revs --stdout --delta-base-offset \\
-        < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
+if {{ cat "$t/head" && git -c core.bigFileThreshold=64m pack-objects -q --revs --stdout \\
+        --delta-base-offset < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
     echo "{TAG} end"
 else
     echo "{TAG} fail"
