@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hbtui.core import intake, work, work_book
+from hbtui.core import intake, work, work_book, work_box, work_diff
 from hbtui.core.gitops import BOX_GIT_MEMORY, BundleRefused, parse_heads
 from hbtui.engine.client import EngineStream
 from hbtui.engine.runner import LocalStream
@@ -204,3 +204,90 @@ def test_a_file_larger_than_the_bound_sent_whole_passes_within_it(repos, tmp_pat
     peak, said = checked_apart(host, big, tmp_path / "check", seed)
     assert said == "passed"
     assert peak < 128 * MIB, peak
+
+
+# -- a box that goes silent ---------------------------------------------------------------
+
+
+@pytest.fixture
+def idle(monkeypatch: pytest.MonkeyPatch) -> float:
+    monkeypatch.setenv(work_box.IDLE_ENV, "2")
+    return 2.0
+
+
+SLEEPS = 'case " $* " in *" {verb} "*) exec sleep 600 ;; esac'
+DRIPS = 'case " $* " in *" {verb} "*) while :; do printf "{line}"; sleep 0.2; done ;; esac'
+
+
+@pytest.mark.parametrize(
+    "git_first",
+    [
+        SLEEPS.format(verb="pack-objects"),
+        DRIPS.format(verb="pack-objects", line="abcd"),  # base64 waits for a whole line
+    ],
+    ids=["sleeps", "drips"],
+)
+async def test_a_pull_from_a_box_that_goes_silent_is_given_up(
+    repos, tmp_path: Path, idle: float, git_first: str
+):
+    host, box, seed = repos
+    before = repository_files(host)
+    began = time.monotonic()
+    with pytest.raises(work_box.BoxAnswerRefused) as given_up:
+        await pull(box_with_git(tmp_path, git_first), host, box, seed)
+    assert str(given_up.value) == (
+        "box b1 went silent while bundling its work for pull (less than 1024 bytes in 2 s): "
+        "given up"
+    )
+    assert time.monotonic() - began < 60  # the step's own bound is 600 s
+    assert repository_files(host) == before
+
+
+@pytest.mark.parametrize(
+    "git_first",
+    [
+        SLEEPS.format(verb="status"),
+        # Whole lines, a few a second: a bound on the time between lines would not see it.
+        DRIPS.format(verb="log", line=f"::hbtui-work:: commit {'0' * 40} drip\\n"),
+    ],
+    ids=["sleeps", "drips-lines"],
+)
+async def test_a_diff_of_a_box_that_goes_silent_is_given_up(
+    repos, tmp_path: Path, idle: float, git_first: str
+):
+    host, box, seed = repos
+    boxes, book = operations(box_with_git(tmp_path, git_first), host, box, seed)
+    began = time.monotonic()
+    with pytest.raises(
+        work_box.BoxAnswerRefused, match=r"^box b1 went silent while reading its work for diff "
+    ):
+        await work_diff.diff(boxes, book, "b1", "local", patch=True)  # type: ignore[arg-type]
+    assert time.monotonic() - began < 60
+
+
+async def test_a_box_at_work_is_not_given_up_however_long_it_takes(
+    repos, tmp_path: Path, idle: float
+):
+    """What counts is what the box sends in each idle bound, not the step's length: a
+    log that comes slowly, but more than the floor each bound, is read to its end."""
+    host, box, seed = repos
+    for n in range(79):
+        commit(box, f"c{n}.txt")
+    # 80 lines of some 75 bytes, 20 a second: 1.5 KiB a second, for 4 s.
+    slow = '/usr/bin/git "$@" | while read -r l; do echo "$l"; sleep 0.05; done; exit'
+    boxes, book = operations(
+        box_with_git(tmp_path, f'case " $* " in *" log "*) {slow} ;; esac'), host, box, seed
+    )
+    began = time.monotonic()
+    shown = await work_diff.diff(boxes, book, "b1", "local", patch=False)  # type: ignore[arg-type]
+    assert len(shown.commits) == 80
+    assert time.monotonic() - began > idle  # longer than the bound, and not given up
+
+
+def test_a_bad_idle_bound_is_one_line(monkeypatch: pytest.MonkeyPatch):
+    from hbtui.errors import UsageError
+
+    for bad in ("0", "-1", "soon", "601", "nan"):
+        monkeypatch.setenv(work_box.IDLE_ENV, bad)
+        with pytest.raises(UsageError, match=work_box.IDLE_ENV):
+            work_box.idle_bound()
