@@ -291,3 +291,42 @@ def test_a_bad_idle_bound_is_one_line(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setenv(work_box.IDLE_ENV, bad)
         with pytest.raises(UsageError, match=work_box.IDLE_ENV):
             work_box.idle_bound()
+
+
+# -- a refused pull leaves nothing --------------------------------------------------------
+
+
+async def test_a_pull_refused_at_update_ref_leaves_the_repository_as_it_was(repos, tmp_path: Path):
+    """The refs are locked before the objects move: a ref in the way (an earlier pull's
+    branch zz, where the box now has zz/q) refused the transaction after the pack had
+    moved in, and left the folders git made to lock aa/bb/cc."""
+    host, box, seed = repos
+    git(host, "update-ref", "refs/remotes/box/b1/zz", seed)
+    for branch in ("aa/bb/cc", "zz/q"):
+        git(box, "branch", branch)
+    before = repository_files(host)
+    with pytest.raises(BundleRefused) as refused:
+        await pull(box_with_git(tmp_path, ""), host, box, seed)
+    said = str(refused.value)
+    assert said.startswith(f"the box's branches cannot land in {host} (")
+    assert "refs/remotes/box/b1/zz" in said and said.endswith("): refused, nothing fetched")
+    assert repository_files(host) == before
+    # With the way clear, the same pull lands all of it.
+    git(host, "update-ref", "-d", "refs/remotes/box/b1/zz")
+    result = await pull(box_with_git(tmp_path, ""), host, box, seed)
+    assert {ref for ref, _ in result.refs} == {
+        f"refs/remotes/box/b1/{b}" for b in ("aa/bb/cc", "zz/q", "hb/b1")
+    }
+    git(host, "fsck", "--strict", "--no-dangling")
+
+
+@pytest.mark.parametrize("wip", [False, True])
+async def test_a_box_branch_named_like_the_wip_ref_is_refused(repos, tmp_path: Path, wip: bool):
+    """Pulled without --wip it landed on the WIP ref, and the next pull removed it as
+    an earlier pull's uncommitted changes."""
+    host, box, seed = repos
+    git(box, "branch", "hbtui-wip")
+    before = repository_files(host)
+    with pytest.raises(BundleRefused, match="branch hbtui-wip, a name hbtui keeps"):
+        await pull(box_with_git(tmp_path, ""), host, box, seed, wip=wip)
+    assert repository_files(host) == before

@@ -265,12 +265,17 @@ def check_ref_name(ref: str, *, wip: bool) -> None:
         or ".." in branch
         or branch.endswith((".lock", "."))
         or "/." in branch
-        or (wip and branch == WIP_BRANCH)  # where --wip lands
         or branch == "HEAD"  # no branch of git's; refs/remotes/box/BOX/HEAD would be box/BOX
     ):
         raise BundleRefused(
             f"the box's bundle names ref {ansi.plain(ref)[:120]!r}, outside its branches "
             "(refs/heads/...): refused, nothing fetched"
+        )
+    # Where --wip lands (or a folder of that name), in any case a file system may fold.
+    if branch.lower() == WIP_BRANCH or branch.lower().startswith(f"{WIP_BRANCH}/"):
+        raise BundleRefused(
+            f"the box has a branch {branch}, a name hbtui keeps for `pull --wip`: refused, "
+            "nothing fetched (rename the branch in the box)"
         )
     if any(len(part) > REF_PART_MAX for part in branch.split("/")):
         raise BundleRefused(

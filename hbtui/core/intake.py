@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +64,12 @@ class Quarantine:
             quoted = alternates_line(self.borrowed).rstrip(b"\n")
             env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.fsdecode(quoted)
         return env
+
+    def seen(self) -> dict[str, str]:
+        """The environment of a git command of the host repository's own (its refs may
+        change) that also sees the quarantine's objects, read-only."""
+        quoted = alternates_line(self.objects).rstrip(b"\n")
+        return {"GIT_ALTERNATE_OBJECT_DIRECTORIES": os.fsdecode(quoted)}
 
 
 class PackIntake:
@@ -311,12 +316,13 @@ async def _blob_over(repo: Path, quarantine: Quarantine, blob_max: int) -> bool:
     return False
 
 
-def _move_packs(quarantine: Path, objects: Path) -> None:
+def _move_packs(quarantine: Path, objects: Path) -> list[Path]:
     """The quarantine's packs into the repository's object store: each pack's data
     first, its index last (git sees a pack by its index), each under a temporary name
-    renamed into place."""
+    renamed into place. Returns the files it placed, in the order placed."""
     target = objects / "pack"
     target.mkdir(exist_ok=True)
+    placed: list[Path] = []
     for idx in sorted((quarantine / "pack").glob("pack-*.idx")):
         for suffix in (".pack", ".rev", ".idx"):
             source = idx.with_suffix(suffix)
@@ -324,18 +330,105 @@ def _move_packs(quarantine: Path, objects: Path) -> None:
             if not source.exists() or final.exists():
                 continue
             temp = target / f"tmp_{source.name}"
-            shutil.copyfile(source, temp)
-            os.chmod(temp, 0o444)
-            os.replace(temp, final)
+            try:
+                shutil.copyfile(source, temp)
+                os.chmod(temp, 0o444)
+                os.replace(temp, final)
+            except OSError:
+                temp.unlink(missing_ok=True)
+                _unplace(placed)
+                raise
+            placed.append(final)
+    return placed
+
+
+def _unplace(placed: list[Path]) -> None:
+    """Packs placed for a pull that then failed, taken out again: each index first."""
+    for path in reversed(placed):
+        path.unlink(missing_ok=True)
+
+
+def _new_folders(common: Path, refs: list[str]) -> list[Path]:
+    """The folders a transaction of `refs` may make that are not there yet (git makes a
+    ref's folders when it locks the ref, and leaves them when the transaction fails),
+    deepest first."""
+    new = {
+        common / top / "/".join(parts[:depth])
+        for ref in refs
+        for parts in [ref.split("/")[:-1]]
+        for depth in range(2, len(parts) + 1)
+        for top in ("", "logs")
+    }
+    return sorted((p for p in new if not p.exists()), key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in folders:
+        with contextlib.suppress(OSError):  # not empty (another ref came), or not made
+            folder.rmdir()
+
+
+async def _answer(proc: asyncio.subprocess.Process, said: str) -> bool:
+    """Whether `git update-ref --stdin` answered `said: ok` to the command just sent."""
+    assert proc.stdout is not None
+    async with asyncio.timeout(GIT_TIMEOUT):
+        return await proc.stdout.readline() == f"{said}: ok\n".encode()
+
+
+async def _send(proc: asyncio.subprocess.Process, text: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(text.encode())
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it ended: it says why
+        await proc.stdin.drain()
+
+
+async def _finish(proc: asyncio.subprocess.Process) -> bytes:
+    """Its input ended (before `commit`, git aborts the transaction: a kill would leave
+    its locks), then its end waited for; its stderr."""
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.close()
+    try:
+        async with asyncio.timeout(GIT_TIMEOUT):
+            err = await proc.stderr.read()
+            await proc.wait()
+            return err
+    finally:
+        await end_git(proc)
 
 
 async def take_in(repo: Path, checked: CheckedBundle, box: str) -> None:
-    """A checked bundle into `repo`: its objects, then its refs in one transaction, each
-    to its one place under refs/remotes/box/BOX/ (no fetch: its pack is indexed once)."""
+    """A checked bundle into `repo`, all of it or nothing (no fetch: its pack is indexed
+    once). Its refs, each to its one place under refs/remotes/box/BOX/, are locked and
+    checked first, in one transaction that sees the box's objects where they wait; only
+    then do the objects move in, and the transaction commits. A transaction git refuses
+    (a ref in the way, one locked) leaves the repository as it was: no object moved, no
+    folder left."""
     quarantine = checked.quarantine
-    await asyncio.to_thread(_move_packs, quarantine.objects, quarantine.borrowed)
-    updates = "".join(f"update {target_ref(box, ref)} {sha}\n" for sha, ref in checked.heads)
-    with tempfile.TemporaryFile() as fh:
-        fh.write(updates.encode())
-        fh.seek(0)
-        await gitops.run_git(repo, "update-ref", "--stdin", stdin=fh)
+    refs = [(target_ref(box, ref), sha) for sha, ref in checked.heads]
+    folders = _new_folders(quarantine.borrowed.parent, [ref for ref, _ in refs])
+    proc = await gitops.start_git(
+        repo, "update-ref", "--stdin", stdin=asyncio.subprocess.PIPE, env=quarantine.seen(),
+        bounded=True,
+    )  # fmt: skip
+    placed: list[Path] = []
+    try:
+        await _send(proc, "start\n" + "".join(f"update {r} {sha}\n" for r, sha in refs))
+        await _send(proc, "prepare\n")
+        if not (await _answer(proc, "start") and await _answer(proc, "prepare")):
+            why = last_line(await _finish(proc)) or "no answer"
+            raise BundleRefused(
+                f"the box's branches cannot land in {repo} ({why}): refused, nothing fetched"
+            )
+        placed = await asyncio.to_thread(_move_packs, quarantine.objects, quarantine.borrowed)
+        await _send(proc, "commit\n")
+        if not await _answer(proc, "commit"):
+            raise GitError(
+                f"git update-ref failed: {last_line(await _finish(proc)) or 'no answer'}"
+            )
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await _finish(proc)
+        await asyncio.to_thread(_unplace, placed)
+        _remove_empty(folders)
+        raise
+    await _finish(proc)
