@@ -71,7 +71,8 @@ def local_box(tmp_path: Path, started: list[bool] | None = None) -> tuple[Simple
     shim = tmp_path / "shim"
     shim.mkdir(exist_ok=True)
     log = tmp_path / "git.log"
-    (shim / "git").write_text(f'#!/bin/sh\necho "$1" >> "{log}"\nexec /usr/bin/git "$@"\n')
+    verb = 'case $1 in -c) echo "$3" ;; *) echo "$1" ;; esac'  # the verb after one -c
+    (shim / "git").write_text(f'#!/bin/sh\n{verb} >> "{log}"\nexec /usr/bin/git "$@"\n')
     (shim / "git").chmod(0o755)
     path = f"PATH={shim}:{os.environ['PATH']}"
 

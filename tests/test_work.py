@@ -66,12 +66,17 @@ def test_a_branch_name_no_file_system_can_hold_is_refused_by_name():
         check_ref_name("refs/heads/x/" + "c" * 256 + "/y", wip=False)
 
 
-def test_the_wip_ref_lands_beside_the_branches_and_no_branch_may_take_its_place():
+@pytest.mark.parametrize("wip", [True, False])
+@pytest.mark.parametrize("branch", ["hbtui-wip", "HBTUI-Wip", "hbtui-wip/x"])
+def test_the_wip_ref_lands_beside_the_branches_and_no_branch_may_take_its_place(branch, wip):
+    """A branch hbtui-wip pulled without --wip landed on the WIP ref, and the next pull
+    removed it as stale; a folder of that name, or the name in other case (one file on a
+    file system that folds case), would collide with it too."""
     check_ref_name(WIP_REF, wip=True)
     assert gitops.target_ref("b1", WIP_REF) == "refs/remotes/box/b1/hbtui-wip"
-    with pytest.raises(BundleRefused):
-        check_ref_name("refs/heads/hbtui-wip", wip=True)
-    check_ref_name("refs/heads/hbtui-wip", wip=False)
+    with pytest.raises(BundleRefused, match=f"branch {branch}, a name hbtui keeps"):
+        check_ref_name(f"refs/heads/{branch}", wip=wip)
+    check_ref_name("refs/heads/hbtui-wipe", wip=wip)
 
 
 def test_heads_are_parsed_strictly():

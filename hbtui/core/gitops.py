@@ -28,6 +28,10 @@ _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # A branch name as a box may offer it: plain characters, no empty, dotted or locked part.
 REF_PART_MAX = 255  # a ref's part is a file name in the host repository
 _BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
+# What one git command reading what a box sent may allocate (see start_git): a pack may
+# declare an object of any size, and git allocates what it declares (16 KiB of delta
+# asks for 3 GiB). With hbtui's own memory, a pull stays under 512 MiB.
+BOX_GIT_MEMORY = 384 << 20
 
 
 class GitError(HbtuiError):
@@ -53,15 +57,38 @@ def last_line(stderr: bytes) -> str:
     return lines[-1][:300] if lines else ""
 
 
+def _bounded(argv: list[str], env: dict[str, str]) -> list[str]:
+    """`argv`, a git command on what a box sent, held to BOX_GIT_MEMORY: git streams big
+    files through its index instead of holding them, and keeps its delta base cache (one
+    per thread, so few threads) and its pack windows small; GIT_ALLOC_LIMIT makes git
+    refuse any one allocation over the bound (git's own check, on any system), and
+    RLIMIT_DATA (`ulimit -d`) all of them together (on Linux: the heap and anonymous maps,
+    not the packs git maps read-only)."""
+    threads = min(os.cpu_count() or 1, 3)  # git's own default up to 5 cores
+    config = (
+        "core.bigFileThreshold=64m", "core.deltaBaseCacheLimit=32m", f"pack.threads={threads}",
+        "core.packedGitWindowSize=32m", "core.packedGitLimit=128m",
+    )  # fmt: skip
+    env["GIT_ALLOC_LIMIT"] = str(BOX_GIT_MEMORY)
+    limit = 'ulimit -d "$0" 2>/dev/null; exec "$@"'  # a lower limit already set stays
+    git = [argv[0], *(word for item in config for word in ("-c", item)), *argv[1:]]
+    return ["sh", "-c", limit, str(BOX_GIT_MEMORY >> 10), *git]
+
+
 async def start_git(
     repo: Path | None,
     *args: str,
     stdin: BinaryIO | int,
     env: Mapping[str, str] | None = None,
+    bounded: bool = False,
 ) -> asyncio.subprocess.Process:
     """A git command started (in `repo` when given) in a session of its own, its stdout
-    and stderr piped: every git command hbtui runs starts here."""
+    and stderr piped: every git command hbtui runs starts here. `bounded`: it reads what
+    a box sent, and is held to BOX_GIT_MEMORY."""
     argv = ["git", *(["-C", str(repo)] if repo is not None else []), *args]
+    full_env = _env(env)
+    if bounded:
+        argv = _bounded(argv, full_env)
     try:
         return await asyncio.create_subprocess_exec(
             *argv,
@@ -69,7 +96,7 @@ async def start_git(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-            env=_env(env),
+            env=full_env,
         )
     except FileNotFoundError:
         raise GitError("git is not installed on this machine") from None
@@ -90,12 +117,14 @@ async def run_git(
     timeout: float = GIT_TIMEOUT,
     stdin: BinaryIO | None = None,
     env: Mapping[str, str] | None = None,
+    bounded: bool = False,
 ) -> tuple[int, bytes, bytes]:
     """One git command (in `repo` when given); a failure is a GitError unless `check` is
-    off. `env`: GIT_* variables of hbtui's own for it."""
+    off. `env`: GIT_* variables of hbtui's own for it; `bounded`: see start_git."""
     proc = await start_git(
-        repo, *args, stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL, env=env
-    )
+        repo, *args, stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL, env=env,
+        bounded=bounded,
+    )  # fmt: skip
     try:
         async with asyncio.timeout(timeout):
             out, err = await proc.communicate()
@@ -236,12 +265,17 @@ def check_ref_name(ref: str, *, wip: bool) -> None:
         or ".." in branch
         or branch.endswith((".lock", "."))
         or "/." in branch
-        or (wip and branch == WIP_BRANCH)  # where --wip lands
         or branch == "HEAD"  # no branch of git's; refs/remotes/box/BOX/HEAD would be box/BOX
     ):
         raise BundleRefused(
             f"the box's bundle names ref {boxtext.line(ref)[:120]!r}, outside its branches "
             "(refs/heads/...): refused, nothing fetched"
+        )
+    # Where --wip lands (or a folder of that name), in any case a file system may fold.
+    if branch.lower() == WIP_BRANCH or branch.lower().startswith(f"{WIP_BRANCH}/"):
+        raise BundleRefused(
+            f"the box has a branch {branch}, a name hbtui keeps for `pull --wip`: refused, "
+            "nothing fetched (rename the branch in the box)"
         )
     if any(len(part) > REF_PART_MAX for part in branch.split("/")):
         raise BundleRefused(
@@ -253,13 +287,15 @@ def check_ref_name(ref: str, *, wip: bool) -> None:
 def parse_heads(output: bytes, *, wip: bool) -> list[tuple[str, str]]:
     """`git bundle list-heads` output: (commit, ref) pairs, every ref checked."""
     heads: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for raw in output.decode(errors="replace").splitlines():
         sha, _, ref = raw.partition(" ")
         if not _SHA.fullmatch(sha):
             raise BundleRefused("the box's bundle lists a ref without a commit id: refused")
         check_ref_name(ref, wip=wip)
-        if any(ref == seen for _, seen in heads):
+        if ref in seen:
             raise BundleRefused(f"the box's bundle names {ref} twice: refused")
+        seen.add(ref)
         heads.append((sha, ref))
     if not heads:
         raise BundleRefused("the box's bundle holds no branch: refused")

@@ -11,6 +11,10 @@ the quarantine its history (the seed in every branch) and its file sizes. Only t
 its objects move into the host repository and its refs, in one transaction, to
 `refs/remotes/box/BOX/` and nowhere else; a refusal leaves the repository exactly as it
 was.
+
+What a box sends costs the host bounded work: its header is read once, as it arrives,
+and a box offering more than BRANCH_MAX branches is refused before its pack; every git
+command that reads what it sent is held to gitops.BOX_GIT_MEMORY.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,7 @@ from typing import BinaryIO
 
 from hbtui.core import gitops
 from hbtui.core.gitops import (
+    BOX_GIT_MEMORY,
     GIT_TIMEOUT,
     BundleRefused,
     GitError,
@@ -39,6 +43,7 @@ from hbtui.core.gitops import (
 )
 
 HEADER_MAX = 1 << 20  # a bundle header longer than this is refused
+BRANCH_MAX = 1000  # the branches a box may offer one pull (each a ref on the host)
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,12 @@ class Quarantine:
             env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.fsdecode(quoted)
         return env
 
+    def seen(self) -> dict[str, str]:
+        """The environment of a git command of the host repository's own (its refs may
+        change) that also sees the quarantine's objects, read-only."""
+        quoted = alternates_line(self.objects).rstrip(b"\n")
+        return {"GIT_ALTERNATE_OBJECT_DIRECTORIES": os.fsdecode(quoted)}
+
 
 class PackIntake:
     """A box's bundle as it arrives (`feed`): kept whole in a file, and its pack, from
@@ -72,7 +83,9 @@ class PackIntake:
         self._objects = objects  # the repository's object store, as it is being asked
         self._folder = folder
         self._file: BinaryIO | None = None
-        self._head: bytearray | None = bytearray()  # None: past the header (or it had no end)
+        self._head: bytearray | None = bytearray()  # None: past the header
+        self._scanned = 0  # where the header's next line begins
+        self._refs = 0  # the refs its lines read so far name
         self._proc: asyncio.subprocess.Process | None = None
         self._output: asyncio.Future[tuple[bytes, bytes]] | None = None
         self._quarantine: Quarantine | None = None
@@ -103,12 +116,10 @@ class PackIntake:
         self._file.write(data)
         if self._head is not None:
             self._head += data
-            end = self._head.find(b"\n\n", 0, HEADER_MAX)
+            end = self._header_end(self._head)
             if end < 0:
-                if len(self._head) >= HEADER_MAX:
-                    self._head = None  # no end within the bound: never indexed, refused
                 return
-            data, self._head = bytes(self._head[end + 2 :]), None
+            data, self._head = bytes(self._head[end:]), None
             await self._start()
         if self._proc is None:
             return
@@ -121,6 +132,29 @@ class PackIntake:
         except (BrokenPipeError, ConnectionResetError):
             stdin.close()  # the index ended (a broken pack): its status says why
 
+    def _header_end(self, head: bytearray) -> int:
+        """Where the pack begins in `head` (-1: not there yet). Each line of the header is
+        read once, as it arrives; too long a header, or one naming more than BRANCH_MAX
+        refs, is refused then, before the pack (refs are its lines after the first but
+        for prerequisites, `-`, and capabilities, `@`)."""
+        while (eol := head.find(b"\n", self._scanned)) >= 0:
+            start, self._scanned = self._scanned, eol + 1
+            if eol == start:
+                return eol + 1  # the empty line that ends the header
+            if start and head[start] not in b"-@":
+                self._refs += 1
+                if self._refs > BRANCH_MAX:
+                    raise BundleRefused(
+                        f"the box offers more than {BRANCH_MAX} branches, more than a pull "
+                        "takes: refused, nothing fetched"
+                    )
+        if len(head) > HEADER_MAX:
+            raise BundleRefused(
+                f"the box's bundle has a header longer than {HEADER_MAX >> 20} MiB: refused, "
+                "nothing fetched"
+            )
+        return -1
+
     async def _make_quarantine(self) -> Quarantine:
         quarantine = Quarantine(self._folder / "quarantine", await self._objects)
         (quarantine.objects / "pack").mkdir(parents=True)
@@ -131,7 +165,7 @@ class PackIntake:
         quarantine = await self._make_quarantine()
         self._proc = proc = await gitops.start_git(
             self.repo, "index-pack", "--strict", "--fix-thin", "--stdin",
-            stdin=asyncio.subprocess.PIPE, env=quarantine.env(),
+            stdin=asyncio.subprocess.PIPE, env=quarantine.env(), bounded=True,
         )  # fmt: skip
         assert proc.stdout is not None and proc.stderr is not None
         self._output = asyncio.gather(proc.stdout.read(), proc.stderr.read())
@@ -177,8 +211,10 @@ async def check_bundle(intake: PackIntake, *, seed: str, blob_max: int, wip: boo
     repo = intake.repo
     intake.seal()
     verified, listed, indexed = await asyncio.gather(
-        gitops.run_git(repo, "bundle", "verify", "-q", str(intake.bundle), check=False),
-        gitops.run_git(None, "bundle", "list-heads", str(intake.bundle), check=False),
+        gitops.run_git(
+            repo, "bundle", "verify", "-q", str(intake.bundle), check=False, bounded=True
+        ),
+        gitops.run_git(None, "bundle", "list-heads", str(intake.bundle), check=False, bounded=True),
         intake.indexed(),
     )
     code, _, err = verified
@@ -192,6 +228,11 @@ async def check_bundle(intake: PackIntake, *, seed: str, blob_max: int, wip: boo
     code, _, err = indexed
     if code != 0:
         why = last_line(err) or f"exit status {code}"
+        if _out_of_memory(err):
+            raise BundleRefused(
+                f"the box's pack needs more than the {BOX_GIT_MEMORY >> 20} MiB git may use "
+                f"to check it ({why}): refused, nothing fetched"
+            )
         raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
     quarantine = intake.quarantine
     held, too_big = await asyncio.gather(
@@ -214,6 +255,12 @@ async def check_bundle(intake: PackIntake, *, seed: str, blob_max: int, wip: boo
     return CheckedBundle(new, quarantine)
 
 
+def _out_of_memory(stderr: bytes) -> bool:
+    """Whether git ended for want of memory: an allocation over GIT_ALLOC_LIMIT, or one
+    the memory limit refused (git's words for these are never translated)."""
+    return b"over limit" in stderr or b"Out of memory" in stderr
+
+
 async def _hold_seed(
     repo: Path, quarantine: Quarantine, seed: str, shas: list[str], folder: Path
 ) -> list[str]:
@@ -228,15 +275,17 @@ async def _hold_seed(
     (folder / "heads").write_text("".join(f"{sha}\n" for sha in shas))
     with open(folder / "heads", "rb") as listed:
         _, out, _ = await gitops.run_git(
-            repo, "cat-file", "--batch-check=%(objecttype)", stdin=listed, check=False, env=env
-        )
+            repo, "cat-file", "--batch-check=%(objecttype)", stdin=listed, check=False, env=env,
+            bounded=True,
+        )  # fmt: skip
     kinds = out.decode(errors="replace").splitlines()
     commits = [sha for sha, kind in zip(shas, kinds, strict=False) if kind == "commit"]
     (folder / "revs").write_text("".join(f"{sha}\n" for sha in commits) + f"^{seed}\n")
     with open(folder / "revs", "rb") as revs:
         _, out, _ = await gitops.run_git(
-            repo, "rev-list", "--topo-order", "--parents", "--stdin", stdin=revs, env=env
-        )
+            repo, "rev-list", "--topo-order", "--parents", "--stdin", stdin=revs, env=env,
+            bounded=True,
+        )  # fmt: skip
     holds: dict[str, bool] = {seed: True}
     walked: set[str] = set()
     for line in reversed(out.decode().splitlines()):  # parents before their children
@@ -258,6 +307,7 @@ async def _blob_over(repo: Path, quarantine: Quarantine, blob_max: int) -> bool:
     _, out, _ = await gitops.run_git(
         repo, "cat-file", "--batch-all-objects", "--unordered",
         "--batch-check=%(objecttype) %(objectsize)", env=quarantine.env(borrow=False),
+        bounded=True,
     )  # fmt: skip
     for line in out.splitlines():
         kind, _, size = line.partition(b" ")
@@ -266,12 +316,13 @@ async def _blob_over(repo: Path, quarantine: Quarantine, blob_max: int) -> bool:
     return False
 
 
-def _move_packs(quarantine: Path, objects: Path) -> None:
+def _move_packs(quarantine: Path, objects: Path) -> list[Path]:
     """The quarantine's packs into the repository's object store: each pack's data
     first, its index last (git sees a pack by its index), each under a temporary name
-    renamed into place."""
+    renamed into place. Returns the files it placed, in the order placed."""
     target = objects / "pack"
     target.mkdir(exist_ok=True)
+    placed: list[Path] = []
     for idx in sorted((quarantine / "pack").glob("pack-*.idx")):
         for suffix in (".pack", ".rev", ".idx"):
             source = idx.with_suffix(suffix)
@@ -279,18 +330,105 @@ def _move_packs(quarantine: Path, objects: Path) -> None:
             if not source.exists() or final.exists():
                 continue
             temp = target / f"tmp_{source.name}"
-            shutil.copyfile(source, temp)
-            os.chmod(temp, 0o444)
-            os.replace(temp, final)
+            try:
+                shutil.copyfile(source, temp)
+                os.chmod(temp, 0o444)
+                os.replace(temp, final)
+            except OSError:
+                temp.unlink(missing_ok=True)
+                _unplace(placed)
+                raise
+            placed.append(final)
+    return placed
+
+
+def _unplace(placed: list[Path]) -> None:
+    """Packs placed for a pull that then failed, taken out again: each index first."""
+    for path in reversed(placed):
+        path.unlink(missing_ok=True)
+
+
+def _new_folders(common: Path, refs: list[str]) -> list[Path]:
+    """The folders a transaction of `refs` may make that are not there yet (git makes a
+    ref's folders when it locks the ref, and leaves them when the transaction fails),
+    deepest first."""
+    new = {
+        common / top / "/".join(parts[:depth])
+        for ref in refs
+        for parts in [ref.split("/")[:-1]]
+        for depth in range(2, len(parts) + 1)
+        for top in ("", "logs")
+    }
+    return sorted((p for p in new if not p.exists()), key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in folders:
+        with contextlib.suppress(OSError):  # not empty (another ref came), or not made
+            folder.rmdir()
+
+
+async def _answer(proc: asyncio.subprocess.Process, said: str) -> bool:
+    """Whether `git update-ref --stdin` answered `said: ok` to the command just sent."""
+    assert proc.stdout is not None
+    async with asyncio.timeout(GIT_TIMEOUT):
+        return await proc.stdout.readline() == f"{said}: ok\n".encode()
+
+
+async def _send(proc: asyncio.subprocess.Process, text: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(text.encode())
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it ended: it says why
+        await proc.stdin.drain()
+
+
+async def _finish(proc: asyncio.subprocess.Process) -> bytes:
+    """Its input ended (before `commit`, git aborts the transaction: a kill would leave
+    its locks), then its end waited for; its stderr."""
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.close()
+    try:
+        async with asyncio.timeout(GIT_TIMEOUT):
+            err = await proc.stderr.read()
+            await proc.wait()
+            return err
+    finally:
+        await end_git(proc)
 
 
 async def take_in(repo: Path, checked: CheckedBundle, box: str) -> None:
-    """A checked bundle into `repo`: its objects, then its refs in one transaction, each
-    to its one place under refs/remotes/box/BOX/ (no fetch: its pack is indexed once)."""
+    """A checked bundle into `repo`, all of it or nothing (no fetch: its pack is indexed
+    once). Its refs, each to its one place under refs/remotes/box/BOX/, are locked and
+    checked first, in one transaction that sees the box's objects where they wait; only
+    then do the objects move in, and the transaction commits. A transaction git refuses
+    (a ref in the way, one locked) leaves the repository as it was: no object moved, no
+    folder left."""
     quarantine = checked.quarantine
-    await asyncio.to_thread(_move_packs, quarantine.objects, quarantine.borrowed)
-    updates = "".join(f"update {target_ref(box, ref)} {sha}\n" for sha, ref in checked.heads)
-    with tempfile.TemporaryFile() as fh:
-        fh.write(updates.encode())
-        fh.seek(0)
-        await gitops.run_git(repo, "update-ref", "--stdin", stdin=fh)
+    refs = [(target_ref(box, ref), sha) for sha, ref in checked.heads]
+    folders = _new_folders(quarantine.borrowed.parent, [ref for ref, _ in refs])
+    proc = await gitops.start_git(
+        repo, "update-ref", "--stdin", stdin=asyncio.subprocess.PIPE, env=quarantine.seen(),
+        bounded=True,
+    )  # fmt: skip
+    placed: list[Path] = []
+    try:
+        await _send(proc, "start\n" + "".join(f"update {r} {sha}\n" for r, sha in refs))
+        await _send(proc, "prepare\n")
+        if not (await _answer(proc, "start") and await _answer(proc, "prepare")):
+            why = last_line(await _finish(proc)) or "no answer"
+            raise BundleRefused(
+                f"the box's branches cannot land in {repo} ({why}): refused, nothing fetched"
+            )
+        placed = await asyncio.to_thread(_move_packs, quarantine.objects, quarantine.borrowed)
+        await _send(proc, "commit\n")
+        if not await _answer(proc, "commit"):
+            raise GitError(
+                f"git update-ref failed: {last_line(await _finish(proc)) or 'no answer'}"
+            )
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await _finish(proc)
+        await asyncio.to_thread(_unplace, placed)
+        _remove_empty(folders)
+        raise
+    await _finish(proc)

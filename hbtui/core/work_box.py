@@ -5,13 +5,16 @@ as argv (never spliced into the script). Its output is untrusted: the lines hbtu
 start with TAG, everything is size-capped while it streams, and a bundle travels as
 base64 lines that are decoded and counted against the cap as they arrive (and handed on
 at once: hbtui.core.intake indexes it while it streams), so a box cannot make the host
-hold or store more than the cap.
+hold or store more than the cap. A step that reads the box's work (diff, pull) is given
+up when the box goes silent: less than IDLE_BYTES in the idle bound.
 """
 
 from __future__ import annotations
 
+import asyncio
 import binascii
 import contextlib
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -19,12 +22,15 @@ from hbtui import boxtext
 from hbtui.core.gitops import SEED_REF, WIP_REF
 from hbtui.core.hosts import Host
 from hbtui.engine import EngineError, EngineLineTooLong
-from hbtui.errors import HbtuiError
+from hbtui.errors import HbtuiError, UsageError
 
 AGENT = "agent"
 WORK_DIR = "/data/home/agent/work"
 TAG = "::hbtui-work::"
 STEP_TIMEOUT = 600.0
+IDLE_ENV = "HBTUI_BOX_IDLE_SECONDS"  # the idle bound of a step reading a box's work
+IDLE_DEFAULT = 60.0
+IDLE_BYTES = 1024  # what the box must send in each idle bound: a drip is silence too
 B64_WIDTH = 65536  # characters of base64 a line (the engine's line limit is 1 MiB)
 
 # $1 bundle (readable by agent)  $2 clone folder  $3 branch  $4 seed commit  $5 box name
@@ -66,7 +72,9 @@ echo "{TAG} end"
 # more (a count to see whether there is anything, a --boundary walk for its
 # prerequisites) and makes a thin pack. Its one prerequisite is the seed, which every
 # object left out is reachable from (`^seed`). It streams out as it is made, after its
-# `data` line; `fail` instead of `end` when making it failed (git's words follow).
+# `data` line; `fail` instead of `end` when making it failed (git's words follow). A file
+# over 64 MiB goes whole, not as a delta: the host streams it through its index, where
+# a delta's result and base would be held (gitops.BOX_GIT_MEMORY).
 PULL_SCRIPT = f"""set -u -o pipefail
 cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
 t=$(mktemp -d) || exit 3
@@ -88,8 +96,8 @@ if [ ${{#2}} = 64 ]; then f='# v3 git bundle\\n@object-format=sha256\\n'; else f
 printf "$f-%s\\n" "$2" > "$t/head" && cat "$t/heads" >> "$t/head" && echo >> "$t/head" || exit 5
 {{ cut -d' ' -f1 "$t/heads"; echo "^$2"; }} > "$t/revs" || exit 5
 echo "{TAG} data"
-if {{ cat "$t/head" && git pack-objects -q --revs --stdout --delta-base-offset \\
-        < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
+if {{ cat "$t/head" && git -c core.bigFileThreshold=64m pack-objects -q --revs --stdout \\
+        --delta-base-offset < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
     echo "{TAG} end"
 else
     echo "{TAG} fail"
@@ -191,6 +199,50 @@ class Answer:
         return words[-1][:200] if words else f"exit status {self.returncode}"
 
 
+def idle_bound() -> float:
+    """The seconds a box may go silent in a step reading its work (`HBTUI_BOX_IDLE_SECONDS`,
+    default 60; the step's own bound, 600 s, stays)."""
+    text = os.environ.get(IDLE_ENV, "")
+    if not text:
+        return IDLE_DEFAULT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= STEP_TIMEOUT:
+        raise UsageError(
+            f"{IDLE_ENV} must be a number of seconds up to {STEP_TIMEOUT:g}, not {text!r}"
+        )
+    return seconds
+
+
+async def _watched(
+    lines: AsyncIterator[str], box: str, doing: str, idle: float
+) -> AsyncIterator[str]:
+    """`lines`, given up once the box sends less than IDLE_BYTES in `idle` seconds (a
+    box that went silent, or drips its answer, holds nobody for the step's 600 s)."""
+    loop = asyncio.get_running_loop()
+    since, got = loop.time(), 0
+    while True:
+        waiting = asyncio.timeout_at(since + idle)
+        try:
+            async with waiting:
+                line = await anext(lines)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            if not waiting.expired():
+                raise
+            raise BoxAnswerRefused(
+                f"box {box} went silent while {doing} (less than {IDLE_BYTES} bytes in "
+                f"{idle:g} s): given up"
+            ) from None
+        got += len(line) + 1
+        if got >= IDLE_BYTES:
+            since, got = loop.time(), 0
+        yield line
+
+
 def _split(line: str) -> tuple[str, str]:
     word, _, rest = line[len(TAG) :].strip().partition(" ")
     return word, rest
@@ -198,14 +250,18 @@ def _split(line: str) -> tuple[str, str]:
 
 @contextlib.asynccontextmanager
 async def _lines(
-    host: Host, box: str, script: str, args: list[str], timeout: float = STEP_TIMEOUT
-) -> AsyncIterator[tuple[AsyncIterator[str], list[int | None]]]:
+    host: Host, box: str, script: str, args: list[str], timeout: float = STEP_TIMEOUT,
+    doing: str = "",
+) -> AsyncIterator[tuple[AsyncIterator[str], list[int | None]]]:  # fmt: skip
     """A step's output lines, and (once they end) its exit status; the step is killed
-    when the block is left early."""
+    when the block is left early. `doing`: what the step does, for a step given up
+    when the box goes silent (none is, without)."""
+    idle = idle_bound() if doing else 0.0  # a bad one stops the step before it starts
     stream = host.engine.exec_stream(
         box, ["bash", "-c", script, "hbtui", *args], user=AGENT, timeout=timeout
     )
-    lines = aiter(stream)
+    inner = aiter(stream)
+    lines = _watched(inner, box, doing, idle) if doing else inner
     status: list[int | None] = [None]
     try:
         yield lines, status
@@ -213,17 +269,20 @@ async def _lines(
     except EngineLineTooLong:
         raise BoxAnswerRefused("the box answered a line longer than 1 MiB: refused") from None
     finally:
-        with contextlib.suppress(EngineError, RuntimeError, ValueError):
-            await lines.aclose()  # type: ignore[attr-defined]
+        for each in (lines, inner):
+            with contextlib.suppress(EngineError, RuntimeError, ValueError):
+                await each.aclose()  # type: ignore[attr-defined]
 
 
 async def run_step(
-    host: Host, box: str, script: str, args: list[str], cap: int, timeout: float = STEP_TIMEOUT
-) -> Answer:
-    """Run a step and keep its output, at most `cap` characters of it."""
+    host: Host, box: str, script: str, args: list[str], cap: int, timeout: float = STEP_TIMEOUT,
+    doing: str = "",
+) -> Answer:  # fmt: skip
+    """Run a step and keep its output, at most `cap` characters of it (`doing`: see
+    _lines)."""
     answer = Answer()
     in_body = False
-    async with _lines(host, box, script, args, timeout) as (lines, status):
+    async with _lines(host, box, script, args, timeout, doing) as (lines, status):
         async for line in lines:
             answer.size += len(line) + 1
             if answer.size > cap:
@@ -254,7 +313,8 @@ async def fetch_bundle(
     answer = Answer()
     written = 0
     state = "head"  # then "data", then "done"
-    async with _lines(host, box, PULL_SCRIPT, args) as (lines, status):
+    lines_of = _lines(host, box, PULL_SCRIPT, args, doing="bundling its work for pull")
+    async with lines_of as (lines, status):
         async for line in lines:
             if state == "data":
                 if line in (f"{TAG} end", f"{TAG} fail"):

@@ -123,6 +123,7 @@ async def diff(
         answer = await work_box.run_step(
             host, name, work_box.DIFF_SCRIPT,
             [record.clone, record.seed, "patch" if patch else "stat"], cap=DIFF_MAX,
+            doing="reading its work for diff",
         )  # fmt: skip
     if answer.first("noclone") is not None:
         raise WorkError(f"box {name} has no clone at {record.clone}")

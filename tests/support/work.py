@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import struct
 import subprocess
+import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 from hbtui.core import gitops, intake
 from hbtui.core.intake import CheckedBundle
@@ -98,3 +102,90 @@ async def check_file(
         for at in range(0, len(data), 48 * 1024):
             await taking.feed(data[at : at + 48 * 1024])
         return await intake.check_bundle(taking, seed=seed, blob_max=blob_max, wip=wip)
+
+
+def _object_id(kind: str, body: bytes) -> bytes:
+    return hashlib.sha1(f"{kind} {len(body)}\0".encode() + body).digest()
+
+
+def _entry_head(kind: int, size: int) -> bytes:
+    """A pack entry's type and size: 3 bits and 4 bits, then 7 bits a byte."""
+    out, byte, size = bytearray(), (kind << 4) | (size & 0xF), size >> 4
+    while size:
+        out.append(byte | 0x80)
+        byte, size = size & 0x7F, size >> 7
+    return bytes(out + bytes([byte]))
+
+
+def _varint(n: int) -> bytes:
+    """A delta's sizes: 7 bits a byte, least significant first."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
+def _back(distance: int) -> bytes:
+    """An offset delta's distance back to its base, as git writes it."""
+    out = [distance & 0x7F]
+    while distance := distance >> 7:
+        distance -= 1
+        out.insert(0, 0x80 | distance & 0x7F)
+    return bytes(out)
+
+
+class _Pack:
+    """A pack written as it goes, its checksum kept as it goes."""
+
+    def __init__(self, out: BinaryIO, count: int) -> None:
+        self.out, self.hash, self.at = out, hashlib.sha1(), 0
+        self.write(b"PACK" + struct.pack(">II", 2, count))
+
+    def write(self, data: bytes) -> None:
+        self.out.write(data)
+        self.hash.update(data)
+        self.at += len(data)
+
+    def entry(self, kind: int, size: int, chunks: list[bytes], repeat: int = 1) -> int:
+        """An entry of `size` bytes (`chunks`, `repeat` times over); where it begins."""
+        began = self.at
+        self.write(_entry_head(kind, size))
+        squeeze = zlib.compressobj(9)
+        for _ in range(repeat):
+            for chunk in chunks:
+                self.write(squeeze.compress(chunk))
+        self.write(squeeze.flush())
+        return began
+
+
+def bundle_by_hand(path: Path, seed: str, *, mib: int, copies: int = 0) -> str:
+    """A bundle written byte by byte, as a hostile box may: branch hb/b1, one commit on
+    the seed whose tree holds a file of `mib` MiB of zeros; with `copies`, also a delta
+    on that file that no tree names, each of its `copies` instructions a copy of 16 MiB
+    of it: four bytes of delta ask for 16 MiB of object (a delta bomb). The file is
+    written a piece at a time, never held. Returns the commit."""
+    piece, zeros = bytes(1 << 20), mib << 20
+    blob_hash = hashlib.sha1(f"blob {zeros}\0".encode())
+    for _ in range(mib):
+        blob_hash.update(piece)
+    tree = b"100644 zeros\0" + blob_hash.digest()
+    commit = (
+        f"tree {_object_id('tree', tree).hex()}\nparent {seed}\n"
+        "author a <a@a> 0 +0000\ncommitter a <a@a> 0 +0000\n\nwork\n"
+    ).encode()
+    head = _object_id("commit", commit).hex()
+    step = min(zeros, 0xFFFFFF)
+    copy = b"\xf0" + step.to_bytes(3, "little")  # copy `step` bytes from the base's start
+    delta = _varint(zeros) + _varint(copies * step) + copy * copies
+    with open(path, "wb") as out:
+        out.write(f"# v2 git bundle\n-{seed}\n{head} refs/heads/hb/b1\n\n".encode())
+        pack = _Pack(out, 4 if copies else 3)
+        pack.entry(1, len(commit), [commit])
+        pack.entry(2, len(tree), [tree])
+        base = pack.entry(3, zeros, [piece], mib)
+        if copies:
+            began = pack.at
+            pack.write(_entry_head(6, len(delta)) + _back(began - base) + zlib.compress(delta))
+        out.write(pack.hash.digest())
+    return head
