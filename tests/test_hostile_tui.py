@@ -10,9 +10,12 @@ workload log is the corpus: the host terminal's title and clipboard stay as they
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import DataTable
 from tui_fake_agents import NOW_TS
@@ -42,9 +45,11 @@ from hbtui.tui.screens.details import DetailsScreen
 from hbtui.tui.screens.diff import DiffScreen
 from hbtui.tui.screens.progress import ProgressScreen
 
-from support import ROOT
+from support import HBTUI_BIN, ROOT, SIM_RECIPE
+from support.cli import as_root, hbtui, ok
 from support.hostile import CORPUS, EVERYTHING, unsafe
 from support.pilot import SIZE, make_app, notes, operations_done, settled, until
+from support.tmux import SOCKET, tmux, wait_screen
 from tui_fakes import FakeService
 
 RAW = EVERYTHING  # as a box says it
@@ -415,6 +420,52 @@ async def test_extract_shows_an_archives_names_plainly():
         await said(pilot, app, "extract: done extracted into /tmp/out[/]dir")
         await operations_done(pilot, app)
         plain_screen(app)
+
+
+# -- a real terminal ---------------------------------------------------------------------------
+
+
+@pytest.mark.terminal
+@pytest.mark.sim
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+def test_a_workload_log_of_escapes_leaves_the_host_terminal_as_it_was(sim_env, tmp_path):
+    """The installed dashboard in tmux shows a simulator box's workload log, which its root
+    filled with the corpus: the terminal's title and clipboard (tmux's, set-clipboard on)
+    stay as they were, the screen is not cleared, and none of the corpus's escapes is in
+    what the dashboard wrote. A printf of the same kind before it shows the terminal acts
+    on them."""
+    ok(hbtui("new", "b1", "-q", "--recipe", str(SIM_RECIPE), env=sim_env))
+    as_root(sim_env, "b1", "cat > /proc/1/fd/1", input=f"{LINES}\n".encode())  # its log
+    session, stream = f"hostile-{tmp_path.name}"[:40], tmp_path / "written"
+    env = dict(sim_env, TERM="xterm-256color")
+    env_args = [
+        arg
+        for key, value in env.items()
+        if key.startswith(("HBTUI", "PATH", "TERM"))
+        for arg in ("-e", f"{key}={value}")
+    ]
+    probe = r"printf '\033]52;c;cHJvYmU=\007\033]0;probe title\007'"
+    try:
+        tmux("new-session", "-d", "-s", "first", "sh")  # the server, to set its options
+        tmux("set-option", "-s", "set-clipboard", "on")
+        tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, "sh")
+        tmux("pipe-pane", "-o", "-t", session, f"cat >> {stream}")
+        tmux("send-keys", "-t", session, f"{probe}; exec {HBTUI_BIN}", "Enter")
+        wait_screen(session, lambda s: "Help" in s and " b1 " in s, 30, "the dashboard")
+        title = tmux("display-message", "-p", "-t", session, "#{pane_title}").strip()
+        assert title == "probe title"  # the terminal acts on OSC 0 and OSC 52
+        assert tmux("show-buffer") == "probe"
+        tmux("send-keys", "-t", session, "t")
+        screen = wait_screen(session, lambda s: "echo [/] missing" in s, 30, "the log")
+        assert "Workload log" in screen and "https://github.com/org/repo" in screen
+        assert tmux("display-message", "-p", "-t", session, "#{pane_title}").strip() == title
+        assert tmux("list-buffers", "-F", "#{buffer_sample}").split() == ["probe"]
+        tmux("send-keys", "-t", session, "q")
+        wait_screen(session, lambda s: "Help" not in s, 30, "the dashboard to quit")
+        written = stream.read_bytes().decode(errors="replace").split("probe title\x07", 1)[1]
+        assert not [p for p in PAYLOADS if p in written]
+    finally:
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
 
 
 # -- the guard ---------------------------------------------------------------------------------
