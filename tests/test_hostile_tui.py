@@ -422,6 +422,16 @@ async def test_extract_shows_an_archives_names_plainly():
         plain_screen(app)
 
 
+async def test_ctrl_c_says_how_to_quit_in_plain_words():
+    """Textual's own hint is markup; every toast being plain, the dashboard says it plainly."""
+    app = make_app(FakeService(), refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        note = await said(pilot, app, "Do you want to quit?")
+        assert note.startswith("Do you want to quit? Press ") and "[b]" not in note
+        assert note.endswith(" to quit the app")
+
+
 # -- a real terminal ---------------------------------------------------------------------------
 
 
