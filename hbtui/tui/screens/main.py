@@ -194,7 +194,7 @@ class MainScreen(AgentPanel):
             )
         line += Content.assemble("  ", (f"· listed at {self.clock().astimezone():%H:%M:%S}", "dim"))
         line += self.agents_status()
-        if line != self._status:
+        if line.markup != self._status.markup:  # (Content's == compares its text only)
             self._status = line
             self._draw_status()
 
