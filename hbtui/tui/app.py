@@ -21,10 +21,11 @@ from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.notifications import Notify
+from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from hbtui import boxtext
 from hbtui.config import check_keymap
 from hbtui.tui.actions import MAIN, default_keys, in_scope, scopes
 from hbtui.tui.agents import Agents
@@ -34,6 +35,7 @@ from hbtui.tui.work_actions import WorkActions
 
 TEXTUAL_DUPLICATES = ("Quit", "Keys")  # Textual's palette entries the dashboard has its own of
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+QUITS = ("quit", "app.quit")  # the actions a key that quits runs
 
 
 class HbtuiApp(WorkActions, Agents):
@@ -132,6 +134,33 @@ class HbtuiApp(WorkActions, Agents):
                 )
 
     # -- notifications -----------------------------------------------------------------------
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every toast is plain text, whoever asks (Textual's `Widget.notify` asks for
+        markup): what it says may quote a box (what an agent waits for, git's error, a file
+        name in an archive), and as markup a `[@click=app.…]` in it would run an action when
+        the toast is clicked, a `[/]` end the dashboard."""
+        super().notify(
+            boxtext.lines(message),
+            title=boxtext.line(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
+    def action_help_quit(self) -> None:
+        """Ctrl+C: how to quit (Textual's own says it in markup, which `notify` shows plain)."""
+        keys = [k for k, a in self.active_bindings.items() if a.binding.action in QUITS]
+        if keys:
+            self.notify(f"Press {keys[0]} to quit the app", title="Do you want to quit?")
 
     def _on_notify(self, event: Notify) -> None:
         """The same toast again, while the first still shows, replaces it with a count

@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
+from hbtui import boxtext
 from hbtui.errors import HbtuiError
 from hbtui.events import Event, Report
+from hbtui.tui import plain
 from hbtui.tui.activity import Activity, BoxKey
 
 if TYPE_CHECKING:
@@ -37,10 +39,11 @@ Call = Callable[[Report], Awaitable[object]]  # one Service call, given its Repo
 
 
 def describe_error(exc: BaseException) -> str:
-    """The one line a notification shows for a failure (a bug's type when it says nothing)."""
+    """The one plain line the dashboard shows for a failure (a bug's type when it says
+    nothing): an error may quote what a box said (git's stderr, a file name in an archive)."""
     if isinstance(exc, HbtuiError):
-        return exc.message
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return boxtext.line(exc.message)
+    return boxtext.line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
 
 
 class ProgressView(Protocol):
@@ -94,9 +97,10 @@ class Operation:
         return f"{self.name} {self.key[1]}" if self.key else self.name
 
     def report(self, event: Event) -> None:
-        """The Report the core call gets; any thread may call it."""
+        """The Report the core call gets; any thread may call it. What a box wrote in an
+        event is made plain here, before anything keeps it (see `hbtui.tui.plain`)."""
         with self._lock:
-            self._pending.append(event)
+            self._pending.append(plain.event(event))
             if len(self._pending) > 1:
                 return  # a flush is already on its way
         if threading.get_ident() == self._loop_thread:

@@ -14,6 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from hbtui.errors import HbtuiError
+from hbtui.tui import plain
 from hbtui.tui.activity import MAX_LINES, BoxKey
 from hbtui.tui.base import DashboardBase
 from hbtui.tui.messages import (
@@ -96,7 +97,8 @@ class Queries(DashboardBase):
         except (HbtuiError, OSError):
             return  # a box without a readable log just shows none
         if log is not None:
-            self._to_main(ProvisionLogLoaded(key, log.path, log.events))
+            events = [plain.event(e) for e in log.events]  # what the box wrote, made plain
+            self._to_main(ProvisionLogLoaded(key, log.path, events))
 
     # -- details and live figures --------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from hbtui.core.passphrase import SecretsPassphraseNeeded
 from hbtui.core.views import BoxView
 from hbtui.errors import Cancelled, HbtuiError, PassphraseRefused
 from hbtui.events import Phase, Reserved
+from hbtui.tui import plain
 from hbtui.tui.activity import Activity, BoxKey
 from hbtui.tui.operations import (
     Call,
@@ -106,9 +107,9 @@ class Running(Queries):
             error, cancelled = "cancelled; whatever it made was rolled back", True
             raise
         except Cancelled as exc:  # the core rolled back and says what it undid
-            error, cancelled = exc.message, True
+            error, cancelled = describe_error(exc), True
         except SecretsPassphraseNeeded as exc:  # the dashboard asks (see _ask_to_unlock)
-            error, locked = exc.message, True
+            error, locked = describe_error(exc), True
         except Exception as exc:
             error = describe_error(exc)
             hint = (exc.hint or "") if isinstance(exc, HbtuiError) else ""
@@ -353,6 +354,6 @@ class Running(Queries):
                 continue
             operation = next((o for o in self.operations if o.worker is worker), None)
             activity = self._activity_of(operation) if operation is not None else None
-            last = Text.from_ansi(activity.lines[-1]) if activity and activity.lines else Text()
+            last = plain.row(activity.lines[-1]) if activity and activity.lines else Text()
             lines.append(Text.assemble(("⟳ ", "yellow"), worker.description, ": ", last))
         return lines

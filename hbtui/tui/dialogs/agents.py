@@ -41,7 +41,9 @@ class SessionPicker(Dialog[str]):
         self.sessions = sessions
 
     def compose_body(self) -> ComposeResult:
-        yield Static(f"{len(self.sessions)} agent sessions in {self.box}: {self.what} which?")
+        yield Static(
+            f"{len(self.sessions)} agent sessions in {self.box}: {self.what} which?", markup=False
+        )
         yield OptionList(
             *(Option(session_label(s), id=s.session_id) for s in self.sessions), id="sessions"
         )
@@ -79,9 +81,9 @@ class SendDialog(Dialog[str]):
         to = f"the agent in {self.box}"
         if self.session is not None:
             to = f"{self.session.agent} ({self.session.session_id[:8]}) in {self.box}"
-        yield Static(f"Typed into {to}'s pane, then Enter.")
+        yield Static(f"Typed into {to}'s pane, then Enter.", markup=False)
         yield Field(placeholder="the answer, or the next prompt", id="line")
-        yield Label("", id="error", classes="problem")
+        yield Label("", id="error", classes="problem", markup=False)
         with Horizontal(classes="buttons"):
             yield Button("Send", variant="primary", id="ok")
             yield Button("Cancel", id="cancel")

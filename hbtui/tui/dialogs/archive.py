@@ -101,7 +101,8 @@ class SaveDialog(FormDialog[SaveRequest]):
                 "Save ",
                 (self.view.name, "bold"),
                 " to an encrypted archive (the box is paused meanwhile).",
-            )
+            ),
+            markup=False,
         )
         yield Label("Destination file (empty: the backups folder)")
         yield Field(placeholder="~/backups/NAME-DATE.hbx", id="output")
@@ -167,13 +168,13 @@ class ArchiveForm(FormDialog[R]):
         self.again_error = error
 
     def compose_form(self) -> ComposeResult:
-        yield Label(f"Archives in {self.folder}", id="archives-title")
+        yield Label(f"Archives in {self.folder}", id="archives-title", markup=False)
         table: DataTable[Text] = DataTable(id="archives", cursor_type="row", zebra_stripes=True)
         table.add_columns("Box", "Saved (UTC)", "Size", "Format", "Verified")
         yield table
         yield Label("Archive file (picked above; or a path, relative to that folder first)")
         yield Field(placeholder="box-20261129T120000Z.hbx or /path/to/box.hbx", id="archive")
-        yield Label("", id="archive-problem", classes="problem")
+        yield Label("", id="archive-problem", classes="problem", markup=False)
         yield from self.compose_rest()
 
     def compose_rest(self) -> ComposeResult:
@@ -258,7 +259,7 @@ class LoadDialog(ArchiveForm[LoadRequest]):
         yield from passphrase_inputs(twice=False)
         yield Label("Name of the new box")
         yield Field(placeholder="a-z, 0-9 and -", id="name")
-        yield Label("", id="name-problem", classes="problem")
+        yield Label("", id="name-problem", classes="problem", markup=False)
         yield from host_select(self.service.host_names())
 
     @property

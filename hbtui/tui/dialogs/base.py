@@ -132,7 +132,7 @@ class Dialog(Closable[R | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.TITLE_TEXT, classes="dialog-title")
+            yield Label(self.TITLE_TEXT, classes="dialog-title", markup=False)
             yield from self.compose_body()
         yield KeyFooter(compact=True)  # this dialog's keys, over the main screen's
 
@@ -216,7 +216,7 @@ class FormDialog(Dialog[R]):
 
     def compose_body(self) -> ComposeResult:
         yield from self.compose_form()
-        yield Label("", id="error", classes="problem")
+        yield Label("", id="error", classes="problem", markup=False)
         with Horizontal(classes="buttons"):
             yield Button(self.START_LABEL, variant="primary", id="ok")
             yield Button("Cancel", id="cancel")

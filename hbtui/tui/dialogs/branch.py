@@ -68,13 +68,13 @@ class BranchDialog(Dialog[BranchRequest]):
                 "again; its running processes are not carried over. "
                 "(Make boxes with --branchable to branch them at once.)",
             )
-        yield Static(how, classes="hint")
+        yield Static(how, classes="hint", markup=False)
         yield Label("Name of the new box")
         yield Field(value=f"{v.name}-b", placeholder="a-z, 0-9 and -", id="name")
-        yield Label("", id="name-problem", classes="problem")
+        yield Label("", id="name-problem", classes="problem", markup=False)
         yield Label("Port")
         yield Field(value="auto", id="port")
-        yield Label("", id="port-problem", classes="problem")
+        yield Label("", id="port-problem", classes="problem", markup=False)
         with Horizontal(classes="buttons"):
             yield Button("Branch", variant="primary", id="ok")
             yield Button("Cancel", id="cancel")

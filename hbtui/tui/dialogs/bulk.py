@@ -29,7 +29,8 @@ class BulkSaveDialog(SaveDialog):
         names = ", ".join(v.name for v in self.views)
         yield Static(
             f"Save {len(self.views)} boxes ({names}) to encrypted archives in the backups "
-            "folder, one each, all with this passphrase (each box is paused while it is saved)."
+            "folder, one each, all with this passphrase (each box is paused while it is saved).",
+            markup=False,
         )
         yield from passphrase_inputs(twice=True)
         yield Checkbox("Verify each archive after writing it", value=True, id="verify")

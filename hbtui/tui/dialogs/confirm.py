@@ -39,8 +39,8 @@ class ConfirmDialog(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title")
-            yield Static(self.question, id="question")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
+            yield Static(self.question, id="question", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button(f"{self.yes} (y)", variant="error", id="yes")
                 yield Button(f"{self.no} (n)", id="no")
@@ -71,7 +71,7 @@ class QuitScreen(ModalScreen[None]):
         with Vertical(classes="dialog"):
             yield Label("Quitting", classes="dialog-title")
             yield Static("Cancelled; waiting for the rollback of:")
-            yield Static(id="operations")
+            yield Static(id="operations", markup=False)
         yield KeyFooter(compact=True)  # this screen's keys, over the main screen's
 
     def on_mount(self) -> None:

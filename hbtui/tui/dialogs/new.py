@@ -150,7 +150,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     def compose_body(self) -> ComposeResult:
         yield Label("Name")
         yield Field(placeholder="a-z, 0-9 and -", id="name")
-        yield Label("", id="name-problem", classes="problem")
+        yield Label("", id="name-problem", classes="problem", markup=False)
         yield from host_select(self.hosts)
         with Horizontal(classes="row"):
             with Vertical():
@@ -159,8 +159,8 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             with Vertical(classes="wide"):
                 yield Label("Recipe (a folder with provision/provision.sh)")
                 yield Field(placeholder="reading the configured recipe…", id="recipe")
-        yield Label("", id="recipe-problem", classes="problem")
-        yield Label("", id="plan", classes="hint")
+        yield Label("", id="recipe-problem", classes="problem", markup=False)
+        yield Label("", id="plan", classes="hint", markup=False)
         yield LazySection(
             "Options: base, branchable, credentials, egress, CPUs, memory",
             partial(compose_options, self.value, self.keep),
@@ -174,10 +174,10 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         with Horizontal(classes="row"):
             yield Label("Port", classes="inline")
             yield Field(value=self._fields()["#port"], id="port")
-        yield Label("", id="port-problem", classes="problem")
-        yield Label(PORT_HINT, id="port-hint", classes="hint")
+        yield Label("", id="port-problem", classes="problem", markup=False)
+        yield Label(PORT_HINT, id="port-hint", classes="hint", markup=False)
         yield PortGrid(id="new-port-grid")
-        status = Label("", id="request-status")
+        status = Label("", id="request-status", markup=False)
         status.display = False  # until Create is pressed
         yield status
         with Horizontal(classes="buttons"):

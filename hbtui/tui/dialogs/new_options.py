@@ -59,10 +59,10 @@ def compose_options(value: Callable[[str], Any], keep: Keep) -> ComposeResult:
                     id="egress",
                 )
             )
-    yield keep(Label("", id="credentials-problem", classes="problem"))
-    yield keep(Label("Allow list (hosts, comma-separated)", id="allow-label"))
+    yield keep(Label("", id="credentials-problem", classes="problem", markup=False))
+    yield keep(Label("Allow list (hosts, comma-separated)", id="allow-label", markup=False))
     yield keep(Field(value=value("#allow"), placeholder="pypi.org,*.npmjs.org", id="allow"))
-    yield keep(Label("", id="allow-problem", classes="problem"))
+    yield keep(Label("", id="allow-problem", classes="problem", markup=False))
     with Horizontal(classes="row"):
         with Vertical():
             yield Label("CPUs")

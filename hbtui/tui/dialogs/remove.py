@@ -33,13 +33,14 @@ class RemoveDialog(Dialog[RemoveRequest]):
                 "? Its machine and its /data are removed and port ",
                 str(v.port or "-"),
                 " is freed.",
-            )
+            ),
+            markup=False,
         )
         if v.last_save:
-            yield Static(f"Last save: {v.last_save}", classes="hint")
+            yield Static(f"Last save: {v.last_save}", classes="hint", markup=False)
         else:
-            yield Static(Text("This box was never saved.", style="bold yellow"))
-        yield Label(f"Type {v.name} to confirm")
+            yield Static(Text("This box was never saved.", style="bold yellow"), markup=False)
+        yield Label(f"Type {v.name} to confirm", markup=False)
         yield Field(placeholder=v.name, id="confirm")
         with Horizontal(classes="buttons"):
             yield Button("Remove", variant="error", id="ok", disabled=True)

@@ -32,11 +32,12 @@ class SecretsPassphraseDialog(Dialog[bool]):
         yield Static(
             f"{self.why} needs the keys in the encrypted secrets file. Its passphrase "
             f"opens it for this session (set {SECRETS_PASSPHRASE_ENV} before starting "
-            "hbtui to skip this question)."
+            "hbtui to skip this question).",
+            markup=False,
         )
         yield Label("Passphrase")
         yield Field(password=True, id="passphrase", classes="secret")
-        yield Label("", id="error", classes="problem")
+        yield Label("", id="error", classes="problem", markup=False)
         with Horizontal(classes="buttons"):
             yield Button("Unlock", variant="primary", id="ok")
             yield Button("Cancel", id="cancel")

@@ -23,7 +23,9 @@ class UrlDialog(Dialog[None]):
         self.why = why
 
     def compose_body(self) -> ComposeResult:
-        yield Static(f"Could not open a browser ({self.why}). The web UI of {self.box} is at:")
+        yield Static(
+            f"Could not open a browser ({self.why}). The web UI of {self.box} is at:", markup=False
+        )
         yield Field(value=self.url, id="url")
         yield Static(
             "Copy puts it on your clipboard through the terminal (OSC 52; some terminals "

@@ -23,7 +23,7 @@ def compose_work_fields(keep: Callable[[Widget], object]) -> ComposeResult:
     repo = Field(placeholder=".  or  ~/src/app@main", id="repo")
     agent = Select([(a, a) for a in AGENTS], prompt="none", id="agent")
     task = Field(placeholder="make the flaky test in tests/io pass", id="task")
-    problem = Label("", id="work-problem", classes="problem")
+    problem = Label("", id="work-problem", classes="problem", markup=False)
     for widget in (repo, agent, task, problem):
         keep(widget)
     with Horizontal(classes="row"):

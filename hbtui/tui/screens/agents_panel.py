@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
+from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
 
@@ -141,16 +141,18 @@ class AgentPanel(Screen[None]):
         # Without an agent anywhere the agent keys are left out of the footer.
         return self.any_agents if action in AGENT_ACTIONS else True
 
-    def agents_status(self) -> str:
-        """The status line's part: how many boxes need you (markup)."""
+    def agents_status(self) -> Content:
+        """The status line's part: how many boxes need you."""
         if self.agents_error:
-            return f"  [red]agents: {escape(self.agents_error)}[/]"
+            return Content.assemble("  ", (f"agents: {self.agents_error}", "red"))
         count = self._waiting_count()
         if not count:
-            return ""
-        line = f"  [b yellow]● {count} need{'s' if count == 1 else ''} you[/]"
+            return Content()
+        line = Content.assemble(
+            "  ", (f"● {count} need{'s' if count == 1 else ''} you", "b yellow")
+        )
         key = self.key_of("next_needs_you")
-        return line + (f" [dim]({escape(key)}: next)[/]" if key else "")
+        return Content.assemble(line, " ", (f"({key}: next)", "dim")) if key else line
 
     def key_of(self, action: str) -> str:
         """The key that runs `action` here, as the footer shows it (remapped or not)."""

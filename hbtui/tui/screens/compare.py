@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from hbtui import boxtext
 from hbtui.tui.actions import TRY
 from hbtui.tui.keys import bindings
 from hbtui.tui.screens.diff import fill_table
@@ -84,9 +85,9 @@ class TryScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(Text(f"asking the boxes of {self.try_name}…"), id="try-summary")
+        yield Static(Text(f"asking the boxes of {self.try_name}…"), id="try-summary", markup=False)
         yield DataTable(id="try-rows", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="try-output")
+        yield Static("", id="try-output", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -119,7 +120,7 @@ class TryScreen(Screen[None]):
         cells = []
         for r in rows:
             if r.error:
-                work = [Text(r.error, style="red"), Text(""), Text("")]
+                work = [Text(boxtext.line(r.error), style="red"), Text(""), Text("")]
             else:
                 work = [Text(str(r.commits)), Text(str(r.files)), Text(f"+{r.added} -{r.deleted}")]
             cells.append([Text(r.box), Text(r.agent), *work, check_text(r, record.check)])
@@ -149,9 +150,9 @@ class TryScreen(Screen[None]):
             shown = Text(f"{box}: no check result yet" if box else "", style="dim")
         else:
             shown = Text(f"{box}: the check's output (its end)\n", style="bold")
-            shown.append_text(Text(check.output))
+            shown.append_text(Text(boxtext.lines(check.output)))
         if row is not None and row.note:  # how its agent ended at its start (the box's words)
-            shown = Text.assemble((f"{box}: {row.note}\n", "yellow"), shown)
+            shown = Text.assemble((f"{box}: {boxtext.line(row.note)}\n", "yellow"), shown)
         output.update(shown)
 
     def action_keep(self) -> None:

@@ -12,7 +12,6 @@ import json
 from collections import deque
 from typing import ClassVar
 
-from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -20,6 +19,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Sparkline, Static
 
+from hbtui import boxtext
 from hbtui.core.views import BoxDetails, BoxStats, DetailSection
 from hbtui.tui.activity import BoxKey
 
@@ -28,13 +28,14 @@ HISTORY = 60  # figures kept per box: two minutes at the default refresh
 
 
 def section_text(section: DetailSection) -> Text:
-    """A section as aligned label/value lines; long values wrap under their value."""
+    """A section as aligned label/value lines; long values wrap under their value. A value
+    may be what a box said (its work's branch, its last error): one plain line."""
     text = Text()
     text.append(section.title + "\n", style="bold cyan")
     width = max((len(label) for label, _ in section.fields), default=0)
     for label, value in section.fields:
         text.append(f"  {label:<{width}}  ", style="dim")
-        text.append(value + "\n")
+        text.append(boxtext.line(value) + "\n")
     return text
 
 
@@ -56,14 +57,14 @@ class DetailsScreen(Screen[None]):
         yield Header()
         with Horizontal(id="live"):
             with Vertical(classes="gauge"):
-                yield Static("CPU", id="cpu-label")
+                yield Static("CPU", id="cpu-label", markup=False)
                 yield Sparkline([], id="cpu-spark")
             with Vertical(classes="gauge"):
-                yield Static("Memory", id="memory-label")
+                yield Static("Memory", id="memory-label", markup=False)
                 yield Sparkline([], id="memory-spark")
         with VerticalScroll(id="details-body"):
-            yield Static(f"asking for the details of {escape(self.key[1])}…", id="sections")
-            yield Static("", id="raw")
+            yield Static(f"asking for the details of {self.key[1]}…", id="sections", markup=False)
+            yield Static("", id="raw", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:

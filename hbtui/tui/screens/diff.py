@@ -233,7 +233,9 @@ class DiffScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(Text(f"colouring the patch of {self.key[1]}…"), id="diff-summary")
+        yield Static(
+            Text(f"colouring the patch of {self.key[1]}…"), id="diff-summary", markup=False
+        )
         yield DataTable(id="diff-files", cursor_type="row", zebra_stripes=True)
         yield PatchView(id="diff-patch")
         yield Input(placeholder="search the patch (enter)", id="diff-search")

@@ -42,6 +42,7 @@ class HelpScreen(ModalScreen[None]):
                     "opens the command palette, esc closes a dialog.",
                 ),
                 classes="hint",
+                markup=False,
             )
         yield KeyFooter(compact=True)  # this screen's keys, over the main screen's
 

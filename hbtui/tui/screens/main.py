@@ -21,13 +21,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
-from rich.markup import escape
 from textual._styles_cache import StylesCache
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.widgets import Header, Input, Static
 
+from hbtui import boxtext
 from hbtui.core.views import BOX, MISSING, BoxListing, BoxView
 from hbtui.events import MachineState
 from hbtui.names import LOCAL
@@ -77,7 +78,7 @@ class MainScreen(AgentPanel):
         # What operations returned about boxes (None: gone), and when: newer than
         # any listing asked for before that moment.
         self._reported: dict[BoxKey, tuple[BoxView | None, float]] = {}
-        self._status = ""
+        self._status = Content()
         self.bases = 0  # how many bases the last listing found (the status line says)
 
     def compose(self) -> ComposeResult:
@@ -90,7 +91,7 @@ class MainScreen(AgentPanel):
             with Vertical(id="ports-panel"):
                 yield Static("Port allocator", classes="panel-title")
                 yield PortGrid(id="port-grid")
-        yield Static("", id="host-status")
+        yield Static("", id="host-status", markup=False)
         yield CommandLine(COMMANDS, id="command-line")
         yield KeyFooter(compact=True)
 
@@ -175,21 +176,25 @@ class MainScreen(AgentPanel):
 
     def _show_status(self, listing: BoxListing) -> None:
         if listing.errors:
-            line = "  ".join(
-                f"[b red]host {h} unreachable:[/] {escape(why)}"
+            line = Content("  ").join(
+                Content.assemble((f"host {h} unreachable:", "bold red"), " ", boxtext.line(why))
                 for h, why in listing.errors.items()
             )
         else:
             hosts = sorted({v.host for v in listing.boxes} | {LOCAL})
             bases = f" · {self.bases} base{'s' if self.bases != 1 else ''}" if self.bases else ""
-            line = (
-                f"[green]●[/] hosts: {', '.join(hosts)}   "
-                f"[dim]{_count(len(listing.boxes), 'box', 'boxes')}{bases}"
-                f" · refresh {self.refresh_seconds:g}s[/]"
+            line = Content.assemble(
+                ("●", "green"),
+                f" hosts: {', '.join(hosts)}   ",
+                (
+                    f"{_count(len(listing.boxes), 'box', 'boxes')}{bases}"
+                    f" · refresh {self.refresh_seconds:g}s",
+                    "dim",
+                ),
             )
-        line += f"  [dim]· listed at {self.clock().astimezone():%H:%M:%S}[/]"
+        line += Content.assemble("  ", (f"· listed at {self.clock().astimezone():%H:%M:%S}", "dim"))
         line += self.agents_status()
-        if line != self._status:
+        if line.markup != self._status.markup:  # (Content's == compares its text only)
             self._status = line
             self._draw_status()
 
@@ -367,7 +372,7 @@ class MainScreen(AgentPanel):
 
     def action_refresh_now(self) -> None:
         """`r`: list now, and say so until the listing is back."""
-        self._status = "[b]refreshing…[/]"
+        self._status = Content.styled("refreshing…", "bold")
         self._draw_status()
         self.post_message(ListingWanted())
         self.want_agents()

@@ -23,6 +23,7 @@ from textual.widgets import Button, Label, ProgressBar
 
 from hbtui.events import Event, LogLine, Notice, Phase, Stage, Step, Transfer
 from hbtui.present import duration, human_bytes
+from hbtui.tui import plain
 from hbtui.tui.dialogs.base import DIALOG_CSS, Closable
 from hbtui.tui.operations import Operation
 from hbtui.tui.widgets.key_footer import KeyFooter
@@ -109,14 +110,14 @@ class ProgressScreen(Closable[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             with Vertical(classes="progress"):
                 if self.operation.name == "load":
-                    yield Label(stages_text(0, failed=False), id="stages")
-                yield Label(self.operation.name, id="phase")
+                    yield Label(stages_text(0, failed=False), id="stages", markup=False)
+                yield Label(self.operation.name, id="phase", markup=False)
                 yield ProgressBar(id="bytes", show_eta=False)
-                yield Label("", id="rate")
-            yield Label("", id="error", classes="problem")
+                yield Label("", id="rate", markup=False)
+            yield Label("", id="error", classes="problem", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
         yield KeyFooter(compact=True)  # this screen's keys, over the main screen's
@@ -152,7 +153,7 @@ class ProgressScreen(Closable[None]):
             label = self.meter.add(event)
             self.query_one("#rate", Label).update(f"{event.label}  {label}".strip())
         elif isinstance(event, LogLine) and event.stream == "stderr":
-            self.query_one("#rate", Label).update(Text.from_ansi(event.text))
+            self.query_one("#rate", Label).update(plain.row(event.text))
 
     def _restart_bar(self) -> None:
         """A new stage or pass: the bar waits for its own figures (indeterminate until then),

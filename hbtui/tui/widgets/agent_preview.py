@@ -19,6 +19,7 @@ from hbtui import boxtext
 from hbtui.core.agent_sessions import AgentSession
 from hbtui.names import LOCAL
 from hbtui.present import AGENT_STYLE, elapsed
+from hbtui.tui import plain
 from hbtui.tui.activity import BoxKey
 
 PREVIEW_LINES = 200
@@ -34,7 +35,7 @@ def screen_text(raw: str) -> Text:
         lines.pop()  # the blank rows under the prompt
     drawn = Text(end="", no_wrap=True)
     for i, line in enumerate(lines[-PREVIEW_LINES:]):
-        row = Text.from_ansi(line, no_wrap=True, end="")
+        row = plain.row(line)
         row.truncate(PREVIEW_WIDTH, overflow="ellipsis")
         if i:
             drawn.append("\n")
@@ -59,9 +60,9 @@ class AgentPreview(Vertical):
         self._raw: str | None = None  # what the screen was drawn from
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="agent-header")
+        yield Static("", id="agent-header", markup=False)
         with VerticalScroll():
-            yield Static("", id="agent-screen")
+            yield Static("", id="agent-screen", markup=False)
 
     @property
     def screen_text(self) -> str:

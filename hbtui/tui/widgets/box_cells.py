@@ -10,6 +10,7 @@ from datetime import datetime
 
 from rich.text import Text
 
+from hbtui import boxtext
 from hbtui.core.agent_sessions import BoxAgents
 from hbtui.core.views import BOX, MISSING, BoxStats, BoxView
 from hbtui.events import MachineState
@@ -89,7 +90,7 @@ def agent_text(row: BoxAgents, now: datetime) -> Text:
     """The box's leading agent session: its mark, status and how long it has been so
     (`● needs-you 4s`), `+2` for more sessions; why the box could not be asked, in red."""
     if row.error:
-        return Text(f"✗ {row.error}", style="red")
+        return Text(f"✗ {boxtext.line(row.error)}", style="red")
     session = lead(row)
     if session is None:
         return Text("")
@@ -122,7 +123,8 @@ def cells(
     elif activity is not None and activity.failure_stands(view.state, view.provisioning):
         prov = Text(f"✗ {activity.operation}: {activity.error}", style="bold red")
     else:
-        label = view.provisioning + (f": {view.error}" if view.error else "")
+        # The error names the step that failed, as the box's recipe called it.
+        label = view.provisioning + (f": {boxtext.line(view.error)}" if view.error else "")
         prov = Text(label, style=PROVISION_STYLE.get(view.provisioning, ""))
         if view.busy:  # another process's operation, or what an interrupted one left
             prov.append(f" · {view.busy}", style="yellow")

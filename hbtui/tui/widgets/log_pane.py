@@ -11,6 +11,9 @@ Inside the log: `/` searches (n/N next/previous, matches highlighted), `W`
 wraps long lines, `E` jumps to the last error, `f` gives the log the whole
 screen, `end` follows again.
 
+What a box wrote is drawn through `hbtui.tui.plain.row`: its short colours are parsed,
+nothing else (no link, no title, no cursor movement reaches the terminal).
+
 Over ~500 lines on purpose: the view (rows, wrap, search, follow) is one Line
 API widget whose parts share its row map; the pane around it is small. The
 search is the part that could move out first.
@@ -41,20 +44,17 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Input, ProgressBar, Static
 
+from hbtui import boxtext
 from hbtui.events import Step
 from hbtui.names import LOCAL
 from hbtui.tui.actions import LOG
 from hbtui.tui.activity import MAX_LINES, Activity, BoxKey
 from hbtui.tui.keys import bindings
+from hbtui.tui.plain import row
 
 # The view grows at most once every FLUSH_SECONDS while output pours in.
 FLUSH_SECONDS = 0.05
 
-# Escape sequences (CSI, OSC, two-byte) and other control characters: what a
-# line's text is without them, for widths and search.
-_CONTROL = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|[\x00-\x08\x0b-\x1f\x7f]"
-)
 # What "the last error" is: a failure line of an operation, or an error word.
 _ERROR = re.compile(r"✗|\b(?:error|errors|failed|fatal|traceback|panic)\b", re.IGNORECASE)
 
@@ -64,8 +64,9 @@ ERROR_STYLE = Style(reverse=True, bold=True)
 
 
 def plain(line: str) -> str:
-    """A log line as it reads on screen: escape sequences and controls removed."""
-    return _CONTROL.sub("", line.expandtabs()) if not line.isprintable() else line
+    """A log line as it reads on screen (as `row` draws it, without its colours), for
+    widths and search."""
+    return line if line.isprintable() else boxtext.lines(line.expandtabs()).replace("\n", " ")
 
 
 def cells(line: str) -> int:
@@ -253,7 +254,7 @@ class LogView(ScrollView, can_focus=True):
     def _strip(self, number: int, line: str) -> Strip:
         strip = self._strips.get(number)
         if strip is None:
-            text = Text.from_ansi(line.expandtabs(), no_wrap=True, end="")
+            text = row(line.expandtabs())  # what a box wrote: only its colours are parsed
             text.stylize_before(self._style())
             if number == self.marked:
                 text.stylize(ERROR_STYLE)
@@ -425,8 +426,8 @@ class LogPane(Vertical):
         # The step bar and the search field are mounted when first needed, and
         # no log shows until a box is selected: the first frame, which comes
         # before the first listing, costs less.
-        yield Static("", id="log-header")
-        yield Static("", id="log-tabs")
+        yield Static("", id="log-header", markup=False)
+        yield Static("", id="log-tabs", markup=False)
         with ContentSwitcher(initial=None):
             yield LogView(id="provision-log")
             yield LogView(id="workload-log")
