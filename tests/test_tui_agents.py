@@ -585,15 +585,15 @@ def test_alert_text_is_one_plain_capped_line():
     text = alert_text(hostile)
     assert text.startswith("alpha needs you: `rm -rf ~`; $(x)")
     assert len(text) <= ALERT_MAX and text.isprintable()
-    assert osc9("a\x07b\x1b\\c\x1b]9;x\x07", tmux=False) == "\x1b]9;abc\x07"
+    assert osc9("a\x07b\x1b\\c\x1b]9;x\x07", tmux=False) == "\x1b]9;a bc\x07"
 
 
 def test_osc9_inside_tmux_goes_through_its_passthrough_with_box_text_filtered(monkeypatch):
     hostile = "web\x1b\\\x1bPtmux;\x1b]52;c;eA==\x07 needs you\x9c\x90x"
     wrapped = osc9(hostile, tmux=True)
-    assert wrapped == "\x1bPtmux;\x1b\x1b]9;web needs youx\x07\x1b\\"
+    assert wrapped == "\x1bPtmux;\x1b\x1b]9;web needs you x\x07\x1b\\"
     inner = wrapped.removeprefix("\x1bPtmux;").removesuffix("\x1b\\")
-    assert inner.replace("\x1b\x1b", "") == "]9;web needs youx\x07"  # no lone ESC inside
+    assert inner.replace("\x1b\x1b", "") == "]9;web needs you x\x07"  # no lone ESC inside
     monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,123,0")
     assert osc9("a") == "\x1bPtmux;\x1b\x1b]9;a\x07\x1b\\"
     monkeypatch.setenv("TMUX", "")
