@@ -61,7 +61,8 @@ def notify_send_argv(text: str) -> list[str] | None:
     program = shutil.which(NOTIFY_SEND)
     if program is None:
         return None
-    return [program, "--app-name=hbtui", "--", "hbtui: an agent needs you", html.escape(safe(text), quote=False)]
+    body = html.escape(safe(text), quote=False)
+    return [program, "--app-name=hbtui", "--", "hbtui: an agent needs you", body]
 
 
 async def run_notify_send(argv: list[str]) -> None:
