@@ -177,7 +177,9 @@ class HostileService(FakeService):
         report(Notice(RAW))
         raise HbtuiError(f"step 1/2 {RAW} failed")
 
-    async def answer_agent(self, name, decision, host=LOCAL, *, session=None) -> Answer:
+    async def answer_agent(
+        self, name, decision, host=LOCAL, *, session=None, request=None, waiting_for=None
+    ) -> Answer:
         """The first answer is taken (the request it took says all); after it, the box's
         decision helper refuses, its stderr saying all."""
         self._called("answer_agent", name, decision, host, session)
@@ -341,7 +343,7 @@ async def test_the_preview_and_the_answers_show_what_the_box_says_plainly():
         await pilot.press("v")  # its screen: colours kept, nothing else
         await until(pilot, lambda: "echo [/] missing" in app.main.preview.screen_text)
         screen = plain_screen(app)
-        assert "waits for: https://github.com/org/repo big evil iso 2J0;c1 title [@click" in screen
+        assert "waits for: https://github.com/org/repo big evil iso 2J 0;c1 title [@click" in screen
         assert "https://github.com/org/repo" in screen and "big" in screen
         await pilot.press("v")
         await pilot.press("A")  # taken: the notice names the request

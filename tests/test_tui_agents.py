@@ -20,7 +20,7 @@ from tui_fake_agents import session
 
 from hbtui.core.agent_sessions import IDLE, NEEDS_YOU, WORKING
 from hbtui.tui.activity import Activity, row_key
-from hbtui.tui.alerts import ALERT_MAX, alert_text, osc9
+from hbtui.tui.alerts import ALERT_MAX, alert_text, notify_send_argv, osc9
 from hbtui.tui.dialogs.agents import SendDialog, SessionPicker
 from hbtui.tui.messages import AgentsWanted
 from hbtui.tui.screens import agents_panel
@@ -586,6 +586,20 @@ def test_alert_text_is_one_plain_capped_line():
     assert text.startswith("alpha needs you: `rm -rf ~`; $(x)")
     assert len(text) <= ALERT_MAX and text.isprintable()
     assert osc9("a\x07b\x1b\\c\x1b]9;x\x07", tmux=False) == "\x1b]9;a bc\x07"
+
+
+def test_notify_send_gets_box_text_with_its_markup_escaped(monkeypatch, tmp_path):
+    """A notification server reads the body as markup: a box's `<a href>` is text there."""
+    (tmp_path / "notify-send").write_text("#!/bin/sh\n")
+    (tmp_path / "notify-send").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    said = 'Bash: <a href="https://evil.example">https://github.com/org</a> &amp; <img src="x">'
+    argv = notify_send_argv(said)
+    assert argv is not None and argv[-2:] == [
+        "hbtui: an agent needs you",
+        'Bash: &lt;a href="https://evil.example"&gt;https://github.com/org&lt;/a&gt; '
+        '&amp;amp; &lt;img src="x"&gt;',
+    ]
 
 
 def test_osc9_inside_tmux_goes_through_its_passthrough_with_box_text_filtered(monkeypatch):

@@ -157,6 +157,11 @@ async def test_command_line_completes_runs_and_refuses_in_one_line(static_servic
         line.value = "start nosuchbox"
         await pilot.press("enter")
         assert line.border_subtitle == "no box named 'nosuchbox' in the table"
+        line.value = "[/]"  # typed, said back as text: as markup it ended the dashboard
+        await pilot.press("enter")
+        await settled(pilot)
+        said = line.render_str(line.border_subtitle).plain
+        assert app.is_running and "unknown command '[/]'" in said
         await pilot.press("escape")
         assert not line.display
         await pilot.press("colon", *"new", "enter")

@@ -6,13 +6,16 @@ in tmux's DCS passthrough, which reaches the outer terminal only where tmux's
 
 What a box says is untrusted: the text is made plain (no escape or control character,
 `hbtui.boxtext.line`) and capped before it goes anywhere, and `notify-send` gets it
-as one argv element, never through a shell.
+as one argv element, never through a shell, with `&`, `<` and `>` escaped: a
+notification server reads the body as markup (`<a href>`, `<img>`), so a box's words
+would otherwise show a link whose text says one place and leads to another.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import os
 import shutil
 import subprocess
@@ -53,11 +56,13 @@ def osc9(text: str, *, tmux: bool | None = None) -> str:
 
 
 def notify_send_argv(text: str) -> list[str] | None:
-    """`notify-send` with the text as its own argument, or None where it is missing."""
+    """`notify-send` with the text as its own argument (its markup escaped), or None where
+    it is missing."""
     program = shutil.which(NOTIFY_SEND)
     if program is None:
         return None
-    return [program, "--app-name=hbtui", "--", "hbtui: an agent needs you", safe(text)]
+    body = html.escape(safe(text), quote=False)
+    return [program, "--app-name=hbtui", "--", "hbtui: an agent needs you", body]
 
 
 async def run_notify_send(argv: list[str]) -> None:

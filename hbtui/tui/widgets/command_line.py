@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.message import Message
 from textual.suggester import Suggester
 from textual.widgets import Input
@@ -113,8 +114,10 @@ class CommandLine(Input):
         self.focus()
 
     def say(self, text: str, *, error: bool = True) -> None:
-        """One line on the border: an error (red), or what fits (tab)."""
-        self.border_subtitle = text
+        """One line on the border: an error (red), or what fits (tab). Plain text: it
+        quotes what was typed, and a border title read as markup ends the dashboard on a
+        `[/]`."""
+        self.border_subtitle = Content(text)
         self.set_class(bool(text) and error, "-error")
 
     def action_complete(self) -> None:
