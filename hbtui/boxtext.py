@@ -10,8 +10,9 @@ text passes: nothing in it may act on what shows it.
 - No escape sequence at all: OSC (title, clipboard, hyperlinks), DCS, SOS, PM, APC, cursor
   movement, erasure, mode changes; `colours` keeps SGR colour and style sequences only, and
   only with a few short parameters (a 5,000-digit one is more than a renderer can parse).
-- No bidirectional override or isolate, which would show text in another order than it is
-  (U+202A-U+202E, U+2066-U+2069), nor the line and paragraph separators.
+- No bidirectional override, isolate or mark, which would show text in another order than
+  it is (U+202A-U+202E, U+2066-U+2069), no line or paragraph separator, and nothing that
+  shows nothing (a zero-width space, a word joiner, a tag character).
 
 What this module does not do is markup: a front end shows the result as plain text (a
 rich `Text`, a Textual `Content`, `notify(markup=False)`), never as markup.
@@ -27,9 +28,15 @@ _STRING = re.compile(r"\x1b[\]PX^_].*?(?:\x07|\x1b\\|\Z)", re.DOTALL)
 _CSI = re.compile(r"\x1b\[([0-?]*)([ -/]*)([@-~]?)")
 # Any other escape: ESC, its intermediates and one final character (ESC 7, ESC ( B).
 _ESC = re.compile(r"\x1b[ -/]*[0-~]?")
-# C0 controls but tab and newline, DEL, the C1 range, bidi overrides and isolates, the
-# Unicode line and paragraph separators. NUL is the placeholder for a kept SGR, so it goes first.
-_CONTROL = re.compile("[\x01-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# C0 controls but tab and newline, DEL, the C1 range, bidi overrides, isolates and marks,
+# the line and paragraph separators, and characters that show nothing but can hide or split
+# a word (zero-width space, word joiner and invisible operators, the byte order mark, tags).
+# Zero-width (non-)joiners stay: emoji and Persian need them. NUL is the placeholder for a
+# kept SGR, so it goes first.
+_CONTROL = re.compile(
+    "[\x01-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e"
+    "\u2028\u2029\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+)
 # An SGR worth keeping: at most 16 parameters of at most 3 digits each (38;2;255;255;255).
 _SGR_PARAMS = re.compile(r"(?:\d{0,3}[;:]){0,15}\d{0,3}")
 

@@ -71,3 +71,9 @@ def test_no_input_leaves_an_escape_that_acts(text: str) -> None:
     assert unsafe(boxtext.line(text)) == []
     assert unsafe(boxtext.lines(text)) == []
     assert unsafe(boxtext.colours(text), colours=True) == []
+
+
+def test_characters_that_show_nothing_are_removed_and_joiners_kept() -> None:
+    hidden = "r\u200bm -r\u2060f /\ufeff \u200e\u200fx\U000e0041\U000e007f"
+    assert boxtext.line(hidden) == "r m -r f / x"
+    assert boxtext.line("👩\u200d💻 \u200cx") == "👩\u200d💻 \u200cx"
