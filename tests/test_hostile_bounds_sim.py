@@ -128,3 +128,27 @@ def test_a_save_whose_tools_lie_is_refused_in_one_line(
     assert ls(sim_env)["b1"]["state"] == "running"  # resumed
     as_root(sim_env, "b1", f"rm /usr/local/bin/{tool}")
     ok(save(sim_env, target))
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param("#!/bin/sh\nexec sleep 600\n", id="tar-sleeps"),
+        pytest.param(  # a drip of repeats and words: talk, but no progress
+            "#!/bin/sh\nwhile :; do echo '::hbtui-read:: 5'; echo 'tar: still here'; sleep 1; done\n",
+            id="tar-drips",
+        ),
+    ],
+)
+def test_a_save_whose_box_goes_silent_is_given_up_at_the_idle_bound(
+    sim_env, box, tmp_path, script
+) -> None:
+    shadow(sim_env, "/usr/local/bin/tar", script)
+    out = tmp_path / "out"
+    out.mkdir()
+    began = time.monotonic()
+    done = save({**sim_env, "HBTUI_BOX_IDLE_SECONDS": "3"}, out / "b1.hbx")
+    assert time.monotonic() - began < 120  # it was held until killed (200 s and more)
+    one_line_error(done, "box b1 went silent while packing its /data", "3 s")
+    assert list(out.iterdir()) == []
+    assert ls(sim_env)["b1"]["state"] == "running"  # resumed

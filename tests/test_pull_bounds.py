@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hbtui.core import intake, work, work_book, work_box, work_diff
+from hbtui.core import guest, intake, work, work_book, work_box, work_diff
 from hbtui.core.gitops import BOX_GIT_MEMORY, BundleRefused, parse_heads
 from hbtui.engine.client import EngineStream
 from hbtui.engine.runner import LocalStream
@@ -211,7 +211,7 @@ def test_a_file_larger_than_the_bound_sent_whole_passes_within_it(repos, tmp_pat
 
 @pytest.fixture
 def idle(monkeypatch: pytest.MonkeyPatch) -> float:
-    monkeypatch.setenv(work_box.IDLE_ENV, "2")
+    monkeypatch.setenv(guest.IDLE_ENV, "2")
     return 2.0
 
 
@@ -288,9 +288,9 @@ def test_a_bad_idle_bound_is_one_line(monkeypatch: pytest.MonkeyPatch):
     from hbtui.errors import UsageError
 
     for bad in ("0", "-1", "soon", "601", "nan"):
-        monkeypatch.setenv(work_box.IDLE_ENV, bad)
-        with pytest.raises(UsageError, match=work_box.IDLE_ENV):
-            work_box.idle_bound()
+        monkeypatch.setenv(guest.IDLE_ENV, bad)
+        with pytest.raises(UsageError, match=guest.IDLE_ENV):
+            guest.idle_bound()
 
 
 # -- a refused pull leaves nothing --------------------------------------------------------

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 CHECKPOINT_RECORDS = 1024  # tar records of 10 KiB between progress lines
 RECORD_BYTES = 10240  # tar's record: 20 blocks of 512 (its %u counts records, not checkpoints)
 PART_TIMEOUT = 600.0
+ALIVE_TAG = "::hbtui-alive::"
 QUIESCE_MARKER = "home/agent/.config/hermes-box/quiesced"  # relative to /data
 
 
@@ -60,7 +62,10 @@ def _save_script(part_bytes: int) -> str:
         [
             "set -euo pipefail",
             f"rm -rf {SAVE_DIR} && mkdir -m 700 {SAVE_DIR}",
-            f'echo "{READ_TAG} total $(du -sb /data | cut -f1)"',
+            # du of a large /data is long and silent: a beat every 10 s says it runs.
+            f"( while sleep 10; do echo {ALIVE_TAG}; done ) & beat=$!",
+            'total=$(du -sb /data | cut -f1); kill "$beat"',
+            f'echo "{READ_TAG} total $total"',
             "exec 3>&1",
             # The quiesce marker save itself set is not part of the box's state.
             (
@@ -193,7 +198,7 @@ async def _save_parts(
 
         # A SIGKILL leaves the archive's temporary file beside it: the next run sweeps it.
         with staged_beside(paths, target, "save"), create_archive(target, passphrase) as enc:
-            async for line in stream:
+            async for line in _progressing(aiter(stream), name, total_box):
                 if READ_TAG in line:  # tar prefixes its checkpoint echo with "tar: "
                     said = read_number(line)
                     if said is not None and said[0] == "total":
@@ -213,7 +218,7 @@ async def _save_parts(
                     local_part.unlink()
                     await host.engine.exec(name, ["rm", "-f", "--", guest_part], timeout=60)
                     progress(enc.plaintext_bytes)
-                elif line.strip():
+                elif line.strip() and line.strip() != ALIVE_TAG:
                     report(Notice(f"guest: {line.strip()}"))
             if stream.returncode:
                 raise SaveFailed(
@@ -227,6 +232,49 @@ async def _save_parts(
             progress(read[0])
             lease.check()  # services that came back mid-save make an inconsistent archive
             await asyncio.to_thread(enc.finish)
+
+
+async def _progressing(
+    lines: AsyncIterator[str], name: str, total: list[int | None]
+) -> AsyncIterator[str]:
+    """The save's lines, given up once the box moves on by nothing for the idle bound while
+    hbtui waits on it: a part, a tar checkpoint past the last, its size of /data; before
+    that size, a beat of du's (for at most PART_TIMEOUT). Notices and repeats are no
+    progress, so a box that goes silent, or drips, holds the save no longer than that."""
+    idle = guest.idle_bound()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    deadline, last = began + idle, -1
+    try:
+        while True:
+            waiting = asyncio.timeout_at(deadline)
+            try:
+                async with waiting:
+                    line = await anext(lines)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if not waiting.expired():
+                    raise
+                raise SaveFailed(
+                    f"box {name} went silent while packing its /data (nothing new in "
+                    f"{idle:g} s): given up"
+                ) from None
+            said = read_number(line) if READ_TAG in line else None
+            moved = line.startswith(PART_TAG) or (
+                line.strip() == ALIVE_TAG
+                and total[0] is None
+                and loop.time() - began < PART_TIMEOUT
+            )
+            if said is not None and (said[0] == "total" or said[1] >= last + CHECKPOINT_RECORDS):
+                moved, last = True, said[1] if said[0] == "records" else last
+            yield line
+            if moved:  # after the part is copied: the copy is hbtui's wait, not the box's
+                deadline = loop.time() + idle
+    finally:  # a save given up ends the box's side now
+        close = getattr(lines, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def _feed_file(enc: Encryptor, path: Path) -> None:

@@ -14,22 +14,20 @@ from __future__ import annotations
 import asyncio
 import binascii
 import contextlib
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from hbtui import boxtext
 from hbtui.core.gitops import SEED_REF, WIP_REF
+from hbtui.core.guest import idle_bound
 from hbtui.core.hosts import Host
 from hbtui.engine import EngineError, EngineLineTooLong
-from hbtui.errors import HbtuiError, UsageError
+from hbtui.errors import HbtuiError
 
 AGENT = "agent"
 WORK_DIR = "/data/home/agent/work"
 TAG = "::hbtui-work::"
 STEP_TIMEOUT = 600.0
-IDLE_ENV = "HBTUI_BOX_IDLE_SECONDS"  # the idle bound of a step reading a box's work
-IDLE_DEFAULT = 60.0
 IDLE_BYTES = 1024  # what the box must send in each idle bound: a drip is silence too
 B64_WIDTH = 65536  # characters of base64 a line (the engine's line limit is 1 MiB)
 
@@ -197,23 +195,6 @@ class Answer:
         """The box's last words, safe to print (for an error line)."""
         words = [boxtext.line(s) for s in self.said if s.strip()]
         return words[-1][:200] if words else f"exit status {self.returncode}"
-
-
-def idle_bound() -> float:
-    """The seconds a box may go silent in a step reading its work (`HBTUI_BOX_IDLE_SECONDS`,
-    default 60; the step's own bound, 600 s, stays)."""
-    text = os.environ.get(IDLE_ENV, "")
-    if not text:
-        return IDLE_DEFAULT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds <= STEP_TIMEOUT:
-        raise UsageError(
-            f"{IDLE_ENV} must be a number of seconds up to {STEP_TIMEOUT:g}, not {text!r}"
-        )
-    return seconds
 
 
 async def _watched(
