@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import binascii
 import contextlib
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -22,7 +21,8 @@ from hbtui import boxtext
 from hbtui.core.gitops import SEED_REF, WIP_REF
 from hbtui.core.hosts import Host
 from hbtui.engine import EngineError, EngineLineTooLong
-from hbtui.errors import HbtuiError, UsageError
+from hbtui.environment import env_seconds
+from hbtui.errors import HbtuiError
 
 AGENT = "agent"
 WORK_DIR = "/data/home/agent/work"
@@ -202,18 +202,7 @@ class Answer:
 def idle_bound() -> float:
     """The seconds a box may go silent in a step reading its work (`HBTUI_BOX_IDLE_SECONDS`,
     default 60; the step's own bound, 600 s, stays)."""
-    text = os.environ.get(IDLE_ENV, "")
-    if not text:
-        return IDLE_DEFAULT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds <= STEP_TIMEOUT:
-        raise UsageError(
-            f"{IDLE_ENV} must be a number of seconds up to {STEP_TIMEOUT:g}, not {text!r}"
-        )
-    return seconds
+    return env_seconds(IDLE_ENV, IDLE_DEFAULT, STEP_TIMEOUT)
 
 
 async def _watched(
