@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from hbtui.errors import UsageError
+
 SECRET_ENV = ("HBTUI_PASSPHRASE", "BOX_PASSPHRASE")  # checked in this order
 # Unlocks the encrypted file of credential values when there is no OS keyring.
 SECRETS_PASSPHRASE_ENV = "HBTUI_SECRETS_PASSPHRASE"
@@ -31,3 +33,20 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True  # there, but someone else's
     return True
+
+
+def env_seconds(name: str, default: float, most: float) -> float:
+    """A bound in seconds from the environment variable `name` (unset or empty: `default`);
+    anything but a number above 0 and at most `most` is a usage error."""
+    text = os.environ.get(name, "")
+    if not text:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= most:
+        raise UsageError(
+            f"{name} must be a number of seconds, above 0 and at most {most:g}, not {text!r}"
+        )
+    return seconds

@@ -179,6 +179,12 @@ def test_versions_compare_as_numbers():
     assert rc.PinCheck("K", "2.0.0-beta.1", "npm", "p", "1.9.0").status == "differs"
 
 
+def test_a_pre_release_is_older_than_its_release():
+    assert rc.PinCheck("K", "2.0.0-rc.1", "npm", "p", "2.0.0").status == "outdated"
+    assert rc.PinCheck("K", "0.9.0", "pypi", "p", "1.0.0rc1").status == "outdated"
+    assert rc.PinCheck("K", "latest", "npm", "p", "1.0.0").status == "differs"  # no release
+
+
 def test_the_lookups_run_at_once(tmp_path, registry):
     """Every answer waits until all five lookups have arrived: asked one after another,
     the first would wait in vain and fail."""

@@ -203,12 +203,7 @@ def run_extract(
     except BaseException as e:
         root = source.abort()
         _rmtree(tmp)
-        if (
-            root is not None
-            and not isinstance(e, (UnsafeArchive, KeyboardInterrupt))
-            and root is not e
-        ):
-            raise root from None
+        _raise_root(e, root)
         raise
 
 
@@ -219,14 +214,15 @@ def run_validate(source: Source, allow_external_symlinks: bool) -> TarSummary:
         source.finish()
         return policy.summary
     except BaseException as e:
-        root = source.abort()
-        if (
-            root is not None
-            and not isinstance(e, (UnsafeArchive, KeyboardInterrupt))
-            and root is not e
-        ):
-            raise root from None
+        _raise_root(e, source.abort())
         raise
+
+
+def _raise_root(e: BaseException, root: BaseException | None) -> None:
+    """The source's own failure (a wrong passphrase, a truncated file) is the one to tell,
+    over what it caused in the tar reader; an unsafe member or Ctrl-C stays as it is."""
+    if root is not None and not isinstance(e, (UnsafeArchive, KeyboardInterrupt)) and root is not e:
+        raise root from None
 
 
 def extract_tar(

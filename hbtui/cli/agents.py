@@ -6,7 +6,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from hbtui.cli.output import Invocation, print_json
+from hbtui.cli.output import Invocation, table
 from hbtui.core.agent_sessions import BoxAgents
 from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL
@@ -31,32 +31,29 @@ def _tokens(n_in: int | None, n_out: int | None) -> str:
 
 
 def agents_table(rows: list[BoxAgents], *, show_host: bool) -> Table:
-    from rich.table import Table
     from rich.text import Text
 
     now = time.time()
-    table = Table(box=None, header_style="bold", pad_edge=False)
     headers = (
         ["BOX"]
         + (["HOST"] if show_host else [])
         + ["AGENT", "SESSION", "STATUS", "SINCE", "WAITING FOR", "PANE", "TOKENS", "GIT"]
     )
-    for header in headers:
-        table.add_column(header, no_wrap=header != "WAITING FOR", overflow="fold")
+    made = table(headers, wrap=("WAITING FOR",), overflow="fold")
     for row in rows:
         lead = [Text(row.box or "-")] + ([Text(row.host)] if show_host else [])
         if row.error:
             blanks = [Text("")] * 2
-            table.add_row(*lead, *blanks, Text("error", style="red"), Text(""), Text(row.error))
+            made.add_row(*lead, *blanks, Text("error", style="red"), Text(""), Text(row.error))
             continue
         if not row.sessions:
-            table.add_row(*lead, Text("-"), Text(""), Text("no agent", style="dim"))
+            made.add_row(*lead, Text("-"), Text(""), Text("no agent", style="dim"))
             continue
         for s in row.sessions:
             git = ""
             if s.git is not None:
                 git = f"{s.git.branch} ±{s.git.changed} +{s.git.commits}"
-            table.add_row(
+            made.add_row(
                 *lead,
                 Text(s.agent),
                 Text(s.session_id[:8]),
@@ -67,17 +64,15 @@ def agents_table(rows: list[BoxAgents], *, show_host: bool) -> Table:
                 Text(_tokens(s.tokens_in, s.tokens_out)),
                 Text(git),
             )
-    return table
+    return made
 
 
 def _show(inv: Invocation, rows: list[BoxAgents]) -> None:
-    if inv.json:
-        print_json([r.to_json() for r in rows])
-    elif rows:
-        show_host = len({r.host for r in rows}) > 1
-        inv.out.print(agents_table(rows, show_host=show_host))
-    else:
-        inv.out.print("No running boxes.")
+    inv.show(
+        [r.to_json() for r in rows],
+        lambda: agents_table(rows, show_host=len({r.host for r in rows}) > 1),
+        empty="No running boxes.",
+    )
 
 
 def cmd_agents(inv: Invocation) -> int:

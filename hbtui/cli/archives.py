@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hbtui.cli.output import Invocation, print_json
+from hbtui.cli.output import Invocation
 from hbtui.core.passphrase import get_passphrase
 from hbtui.core.specs import LoadSpec, SaveSpec
 from hbtui.errors import UsageError
@@ -34,10 +34,10 @@ def cmd_save(inv: Invocation) -> int:
             )
         )
     size = path.stat().st_size
-    if inv.json:
-        print_json({"box": a.name, "archive": str(path), "bytes": size})
-    else:
-        inv.out.print(f"✓ saved {a.name} to {path} ({size:,} bytes)", markup=False)
+    inv.show(
+        {"box": a.name, "archive": str(path), "bytes": size},
+        f"✓ saved {a.name} to {path} ({size:,} bytes)",
+    )
     return 0
 
 
@@ -55,10 +55,7 @@ def cmd_load(inv: Invocation) -> int:
             )
         )
         rep.finish_steps()
-    if inv.json:
-        print_json(view.to_json())
-    else:
-        inv.out.print(f"✓ loaded {a.file} into box {view.name}; executor: {view.url}", markup=False)
+    inv.show(view.to_json(), f"✓ loaded {a.file} into box {view.name}; executor: {view.url}")
     return 0
 
 
@@ -88,9 +85,5 @@ def cmd_verify(inv: Invocation) -> int:
 
 def cmd_archive_info(inv: Invocation) -> int:
     data = inv.service.archive_info(_archive(inv))
-    if inv.json:
-        print_json(data)
-    else:
-        for key, value in data.items():
-            inv.out.print(f"{key:>15}: {value}", markup=False)
+    inv.show(data, "\n".join(f"{key:>15}: {value}" for key, value in data.items()))
     return 0

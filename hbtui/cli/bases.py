@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hbtui.cli.output import Invocation, print_json
+from hbtui.cli.output import Invocation, table
 from hbtui.errors import UsageError
 from hbtui.names import host_flag
 from hbtui.present import age, human_bytes
@@ -32,13 +32,10 @@ def cmd_branch(inv: Invocation) -> int:
             )
         )
         rep.finish_steps()
-    if inv.json:
-        print_json(view.to_json())
-    else:
-        inv.out.print(
-            f"✓ box {view.name} (branched from {a.source}) is {view.state} on port {view.port}",
-            markup=False,
-        )
+    inv.show(
+        view.to_json(),
+        f"✓ box {view.name} (branched from {a.source}) is {view.state} on port {view.port}",
+    )
     return 0
 
 
@@ -50,15 +47,11 @@ def cmd_base_build(inv: Invocation) -> int:
             )
         )
         rep.finish_steps()
-    if inv.json:
-        print_json(base.to_json())
-    else:
-        where = host_flag(base.host)
-        inv.out.print(
-            f"✓ base {base.id} ({human_bytes(base.size)}); new boxes of {base.image} with this "
-            f"recipe are made from it: hbtui new NAME{where}",
-            markup=False,
-        )
+    inv.show(
+        base.to_json(),
+        f"✓ base {base.id} ({human_bytes(base.size)}); new boxes of {base.image} with this "
+        f"recipe are made from it: hbtui new NAME{host_flag(base.host)}",
+    )
     return 0
 
 
@@ -70,22 +63,17 @@ def cmd_base_ls(inv: Invocation) -> int:
             "is kept; restore the file, or remove it and the base's folder",
             file=sys.stderr,
         )
-    if inv.json:
-        print_json([b.to_json() for b in bases])
-        return 0
-    if not bases:
-        inv.out.print("No bases yet. Build one: hbtui base build", markup=False)
-        return 0
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold")
-    for column in ("BASE", "HOST", "IMAGE", "RECIPE", "SIZE", "ENGINE", "BUILT"):
-        table.add_column(column)
-    for b in bases:
-        table.add_row(
-            b.id, b.host, b.image, b.recipe, human_bytes(b.size), b.engine, age(b.created)
-        )
-    inv.out.print(table)
+    inv.show(
+        [b.to_json() for b in bases],
+        lambda: table(
+            ("BASE", "HOST", "IMAGE", "RECIPE", "SIZE", "ENGINE", "BUILT"),
+            [
+                (b.id, b.host, b.image, b.recipe, human_bytes(b.size), b.engine, age(b.created))
+                for b in bases
+            ],
+        ),
+        empty="No bases yet. Build one: hbtui base build",
+    )
     return 0
 
 
@@ -97,12 +85,12 @@ def cmd_base_rm(inv: Invocation) -> int:
 
 def cmd_base_verify(inv: Invocation) -> int:
     checks = inv.call(inv.service.verify_bases(inv.args.id, inv.host))
-    if inv.json:
-        print_json([c.to_json() for c in checks])
-    elif not checks:
-        inv.out.print("No bases to verify. Build one: hbtui base build", markup=False)
-    for c in checks:
-        if not inv.json:
-            mark = "✓" if not c.problem else "✗"
-            inv.out.print(f"{mark} {c.base.id}: {c.problem or 'the pack matches'}", markup=False)
+    inv.show(
+        [c.to_json() for c in checks],
+        lambda: "\n".join(
+            f"{'✗' if c.problem else '✓'} {c.base.id}: {c.problem or 'the pack matches'}"
+            for c in checks
+        ),
+        empty="No bases to verify. Build one: hbtui base build",
+    )
     return 1 if any(c.problem for c in checks) else 0

@@ -30,13 +30,17 @@ def _recipe(inv: Invocation) -> Path | None:
 def cmd_ls(inv: Invocation) -> int:
     hosts = [inv.args.host] if inv.args.host else None
     listing = inv.call(inv.service.list_boxes(include_foreign=inv.args.all, hosts=hosts))
-    if inv.json:
-        print_json([b.to_json() for b in listing.boxes])
-    elif listing.boxes:
-        show_host = len(inv.service.host_names()) > 1
-        inv.out.print(box_table(listing.boxes, show_host=show_host, fit=sys.stdout.isatty()))
-    elif not listing.errors:
-        inv.out.print("No boxes yet. Create one: hbtui new NAME")
+    inv.show(
+        [b.to_json() for b in listing.boxes],
+        lambda: (
+            box_table(
+                listing.boxes, show_host=len(inv.service.host_names()) > 1, fit=sys.stdout.isatty()
+            )
+            if listing.boxes
+            else None
+        ),  # every host failed: the errors say so
+        empty=None if listing.errors else "No boxes yet. Create one: hbtui new NAME",
+    )
     for host, why in listing.errors.items():
         sys.stderr.write(f"host {host} unreachable: {' '.join(why.split())}\n")
     return 1 if listing.errors and not listing.boxes else 0
@@ -74,15 +78,12 @@ def cmd_new(inv: Invocation) -> int:
         rep.finish_steps()
     if view is None:
         return 1
-    if inv.json:
-        print_json(view.to_json())
-    else:
-        where = (
-            f"executor: {view.url}"
-            if view.host == LOCAL
-            else f"executor web UI: hbtui open {view.name} --host {view.host}"
-        )
-        inv.out.print(f"✓ box {view.name} is {view.state}; {where}", markup=False)
+    where = (
+        f"executor: {view.url}"
+        if view.host == LOCAL
+        else f"executor web UI: hbtui open {view.name} --host {view.host}"
+    )
+    inv.show(view.to_json(), f"✓ box {view.name} is {view.state}; {where}")
     return 0
 
 
@@ -113,10 +114,7 @@ def cmd_stop(inv: Invocation) -> int:
 
 
 def _state_done(inv: Invocation, view: BoxView, verb: str) -> int:
-    if inv.json:
-        print_json(view.to_json())
-    else:
-        inv.out.print(f"✓ {view.name} {verb}: {view.state}", markup=False)
+    inv.show(view.to_json(), f"✓ {view.name} {verb}: {view.state}")
     return 0
 
 
@@ -250,49 +248,51 @@ def cmd_adopt(inv: Invocation) -> int:
 
 def cmd_inspect(inv: Invocation) -> int:
     details = inv.call(inv.service.details(inv.args.name, inv.host))
-    if inv.json:
-        print_json(details.to_json())
-        return 0
-    for section in details.sections:
-        inv.out.print(f"[bold]{section.title}[/]")
-        width = max((len(label) for label, _ in section.fields), default=0)
-        for label, value in section.fields:
-            inv.out.print(f"  {label:<{width}}  {value}".rstrip(), markup=False, highlight=False)
-    stats = details.stats
-    inv.out.print("[bold]Live[/]")
-    if stats is None:
-        inv.out.print("  not running, or the engine reports no figures", markup=False)
-    else:
-        cpu = "?" if stats.cpu_percent is None else f"{stats.cpu_percent:.1f}%"
-        memory = "?" if stats.memory_mib is None else f"{stats.memory_mib:.0f} MiB"
-        inv.out.print(f"  CPU {cpu}  memory {memory}", markup=False)
-    inv.out.print("[dim]the engine's own record: hbtui inspect --json[/]")
+
+    def text() -> None:
+        for section in details.sections:
+            inv.out.print(f"[bold]{section.title}[/]")
+            width = max((len(label) for label, _ in section.fields), default=0)
+            for label, value in section.fields:
+                inv.out.print(f"  {label:<{width}}  {value}".rstrip(), markup=False)
+        stats = details.stats
+        inv.out.print("[bold]Live[/]")
+        if stats is None:
+            inv.out.print("  not running, or the engine reports no figures", markup=False)
+        else:
+            cpu = "?" if stats.cpu_percent is None else f"{stats.cpu_percent:.1f}%"
+            memory = "?" if stats.memory_mib is None else f"{stats.memory_mib:.0f} MiB"
+            inv.out.print(f"  CPU {cpu}  memory {memory}", markup=False)
+        inv.out.print("[dim]the engine's own record: hbtui inspect --json[/]")
+
+    inv.show(details.to_json(), text)
     return 0
 
 
 def cmd_ports(inv: Invocation) -> int:
     slots = inv.call(inv.service.ports(inv.host))
-    if inv.json:
-        print_json([{"port": s.port, "state": s.state, "box": s.box or None} for s in slots])
-        return 0
-    from rich.text import Text
 
-    used = [s for s in slots if s.state == "used"]
-    busy = [s for s in slots if s.state == "busy"]
-    free = [s for s in slots if s.state == "free"]
-    lo, hi = slots[0].port, slots[-1].port
-    inv.out.print(
-        Text.assemble(
-            f"range {lo}-{hi}: ",
-            (f"{len(used)} used", "cyan"),
-            ", ",
-            (f"{len(busy)} busy", "yellow"),
-            ", ",
-            (f"{len(free)} free", "green"),
+    def text() -> None:
+        from rich.text import Text
+
+        used = [s for s in slots if s.state == "used"]
+        busy = [s for s in slots if s.state == "busy"]
+        free = [s for s in slots if s.state == "free"]
+        lo, hi = slots[0].port, slots[-1].port
+        inv.out.print(
+            Text.assemble(
+                f"range {lo}-{hi}: ",
+                (f"{len(used)} used", "cyan"),
+                ", ",
+                (f"{len(busy)} busy", "yellow"),
+                ", ",
+                (f"{len(free)} free", "green"),
+            )
         )
-    )
-    for s in used:
-        inv.out.print(Text.assemble(f"  {s.port}  used by ", (s.box, "bold")))
-    for s in busy:
-        inv.out.print(f"  {s.port}  busy (another process listens)", markup=False)
+        for s in used:
+            inv.out.print(Text.assemble(f"  {s.port}  used by ", (s.box, "bold")))
+        for s in busy:
+            inv.out.print(f"  {s.port}  busy (another process listens)", markup=False)
+
+    inv.show([{"port": s.port, "state": s.state, "box": s.box or None} for s in slots], text)
     return 0

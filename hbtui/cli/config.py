@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hbtui import __version__
-from hbtui.cli.output import Invocation, print_checks, print_json
+from hbtui.cli.output import Invocation, print_checks
 from hbtui.config import check_keymap
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.schema import show
@@ -27,13 +27,14 @@ def cmd_doctor(inv: Invocation) -> int:
     report = inv.call(
         inv.service.doctor(probe=inv.args.probe, report=None if inv.json else show_check)
     )
-    if inv.json:
-        print_json(report.to_json())
-    else:
+
+    def verdict() -> None:
         if report.ok:
             inv.out.print("all needed checks pass")
         else:
             inv.out.print("some needed checks fail", style="red")
+
+    inv.show(report.to_json(), verdict)
     return 0 if report.ok else 1
 
 

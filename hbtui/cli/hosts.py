@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from hbtui.cli.output import Invocation, print_checks, print_json
+from hbtui.cli.output import Invocation, print_checks, table
 from hbtui.errors import UsageError
 
 
@@ -26,35 +26,28 @@ def cmd_hosts_add(inv: Invocation) -> int:
 
 def cmd_hosts_ls(inv: Invocation) -> int:
     hosts = inv.service.hosts()
-    if inv.json:
-        print_json(
+    ports = {n: inv.service.host_port_range(n) for n in hosts}
+    inv.show(
+        [
+            {
+                "name": n,
+                "ssh": h.ssh,
+                "identity": h.identity or None,
+                "smolvm": h.smolvm or None,
+                "state_dir": h.state_dir or None,
+                "ports": ports[n],
+            }
+            for n, h in hosts.items()
+        ],
+        lambda: table(
+            ("HOST", "SSH", "IDENTITY", "SMOLVM", "STATE DIR", "PORTS"),
             [
-                {
-                    "name": n,
-                    "ssh": h.ssh,
-                    "identity": h.identity or None,
-                    "smolvm": h.smolvm or None,
-                    "state_dir": h.state_dir or None,
-                    "ports": inv.service.host_port_range(n),
-                }
+                (n, h.ssh, h.identity, h.smolvm or "(found there)", h.state_dir, ports[n])
                 for n, h in hosts.items()
-            ]
-        )
-        return 0
-    if not hosts:
-        inv.out.print("No remote hosts. Add one: hbtui hosts add NAME --ssh USER@HOST")
-        return 0
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("HOST", "SSH", "IDENTITY", "SMOLVM", "STATE DIR", "PORTS"):
-        table.add_column(col, no_wrap=True)
-    for n, h in hosts.items():
-        cells = [n, h.ssh, h.identity, h.smolvm or "(found there)", h.state_dir]
-        cells.append(inv.service.host_port_range(n))
-        table.add_row(*(Text(cell) for cell in cells))  # as text: [brackets] are no markup
-    inv.out.print(table)
+            ],
+        ),
+        empty="No remote hosts. Add one: hbtui hosts add NAME --ssh USER@HOST",
+    )
     return 0
 
 
@@ -69,14 +62,15 @@ def cmd_hosts_rm(inv: Invocation) -> int:
 def cmd_hosts_check(inv: Invocation) -> int:
     name = inv.args.name
     report = inv.call(inv.service.check_host(name))
-    if inv.json:
-        print_json(report.to_json())
-    else:
+
+    def text() -> None:
         print_checks(inv.out, report.checks)
         if report.ok:
             inv.out.print(f"host {name} is ready for boxes", markup=False)
         else:
             inv.out.print(f"host {name} is not ready", style="red", markup=False)
+
+    inv.show(report.to_json(), text)
     return 0 if report.ok else 1
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from hbtui.cli.output import Invocation, print_json
+from hbtui.cli.output import Invocation, table
 from hbtui.errors import UsageError
 from hbtui.present import age
 
@@ -36,20 +36,14 @@ def cmd_secrets_set(inv: Invocation) -> int:
 
 def cmd_secrets_ls(inv: Invocation) -> int:
     secrets = inv.service.secrets()
-    if inv.json:
-        print_json([s.to_json() for s in secrets])
-        return 0
-    if not secrets:
-        inv.out.print("No secrets yet. Store one: hbtui secrets set anthropic", markup=False)
-        return 0
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold")
-    for column in ("SECRET", "KEPT IN", "SET", "USED BY"):
-        table.add_column(column)
-    for s in secrets:
-        table.add_row(s.name, s.store, age(s.set), ", ".join(s.boxes) or "-")
-    inv.out.print(table)
+    inv.show(
+        [s.to_json() for s in secrets],
+        lambda: table(
+            ("SECRET", "KEPT IN", "SET", "USED BY"),
+            [(s.name, s.store, age(s.set), ", ".join(s.boxes) or "-") for s in secrets],
+        ),
+        empty="No secrets yet. Store one: hbtui secrets set anthropic",
+    )
     return 0
 
 
@@ -83,47 +77,45 @@ def cmd_credentials(inv: Invocation) -> int:
     elif a.presets:
         raise UsageError("say add or rm before the presets: hbtui credentials NAME add PRESET")
     report = inv.call(inv.service.credentials(a.name, inv.host))
-    if inv.json:
-        print_json(report.to_json())
-        return 0
-    if not report.known:
-        inv.out.print(
-            f"{a.name} was adopted from a machine that does not say which credentials it has",
-            markup=False,
-        )
-    elif not report.presets:
-        inv.out.print(
-            f"{a.name} has no credentials (add: hbtui credentials {a.name} add anthropic)",
-            markup=False,
-        )
-    for p in report.presets:
-        state = "secret missing" if p.name in report.missing else "managed"
-        var = report.rebound.get(p.name, p.env_var)
-        inv.out.print(f"{p.name}: {var} for {', '.join(p.hosts)} ({state})", markup=False)
-    for preset, var in report.rebound.items():
-        sys.stderr.write(
-            f"warning: {a.name} was bound to {preset} as {var}; the preset now says "
-            f"{next(p.env_var for p in report.presets if p.name == preset)}: bind it again with "
-            f"hbtui credentials {a.name} rm {preset}, then add {preset}\n"
-        )
-    for gone in report.missing:
-        sys.stderr.write(f"warning: no secret {gone!r}: hbtui secrets set {gone}\n")
-    for found in report.plaintext or []:
-        sys.stderr.write(f"warning: {found}\n")
-    if report.plaintext is None and report.presets:
-        inv.out.print("(start the box to check it for plaintext copies of keys)", markup=False)
+
+    def text() -> None:
+        if not report.known:
+            inv.out.print(
+                f"{a.name} was adopted from a machine that does not say which credentials it has",
+                markup=False,
+            )
+        elif not report.presets:
+            inv.out.print(
+                f"{a.name} has no credentials (add: hbtui credentials {a.name} add anthropic)",
+                markup=False,
+            )
+        for p in report.presets:
+            state = "secret missing" if p.name in report.missing else "managed"
+            var = report.rebound.get(p.name, p.env_var)
+            inv.out.print(f"{p.name}: {var} for {', '.join(p.hosts)} ({state})", markup=False)
+        for preset, var in report.rebound.items():
+            sys.stderr.write(
+                f"warning: {a.name} was bound to {preset} as {var}; the preset now says "
+                f"{next(p.env_var for p in report.presets if p.name == preset)}: bind it "
+                f"again with hbtui credentials {a.name} rm {preset}, then add {preset}\n"
+            )
+        for gone in report.missing:
+            sys.stderr.write(f"warning: no secret {gone!r}: hbtui secrets set {gone}\n")
+        for found in report.plaintext or []:
+            sys.stderr.write(f"warning: {found}\n")
+        if report.plaintext is None and report.presets:
+            inv.out.print("(start the box to check it for plaintext copies of keys)", markup=False)
+
+    inv.show(report.to_json(), text)
     return 0
 
 
 def cmd_egress(inv: Invocation) -> int:
     report = inv.call(inv.service.egress(inv.args.name, inv.host))
-    if inv.json:
-        print_json(report.to_json())
-        return 0
-    inv.out.print(f"{report.name}: {report.policy.describe()}", markup=False)
+    lines = [f"{report.name}: {report.policy.describe()}"]
     if not report.denials:
-        inv.out.print("no refused connections recorded", markup=False)
+        lines.append("no refused connections recorded")
     for event in report.denials:
-        fields = " ".join(f"{k}={v}" for k, v in event.items())
-        inv.out.print(f"refused: {fields}", markup=False)
+        lines.append("refused: " + " ".join(f"{k}={v}" for k, v in event.items()))
+    inv.show(report.to_json(), "\n".join(lines))
     return 0

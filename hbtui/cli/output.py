@@ -16,7 +16,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Collection, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hbtui import boxtext
@@ -24,8 +24,9 @@ from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, OverflowMethod, RenderableType
     from rich.table import Table
+    from rich.text import Text
 
     from hbtui.checks import Check
     from hbtui.cli.progress import ConsoleReporter
@@ -171,6 +172,25 @@ class Invocation:
             self._out = console()
         return self._out
 
+    def show(
+        self,
+        data: object,
+        human: str | Callable[[], RenderableType | None],
+        *,
+        empty: str | None = None,
+    ) -> None:
+        """A verb's result, the one way: with --json, `data` as JSON (the whole of stdout);
+        else `empty` (what to do next) when `data` is empty; else `human` (a line, or what
+        makes the table or prints the prose: built only when shown, rich loads late)."""
+        if self.json:
+            print_json(data)
+        elif empty is not None and not data:
+            self.out.print(empty, markup=False)
+        else:
+            shown = human() if callable(human) else human
+            if shown is not None:
+                self.out.print(shown, markup=False)
+
     def reporter(self) -> DeferredReporter:
         """Progress on stdout, or on stderr when stdout carries JSON."""
 
@@ -223,10 +243,40 @@ def print_checks(out: Console, checks: list[Check]) -> None:
             out.print(Text(f"{'':>6}fix: {boxtext.line(c.fix)}"))
 
 
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str | Text]] = (),
+    *,
+    wrap: Collection[str] = (),
+    whole: bool = False,
+    overflow: OverflowMethod = "ellipsis",
+) -> Table:
+    """The one table style: no lines, bold headers, flush left; each cell plain text (a
+    box's [brackets] are no markup) on one line, but in the columns named in `wrap`.
+    `whole`: a one-line column is never narrower than its widest cell (rich shrinks only
+    the wrapping ones). Add more rows with `add_row`."""
+    from rich.table import Table
+    from rich.text import Text
+
+    cells = [[Text(c) if isinstance(c, str) else c for c in row] for row in rows]
+    made = Table(box=None, header_style="bold", pad_edge=False)
+    for i, header in enumerate(headers):
+        wraps = header in wrap
+        widest = max([len(header)] + [row[i].cell_len for row in cells])
+        made.add_column(
+            header,
+            no_wrap=not wraps,
+            overflow=overflow,
+            min_width=widest if whole and not wraps else None,
+        )
+    for row in cells:
+        made.add_row(*row)
+    return made
+
+
 def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:
     """`hbtui ls`: with `fit` (a terminal) the image column gives way when
     narrow; otherwise every column is whole."""
-    from rich.table import Table
     from rich.text import Text
 
     from hbtui.core.views import BOX, MISSING
@@ -257,18 +307,6 @@ def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:
                 + (Text(f" · {b.busy}", style="yellow") if b.busy else Text()),
             ]
         )
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for i, header in enumerate(headers):
-        width = max([len(header)] + [r[i].cell_len for r in rows])
-        gives_way = fit and header == "IMAGE"
-        # Rich shrinks only wrappable columns: a long image in a no_wrap one took the room
-        # of every other column (they were dropped whole); its cells stay one line.
-        table.add_column(
-            header,
-            no_wrap=not gives_way,
-            overflow="ellipsis",
-            min_width=None if gives_way else width,
-        )
-    for row in rows:
-        table.add_row(*row)
-    return table
+    # Rich shrinks only wrappable columns: a long image in a no_wrap one took the room
+    # of every other column (they were dropped whole); its cells stay one line.
+    return table(headers, rows, wrap=("IMAGE",) if fit else (), whole=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hbtui.cli.output import Invocation, print_json
+from hbtui.cli.output import Invocation, table
 
 _MARK = {"current": "✓", "outdated": "↑", "differs": "≠", "not-checked": "·", "failed": "✗"}
 _STYLE = {"current": "green", "outdated": "yellow", "differs": "yellow", "failed": "red"}
@@ -16,20 +16,15 @@ def cmd_recipe_check(inv: Invocation) -> int:
     the verb informs, it does not judge); 1 when nothing could be checked."""
     recipe = Path(inv.args.recipe) if inv.args.recipe else None
     report = inv.call(inv.service.recipe_check(recipe))
-    if inv.json:
-        print_json(report.to_json())
-    else:
-        from rich.table import Table
+
+    def text() -> None:
         from rich.text import Text
 
         inv.out.print(Text(f"pins of {report.versions_file}"))
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        for column in ("", "PIN", "PINNED", "NEWEST", "FROM"):
-            table.add_column(column, no_wrap=True)
-        table.add_column("NOTE")
+        pins = table(("", "PIN", "PINNED", "NEWEST", "FROM", "NOTE"), wrap=("NOTE",))
         for p in report.pins:
             style = _STYLE.get(p.status, "dim")
-            table.add_row(
+            pins.add_row(
                 Text(_MARK[p.status], style=style),
                 Text(p.key),
                 Text(p.pinned),
@@ -37,7 +32,7 @@ def cmd_recipe_check(inv: Invocation) -> int:
                 Text(f"{p.registry} {p.package}" if p.registry else "-"),
                 Text(p.note or p.status.replace("-", " ")),
             )
-        inv.out.print(table)
+        inv.out.print(pins)
         outdated = report.outdated
         if outdated:
             names = ", ".join(p.key for p in outdated)
@@ -46,6 +41,8 @@ def cmd_recipe_check(inv: Invocation) -> int:
         elif report.checked:
             inv.out.print(Text("every pin checked is the newest release"))
         inv.out.print(Text(report.how_to_bump(), style="dim"))
+
+    inv.show(report.to_json(), text)
     if not report.checked:
         sys.stderr.write(
             "error: no pin could be checked (no registry answered, or no pin names a "

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hbtui import boxtext
-from hbtui.cli.output import Invocation, print_json
+from hbtui.cli.output import Invocation, table
 from hbtui.errors import UsageError
 
 if TYPE_CHECKING:
     from hbtui.core.specs import WorkRequest
+    from hbtui.core.tries import TryRow
     from hbtui.core.try_book import TryRecord
     from hbtui.core.work_agent import AgentStart
     from hbtui.core.work_diff import WorkDiff
@@ -63,21 +64,22 @@ def _stat_lines(diff: WorkDiff) -> list[str]:
 
 def cmd_diff(inv: Invocation) -> int:
     diff = inv.call(inv.service.diff(inv.args.name, inv.host, patch=not inv.args.stat))
-    if inv.json:
-        print_json(diff.to_json())
-        return 0
-    out = sys.stdout
-    out.write(
-        f"box {diff.box} on {diff.branch or '(detached)'}: {len(diff.commits)} commit(s) "
-        f"since {diff.seed[:12]}, {diff.uncommitted} file(s) uncommitted\n"
-    )
-    for commit in diff.commits:
-        out.write(f"  {commit.id[:12]} {commit.subject}\n")
-    if inv.args.stat or not diff.patch:
-        for line in _stat_lines(diff):
-            out.write(line + "\n")
-    else:
-        out.write(diff.patch)
+
+    def text() -> None:  # as git gives it, unwrapped: not through rich
+        out = sys.stdout
+        out.write(
+            f"box {diff.box} on {diff.branch or '(detached)'}: {len(diff.commits)} commit(s) "
+            f"since {diff.seed[:12]}, {diff.uncommitted} file(s) uncommitted\n"
+        )
+        for commit in diff.commits:
+            out.write(f"  {commit.id[:12]} {commit.subject}\n")
+        if inv.args.stat or not diff.patch:
+            for line in _stat_lines(diff):
+                out.write(line + "\n")
+        else:
+            out.write(diff.patch)
+
+    inv.show(diff.to_json(), text)
     return 0
 
 
@@ -86,13 +88,14 @@ def cmd_pull(inv: Invocation) -> int:
     repo = Path(a.repo) if a.repo else None
     with inv.reporter() as rep:
         result = inv.call(inv.service.pull(a.name, inv.host, wip=a.wip, repo=repo, report=rep))
-    if inv.json:
-        print_json(result.to_json())
-        return 0
-    if not result.refs:
-        sys.stdout.write(f"box {result.box} has no commits since its seed; nothing pulled\n")
-    for ref, commit in result.refs:
-        sys.stdout.write(f"{ref} -> {commit[:12]} in {result.repo}\n")
+
+    def text() -> None:
+        if not result.refs:
+            sys.stdout.write(f"box {result.box} has no commits since its seed; nothing pulled\n")
+        for ref, commit in result.refs:
+            sys.stdout.write(f"{ref} -> {commit[:12]} in {result.repo}\n")
+
+    inv.show(result.to_json(), text)
     return 0
 
 
@@ -136,10 +139,8 @@ def _made(
     `done` is said only of an agent seen on its task); exit status 1 when a box could
     not be made or its agent ended."""
     starts = starts or {}
-    if inv.json:
-        agents = {box: s.to_json() for box, s in starts.items()}
-        print_json({**record.to_json(), "failed": failed, "agents": agents})
-    else:
+
+    def text() -> None:
         for box in record.boxes:
             start = starts.get(box)
             if start is None or start.took:
@@ -151,6 +152,9 @@ def _made(
             sys.stdout.write(f"✗ {box}: {boxtext.line(why)}\n")
         if record.boxes:
             sys.stdout.write(f"see: hbtui try ls {record.name}\n")
+
+    agents = {box: s.to_json() for box, s in starts.items()}
+    inv.show({**record.to_json(), "failed": failed, "agents": agents}, text)
     return 1 if failed or any(s.ended for s in starts.values()) else 0
 
 
@@ -158,17 +162,17 @@ def _try_ls(inv: Invocation, words: list[str]) -> int:
     if len(words) != 2:
         raise UsageError("try ls NAME")
     record, rows = inv.call(inv.service.try_rows(words[1], inv.host))
-    if inv.json:
-        print_json(
-            {"name": record.name, "check": record.check, "boxes": [r.to_json() for r in rows]}
-        )
-        return 0
-    from rich.table import Table
+    inv.show(
+        {"name": record.name, "check": record.check, "boxes": [r.to_json() for r in rows]},
+        lambda: _try_table(inv, record, rows),
+    )
+    return 0
+
+
+def _try_table(inv: Invocation, record: TryRecord, rows: list[TryRow]) -> None:
     from rich.text import Text
 
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for header in ("BOX", "AGENT", "COMMITS", "FILES", "+/-", "CHECK"):
-        table.add_column(header, no_wrap=True)
+    made = table(("BOX", "AGENT", "COMMITS", "FILES", "+/-", "CHECK"))
     why: list[Text] = []  # a box's message goes under the table: a cell would widen its column
     for r in rows:
         if r.check is None:
@@ -183,17 +187,16 @@ def _try_ls(inv: Invocation, words: list[str]) -> int:
         if r.note:
             why.append(Text.assemble(f"{r.box}: ", (r.note, "yellow")))
         if r.error:
-            table.add_row(Text(r.box), Text(r.agent), Text("-"), Text("-"), Text("-"), check)
+            made.add_row(Text(r.box), Text(r.agent), Text("-"), Text("-"), Text("-"), check)
             why.append(Text.assemble(f"{r.box}: ", (r.error, "red")))
             continue
-        table.add_row(
+        made.add_row(
             Text(r.box), Text(r.agent), Text(str(r.commits)), Text(str(r.files)),
             Text(f"+{r.added} -{r.deleted}"), check,
         )  # fmt: skip
-    inv.out.print(table)
+    inv.out.print(made)
     for line in why:
         inv.out.print(line)
-    return 0
 
 
 def _try_keep(inv: Invocation, words: list[str]) -> int:
@@ -211,13 +214,14 @@ def _try_keep(inv: Invocation, words: list[str]) -> int:
             raise UsageError("not confirmed; nothing was changed")
     with inv.reporter() as rep:
         pulled, removed = inv.call(inv.service.try_keep(box, inv.host, report=rep))
-    if inv.json:
-        print_json({"kept": box, "pull": pulled.to_json(), "removed": removed})
-        return 0
-    for ref, commit in pulled.refs:
-        sys.stdout.write(f"{ref} -> {commit[:12]} in {pulled.repo}\n")
-    sys.stdout.write(f"kept {box}; removed {', '.join(removed) or 'nothing'}\n")
-    return 0 if len(removed) == len(others) else 1
+
+    def text() -> None:
+        for ref, commit in pulled.refs:
+            sys.stdout.write(f"{ref} -> {commit[:12]} in {pulled.repo}\n")
+        sys.stdout.write(f"kept {box}; removed {', '.join(removed) or 'nothing'}\n")
+
+    inv.show({"kept": box, "pull": pulled.to_json(), "removed": removed}, text)
+    return 0 if inv.json or len(removed) == len(others) else 1  # JSON: `removed` says it
 
 
 def cmd_try(inv: Invocation) -> int:

@@ -180,12 +180,6 @@ def recipe_settings(record: BoxRecord) -> dict[str, str]:
     return {"HB_AGENT_PERMISSIONS": record.agent_permissions or ASK}
 
 
-def engine_allow_pattern(host: str) -> str:
-    """An allow-list entry as `--allow-host-pattern` takes it (names are not resolved at
-    create, which a machine made offline needs)."""
-    return host
-
-
 @dataclass(frozen=True)
 class EgressReport:
     """`hbtui egress NAME`: the policy hbtui asked for, and what the engine refused."""
@@ -218,10 +212,6 @@ class CredentialReport:
     known: bool = True  # False: adopted, and its machine does not say which it has
     # preset -> the variable the box was bound with, where the preset now names another
     rebound: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def all_managed(self) -> bool:
-        return bool(self.presets) and not self.missing and not self.plaintext
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +19,8 @@ from hbtui import boxtext
 from hbtui.core import oplock
 from hbtui.core import recipe as recipes
 from hbtui.core.hosts import Host
-from hbtui.errors import HbtuiError, UsageError
+from hbtui.environment import env_seconds
+from hbtui.errors import HbtuiError
 from hbtui.events import LogLine, MachineState, Notice, Phase, Report, Step
 from hbtui.paths import naming
 
@@ -254,13 +254,4 @@ async def plaintext_keys(host: Host, name: str, env_vars: list[str]) -> list[str
 def idle_bound() -> float:
     """The seconds a box may go silent in a step that reads what it sends (`diff`, `pull`,
     `save`; `HBTUI_BOX_IDLE_SECONDS`, default 60, at most 600)."""
-    text = os.environ.get(IDLE_ENV, "")
-    if not text:
-        return IDLE_DEFAULT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds <= IDLE_MAX:
-        raise UsageError(f"{IDLE_ENV} must be a number of seconds up to {IDLE_MAX:g}, not {text!r}")
-    return seconds
+    return env_seconds(IDLE_ENV, IDLE_DEFAULT, IDLE_MAX)

@@ -7,6 +7,7 @@ provider the HostPool makes, so the SSH library loads only for them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from hbtui.config import Config, HostSettings, editing_config, parse_port_range
@@ -53,16 +54,10 @@ class HostBook:
         own = self.settings(name).ports
         return own or f"{self.config.ports.low}-{self.config.ports.high}"
 
-    def add(
-        self,
-        name: str,
-        *,
-        ssh: str,
-        identity: str = "",
-        smolvm: str = "",
-        state_dir: str = "",
-        ports: str = "",
-    ) -> HostSettings:
+    def add(self, name: str, asked: HostSettings) -> HostSettings:
+        """The host as `asked` (as typed), checked, with its target and key file made
+        exact, written into config.toml."""
+        ssh, identity, ports = asked.ssh, asked.identity, asked.ports
         check_host_name(name)
         if name in self.config.hosts:
             raise UsageError(
@@ -80,9 +75,7 @@ class HostBook:
             key_file = str(path)
         if ports:
             parse_port_range(ports)
-        settings = HostSettings(
-            ssh=str(target), identity=key_file, smolvm=smolvm, state_dir=state_dir, ports=ports
-        )
+        settings = replace(asked, ssh=str(target), identity=key_file)
         with editing_config(self.paths) as fresh:
             if name in fresh.hosts:  # added by another process since this one started
                 raise UsageError(

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+from packaging.version import InvalidVersion, Version
+
 from hbtui import __version__
 from hbtui.errors import UsageError
 from hbtui.schema import plain
@@ -39,7 +41,6 @@ MAX_FILE = 2**20  # versions.env is a few hundred bytes
 VERSIONS_FILE = "provision/versions.env"
 _PIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=([A-Za-z0-9][A-Za-z0-9._+~-]*)")
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,63}")
-_RELEASE = re.compile(r"\d+(\.\d+)*")
 
 
 class Source(NamedTuple):
@@ -138,7 +139,10 @@ class PinCheck:
             return FAILED
         if self.latest == self.pinned:
             return CURRENT
-        older = _older(self.pinned, self.latest)
+        try:
+            older = Version(self.pinned) < Version(self.latest)
+        except InvalidVersion:  # a tag or a name, not a release: only different
+            older = False
         return OUTDATED if older else DIFFERS
 
     def to_json(self) -> dict[str, object]:
@@ -189,13 +193,6 @@ class RecipeCheck:
             "outdated": [p.key for p in self.outdated],
             "how_to_bump": self.how_to_bump(),
         }
-
-
-def _older(pinned: str, latest: str) -> bool:
-    """Whether `pinned` is an older release than `latest` (plain dotted numbers only)."""
-    if not (_RELEASE.fullmatch(pinned) and _RELEASE.fullmatch(latest)):
-        return False
-    return tuple(map(int, pinned.split("."))) < tuple(map(int, latest.split(".")))
 
 
 def read_pins(recipe: Path) -> list[Pin]:

@@ -492,9 +492,11 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         state_dir: str = "",
         ports: str = "",
     ) -> HostSettings:
-        return self._book.add(
-            name, ssh=ssh, identity=identity, smolvm=smolvm, state_dir=state_dir, ports=ports
+        """Add a remote host to config.toml, checked first (see HostBook.add)."""
+        asked = HostSettings(
+            ssh=ssh, identity=identity, smolvm=smolvm, state_dir=state_dir, ports=ports
         )
+        return self._book.add(name, asked)
 
     async def remove_host(self, name: str, *, force: bool = False) -> list[str]:
         return await self._book.remove(name, force=force)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,7 +30,8 @@ from hbtui.core import work_box
 from hbtui.core.boxes import BoxOperations
 from hbtui.core.hosts import Host
 from hbtui.core.views import BoxView
-from hbtui.errors import HbtuiError, UsageError
+from hbtui.environment import env_seconds
+from hbtui.errors import HbtuiError
 from hbtui.events import Notice, Phase, Report
 
 WAIT_ENV = "HBTUI_AGENT_WAIT_SECONDS"
@@ -133,18 +133,7 @@ async def start(
 def wait_seconds() -> float:
     """How long `new --agent` and `try` wait to see the agent on its task
     (`HBTUI_AGENT_WAIT_SECONDS`, default WAIT_DEFAULT)."""
-    text = os.environ.get(WAIT_ENV, "")
-    if not text:
-        return WAIT_DEFAULT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds <= WAIT_MAX:
-        raise UsageError(
-            f"{WAIT_ENV} must be a number of seconds, above 0 and at most {WAIT_MAX:g}"
-        )
-    return seconds
+    return env_seconds(WAIT_ENV, WAIT_DEFAULT, WAIT_MAX)
 
 
 @dataclass(frozen=True)

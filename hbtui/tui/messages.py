@@ -11,6 +11,7 @@ operations.py.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,106 +36,94 @@ class ListingWanted(Message):
         return isinstance(message, ListingWanted)
 
 
+@dataclass
 class PortsWanted(Message):
     """The port map of `host`, for the port allocator panel."""
 
-    def __init__(self, host: str) -> None:
-        super().__init__()
-        self.host = host
+    host: str
 
 
+@dataclass
 class WorkloadLogWanted(Message):
-    def __init__(self, key: BoxKey) -> None:
-        super().__init__()
-        self.key = key
+    key: BoxKey
 
 
+@dataclass
 class ProvisionLogWanted(Message):
     """A box seen for the first time: its last provisioning log, if it has one."""
 
-    def __init__(self, key: BoxKey) -> None:
-        super().__init__()
-        self.key = key
+    key: BoxKey
 
 
 # -- read-only results -------------------------------------------------------------------
 
 
+@dataclass
 class ListingLoaded(Message):
     """A `list_boxes()` answer, or why there is none (only the newest one matters).
 
     `asked_at` (time.monotonic()) is when the question was asked: what an
     operation reported about a box after that is newer than this answer."""
 
-    def __init__(
-        self, listing: BoxListing | None, asked_at: float, error: str = "", bases: int = 0
-    ) -> None:
-        super().__init__()
-        self.listing = listing
-        self.bases = bases  # how many bases there are, on every host
-        self.asked_at = asked_at
-        self.error = error
+    listing: BoxListing | None
+    asked_at: float
+    error: str = ""
+    bases: int = 0  # how many bases there are, on every host
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ListingLoaded)
 
 
+@dataclass
 class PortsLoaded(Message):
-    def __init__(self, host: str, slots: list[PortSlot], error: str = "") -> None:
-        super().__init__()
-        self.host = host
-        self.slots = slots
-        self.error = error
+    host: str
+    slots: list[PortSlot]
+    error: str = ""
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, PortsLoaded)
 
 
+@dataclass
 class WorkloadLogLoaded(Message):
-    def __init__(self, key: BoxKey, text: str) -> None:
-        super().__init__()
-        self.key = key
-        self.text = text
+    key: BoxKey
+    text: str
 
 
+@dataclass
 class ProvisionLogLoaded(Message):
     """A box's last provisioning log: its file, and its lines as progress events."""
 
-    def __init__(self, key: BoxKey, path: Path, events: list[Event]) -> None:
-        super().__init__()
-        self.key = key
-        self.path = path
-        self.events = events
+    key: BoxKey
+    path: Path
+    events: list[Event]
 
 
+@dataclass
 class WebReady(Message):
     """A URL on this machine for a box's web UI (a remote box's is a kept forward)."""
 
-    def __init__(self, key: BoxKey, access: WebAccess) -> None:
-        super().__init__()
-        self.key = key
-        self.access = access
+    key: BoxKey
+    access: WebAccess
 
 
 # -- live figures ------------------------------------------------------------------------
 
 
+@dataclass
 class StatsWanted(Message):
     """The main screen would like the CPU and memory of these running boxes (those on
     screen), the selected one's fresh (its details view draws its history)."""
 
-    def __init__(self, keys: list[BoxKey], selected: BoxKey | None = None) -> None:
-        super().__init__()
-        self.keys = keys
-        self.selected = selected
+    keys: list[BoxKey]
+    selected: BoxKey | None = None
 
 
+@dataclass
 class StatsLoaded(Message):
     """Running boxes' CPU and memory; a box the engine said nothing of is absent."""
 
-    def __init__(self, usage: dict[BoxKey, BoxStats]) -> None:
-        super().__init__()
-        self.usage = usage
+    usage: dict[BoxKey, BoxStats]
 
 
 # -- agents ------------------------------------------------------------------------------
@@ -147,31 +136,28 @@ class AgentsWanted(Message):
         return isinstance(message, AgentsWanted)
 
 
+@dataclass
 class AgentsLoaded(Message):
     """`Service.agents()`: one row per running box (a box that could not be asked says
     why in its row), or why there are none at all."""
 
-    def __init__(self, rows: list[BoxAgents] | None, error: str = "") -> None:
-        super().__init__()
-        self.rows = rows
-        self.error = error
+    rows: list[BoxAgents] | None
+    error: str = ""
 
 
+@dataclass
 class AgentPaneWanted(Message):
     """The screen of an agent's tmux pane in a box, for the preview."""
 
-    def __init__(self, key: BoxKey, pane: str) -> None:
-        super().__init__()
-        self.key = key
-        self.pane = pane
+    key: BoxKey
+    pane: str
 
 
+@dataclass
 class AgentPaneLoaded(Message):
     """An agent's screen (colours only, see hbtui.boxtext), or why it could not be read."""
 
-    def __init__(self, key: BoxKey, pane: str, text: str, error: str = "") -> None:
-        super().__init__()
-        self.key = key
-        self.pane = pane
-        self.text = text
-        self.error = error
+    key: BoxKey
+    pane: str
+    text: str
+    error: str = ""

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
@@ -122,36 +123,25 @@ class Operation:
             self.worker.cancel()
 
 
+@dataclass
 class OperationEvents(Message):
     """Progress events of one operation, in the order they were reported."""
 
-    def __init__(self, operation: Operation, events: tuple[Event, ...]) -> None:
-        super().__init__()
-        self.operation = operation
-        self.events = events
+    operation: Operation
+    events: tuple[Event, ...]
 
 
+@dataclass
 class OperationFinished(Message):
     """The operation returned `result`, or failed with the one-line `error` (and `hint`);
     `cancelled`: it was cancelled and rolled back, and `error` says what was undone;
     `locked`: it stopped before doing anything, for want of the secrets passphrase;
     `wrong_passphrase`: the passphrase it was given does not open its archive."""
 
-    def __init__(
-        self,
-        operation: Operation,
-        result: object,
-        error: str = "",
-        hint: str = "",
-        cancelled: bool = False,
-        locked: bool = False,
-        wrong_passphrase: bool = False,
-    ) -> None:
-        super().__init__()
-        self.operation = operation
-        self.result = result
-        self.error = error
-        self.hint = hint
-        self.cancelled = cancelled
-        self.locked = locked  # it needs the secrets file's passphrase, which nobody gave
-        self.wrong_passphrase = wrong_passphrase
+    operation: Operation
+    result: object
+    error: str = ""
+    hint: str = ""
+    cancelled: bool = False
+    locked: bool = False  # it needs the secrets file's passphrase, which nobody gave
+    wrong_passphrase: bool = False

@@ -11,13 +11,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hbtui.core.agent_sessions import SEND_MAX, AgentSession
 from hbtui.present import AGENT_STYLE
-from hbtui.tui.dialogs.base import Dialog, Field
+from hbtui.tui.dialogs.base import Dialog, Field, ok_cancel
 
 
 def session_label(session: AgentSession) -> Text:
@@ -84,9 +83,7 @@ class SendDialog(Dialog[str]):
         yield Static(f"Typed into {to}'s pane, then Enter.", markup=False)
         yield Field(placeholder="the answer, or the next prompt", id="line")
         yield Label("", id="error", classes="problem", markup=False)
-        with Horizontal(classes="buttons"):
-            yield Button("Send", variant="primary", id="ok")
-            yield Button("Cancel", id="cancel")
+        yield from ok_cancel("Send")
 
     def on_mount(self) -> None:
         self.focus_field(self.query_one("#line", Input))

@@ -247,6 +247,15 @@ class ArchiveForm(FormDialog[R]):
         """The chosen archive, as the request carries it."""
         return self.service.resolve_archive(self.text("#archive"))
 
+    def problem(self) -> str | None:
+        """The archive, then its passphrase: what every archive form needs first."""
+        problem = _archive_problem(self.service, self.text("#archive"))
+        if problem:
+            return problem
+        if not self.query_one("#passphrase", Input).value:
+            return "type the archive's passphrase"
+        return None
+
 
 class LoadDialog(ArchiveForm[LoadRequest]):
     """Archive (picked), passphrase, new name (checked as you type) and host; the new box
@@ -285,12 +294,7 @@ class LoadDialog(ArchiveForm[LoadRequest]):
         self.query_one("#name-problem", Label).update(shown or "")
 
     def problem(self) -> str | None:
-        problem = _archive_problem(self.service, self.text("#archive"))
-        if problem:
-            return problem
-        if not self.query_one("#passphrase", Input).value:
-            return "type the archive's passphrase"
-        return self._name_problem()
+        return super().problem() or self._name_problem()
 
     def request(self) -> LoadRequest:
         return LoadRequest(
@@ -313,14 +317,6 @@ class ExtractDialog(ArchiveForm[ExtractRequest]):
     def fill(self, request: ExtractRequest) -> None:
         self._show_choice(request.archive)
         self.query_one("#dest", Input).value = str(request.dest or "")
-
-    def problem(self) -> str | None:
-        problem = _archive_problem(self.service, self.text("#archive"))
-        if problem:
-            return problem
-        if not self.query_one("#passphrase", Input).value:
-            return "type the archive's passphrase"
-        return None
 
     def request(self) -> ExtractRequest:
         return ExtractRequest(

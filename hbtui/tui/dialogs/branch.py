@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Static
 
 from hbtui.core.ports import PortSlot
@@ -17,7 +16,7 @@ from hbtui.core.views import BoxView
 from hbtui.events import Report
 from hbtui.names import name_problem
 from hbtui.tui.activity import BoxKey
-from hbtui.tui.dialogs.base import Dialog, Field, int_or_none, name_taken, port_problem
+from hbtui.tui.dialogs.base import Dialog, Field, int_or_none, name_taken, ok_cancel, port_problem
 from hbtui.tui.requests import BoxRequest
 
 if TYPE_CHECKING:
@@ -75,9 +74,7 @@ class BranchDialog(Dialog[BranchRequest]):
         yield Label("Port")
         yield Field(value="auto", id="port")
         yield Label("", id="port-problem", classes="problem", markup=False)
-        with Horizontal(classes="buttons"):
-            yield Button("Branch", variant="primary", id="ok")
-            yield Button("Cancel", id="cancel")
+        yield from ok_cancel("Branch")
 
     def on_mount(self) -> None:
         self.focus_field(self.query_one("#name", Input))

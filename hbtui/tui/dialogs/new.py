@@ -30,6 +30,7 @@ from hbtui.tui.dialogs.base import (
     host_select,
     int_or_none,
     name_taken,
+    ok_cancel,
     port_problem,
 )
 from hbtui.tui.dialogs.new_options import (
@@ -102,14 +103,13 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
 
     TITLE_TEXT = "New box"
 
+    @dataclass
     class Requested(Message):
         """Create was pressed: the App starts `request`, then dismisses the dialog once
         the box exists, or calls `refused` (the dialog stays open)."""
 
-        def __init__(self, dialog: NewBoxDialog, request: NewBoxRequest) -> None:
-            super().__init__()
-            self.dialog = dialog
-            self.request = request
+        dialog: NewBoxDialog
+        request: NewBoxRequest
 
     def __init__(
         self,
@@ -180,9 +180,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         status = Label("", id="request-status", markup=False)
         status.display = False  # until Create is pressed
         yield status
-        with Horizontal(classes="buttons"):
-            yield Button("Create", variant="primary", id="ok", disabled=True)
-            yield Button("Cancel", id="cancel")
+        yield from ok_cancel("Create", disabled=True)
 
     def keep(self, widget: W) -> W:
         """Note a folded section's widget as it is made: the form reads it from then on

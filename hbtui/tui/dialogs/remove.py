@@ -5,12 +5,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Static
 
 from hbtui.core.views import BoxView
 from hbtui.names import LOCAL
-from hbtui.tui.dialogs.base import Dialog, Field
+from hbtui.tui.dialogs.base import Dialog, Field, ok_cancel
 from hbtui.tui.requests import RemoveRequest
 
 
@@ -42,9 +41,7 @@ class RemoveDialog(Dialog[RemoveRequest]):
             yield Static(Text("This box was never saved.", style="bold yellow"), markup=False)
         yield Label(f"Type {v.name} to confirm", markup=False)
         yield Field(placeholder=v.name, id="confirm")
-        with Horizontal(classes="buttons"):
-            yield Button("Remove", variant="error", id="ok", disabled=True)
-            yield Button("Cancel", id="cancel")
+        yield from ok_cancel("Remove", variant="error", disabled=True)
 
     def on_mount(self) -> None:
         self.focus_field(self.query_one("#confirm", Input))

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Static
 
 from hbtui.environment import SECRETS_PASSPHRASE_ENV
 from hbtui.errors import HbtuiError
-from hbtui.tui.dialogs.base import Dialog, Field
+from hbtui.tui.dialogs.base import Dialog, Field, ok_cancel
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
@@ -38,9 +37,7 @@ class SecretsPassphraseDialog(Dialog[bool]):
         yield Label("Passphrase")
         yield Field(password=True, id="passphrase", classes="secret")
         yield Label("", id="error", classes="problem", markup=False)
-        with Horizontal(classes="buttons"):
-            yield Button("Unlock", variant="primary", id="ok")
-            yield Button("Cancel", id="cancel")
+        yield from ok_cancel("Unlock")
 
     def on_mount(self) -> None:
         self.focus_field(self.query_one("#passphrase", Input))

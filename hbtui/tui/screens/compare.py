@@ -8,6 +8,7 @@ take a while) and hands the answer over with `show()`. Keep asks first, then the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
@@ -51,28 +52,25 @@ class TryScreen(Screen[None]):
     TryScreen #try-output { height: 1fr; padding: 0 1; border-top: solid $primary; }
     """
 
+    @dataclass
     class Wanted(Message):
         """Ask the boxes of the try (again)."""
 
-        def __init__(self, screen: TryScreen) -> None:
-            super().__init__()
-            self.screen = screen
+        screen: TryScreen
 
+    @dataclass
     class Keep(Message):
         """Keep `box` (confirmed): pull its work, remove the try's other boxes."""
 
-        def __init__(self, screen: TryScreen, box: str) -> None:
-            super().__init__()
-            self.screen = screen
-            self.box = box
+        screen: TryScreen
+        box: str
 
+    @dataclass
     class DiffOf(Message):
         """Open the diff view of one of the try's boxes."""
 
-        def __init__(self, box: str, host: str) -> None:
-            super().__init__()
-            self.box = box
-            self.host = host
+        box: str
+        host: str
 
     def __init__(self, name: str, host: str, box: str = "") -> None:
         super().__init__()

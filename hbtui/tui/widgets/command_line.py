@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
@@ -85,13 +86,12 @@ class CommandLine(Input):
     }
     """
 
+    @dataclass
     class Run(Message):
         """A command to run: its id (an id of the actions table) and the box it names, if any."""
 
-        def __init__(self, ident: str, box: str | None) -> None:
-            super().__init__()
-            self.ident = ident
-            self.box = box
+        ident: str
+        box: str | None
 
     class Closed(Message):
         """The line was closed; focus goes back to the table."""

@@ -111,10 +111,9 @@ class LogView(ScrollView, can_focus=True):
     LogView:focus { background-tint: $foreground 5%; }
     """
 
+    @dataclass
     class FollowChanged(Message):
-        def __init__(self, following: bool) -> None:
-            super().__init__()
-            self.following = following
+        following: bool
 
     class SearchChanged(Message):
         """The search or its current match changed: the header says where we are."""

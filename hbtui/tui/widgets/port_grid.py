@@ -8,6 +8,7 @@ uses to choose the box's port.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -38,10 +39,9 @@ class PortGrid(Widget, can_focus=True):
     cursor: reactive[int] = reactive(0)
     highlight_box: reactive[str] = reactive("")
 
+    @dataclass
     class Picked(Message):
-        def __init__(self, port: int) -> None:
-            super().__init__()
-            self.port = port
+        port: int
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
