@@ -272,7 +272,7 @@ class Recording:
     def __init__(self) -> None:
         self.timeouts: list[float | None] = []
 
-    async def run(self, argv, *, input=None, timeout=None, secrets=None):
+    async def run(self, argv, *, input=None, timeout=None, secrets=None, bound=None):
         from hbtui.engine.runner import Completed
 
         self.timeouts.append(timeout)
@@ -301,7 +301,7 @@ async def test_a_timeout_says_which_setting_to_raise():
     from hbtui.engine.runner import RunTimeout
 
     class Slow(Recording):
-        async def run(self, argv, *, input=None, timeout=None, secrets=None):
+        async def run(self, argv, *, input=None, timeout=None, secrets=None, bound=None):
             raise RunTimeout(argv, timeout)
 
     with pytest.raises(EngineTimeout) as caught:
