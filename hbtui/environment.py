@@ -1,7 +1,7 @@
 """The environment hbtui hands to child processes (its own, minus any secret), and
 whether another process is still there.
 
-The archive passphrase may arrive in one of SECRET_ENV; hbtui.core.passphrase
+The archive passphrase may arrive in one of SECRET_ENV; hbtui.core.keys.passphrase
 takes it out of os.environ at start, and every child is spawned with
 child_env() besides, so no engine, tar, zstd, gpg or ssh process sees it.
 """

@@ -23,7 +23,7 @@ STATE_STYLE = {
     "unreachable": "red",
     "orphan": "magenta",
 }
-# An agent session's status (hbtui.core.agent_sessions.STATUSES): its colour and its mark.
+# An agent session's status (hbtui.core.agents.sessions.STATUSES): its colour and its mark.
 AGENT_STYLE = {
     "needs-you": "bold yellow",
     "working": "cyan",

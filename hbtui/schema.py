@@ -1,7 +1,7 @@
 """Dataclasses as the schema of TOML tables: a field's type says what kind of value it
 takes and its `rule(...)` metadata what range; `from_table` checks a parsed table against
 them, naming the key of the first wrong value. It serves the user's settings
-(hbtui.config) and the registry's rows (hbtui.core.registry).
+(hbtui.config) and the registry's rows (hbtui.core.foundation.registry).
 """
 
 from __future__ import annotations

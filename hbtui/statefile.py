@@ -26,7 +26,7 @@ from hbtui.errors import HbtuiError
 
 def temp_prefix(target: Path, pid: int | None = None) -> str:
     """How `atomic_output`'s temporary files for `target` begin: with the writer's pid,
-    so what a killed writer left can be told from a live one's (hbtui.core.scratch)."""
+    so what a killed writer left can be told from a live one's (hbtui.core.foundation.scratch)."""
     return f".{target.name}.{os.getpid() if pid is None else pid}."
 
 

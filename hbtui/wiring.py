@@ -14,8 +14,8 @@ from hbtui.errors import HbtuiError
 from hbtui.paths import Paths, resolve_paths
 
 if TYPE_CHECKING:
-    from hbtui.core.hosts import RemoteHosts
-    from hbtui.core.passphrase import PassphraseSource
+    from hbtui.core.foundation.hosts import RemoteHosts
+    from hbtui.core.keys.passphrase import PassphraseSource
     from hbtui.core.service import Service
     from hbtui.engine import Engine
     from hbtui.engine.early import EarlyListing
@@ -58,7 +58,7 @@ class EarlyStart:
     listing already running (hbtui.engine.early); the Service built later takes it over."""
 
     def __init__(self, paths: Paths, config: Config) -> None:
-        from hbtui.core.hosts import local_engine
+        from hbtui.core.foundation.hosts import local_engine
 
         self.engine: Engine | None = None
         self._listing: EarlyListing | None = None

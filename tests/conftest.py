@@ -195,7 +195,7 @@ def sim_service(sim_env: dict[str, str]):
 async def sim_host(sim_env: dict[str, str]):
     """The local Host (engine, probes) the sim service uses, for checks below the door."""
     from hbtui.config import load_config
-    from hbtui.core.hosts import HostPool
+    from hbtui.core.foundation.hosts import HostPool
     from hbtui.paths import resolve_paths
 
     paths = resolve_paths()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core import passphrase
-from hbtui.core.specs import NewSpec
+from hbtui.core.foundation.specs import NewSpec
+from hbtui.core.keys import passphrase
 from hbtui.errors import HbtuiError
 from hbtui.events import Phase
 

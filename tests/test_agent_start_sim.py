@@ -179,8 +179,8 @@ async def test_ctrl_c_while_new_waits_for_its_agent_ends_only_the_wait(
     (an "interrupted" for a box that is made and ready would be untrue)."""
     import asyncio
 
-    from hbtui.core import work_agent
-    from hbtui.core.specs import NewSpec, WorkRequest
+    from hbtui.core.foundation.specs import NewSpec, WorkRequest
+    from hbtui.core.work import agent as work_agent
     from hbtui.events import Notice
     from hbtui.wiring import build_service
 

@@ -55,7 +55,7 @@ async def until(
 
 
 def row_of(event: object, box: str = "b1"):
-    from hbtui.core.agent_sessions import AgentsChanged
+    from hbtui.core.agents.sessions import AgentsChanged
 
     return event.row if isinstance(event, AgentsChanged) and event.row.box == box else None
 
@@ -72,7 +72,7 @@ def box(sim_env):
 
 
 async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_box(box, sim_service):
-    from hbtui.core.agent_sessions import AgentsChanged, AgentsGone
+    from hbtui.core.agents.sessions import AgentsChanged, AgentsGone
 
     watch = sim_service.watch_agents(relist=0.5)
     events = watch.events()
@@ -255,7 +255,7 @@ def helper_gone(sim_env: dict[str, str]) -> None:
 async def test_the_dashboard_shows_needs_you_from_the_stream(box, sim_service):
     from textual.widgets import Static
 
-    from hbtui.core.agent_sessions import NEEDS_YOU
+    from hbtui.core.agents.sessions import NEEDS_YOU
     from hbtui.tui.agent_state import lead
     from hbtui.tui.app import HbtuiApp
 

@@ -12,8 +12,9 @@ import pytest
 
 from hbtui.boxtext import colours as keep_colours
 from hbtui.boxtext import line as plain
-from hbtui.core import agent_sessions, agents
-from hbtui.core.agent_sessions import AgentError, parse_listing, parse_session
+from hbtui.core.agents import operations as agents
+from hbtui.core.agents import sessions as agent_sessions
+from hbtui.core.agents.sessions import AgentError, parse_listing, parse_session
 
 
 def test_colours_and_text_pass():
@@ -144,7 +145,7 @@ def test_a_box_cannot_flood_the_listing():
 
 
 def test_skip_is_only_for_an_allow_list_box_with_managed_keys():
-    from hbtui.core import credentials as creds
+    from hbtui.core.keys import credentials as creds
     from hbtui.errors import UsageError
 
     anthropic = [creds.BUILT_IN["anthropic"]]
@@ -158,8 +159,8 @@ def test_skip_is_only_for_an_allow_list_box_with_managed_keys():
 
 
 def test_the_box_setting_reaches_the_recipe():
-    from hbtui.core import credentials as creds
-    from hbtui.core.registry import BoxRecord
+    from hbtui.core.foundation.registry import BoxRecord
+    from hbtui.core.keys import credentials as creds
 
     assert creds.recipe_settings(BoxRecord("b1", 4800)) == {"HB_AGENT_PERMISSIONS": "ask"}
     skip = BoxRecord("b1", 4800, agent_permissions="skip")

@@ -15,9 +15,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from hbtui.core import agents
-from hbtui.core.agent_sessions import AgentError
-from hbtui.core.views import BOX, BoxView
+from hbtui.core.agents import operations as agents
+from hbtui.core.agents.sessions import AgentError
+from hbtui.core.foundation.views import BOX, BoxView
 from hbtui.errors import UsageError
 from hbtui.events import MachineState
 

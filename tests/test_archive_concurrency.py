@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from hbtui.core.specs import NewSpec, SaveSpec
+from hbtui.core.foundation.specs import NewSpec, SaveSpec
 from hbtui.events import Transfer
 
 from support import HBTUI_BIN, SIM_RECIPE

@@ -1,4 +1,4 @@
-"""hbtui.core.passphrase: environment scrubbing and the no-echo terminal prompt."""
+"""hbtui.core.keys.passphrase: environment scrubbing and the no-echo terminal prompt."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from hbtui.core import passphrase as P
+from hbtui.core.keys import passphrase as P
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +117,7 @@ def test_prompt_empty_refused():
 def test_proc_environ_is_wiped():
     """/proc/PID/environ shows the exec-time block: it must not keep the secret."""
     code = (
-        "import sys; from hbtui.core.passphrase import scrub_environment, get_passphrase\n"
+        "import sys; from hbtui.core.keys.passphrase import scrub_environment, get_passphrase\n"
         "before = open('/proc/self/environ','rb').read()\n"
         "scrub_environment()\n"
         "after = open('/proc/self/environ','rb').read()\n"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core.guest import LEASE_SECONDS
-from hbtui.core.registry import Registry
+from hbtui.core.boxes.guest import LEASE_SECONDS
+from hbtui.core.foundation.registry import Registry
 from hbtui.paths import resolve_paths
 
 from support import HBTUI_BIN, SIM_RECIPE

@@ -1,4 +1,4 @@
-"""The backups folder as a list (hbtui.core.backups through the Service): newest first,
+"""The backups folder as a list (hbtui.core.archives.backups through the Service): newest first,
 verified marks that a changed file loses, the last choice kept across runs, relative
 paths found in the backups folder first."""
 
@@ -9,8 +9,8 @@ import os
 import pytest
 
 from hbtui.archive.header import MAGIC
-from hbtui.core.backups import box_of
-from hbtui.core.specs import NewSpec, SaveSpec
+from hbtui.core.archives.backups import box_of
+from hbtui.core.foundation.specs import NewSpec, SaveSpec
 from hbtui.wiring import build_service
 
 from support import SIM_RECIPE
@@ -49,7 +49,7 @@ def test_no_backups_folder_is_an_empty_list(service):
 
 
 def test_a_verified_mark_holds_until_the_file_changes(service):
-    from hbtui.core import backups
+    from hbtui.core.archives import backups
 
     path = fake_archive(service.backups_dir(), "web-20261101T100000Z.hbx", 1_780_000_000)
     backups.mark_verified(service.paths, path)

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from hbtui.core.doctor import boot_problems
+from hbtui.core.doctor.checks import boot_problems
 
 from support import ROOT
 

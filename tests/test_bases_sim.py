@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core.bases import StaleBase
-from hbtui.core.specs import NewSpec
+from hbtui.core.foundation.basebook import StaleBase
+from hbtui.core.foundation.specs import NewSpec
 from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import Notice, Phase, Step
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from hbtui.core.bases import BaseBook, base_id
+from hbtui.core.foundation.basebook import BaseBook, base_id
 
 from support import HBTUI_BIN, SIM_RECIPE
 

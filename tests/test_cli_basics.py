@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core.doctor import boot_problems, kvm_problems
+from hbtui.core.doctor.checks import boot_problems, kvm_problems
 from hbtui.environment import pid_alive
 
 from support import HBTUI_BIN
@@ -302,7 +302,7 @@ def test_ls_at_a_terminal_gives_a_long_image_s_room_to_the_state_and_port():
     from rich.console import Console
 
     from hbtui.cli.output import box_table
-    from hbtui.core.views import BOX, BoxView
+    from hbtui.core.foundation.views import BOX, BoxView
 
     rows = [
         BoxView("b1", "local", BOX, "running", 4937, "http://127.0.0.1:4937/", "x" * 300, 2, 4096,

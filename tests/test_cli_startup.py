@@ -74,7 +74,7 @@ def test_progress_bars_load_with_the_first_step_not_before():
 
 def test_the_dashboard_app_loads_no_box_operations():
     """The dashboard's first frame needs what an agent session is (agent_sessions), not the
-    core's box operations behind hbtui.core.agents (~120 ms of imports): those load with
+    core's box operations behind hbtui.core.agents.operations (~120 ms of imports): those load with
     the Service, at the first listing."""
     done = subprocess.run(
         [sys.executable, "-c", "import sys, hbtui.tui.app; print(sorted(sys.modules))"],
@@ -84,10 +84,10 @@ def test_the_dashboard_app_loads_no_box_operations():
         check=True,
     )
     loaded = set(json.loads(done.stdout.replace("'", '"')))
-    assert "hbtui.core.agent_sessions" in loaded
+    assert "hbtui.core.agents.sessions" in loaded
     assert not loaded & {
-        "hbtui.core.boxes",
-        "hbtui.core.box_core",
-        "hbtui.core.agents",
+        "hbtui.core.boxes.operations",
+        "hbtui.core.boxes.core",
+        "hbtui.core.agents.operations",
         "hbtui.core.service",
     }

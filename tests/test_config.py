@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hbtui.config import Config, HostSettings, load_config, parse_config, save_config
-from hbtui.core.config_text import template
+from hbtui.core.config.text import template
 from hbtui.errors import UsageError
 from hbtui.paths import resolve_paths
 from hbtui.schema import to_table

@@ -31,7 +31,7 @@ from hbtui.config import (
     port_range_problem,
     save_config,
 )
-from hbtui.core.registry import BoxRecord, Registry, RegistryError
+from hbtui.core.foundation.registry import BoxRecord, Registry, RegistryError
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.paths import Paths
 
@@ -815,7 +815,7 @@ def test_a_secrets_index_entry_that_is_not_an_object_is_one_error_not_dropped(tm
     """It was dropped without a word ("No secrets yet"), and the next `secrets set`
     wrote the index without it, orphaning its value in the store."""
     from hbtui.config import Config
-    from hbtui.core.secrets import Secrets, SecretsError
+    from hbtui.core.keys.secrets import Secrets, SecretsError
     from hbtui.paths import resolve_paths
 
     secrets = Secrets(resolve_paths({"HBTUI_HOME": str(tmp_path)}), Config(), lambda _: b"pw")

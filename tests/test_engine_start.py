@@ -1,6 +1,6 @@
 """What the engine is asked at start-up: its version once per binary (remembered beside the
 state), and the dashboard's first listing started before its screens import, taken by the
-first `list()` (hbtui/core/version_memo.py, hbtui/engine/early.py)."""
+first `list()` (hbtui/core/foundation/version.py, hbtui/engine/early.py)."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ async def test_a_box_operation_on_a_full_disk_names_the_box_lock(full_home):
     """`stop`, `start`, `save`, `rm`, `credentials`, `pull`, `branch`, `new` on a full state
     home said only "error: No space left on device": the record a box's lock holds is
     written as the operation begins, and its error now names the lock file."""
-    from hbtui.core.oplock import BoxLocks
+    from hbtui.core.foundation.oplock import BoxLocks
 
     locks = BoxLocks(full_home / "locks")
     (full_home / "locks").mkdir()

@@ -14,8 +14,8 @@ from hbtui import boxtext
 from hbtui.checks import Check
 from hbtui.cli.output import print_checks, print_error
 from hbtui.cli.progress import ConsoleReporter
-from hbtui.core.boxes import _plain_event
-from hbtui.core.recipe import parse_marker
+from hbtui.core.boxes.operations import _plain_event
+from hbtui.core.foundation.recipe import parse_marker
 from hbtui.errors import HbtuiError
 from hbtui.events import LogLine, Notice, Phase, Transfer
 

@@ -161,7 +161,7 @@ def test_a_fifo_for_a_box_lock_is_no_busy_note(hbtui_home):
 
 
 def test_a_fifo_left_in_scratch_does_not_hang_the_sweep(hbtui_home):
-    from hbtui.core import scratch
+    from hbtui.core.foundation import scratch
     from hbtui.paths import resolve_paths
 
     paths = resolve_paths()
@@ -251,7 +251,7 @@ def test_a_hostile_task_file_is_one_line_at_once(hbtui_home, tmp_path: Path, kin
 def test_an_archive_path_that_is_no_file_says_what_it_is(tmp_path):
     """`load`, `verify`, `extract` of a symlink loop said "not a file (a folder or a
     device?)": each kind of path says what it is."""
-    from hbtui.core.archives import archive_kind
+    from hbtui.core.archives.files import archive_kind
     from hbtui.errors import UsageError
 
     fifo_at(tmp_path / "fifo")

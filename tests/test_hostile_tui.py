@@ -21,7 +21,7 @@ from textual.widgets import DataTable
 from tui_fake_agents import NOW_TS
 
 from hbtui import boxtext
-from hbtui.core.agent_sessions import (
+from hbtui.core.agents.sessions import (
     NEEDS_YOU,
     WORKING,
     AgentError,
@@ -30,12 +30,12 @@ from hbtui.core.agent_sessions import (
     clean_text,
     parse_session,
 )
-from hbtui.core.tries import TryRow
-from hbtui.core.try_book import CheckResult, TryRecord
-from hbtui.core.views import BoxDetails, DetailSection
-from hbtui.core.work import PullResult
-from hbtui.core.work_book import WorkError
-from hbtui.core.work_diff import Commit, FileChange, WorkDiff
+from hbtui.core.foundation.views import BoxDetails, DetailSection
+from hbtui.core.tries.book import CheckResult, TryRecord
+from hbtui.core.tries.operations import TryRow
+from hbtui.core.work.book import WorkError
+from hbtui.core.work.diff import Commit, FileChange, WorkDiff
+from hbtui.core.work.operations import PullResult
 from hbtui.errors import HbtuiError
 from hbtui.events import LogLine, Notice, Phase, Step
 from hbtui.names import LOCAL

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from hbtui.core.specs import NewSpec
+from hbtui.core.foundation.specs import NewSpec
 from hbtui.errors import UsageError
 
 from support import HBTUI_BIN, SIM_RECIPE
@@ -112,7 +112,7 @@ def test_a_secret_value_is_checked_before_it_is_stored(hbtui_home, value, rule):
 def test_a_secret_at_the_limit_is_stored(hbtui_home):
     import os
 
-    from hbtui.core.secrets import VALUE_MAX
+    from hbtui.core.keys.secrets import VALUE_MAX
 
     env = {**os.environ, "HBTUI_SECRETS_PASSPHRASE": SECRETS_PASS}
     (hbtui_home / "config.toml").write_text('[secrets]\nstore = "file"\n')

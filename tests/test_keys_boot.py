@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from hbtui.core.credentials import Preset
-from hbtui.core.doctor import boot_problems
+from hbtui.core.doctor.checks import boot_problems
+from hbtui.core.keys.credentials import Preset
 from hbtui.engine import Engine, MachineSpec
 
 pytestmark = pytest.mark.needs_boot

@@ -19,7 +19,7 @@ def modules() -> list[str]:
     for package in PACKAGES:
         found.append(package)
         path = [str(p) for p in __import__(package, fromlist=["x"]).__path__]
-        found += [f"{package}.{m.name}" for m in pkgutil.walk_packages(path)]
+        found += [m.name for m in pkgutil.walk_packages(path, f"{package}.")]
     return found
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core import guest
-from hbtui.core.guest import ProvisionFailed
-from hbtui.core.registry import Registry
-from hbtui.core.specs import NewSpec
+from hbtui.core.boxes import guest
+from hbtui.core.boxes.guest import ProvisionFailed
+from hbtui.core.foundation.registry import Registry
+from hbtui.core.foundation.specs import NewSpec
 from hbtui.errors import Cancelled, HbtuiError
 from hbtui.events import LogLine, Step
 from hbtui.paths import resolve_paths

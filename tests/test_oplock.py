@@ -11,15 +11,15 @@ import time
 import pytest
 
 from hbtui.config import load_config
-from hbtui.core.boxes import BoxOperations
-from hbtui.core.hosts import HostPool
-from hbtui.core.oplock import BoxBusy
-from hbtui.core.views import Busy
+from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.foundation.hosts import HostPool
+from hbtui.core.foundation.oplock import BoxBusy
+from hbtui.core.foundation.views import Busy
 from hbtui.paths import resolve_paths
 
 HOLDER = """
 import asyncio, sys
-from hbtui.core.oplock import BoxLocks
+from hbtui.core.foundation.oplock import BoxLocks
 
 async def main():
     async with BoxLocks(__import__("pathlib").Path(sys.argv[1])).hold("local", "b", "save"):

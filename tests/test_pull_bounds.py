@@ -16,8 +16,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from hbtui.core import guest, intake, work, work_book, work_box, work_diff
-from hbtui.core.gitops import BOX_GIT_MEMORY, BundleRefused, parse_heads
+from hbtui.core.boxes import guest
+from hbtui.core.foundation.git import BOX_GIT_MEMORY, BundleRefused, parse_heads
+from hbtui.core.work import book as work_book
+from hbtui.core.work import box as work_box
+from hbtui.core.work import diff as work_diff
+from hbtui.core.work import intake
+from hbtui.core.work import operations as work
 from hbtui.engine.client import EngineStream
 from hbtui.engine.runner import LocalStream
 from hbtui.paths import Paths
@@ -147,7 +152,7 @@ def test_the_heads_of_a_bundle_are_parsed_in_linear_time():
 MEASURED = """
 import asyncio, resource, sys
 from pathlib import Path
-from hbtui.core.gitops import BundleRefused
+from hbtui.core.foundation.git import BundleRefused
 from support.work import check_file
 
 async def main() -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core.gitops import BOX_GIT_MEMORY
+from hbtui.core.foundation.git import BOX_GIT_MEMORY
 
 from support import HBTUI_BIN, SIM_RECIPE
 from support.cli import as_root, hbtui, one_line_error

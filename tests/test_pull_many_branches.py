@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core import gitops
-from hbtui.core.gitops import BundleRefused
+from hbtui.core.foundation import git as gitops
+from hbtui.core.foundation.git import BundleRefused
 
 from support.work import check_file
 

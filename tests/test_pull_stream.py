@@ -17,7 +17,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from hbtui.core import gitops, intake, work_box
+from hbtui.core.foundation import git as gitops
+from hbtui.core.work import box as work_box
+from hbtui.core.work import intake
 from hbtui.engine.client import EngineStream
 from hbtui.engine.runner import LocalStream
 
@@ -177,7 +179,8 @@ async def test_the_pack_is_indexed_while_the_rest_of_it_is_still_on_its_way(repo
 
 async def pull_from(engine_host: SimpleNamespace, host: Path, box: Path, seed: str, report):
     """work.pull of box b1 (its clone `box`) into `host`, through `engine_host`."""
-    from hbtui.core import work, work_book
+    from hbtui.core.work import book as work_book
+    from hbtui.core.work import operations as work
     from hbtui.paths import Paths
 
     async def get(name: str) -> SimpleNamespace:
@@ -222,8 +225,8 @@ async def test_a_whole_pull_says_it_bundles_once_the_box_is_at_work(repos, tmp_p
 async def test_a_box_that_sends_no_objects_still_has_its_ref_names_checked(repos, tmp_path: Path):
     """An empty pack is no reason to skip a check: a tag it names is refused, as it is
     with work in the pack."""
-    from hbtui.core.gitops import BundleRefused
-    from hbtui.core.work_box import TAG
+    from hbtui.core.foundation.git import BundleRefused
+    from hbtui.core.work.box import TAG
 
     host, box, seed, _ = repos
     empty = subprocess.run(

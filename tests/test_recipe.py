@@ -325,7 +325,7 @@ def test_the_per_box_paths_cover_logins_history_and_executor_state() -> None:
     ],
 )
 def test_a_step_marker_is_small_ascii_numbers_else_a_log_line(line: str, step) -> None:
-    from hbtui.core.recipe import parse_marker
+    from hbtui.core.foundation.recipe import parse_marker
 
     found = parse_marker(line)
     assert (found and (found.index, found.total, found.name)) == step

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from hbtui.core import recipe_check as rc
-from hbtui.core.bases import Base, BaseBook
-from hbtui.core.recipe import recipe_version
+from hbtui.core.foundation.basebook import Base, BaseBook
+from hbtui.core.foundation.recipe import recipe_version
 from hbtui.errors import UsageError
 
 from support import HBTUI_BIN, ROOT

@@ -4,9 +4,9 @@ import socket
 
 import pytest
 
-from hbtui.core.hosts import local_busy_ports
-from hbtui.core.ports import BUSY, FREE, USED, PortsExhausted, allocate, port_map
-from hbtui.core.registry import FAILED, PROVISIONING, BoxRecord, Registry
+from hbtui.core.foundation.hosts import local_busy_ports
+from hbtui.core.foundation.ports import BUSY, FREE, USED, PortsExhausted, allocate, port_map
+from hbtui.core.foundation.registry import FAILED, PROVISIONING, BoxRecord, Registry
 from hbtui.errors import UsageError
 
 

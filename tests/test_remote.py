@@ -20,8 +20,8 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from hbtui.core.registry import FAILED, Registry
-from hbtui.core.specs import NewSpec
+from hbtui.core.foundation.registry import FAILED, Registry
+from hbtui.core.foundation.specs import NewSpec
 from hbtui.engine.capture import ERR_MAX, Bound, OutputTooLong
 from hbtui.engine.runner import RunTimeout
 from hbtui.events import Step
@@ -54,7 +54,7 @@ def service():
 async def remote_host(name: str):
     """A remote Host as the core gets it, for checks below the service's door."""
     from hbtui.config import load_config
-    from hbtui.core.hosts import HostPool
+    from hbtui.core.foundation.hosts import HostPool
     from hbtui.remote.hosts import SshHosts
 
     paths = resolve_paths()

@@ -1,4 +1,4 @@
-"""What a box says while it is saved (hbtui.core.save_parts), and the start of what it
+"""What a box says while it is saved (hbtui.core.archives.parts), and the start of what it
 sends (hbtui.archive.hbxtar.payload_start_problem): each claim checked, each refusal
 one line."""
 
@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from hbtui.archive.hbxtar import payload_start_problem
-from hbtui.core.save_parts import (
+from hbtui.core.archives.parts import (
     SAVE_DIR,
     Announcements,
     SaveFailed,

@@ -72,7 +72,7 @@ def test_concurrent_secrets_set_and_rm_lose_nothing(env, hbtui_home):
     check = _python(
         """
         from hbtui.config import load_config
-        from hbtui.core.secrets import Secrets
+        from hbtui.core.keys.secrets import Secrets
         from hbtui.paths import resolve_paths
         paths = resolve_paths()
         secrets = Secrets(paths, load_config(paths), lambda confirm: b"concurrent writers")
@@ -103,7 +103,7 @@ def test_concurrent_registry_transactions_lose_nothing(env, hbtui_home):
     rows = 20
     writer = f"""
         import asyncio, sys
-        from hbtui.core.registry import BoxRecord, Registry
+        from hbtui.core.foundation.registry import BoxRecord, Registry
         from hbtui.paths import resolve_paths
         w = int(sys.argv[1])
         registry = Registry(resolve_paths().registry_file)
@@ -114,7 +114,7 @@ def test_concurrent_registry_transactions_lose_nothing(env, hbtui_home):
         asyncio.run(main())
     """
     _all_at_once([[*_python(writer), str(w)] for w in range(WRITERS)], env)
-    from hbtui.core.registry import Registry
+    from hbtui.core.foundation.registry import Registry
 
     kept = {r.name for r in Registry(hbtui_home / "registry.toml").read()}
     assert kept == {f"w{w}-{i}" for w in range(WRITERS) for i in range(rows)}
@@ -125,7 +125,7 @@ def test_concurrent_base_builds_each_learn_the_base_they_replaced(env, hbtui_hom
     first): so no older pack is removed twice and none is left behind."""
     writer = """
         import sys
-        from hbtui.core.bases import Base, BaseBook
+        from hbtui.core.foundation.basebook import Base, BaseBook
         from hbtui.paths import resolve_paths
         w = sys.argv[1]
         book = BaseBook(resolve_paths().data_dir / "bases")
@@ -159,14 +159,14 @@ def test_concurrent_archive_marks_lose_nothing(env, tmp_path):
     writer = """
         import sys
         from pathlib import Path
-        from hbtui.core.backups import is_verified, mark_verified, read_memory
+        from hbtui.core.archives.backups import is_verified, mark_verified, read_memory
         from hbtui.paths import resolve_paths
         paths = resolve_paths()
         for _ in range(10):
             mark_verified(paths, Path(sys.argv[1]))
     """
     _all_at_once([[*_python(writer), str(a)] for a in archives], env)
-    from hbtui.core.backups import is_verified, read_memory
+    from hbtui.core.archives.backups import is_verified, read_memory
     from hbtui.paths import resolve_paths
 
     memory = read_memory(resolve_paths())

@@ -121,7 +121,7 @@ def test_a_stopped_box_has_no_services_to_return(hbtui_home):
 
 def _stale_base_of(recipe_dir, sim_service) -> None:
     """A manifest of a base of `recipe_dir` built from an older version of it."""
-    from hbtui.core.bases import Base
+    from hbtui.core.foundation.basebook import Base
 
     base = Base(
         id="ubuntu-24.04-000000000000",
@@ -347,7 +347,7 @@ def full_folder(tmp_path):
 
 
 def test_a_base_manifest_on_a_full_disk_names_its_file(full_folder):
-    from hbtui.core.bases import Base, BaseBook
+    from hbtui.core.foundation.basebook import Base, BaseBook
 
     (full_folder / "local").mkdir(mode=0o700)
     fill(full_folder)
@@ -442,7 +442,7 @@ async def test_a_box_whose_preset_variable_changed_starts_with_its_own_binding(
     config = hbtui_home / "config.toml"
     config.write_text('[credentials.mine]\nenv_var = "MINE_OLD"\nhosts = "api.example.com"\n')
     monkeypatch.setenv("HBTUI_SECRETS_PASSPHRASE", "a passphrase for the tests")
-    from hbtui.core.specs import NewSpec
+    from hbtui.core.foundation.specs import NewSpec
     from hbtui.wiring import build_service
 
     service = build_service()

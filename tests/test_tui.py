@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button, Input, Label
 
+from hbtui.core.foundation.specs import NewSpec
 from hbtui.core.service import Service
-from hbtui.core.specs import NewSpec
 from hbtui.events import LogLine, Phase
 from hbtui.tui.actions import ACTIONS, MAIN
 from hbtui.tui.app import HbtuiApp
@@ -783,7 +783,7 @@ async def test_a_box_another_process_holds_says_so_in_its_row(static_service):
     """A save run by `hbtui save` in another terminal shows in the dashboard's row."""
     from dataclasses import replace
 
-    from hbtui.core.views import Busy
+    from hbtui.core.foundation.views import Busy
 
     static_service.boxes[0] = replace(static_service.boxes[0], busy=Busy("save", 4242))
     app = make_app(static_service)

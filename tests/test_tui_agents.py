@@ -18,7 +18,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets._footer import FooterKey
 from tui_fake_agents import session
 
-from hbtui.core.agent_sessions import IDLE, NEEDS_YOU, WORKING
+from hbtui.core.agents.sessions import IDLE, NEEDS_YOU, WORKING
 from hbtui.tui.activity import Activity, row_key
 from hbtui.tui.alerts import ALERT_MAX, alert_text, notify_send_argv, osc9
 from hbtui.tui.dialogs.agents import SendDialog, SessionPicker
@@ -76,7 +76,7 @@ async def test_a_box_not_running_has_no_agent_whatever_its_last_stream_said():
     """A box's status stream fails as the box stops (or is branched, or removed): what it
     said last is no news. A stopped box, a box being stopped and a box no longer listed
     get no red ✗ and no Agent column (which took the URL, Image and Age columns' room)."""
-    from hbtui.core.agent_sessions import BoxAgents
+    from hbtui.core.agents.sessions import BoxAgents
     from hbtui.tui.messages import AgentsLoaded
 
     gone = "agent operation failed: connection reset"

@@ -14,7 +14,7 @@ import time
 import pytest
 from textual.widgets import Static
 
-from hbtui.core.agent_sessions import NEEDS_YOU
+from hbtui.core.agents.sessions import NEEDS_YOU
 from hbtui.tui.agent_state import lead
 from hbtui.tui.app import HbtuiApp
 

@@ -12,8 +12,8 @@ from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Label, ProgressBar
 from textual.widgets._footer import FooterKey
 
-from hbtui.core.backups import ArchiveEntry
-from hbtui.core.bases import NewPlan
+from hbtui.core.archives.backups import ArchiveEntry
+from hbtui.core.foundation.basebook import NewPlan
 from hbtui.errors import HbtuiError
 from hbtui.events import Phase, Reserved, Stage, Step, Transfer
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button, DataTable, Input
 
-from hbtui.core.views import Busy
+from hbtui.core.foundation.views import Busy
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
 from hbtui.tui.dialogs.confirm import ConfirmDialog

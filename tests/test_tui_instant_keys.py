@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
-from hbtui.core.bases import Base, NewPlan
+from hbtui.core.foundation.basebook import Base, NewPlan
 from hbtui.tui.dialogs.branch import BranchDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 

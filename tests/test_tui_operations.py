@@ -15,8 +15,8 @@ import pytest
 from textual import events
 from textual.widgets import Input, ProgressBar
 
-from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
-from hbtui.core.views import BOX, MISSING, BoxView
+from hbtui.core.foundation.specs import LoadSpec, NewSpec, SaveSpec
+from hbtui.core.foundation.views import BOX, MISSING, BoxView
 from hbtui.events import Phase, Reserved, Stage, Step
 from hbtui.tui.actions import BY_ID, MAIN
 from hbtui.tui.activity import Activity

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Label
 
-from hbtui.core import passphrase
-from hbtui.core.passphrase import secrets_passphrase_without_prompt
-from hbtui.core.specs import NewSpec
+from hbtui.core.foundation.specs import NewSpec
+from hbtui.core.keys import passphrase
+from hbtui.core.keys.passphrase import secrets_passphrase_without_prompt
 from hbtui.tui.dialogs.secrets import SecretsPassphraseDialog
 from hbtui.wiring import build_service
 

@@ -11,8 +11,8 @@ import pytest
 from textual.widgets import DataTable, Input
 from textual.widgets._footer import FooterKey
 
-from hbtui.core.backups import ArchiveEntry
-from hbtui.core.views import MISSING
+from hbtui.core.archives.backups import ArchiveEntry
+from hbtui.core.foundation.views import MISSING
 from hbtui.tui.dialogs.archive import ExtractDialog
 from hbtui.tui.screens.help import HelpScreen
 from hbtui.tui.screens.progress import ProgressScreen

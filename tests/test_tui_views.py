@@ -20,9 +20,9 @@ import pytest
 from textual.widgets import Input, Sparkline
 from textual.widgets._footer import FooterKey
 
-from hbtui.core.details import parse_stats
-from hbtui.core.specs import NewSpec
-from hbtui.core.views import BoxStats
+from hbtui.core.boxes.details import parse_stats
+from hbtui.core.foundation.specs import NewSpec
+from hbtui.core.foundation.views import BoxStats
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.bulk import BulkSaveDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
@@ -247,7 +247,7 @@ async def test_live_figures_are_read_for_rows_on_screen_and_seldom_but_the_selec
 async def test_stats_asks_the_engine_a_few_boxes_at_a_time():
     """`Service.stats` of 30 boxes: at most STATS_CONCURRENCY engine calls at once (each is
     a process; all at once loaded a small machine)."""
-    from hbtui.core.details import STATS_CONCURRENCY, stats
+    from hbtui.core.boxes.details import STATS_CONCURRENCY, stats
 
     class Engine:
         running = most = 0

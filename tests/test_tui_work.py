@@ -9,8 +9,8 @@ import asyncio
 from textual.widgets import Button, DataTable, Input, Select, Static
 from textual.widgets._footer import FooterKey
 
-from hbtui.core.gitops import RepoSeed
-from hbtui.core.specs import WorkRequest
+from hbtui.core.foundation.git import RepoSeed
+from hbtui.core.foundation.specs import WorkRequest
 from hbtui.names import LOCAL
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.confirm import ConfirmDialog

@@ -8,8 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from hbtui.core import gitops, work, work_agent, work_book, work_box, work_diff
-from hbtui.core.gitops import WIP_REF, BundleRefused, check_ref_name, parse_heads
+from hbtui.core.foundation import git as gitops
+from hbtui.core.foundation.git import WIP_REF, BundleRefused, check_ref_name, parse_heads
+from hbtui.core.work import agent as work_agent
+from hbtui.core.work import book as work_book
+from hbtui.core.work import box as work_box
+from hbtui.core.work import diff as work_diff
+from hbtui.core.work import operations as work
 from hbtui.errors import UsageError
 from hbtui.names import LOCAL
 
@@ -204,7 +209,7 @@ def test_a_box_that_does_not_exist_is_named_so(hbtui_home, verb):
 def test_a_try_names_each_box_once_in_its_progress():
     """`try` showed "t-1: t-1 is ready" and "t-1: t-1: full provisioning": a box's own
     message already names it; t-10's message is not t-1's."""
-    from hbtui.core.tries import _prefixed
+    from hbtui.core.tries.operations import _prefixed
     from hbtui.events import Event, LogLine, Notice, Phase
 
     seen: list[Event] = []
@@ -301,7 +306,7 @@ def test_the_wait_for_an_agent_is_bounded_by_a_number_of_seconds(monkeypatch, va
 )  # fmt: skip
 def test_an_agent_without_its_key_is_said_before_it_starts(agent, credentials, said):
     from hbtui.config import Config
-    from hbtui.core.registry import BoxRecord
+    from hbtui.core.foundation.registry import BoxRecord
 
     record = BoxRecord(name="b1", port=4800, credentials=credentials)
     boxes = SimpleNamespace(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hbtui.core import work_agent
+from hbtui.core.work import agent as work_agent
 
 TASK = "line one\nline two; $(touch pwned) `x`\nline three"
 # Reads its terminal as prompt_toolkit does (raw, set with TCSANOW: nothing pending is

@@ -29,8 +29,8 @@ def service(sim_env, monkeypatch):
 async def test_ctrl_c_as_the_work_begins_removes_the_box(service, tmp_path, monkeypatch):
     """A cancel landing on the work's first step (the registry update written ahead) was
     not rolled back: the box stayed, provisioning, owned by this live process."""
-    from hbtui.core.registry import WORK_MISSING, Registry
-    from hbtui.core.specs import NewSpec, WorkRequest
+    from hbtui.core.foundation.registry import WORK_MISSING, Registry
+    from hbtui.core.foundation.specs import NewSpec, WorkRequest
 
     seed = await service.repo_seed(str(host_repo(tmp_path)))
     orig = Registry.update
@@ -54,8 +54,8 @@ async def test_a_try_interrupted_once_its_box_is_ready_removes_it_with_the_recor
 ):
     """Cancelled on `Service.new`'s last step (its view, once the box is ready), a try's
     box was not counted as made: neither removed nor recorded (the record dropped)."""
-    from hbtui.core.boxes import BoxOperations
-    from hbtui.core.specs import WorkRequest
+    from hbtui.core.boxes.operations import BoxOperations
+    from hbtui.core.foundation.specs import WorkRequest
 
     seed = await service.repo_seed(str(host_repo(tmp_path)))
     orig = BoxOperations.ready
@@ -67,7 +67,7 @@ async def test_a_try_interrupted_once_its_box_is_ready_removes_it_with_the_recor
 
     monkeypatch.setattr(BoxOperations, "ready", ready)
     # A stand-in agent is not needed: the try's box has none if work_agent.start is patched.
-    import hbtui.core.work_agent as work_agent
+    import hbtui.core.work.agent as work_agent
 
     async def no_agent(*a, **k):
         return None
@@ -87,13 +87,13 @@ async def test_try_ls_during_an_interrupted_try_brings_its_record_back(
 ):
     """`try ls` read the record, worked, then wrote it back whole: a try interrupted
     meanwhile (boxes removed, record dropped) was listed again, its name taken for good."""
-    import hbtui.core.tries as tries
-    from hbtui.core.specs import WorkRequest
+    import hbtui.core.tries.operations as tries
+    from hbtui.core.foundation.specs import WorkRequest
 
     seed = await service.repo_seed(str(host_repo(tmp_path)))
     in_work, in_ls, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
-    import hbtui.core.work_agent as work_agent
+    import hbtui.core.work.agent as work_agent
 
     async def start_agent(*a, **k):  # the clone and its work record are in by now
         in_work.set()
@@ -128,8 +128,8 @@ async def test_a_box_whose_repository_never_went_in_is_removed_not_repaired(serv
     `start` suggested `hbtui repair`, which made it ready without its clone."""
     import subprocess
 
-    from hbtui.core.registry import FAILED, PROVISIONING, WORK_MISSING
-    from hbtui.core.specs import NewSpec
+    from hbtui.core.foundation.registry import FAILED, PROVISIONING, WORK_MISSING
+    from hbtui.core.foundation.specs import NewSpec
 
     await service.new(NewSpec("w"))
     dead = subprocess.Popen(["true"])
@@ -148,8 +148,8 @@ async def test_a_box_whose_repository_never_went_in_is_removed_not_repaired(serv
 async def test_a_box_whose_clone_is_going_in_shows_no_error(service, tmp_path, monkeypatch):
     """While `new --repo` was still putting the repository in (its owner alive), the row
     showed the text a kill would leave: the dashboard's cell read `provisioning: <error>`."""
-    import hbtui.core.work_agent as work_agent
-    from hbtui.core.specs import NewSpec, WorkRequest
+    import hbtui.core.work.agent as work_agent
+    from hbtui.core.foundation.specs import NewSpec, WorkRequest
 
     seed = await service.repo_seed(str(host_repo(tmp_path)))
     in_work = asyncio.Event()
@@ -175,9 +175,9 @@ async def test_work_whose_rollback_cannot_remove_the_box_leaves_it_failed(
 ):
     """The seed fails and so does the removal: the row stayed `provisioning`, owned by this
     live process (a dashboard showed it being made until it quit)."""
-    import hbtui.core.work as work
-    from hbtui.core.boxes import BoxOperations
-    from hbtui.core.specs import NewSpec, WorkRequest
+    import hbtui.core.work.operations as work
+    from hbtui.core.boxes.operations import BoxOperations
+    from hbtui.core.foundation.specs import NewSpec, WorkRequest
     from hbtui.engine.errors import EngineError
 
     seed = await service.repo_seed(str(host_repo(tmp_path)))

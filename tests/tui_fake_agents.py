@@ -1,5 +1,5 @@
 """The agent methods of `FakeService` (tests/tui_fakes.py), as the real Service inherits
-them from `hbtui.core.agents.AgentOperations`: sessions kept per box, answers that
+them from `hbtui.core.agents.operations.AgentOperations`: sessions kept per box, answers that
 change them as an agent would, every call recorded.
 """
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from hbtui.core.agent_sessions import (
+from hbtui.core.agents.operations import pending_request
+from hbtui.core.agents.sessions import (
     ENDED,
     ERROR,
     NEEDS_YOU,
@@ -18,8 +19,7 @@ from hbtui.core.agent_sessions import (
     Answer,
     BoxAgents,
 )
-from hbtui.core.agents import pending_request
-from hbtui.core.views import BoxView
+from hbtui.core.foundation.views import BoxView
 from hbtui.names import LOCAL
 
 NOW_TS = 1_795_953_600.0  # tui_fakes.NOW (2026-11-29 12:00 UTC) as a UNIX time

@@ -21,18 +21,14 @@ from tui_fake_agents import FakeAgents
 
 from hbtui.archive.errors import WrongPassphrase
 from hbtui.config import Config
-from hbtui.core.backups import ArchiveEntry
-from hbtui.core.bases import Base, NewPlan
-from hbtui.core.credentials import BUILT_IN, Preset
-from hbtui.core.gitops import RepoSeed, split_repo_ref
-from hbtui.core.hosts import WebAccess
-from hbtui.core.ports import BUSY, FREE, USED, PortSlot
-from hbtui.core.recipe import check_recipe, parse_marker
-from hbtui.core.secrets import SecretInfo
-from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
-from hbtui.core.tries import TryRow
-from hbtui.core.try_book import CheckResult, TryRecord
-from hbtui.core.views import (
+from hbtui.core.archives.backups import ArchiveEntry
+from hbtui.core.foundation.basebook import Base, NewPlan
+from hbtui.core.foundation.git import RepoSeed, split_repo_ref
+from hbtui.core.foundation.hosts import WebAccess
+from hbtui.core.foundation.ports import BUSY, FREE, USED, PortSlot
+from hbtui.core.foundation.recipe import check_recipe, parse_marker
+from hbtui.core.foundation.specs import LoadSpec, NewSpec, SaveSpec
+from hbtui.core.foundation.views import (
     BOX,
     BoxDetails,
     BoxListing,
@@ -41,9 +37,13 @@ from hbtui.core.views import (
     DetailSection,
     ProvisionLog,
 )
-from hbtui.core.work import PullResult
-from hbtui.core.work_book import WorkError
-from hbtui.core.work_diff import Commit, FileChange, WorkDiff
+from hbtui.core.keys.credentials import BUILT_IN, Preset
+from hbtui.core.keys.secrets import SecretInfo
+from hbtui.core.tries.book import CheckResult, TryRecord
+from hbtui.core.tries.operations import TryRow
+from hbtui.core.work.book import WorkError
+from hbtui.core.work.diff import Commit, FileChange, WorkDiff
+from hbtui.core.work.operations import PullResult
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import (
     Event,
@@ -454,7 +454,7 @@ class FakeService(FakeAgents):
             await self._pause()
 
     def save_output_problem(self, output: Path) -> str | None:
-        from hbtui.core.archive_save import output_problem
+        from hbtui.core.archives.save import output_problem
 
         return output_problem(Path(output).expanduser().absolute())
 

@@ -405,7 +405,7 @@ def _main(argv: list[str] | None) -> int:
         parser.prog = f"hbtui {verb}".strip()
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
-    from hbtui.core.passphrase import scrub_environment
+    from hbtui.core.keys import scrub_environment
     from hbtui.errors import HbtuiError
 
     scrub_environment()  # before anything can start a child process

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from hbtui.cli.output import Invocation, table
-from hbtui.core.agent_sessions import BoxAgents
+from hbtui.core.agents import BoxAgents
 from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL
 from hbtui.present import AGENT_STYLE, elapsed
@@ -148,7 +148,7 @@ class _Follower:
     async def read(self) -> None:
         import asyncio
 
-        from hbtui.core.agent_sessions import AgentsGone
+        from hbtui.core.agents import AgentsGone
 
         async for event in self.watch.events():
             if isinstance(event, AgentsGone):

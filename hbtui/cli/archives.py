@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hbtui.cli.output import Invocation
-from hbtui.core.passphrase import get_passphrase
-from hbtui.core.specs import LoadSpec, SaveSpec
+from hbtui.core.foundation import LoadSpec, SaveSpec
+from hbtui.core.keys import get_passphrase
 from hbtui.errors import UsageError
 
 

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from hbtui import boxtext
 from hbtui.cli.output import Invocation, box_table, print_json
-from hbtui.core.specs import NewSpec
+from hbtui.core.foundation import NewSpec
 from hbtui.environment import child_env
 from hbtui.errors import UsageError
 from hbtui.events import LogLine, MachineState, Step
 from hbtui.names import LOCAL
 
 if TYPE_CHECKING:
-    from hbtui.core.views import BoxView
+    from hbtui.core.foundation import BoxView
 
 
 def _recipe(inv: Invocation) -> Path | None:
@@ -90,7 +90,7 @@ def cmd_new(inv: Invocation) -> int:
 def _new(inv: Invocation, making: Coroutine[Any, Any, BoxView]) -> BoxView | None:
     """The new box; with --json, one whose agent ended is still printed (with how its
     agent ended, as `agent`), and None says so: a script gets the box it has now."""
-    from hbtui.core.work_agent import AgentEnded
+    from hbtui.core.work import AgentEnded
 
     try:
         return inv.call(making)

@@ -19,7 +19,7 @@ def _read_value(name: str) -> str:
             return raw.decode("utf-8").strip()
         except UnicodeDecodeError:
             raise UsageError(f"the value of {name!r} is not UTF-8 text") from None
-    from hbtui.core.passphrase import read_secret_value
+    from hbtui.core.keys import read_secret_value
 
     return read_secret_value(f"Value of {name}: ")
 

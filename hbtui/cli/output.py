@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
     from hbtui.checks import Check
     from hbtui.cli.progress import ConsoleReporter
+    from hbtui.core.foundation import BoxView
     from hbtui.core.service import Service
-    from hbtui.core.views import BoxView
     from hbtui.events import Event
 
 T = TypeVar("T")
@@ -279,7 +279,7 @@ def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:
     narrow; otherwise every column is whole."""
     from rich.text import Text
 
-    from hbtui.core.views import BOX, MISSING
+    from hbtui.core.foundation import BOX, MISSING
     from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
 
     headers = (

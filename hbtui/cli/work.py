@@ -12,16 +12,14 @@ from hbtui.cli.output import Invocation, table
 from hbtui.errors import UsageError
 
 if TYPE_CHECKING:
-    from hbtui.core.specs import WorkRequest
-    from hbtui.core.tries import TryRow
-    from hbtui.core.try_book import TryRecord
-    from hbtui.core.work_agent import AgentStart
-    from hbtui.core.work_diff import WorkDiff
+    from hbtui.core.foundation import WorkRequest
+    from hbtui.core.tries import TryRecord, TryRow
+    from hbtui.core.work import AgentStart, WorkDiff
 
 
 def work_request(inv: Invocation) -> WorkRequest | None:
     """`new`'s --repo, --task/--task-file and --agent, checked before any box is made."""
-    from hbtui.core.specs import WorkRequest
+    from hbtui.core.foundation import WorkRequest
     from hbtui.core.work import TASK_MAX, check_task
     from hbtui.paths import UnreadableFile, read_state
 

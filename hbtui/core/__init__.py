@@ -1,1 +1,1 @@
-"""The core: boxes, ports, registry, lifecycle, archives. No Textual here."""
+"""The core, without Textual: the Service over feature packages over a foundation."""

@@ -11,8 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from hbtui.config import Config, HostSettings, editing_config, parse_port_range
-from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport
-from hbtui.core.registry import Registry
+from hbtui.core.foundation.hosts import HostKeyOffer, HostPool, HostReport
+from hbtui.core.foundation.registry import Registry
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.names import check_host_name
 from hbtui.paths import Paths

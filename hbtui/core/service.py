@@ -18,25 +18,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hbtui.config import Config, HostSettings, read_config_table, split_list
-from hbtui.core import backups, leftovers, scratch, work_agent
-from hbtui.core import credentials as creds
-from hbtui.core.agent_watch import AgentWatchOperations
-from hbtui.core.backups import ArchiveEntry
-from hbtui.core.bases import Base, BaseCheck, NewPlan
-from hbtui.core.boxes import BoxOperations
-from hbtui.core.credentials import CredentialReport, EgressReport, Preset
+from hbtui.core.agents.watch import AgentWatchOperations
+from hbtui.core.archives import backups
+from hbtui.core.archives.backups import ArchiveEntry
+from hbtui.core.bases import leftovers
+from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.foundation import scratch
+from hbtui.core.foundation.basebook import Base, BaseCheck, NewPlan
+from hbtui.core.foundation.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
+from hbtui.core.foundation.ports import PortSlot
+from hbtui.core.foundation.recipe import recipe_version
+from hbtui.core.foundation.shield import done_despite_cancel
+from hbtui.core.foundation.specs import LoadSpec, NewSpec, SaveSpec
+from hbtui.core.foundation.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
 from hbtui.core.hostbook import HostBook
-from hbtui.core.hosts import HostKeyOffer, HostPool, HostReport, RemoteHosts, WebAccess
-from hbtui.core.passphrase import PassphraseSource
-from hbtui.core.ports import PortSlot
-from hbtui.core.recipe import recipe_version
-from hbtui.core.secrets import SecretInfo
-from hbtui.core.shield import done_despite_cancel
-from hbtui.core.specs import LoadSpec, NewSpec, SaveSpec
-from hbtui.core.tries import TryOperations
-from hbtui.core.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
-from hbtui.core.work import WorkOperations, branch_work, check_task, clone_dir
-from hbtui.core.work_book import WorkBook
+from hbtui.core.keys import credentials as creds
+from hbtui.core.keys.credentials import CredentialReport, EgressReport, Preset
+from hbtui.core.keys.passphrase import PassphraseSource
+from hbtui.core.keys.secrets import SecretInfo
+from hbtui.core.tries.operations import TryOperations
+from hbtui.core.work import agent as work_agent
+from hbtui.core.work.book import WorkBook
+from hbtui.core.work.operations import WorkOperations, branch_work, check_task, clone_dir
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
@@ -44,12 +47,12 @@ from hbtui.paths import Paths
 
 if TYPE_CHECKING:
     from hbtui.checks import Check
-    from hbtui.core.config_edit import Changed
-    from hbtui.core.doctor import DoctorReport
+    from hbtui.core.config.edit import Changed
+    from hbtui.core.doctor.checks import DoctorReport
     from hbtui.core.recipe_check import RecipeCheck
     from hbtui.engine import Engine
 
-# hbtui.core.archives, archive_save, archive_load and hbtui.core.doctor load on first
+# hbtui.core.archives (files, save, load) and hbtui.core.doctor.checks load on first
 # use: a verb like `ls` should not pay for tar, tempfile or platform probing at start-up.
 
 
@@ -115,14 +118,14 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
 
     async def details(self, name: str, host: str = LOCAL) -> BoxDetails:
         """Everything known about one box (`hbtui inspect`, the dashboard's details view)."""
-        from hbtui.core import details
+        from hbtui.core.boxes import details
 
         self._box(name, host)
         return await details.details(self._boxes, self.backups_dir(), name, host)
 
     async def stats(self, names: list[str], host: str = LOCAL) -> dict[str, BoxStats]:
         """CPU and memory of these running boxes; a box the engine says nothing of is left out."""
-        from hbtui.core import details
+        from hbtui.core.boxes import details
 
         self._known_host(host)
         for name in names:
@@ -189,7 +192,7 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         report: Report = ignore,
     ) -> BoxView:
         """A new box with `source`'s /data and installed state, its own name and port."""
-        from hbtui.core import instant
+        from hbtui.core.bases import instant
 
         if name == source:
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
@@ -259,7 +262,7 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         remove: list[str] | None = None,
         report: Report = ignore,
     ) -> BoxView:
-        from hbtui.core import instant
+        from hbtui.core.bases import instant
 
         async with self._holding(name, host, "credentials"):
             return await instant.change_credentials(
@@ -289,7 +292,7 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         recipe: Path | None = None,
         report: Report = ignore,
     ) -> Base:
-        from hbtui.core import instant
+        from hbtui.core.bases import instant
 
         self._known_host(host)
         return await instant.build_base(
@@ -297,13 +300,13 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         )
 
     async def remove_base(self, ident: str, host: str = LOCAL) -> Base:
-        from hbtui.core import instant
+        from hbtui.core.bases import instant
 
         self._known_host(host)
         return await instant.remove_base(self._boxes, ident, host)
 
     async def verify_bases(self, ident: str | None = None, host: str = LOCAL) -> list[BaseCheck]:
-        from hbtui.core import instant
+        from hbtui.core.bases import instant
 
         self._known_host(host)
         return await instant.verify_bases(self._boxes, ident, host)
@@ -390,7 +393,7 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
     def archive_kind(self, archive: Path, *, hbx_only: bool = False) -> str:
         """Whether a file is an .hbx archive ("hbx") or an old *.tar.gz.gpg ("legacy");
         a one-line error for anything else, and with `hbx_only` for an old backup too."""
-        from hbtui.core import archives
+        from hbtui.core.archives import files as archives
 
         path = Path(archive).expanduser().absolute()
         kind = archives.archive_kind(path)
@@ -401,7 +404,7 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         return kind
 
     def archive_info(self, archive: Path) -> dict[str, object]:
-        from hbtui.core import archives
+        from hbtui.core.archives import files as archives
 
         return archives.archive_info(archive)
 
@@ -423,12 +426,12 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
 
     def save_output_problem(self, output: Path) -> str | None:
         """What stops a save writing its archive at `output` (None: nothing)."""
-        from hbtui.core import archive_save
+        from hbtui.core.archives import save as archive_save
 
         return archive_save.output_problem(Path(output).expanduser().absolute())
 
     async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
-        from hbtui.core import archive_save
+        from hbtui.core.archives import save as archive_save
 
         async with self._holding(spec.name, spec.host, "save"):
             saved = await archive_save.save(
@@ -445,7 +448,7 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         return saved
 
     async def load(self, spec: LoadSpec, *, passphrase: bytes, report: Report = ignore) -> BoxView:
-        from hbtui.core import archive_load
+        from hbtui.core.archives import load as archive_load
 
         async with self._holding(spec.name, spec.host, "load"):
             return await archive_load.load(
@@ -461,14 +464,14 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
     async def extract(
         self, archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
     ) -> Path:
-        from hbtui.core import archives
+        from hbtui.core.archives import files as archives
 
         return await archives.extract(
             self.paths, archive, dest, passphrase=passphrase, report=report
         )
 
     async def verify(self, archive: Path, *, passphrase: bytes, report: Report = ignore) -> int:
-        from hbtui.core import archives
+        from hbtui.core.archives import files as archives
 
         checked = await archives.verify(archive, passphrase=passphrase, report=report)
         backups.mark_verified(self.paths, archive)
@@ -516,7 +519,7 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         self, *, probe: bool = False, report: Callable[[Check], None] | None = None
     ) -> DoctorReport:
         """Can this host run boxes; `report` hears each check as it is made."""
-        from hbtui.core.doctor import run_doctor
+        from hbtui.core.doctor.checks import run_doctor
 
         return await run_doctor(self.paths, self.config, probe=probe, report=report)
 
@@ -526,25 +529,25 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
     def config_listing(self) -> str:
         """The settings in force as TOML, each marked with its source (default, file,
         environment)."""
-        from hbtui.core.config_text import listing
+        from hbtui.core.config.text import listing
 
         return listing(self.config, read_config_table(self.paths))
 
     def config_template(self) -> str:
         """Every setting with its default and what it is for, as commented TOML."""
-        from hbtui.core.config_text import template
+        from hbtui.core.config.text import template
 
         return template()
 
     def config_set(self, key: str, value: str) -> Changed:
         """Set one setting in config.toml, checked as loading checks it; the rest of the
         file (comments too) stays as it was."""
-        from hbtui.core.config_edit import set_value
+        from hbtui.core.config.edit import set_value
 
         return set_value(self.paths, key, value)
 
     def config_edit(self, run_editor: Callable[[Path], None], again: Callable[[str], bool]) -> str:
         """config.toml edited by the user through `run_editor`, saved once it loads."""
-        from hbtui.core.config_edit import edit
+        from hbtui.core.config.edit import edit
 
         return edit(self.paths, run_editor, again)

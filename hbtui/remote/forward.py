@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 from typing import Protocol
 
-from hbtui.core.hosts import Forwarder, WebAccess
+from hbtui.core.foundation.hosts import Forwarder, WebAccess
 from hbtui.errors import HbtuiError
 from hbtui.remote.connection import HostConnection
 

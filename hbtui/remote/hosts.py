@@ -18,7 +18,7 @@ import asyncssh
 
 from hbtui.checks import Check
 from hbtui.config import Config, HostSettings, parse_port_range
-from hbtui.core.hosts import Host, HostKeyOffer, HostReport
+from hbtui.core.foundation.hosts import Host, HostKeyOffer, HostReport
 from hbtui.engine import Engine, EngineMissing
 from hbtui.engine.locate import MIN_VERSION, format_version
 from hbtui.errors import HbtuiError, UsageError

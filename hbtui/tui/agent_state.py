@@ -1,12 +1,12 @@
 """The agents of a box as the dashboard reads them: which session leads its row, which
 wait for an answer. No Textual here; what a row says is box_cells.py's.
 
-A status is data (`hbtui.core.agent_sessions.STATUSES`), never words to decode.
+A status is data (`hbtui.core.agents.sessions.STATUSES`), never words to decode.
 """
 
 from __future__ import annotations
 
-from hbtui.core.agent_sessions import (
+from hbtui.core.agents import (
     ENDED,
     ERROR,
     IDLE,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker
 
-from hbtui.core.agent_sessions import AgentSession, AgentsGone, BoxAgents
+from hbtui.core.agents import AgentSession, AgentsGone, BoxAgents
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.agent_state import live, waiting
 from hbtui.tui.alerts import alert_text, notify_send_argv, osc9, run_notify_send
@@ -29,7 +29,7 @@ from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, A
 from hbtui.tui.operations import describe_error
 
 if TYPE_CHECKING:
-    from hbtui.core.agent_watch import AgentWatch
+    from hbtui.core.agents import AgentWatch
 
 ALLOW, DENY = "allow", "deny"
 ANSWERS = ("approve_agent", "deny_agent", "send_agent")

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 
 from hbtui import boxtext
-from hbtui.core.agent_sessions import AgentSession
+from hbtui.core.agents import AgentSession
 from hbtui.environment import child_env
 from hbtui.names import LOCAL
 

@@ -24,14 +24,14 @@ from textual.message import Message
 from textual.worker import Worker
 
 from hbtui.config import Config
-from hbtui.core.views import BoxStats, BoxView
+from hbtui.core.foundation import BoxStats, BoxView
 from hbtui.tui.activity import Activity, BoxKey
 from hbtui.tui.operations import Operation
 from hbtui.tui.screens.main import MainScreen
 from hbtui.tui.system import launch_interactive, open_in_browser
 
 if TYPE_CHECKING:
-    from hbtui.core.hosts import WebAccess
+    from hbtui.core.foundation import WebAccess
     from hbtui.core.service import Service
 
 Clock = Callable[[], datetime]

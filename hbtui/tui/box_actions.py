@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hbtui.core.views import BoxView
+from hbtui.core.foundation import BoxView
 from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.requests import StartRequest, StopRequest

@@ -43,7 +43,7 @@ def _run(paths: Paths, config: Config, early: EarlyStart) -> int:
         # turned collection off for the start-up).
         gc.freeze()
         gc.enable()
-        from hbtui.core.passphrase import secrets_passphrase_without_prompt
+        from hbtui.core.keys import secrets_passphrase_without_prompt
         from hbtui.wiring import build_service
 
         # Never a prompt on the terminal: the App asks in a dialog (see Running).

@@ -17,14 +17,13 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from hbtui.core.ports import PortSlot
-from hbtui.core.views import BoxListing, BoxStats
+from hbtui.core.foundation import BoxListing, BoxStats, PortSlot
 from hbtui.events import Event
 from hbtui.tui.activity import BoxKey
 
 if TYPE_CHECKING:
-    from hbtui.core.agent_sessions import BoxAgents
-    from hbtui.core.hosts import WebAccess
+    from hbtui.core.agents import BoxAgents
+    from hbtui.core.foundation import WebAccess
 
 # -- the main screen asks ----------------------------------------------------------------
 

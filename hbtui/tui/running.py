@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.worker import Worker
 
-from hbtui.core.passphrase import SecretsPassphraseNeeded
-from hbtui.core.views import BoxView
+from hbtui.core.foundation import BoxView
+from hbtui.core.keys import SecretsPassphraseNeeded
 from hbtui.errors import Cancelled, HbtuiError, PassphraseRefused
 from hbtui.events import Phase, Reserved
 from hbtui.tui import plain

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import SuspendNotSupported
 
-from hbtui.core.views import BoxView
+from hbtui.core.foundation import BoxView
 from hbtui.events import MachineState
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.messages import ListingWanted, WebReady
@@ -27,7 +27,7 @@ from hbtui.tui.running import Running
 from hbtui.tui.system import no_browser_reason
 
 if TYPE_CHECKING:
-    from hbtui.core.hosts import WebAccess
+    from hbtui.core.foundation import WebAccess
 
 STARTABLE = (MachineState.STOPPED, MachineState.CREATED)  # states `o` offers to start a box from
 

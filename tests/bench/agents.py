@@ -167,7 +167,7 @@ class Asks:
     with how long after the stand-in wrote it (its `since`)."""
 
     def __init__(self, table) -> None:  # type: ignore[no-untyped-def]
-        from hbtui.core.agent_sessions import NEEDS_YOU
+        from hbtui.core.agents.sessions import NEEDS_YOU
 
         self.needs_you = NEEDS_YOU
         self.shown: dict[tuple[str, float], float] = {}  # (box, since) -> seconds

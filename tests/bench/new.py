@@ -44,7 +44,7 @@ from common import hbtui_bin, log  # tests/bench/common.py, beside this script
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from hbtui.core.doctor import boot_problems  # noqa: E402
+from hbtui.core.doctor.checks import boot_problems  # noqa: E402
 from hbtui.engine import locate_engine  # noqa: E402
 
 from support import SIM_SMOLVM, recipe_with, sim_usable  # noqa: E402

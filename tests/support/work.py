@@ -9,8 +9,9 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
-from hbtui.core import gitops, intake
-from hbtui.core.intake import CheckedBundle
+from hbtui.core.foundation import git as gitops
+from hbtui.core.work import intake
+from hbtui.core.work.intake import CheckedBundle
 
 CLONE = "/data/home/agent/work/proj"  # where a box keeps the clone of a repository "proj"
 

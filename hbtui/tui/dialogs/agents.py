@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from hbtui.core.agent_sessions import SEND_MAX, AgentSession
+from hbtui.core.agents import SEND_MAX, AgentSession
 from hbtui.present import AGENT_STYLE
 from hbtui.tui.dialogs.base import Dialog, Field, ok_cancel
 

@@ -14,8 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import Checkbox, DataTable, Input, Label, Select, Static
 
-from hbtui.core.specs import LoadSpec, SaveSpec
-from hbtui.core.views import BoxView
+from hbtui.core.foundation import BoxView, LoadSpec, SaveSpec
 from hbtui.errors import HbtuiError
 from hbtui.events import Report
 from hbtui.names import LOCAL, name_problem
@@ -31,7 +30,7 @@ from hbtui.tui.dialogs.base import (
 from hbtui.tui.requests import SpecRequest
 
 if TYPE_CHECKING:
-    from hbtui.core.backups import ArchiveEntry
+    from hbtui.core.archives import ArchiveEntry
     from hbtui.core.service import Service
 
 

@@ -30,7 +30,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Label, Select
 from textual.widgets.button import ButtonVariant
 
-from hbtui.core.ports import BUSY, USED, PortSlot
+from hbtui.core.foundation import BUSY, USED, PortSlot
 from hbtui.names import LOCAL
 from hbtui.tui.widgets.key_footer import KeyFooter
 

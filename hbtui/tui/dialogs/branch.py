@@ -11,8 +11,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import Button, Input, Label, Static
 
-from hbtui.core.ports import PortSlot
-from hbtui.core.views import BoxView
+from hbtui.core.foundation import BoxView, PortSlot
 from hbtui.events import Report
 from hbtui.names import name_problem
 from hbtui.tui.activity import BoxKey

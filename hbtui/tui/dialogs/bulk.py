@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.widgets import Checkbox, Static
 
-from hbtui.core.specs import SaveSpec
-from hbtui.core.views import BoxView
+from hbtui.core.foundation import BoxView, SaveSpec
 from hbtui.tui.dialogs.archive import SaveDialog, SaveRequest
 from hbtui.tui.dialogs.base import passphrase_inputs
 

@@ -19,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.config import split_list
-from hbtui.core.specs import NewSpec, WorkRequest
+from hbtui.core.foundation import NewSpec, WorkRequest
 from hbtui.errors import HbtuiError
 from hbtui.events import Report
 from hbtui.names import LOCAL, name_problem

@@ -7,7 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import Button, Input, Label, Static
 
-from hbtui.core.views import BoxView
+from hbtui.core.foundation import BoxView
 from hbtui.names import LOCAL
 from hbtui.tui.dialogs.base import Dialog, Field, ok_cancel
 from hbtui.tui.requests import RemoveRequest

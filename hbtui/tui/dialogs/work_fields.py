@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import Label, Select
 
-from hbtui.core.gitops import split_repo_ref
+from hbtui.core.foundation import split_repo_ref
 from hbtui.core.work import AGENTS, check_task
 from hbtui.errors import HbtuiError
 from hbtui.tui.dialogs.base import Field

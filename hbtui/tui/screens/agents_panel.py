@@ -17,8 +17,8 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
 
-from hbtui.core.agent_sessions import BoxAgents
-from hbtui.core.views import BoxListing
+from hbtui.core.agents import BoxAgents
+from hbtui.core.foundation import BoxListing
 from hbtui.events import MachineState
 from hbtui.tui.activity import Activity, BoxKey
 from hbtui.tui.agent_state import on_screen, waiting

@@ -25,8 +25,7 @@ from hbtui.tui.keys import bindings
 from hbtui.tui.screens.diff import fill_table
 
 if TYPE_CHECKING:
-    from hbtui.core.tries import TryRow
-    from hbtui.core.try_book import CheckResult, TryRecord
+    from hbtui.core.tries import CheckResult, TryRecord, TryRow
 
 HEADERS = ("box", "agent", "commits", "files", "+/-", "check")
 

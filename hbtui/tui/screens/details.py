@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Sparkline, Static
 
 from hbtui import boxtext
-from hbtui.core.views import BoxDetails, BoxStats, DetailSection
+from hbtui.core.foundation import BoxDetails, BoxStats, DetailSection
 from hbtui.tui.activity import BoxKey
 
 History = deque[BoxStats]

@@ -32,7 +32,7 @@ from hbtui.tui.activity import BoxKey
 from hbtui.tui.keys import bindings
 
 if TYPE_CHECKING:
-    from hbtui.core.work_diff import WorkDiff
+    from hbtui.core.work import WorkDiff
 
 MATCH_STYLE = Style(color="black", bgcolor="yellow")
 CURRENT_STYLE = Style(color="black", bgcolor="bright_magenta", bold=True)

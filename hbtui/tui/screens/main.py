@@ -29,7 +29,7 @@ from textual.content import Content
 from textual.widgets import Header, Input, Static
 
 from hbtui import boxtext
-from hbtui.core.views import BOX, MISSING, BoxListing, BoxView
+from hbtui.core.foundation import BOX, MISSING, BoxListing, BoxView
 from hbtui.events import MachineState
 from hbtui.names import LOCAL
 from hbtui.tui.actions import BY_ID, COMMANDS, MAIN

@@ -16,7 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from hbtui import boxtext
-from hbtui.core.agent_sessions import AgentSession
+from hbtui.core.agents import AgentSession
 from hbtui.names import LOCAL
 from hbtui.present import AGENT_STYLE, elapsed
 from hbtui.tui import plain

@@ -11,8 +11,8 @@ from datetime import datetime
 from rich.text import Text
 
 from hbtui import boxtext
-from hbtui.core.agent_sessions import BoxAgents
-from hbtui.core.views import BOX, MISSING, BoxStats, BoxView
+from hbtui.core.agents import BoxAgents
+from hbtui.core.foundation import BOX, MISSING, BoxStats, BoxView
 from hbtui.events import MachineState
 from hbtui.present import AGENT_ICON, AGENT_STYLE, PROVISION_STYLE, STATE_STYLE, age, elapsed
 from hbtui.tui.activity import Activity

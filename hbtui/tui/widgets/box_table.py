@@ -27,8 +27,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from hbtui.core.agent_sessions import BoxAgents
-from hbtui.core.views import BoxStats, BoxView
+from hbtui.core.agents import BoxAgents
+from hbtui.core.foundation import BoxStats, BoxView
 from hbtui.present import age
 from hbtui.tui.actions import TABLE
 from hbtui.tui.activity import Activity, BoxKey, row_key

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.suggester import Suggester
 from textual.widgets import Input
 
-from hbtui.core.views import BoxView
+from hbtui.core.foundation import BoxView
 
 
 def fitting(value: str, commands: Iterable[str], names: Iterable[str]) -> list[str]:

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from hbtui.core.ports import BUSY, FREE, USED, PortSlot
+from hbtui.core.foundation import BUSY, FREE, USED, PortSlot
 from hbtui.tui.actions import PORTS
 from hbtui.tui.keys import bindings
 

@@ -1,0 +1,37 @@
+"""The coding agents in boxes: their sessions, answering them, watching them change."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hbtui.core.agents.sessions import (
+    ENDED,
+    ERROR,
+    IDLE,
+    NEEDS_YOU,
+    SEND_MAX,
+    WORKING,
+    AgentSession,
+    AgentsGone,
+    BoxAgents,
+)
+from hbtui.core.foundation.lazy import later
+
+if TYPE_CHECKING:
+    from hbtui.core.agents.watch import AgentWatch
+
+__all__ = [
+    "ENDED",
+    "ERROR",
+    "IDLE",
+    "NEEDS_YOU",
+    "SEND_MAX",
+    "WORKING",
+    "AgentSession",
+    "AgentWatch",
+    "AgentsGone",
+    "BoxAgents",
+]
+
+# These live beside the box operations or the archive format: each loads when first used.
+__getattr__ = later(__name__, {"AgentWatch": "watch"})

@@ -1,0 +1,1 @@
+"""Boxes: making, starting, stopping, removing and remaking one; the steps inside it."""

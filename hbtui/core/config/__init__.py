@@ -1,0 +1,1 @@
+"""config.toml for people: the template, the settings and their sources, set, edit."""

@@ -1,0 +1,1 @@
+"""`hbtui doctor`: can this host run boxes, and with --probe, does a machine boot."""

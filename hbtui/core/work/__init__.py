@@ -1,0 +1,28 @@
+"""Work in and out of boxes: a repository in, its diff and pull, the agent on its task."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hbtui.core.foundation.lazy import later
+
+if TYPE_CHECKING:
+    from hbtui.core.work.agent import AgentEnded, AgentStart
+    from hbtui.core.work.diff import WorkDiff
+    from hbtui.core.work.operations import AGENTS, TASK_MAX, PullResult, check_task
+
+__all__ = ["AGENTS", "TASK_MAX", "AgentEnded", "AgentStart", "PullResult", "WorkDiff", "check_task"]
+
+# These live beside the box operations or the archive format: each loads when first used.
+__getattr__ = later(
+    __name__,
+    {
+        "AGENTS": "operations",
+        "AgentEnded": "agent",
+        "AgentStart": "agent",
+        "PullResult": "operations",
+        "TASK_MAX": "operations",
+        "WorkDiff": "diff",
+        "check_task": "operations",
+    },
+)

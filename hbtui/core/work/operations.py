@@ -1,0 +1,360 @@
+"""Work in and out of boxes: a host repository's history into a box (`new --repo`), the
+box's work seen (`diff`) and taken back (`pull`) without the box ever holding a git
+credential or pushing anything.
+
+The host's record of each box's work is hbtui.core.work.book; `diff` is
+hbtui.core.work.diff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TypeVar
+
+from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.foundation import git as gitops
+from hbtui.core.foundation.git import BundleRefused, RepoSeed
+from hbtui.core.foundation.hosts import HostPool
+from hbtui.core.foundation.registry import FAILED, WORK_MISSING
+from hbtui.core.foundation.scratch import scratch
+from hbtui.core.foundation.shield import to_the_end
+from hbtui.core.foundation.specs import WorkRequest
+from hbtui.core.work import agent as work_agent
+from hbtui.core.work import box as work_box
+from hbtui.core.work import intake
+from hbtui.core.work.book import (
+    SHA,
+    WorkBook,
+    WorkError,
+    WorkRecord,
+    count_said,
+    reaching,
+    work_record,
+)
+from hbtui.core.work.diff import WorkDiff, diff
+from hbtui.errors import HbtuiError, UsageError
+from hbtui.events import Notice, Phase, Report, ignore
+from hbtui.names import LOCAL, check_name
+from hbtui.paths import Paths
+
+AGENTS = ("claude", "codex", "hermes")
+TASK_MAX = 64 * 1024
+PULL_MAX_ENV = "HBTUI_PULL_MAX_BYTES"  # the cap on a pulled bundle and on any file in it
+PULL_MAX_DEFAULT = 1 << 30
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+def pull_max() -> int:
+    """The cap on what a box may send back (`HBTUI_PULL_MAX_BYTES`, default 1 GiB)."""
+    text = os.environ.get(PULL_MAX_ENV, "")
+    if not text:
+        return PULL_MAX_DEFAULT
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"{PULL_MAX_ENV} must be a number of bytes, not {text!r}")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class PullResult:
+    box: str
+    host: str
+    repo: str
+    refs: tuple[tuple[str, str], ...]  # (host ref, commit)
+    uncommitted: int
+    wip: str  # the commit the uncommitted changes were pulled as ("" without --wip)
+    bytes: int
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["refs"] = [{"ref": ref, "commit": sha} for ref, sha in self.refs]
+        return data
+
+
+def clone_dir(seed: RepoSeed) -> str:
+    return f"{work_box.WORK_DIR}/{seed.folder}"
+
+
+def branch_name(box: str) -> str:
+    return f"hb/{box}"
+
+
+def check_task(task: str, agent: str) -> None:
+    if agent and agent not in AGENTS:
+        raise UsageError(f"unknown agent {agent!r}: one of {', '.join(AGENTS)}")
+    if task and not agent:
+        raise UsageError("a task needs an agent to do it: add --agent claude|codex|hermes")
+    if len(task.encode()) > TASK_MAX:
+        raise UsageError(f"the task is longer than {TASK_MAX} bytes")
+    if "\x00" in task:
+        raise UsageError("the task holds a NUL character")
+    if agent:
+        work_agent.wait_seconds()  # a bad HBTUI_AGENT_WAIT_SECONDS stops it before any box
+
+
+async def _alongside(main: Awaitable[A], side: Awaitable[B]) -> tuple[A, B]:
+    """`main`, with `side` running meanwhile; when `main` fails, `side` is ended first."""
+    running = asyncio.ensure_future(side)
+    try:
+        first = await main
+    except BaseException:
+        running.cancel()
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await running
+        raise
+    return first, await running
+
+
+async def seed_box(
+    boxes: BoxOperations, book: WorkBook, name: str, host_name: str, request: WorkRequest,
+    report: Report = ignore,
+) -> WorkRecord:  # fmt: skip
+    """Clone the seed into the box on branch hb/BOX, record it, start the agent."""
+    host = await boxes.hosts.get(host_name)
+    seed = request.seed
+    record = WorkRecord(str(seed.repo), seed.seed, seed.label, clone_dir(seed), branch_name(name))
+    guest_tmp = f"/tmp/hbtui-seed-{os.getpid()}"
+    report(Phase(f"putting {seed.repo} ({seed.label} at {seed.seed[:12]}) in {name}"))
+    with scratch(boxes.paths, "seed") as folder:
+        bundle = await gitops.seed_bundle(seed, folder)
+        await host.engine.exec(name, ["install", "-d", "-m", "0755", guest_tmp], timeout=60)
+        try:
+            await host.engine.cp_in(name, bundle, f"{guest_tmp}/seed.bundle", mode="0644")
+            answer = await work_box.run_step(
+                host, name, work_box.SEED_SCRIPT,
+                [f"{guest_tmp}/seed.bundle", record.clone, record.branch, seed.seed, name],
+                cap=64 * 1024,
+            )  # fmt: skip
+            if answer.first("exists") is not None:
+                raise WorkError(f"{record.clone} already exists in box {name}")
+            if answer.returncode != 0 or answer.first("head") != seed.seed:
+                raise WorkError(f"cloning the seed in box {name} failed: {answer.why()}")
+            book.put(host_name, name, record)
+            if request.agent:
+                if (
+                    unkeyed := work_agent.unkeyed(boxes, name, host_name, request.agent)
+                ) is not None:
+                    report(Notice(unkeyed))
+                why = await work_agent.start(
+                    host, name, record.clone, request.agent, request.task, folder
+                )
+                if why is not None:
+                    raise WorkError(f"starting {request.agent} in box {name} failed: {why}")
+        finally:
+            await host.engine.exec(name, ["rm", "-rf", "--", guest_tmp], timeout=60)
+    return record
+
+
+async def branch_work(
+    boxes: BoxOperations, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str,
+    report: Report = ignore,
+) -> WorkRecord:  # fmt: skip
+    """A branch of a box with a clone: its copy of the clone's branch hb/SRC becomes
+    hb/NAME (and the commit identity hbtui gave SRC, NAME's); the seed stays the
+    source's, so the branch's work is measured from where the source's began. A branch
+    whose work cannot be carried over is removed again: nothing is left half-made."""
+
+    async def carry() -> WorkRecord:
+        return await _carry_work(boxes, book, source, src, name, host_name)
+
+    return await work_into(boxes, book, name, host_name, carry, report)
+
+
+async def work_into(
+    boxes: BoxOperations, book: WorkBook, name: str, host_name: str,
+    put: Callable[[], Awaitable[WorkRecord]], report: Report,
+) -> WorkRecord:  # fmt: skip
+    """Put the work into a box made kept provisioning (`put`), then make it ready. Any
+    failure or cancel removes the box again, so nothing is left half-made; killed, it
+    is left failed, saying its repository never went in (written ahead: a view shows
+    it only once the box failed); a box that cannot be removed is marked failed."""
+    try:
+        await boxes.registry.update(name, host_name, error=WORK_MISSING)
+        record = await put()
+        await boxes.ready(name, host_name, report)
+        return record
+    except BaseException:
+        report(Phase(f"removing {name}: its work could not be put in"))
+        try:
+            await to_the_end(boxes.remove(name, host_name))
+        except (HbtuiError, OSError) as exc:
+            report(Notice(f"{name} stays, failed: removing it failed: {exc}"))
+            await to_the_end(boxes.registry.update(name, host_name, status=FAILED, owner_pid=0))
+        book.drop(host_name, name)
+        raise
+
+
+async def _carry_work(
+    boxes: BoxOperations, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str
+) -> WorkRecord:
+    record = replace(source, branch=branch_name(name))
+    host = await boxes.hosts.get(host_name)
+    answer = await work_box.run_step(
+        host, name, work_box.BRANCH_SCRIPT,
+        [record.clone, source.branch, record.branch, src, name], cap=64 * 1024,
+    )  # fmt: skip
+    if answer.first("noclone") is not None:
+        raise WorkError(f"box {src} has no clone at {record.clone} to branch")
+    if answer.returncode != 0:
+        raise WorkError(f"naming the branch {record.branch} in box {name} failed: {answer.why()}")
+    book.put(host_name, name, record)
+    return record
+
+
+def _repo(record: WorkRecord, repo: Path | None) -> Path:
+    path = Path(repo).expanduser().absolute() if repo is not None else Path(record.repo)
+    if not path.is_dir():
+        raise UsageError(f"the repository {path} is not there; name it with --repo PATH")
+    return path
+
+
+async def _take(
+    taking: intake.PackIntake, name: str, seed: str, cap: int, *, wip: bool, wip_commit: str
+) -> tuple[tuple[str, str], ...]:
+    """The bundle the box sent, checked and taken into the repository: the refs that
+    landed (none when the box made nothing since the seed: its pack is empty, and its
+    branches, if any, still pass every check)."""
+    try:
+        checked = await intake.check_bundle(taking, seed=seed, blob_max=cap, wip=wip)
+    except BundleRefused:
+        # A repository without the seed fails every bundle's verify: the box is not at fault.
+        if not await gitops.ref_exists(taking.repo, f"{seed}^{{commit}}"):
+            raise UsageError(
+                f"{taking.repo} does not have {name}'s seed commit {seed[:12]}; pull into the "
+                "repository the box was made from (--repo PATH)"
+            ) from None
+        raise
+    heads = checked.heads
+    if wip and wip_commit and not any(ref == gitops.WIP_REF for _, ref in heads):
+        raise BundleRefused("the box's bundle left out its uncommitted changes: refused")
+    if heads:
+        await to_the_end(intake.take_in(taking.repo, checked, name))
+    return tuple((gitops.target_ref(name, ref), sha) for sha, ref in heads)
+
+
+async def pull(
+    boxes: BoxOperations,
+    book: WorkBook,
+    name: str,
+    host_name: str,
+    *,
+    wip: bool,
+    repo: Path | None,
+    report: Report = ignore,
+) -> PullResult:
+    """The box's branches into the host repository under refs/remotes/box/BOX/, once the
+    bundle has passed every check (see hbtui.core.work.intake); a refusal changes nothing."""
+    record = work_record(boxes, book, name, host_name)
+    target = await gitops.repo_top(_repo(record, repo))
+    cap = pull_max()
+    host = await boxes.hosts.get(host_name)
+
+    async def meanwhile() -> str:
+        # Once the box's step has started: the first line of progress may load the
+        # terminal's renderer (tens of ms), which then costs no time the box needs.
+        report(Phase(f"bundling the work in {name}"))
+        return await gitops.ref_exists(target, gitops.target_ref(name, gitops.WIP_REF))
+
+    with scratch(boxes.paths, "pull") as folder:
+        # What the host repository's side needs of git is asked while the box bundles,
+        # and the box's pack is indexed as it arrives.
+        objects = asyncio.ensure_future(gitops.objects_dir(target))
+        try:
+            async with intake.PackIntake(target, objects, folder) as taking:
+                with reaching(name):
+                    (answer, size), old_wip = await _alongside(
+                        work_box.fetch_bundle(
+                            host, name, [record.clone, record.seed, "1" if wip else "0"],
+                            taking.feed, cap,
+                        ),
+                        meanwhile(),
+                    )  # fmt: skip
+                if answer.first("noclone") is not None:
+                    raise WorkError(f"box {name} has no clone at {record.clone}")
+                dirty = count_said(answer.first("dirty"))
+                wip_commit = answer.first("wip") or ""
+                refs: tuple[tuple[str, str], ...] = ()
+                if answer.first("nothing") is None:  # else: no branch at all, nothing sent
+                    if answer.returncode != 0 or answer.first("end") is None:
+                        raise WorkError(f"bundling the work in box {name} failed: {answer.why()}")
+                    report(Phase(f"checking the bundle ({size} bytes)"))
+                    refs = await _take(
+                        taking, name, record.seed, cap, wip=wip, wip_commit=wip_commit
+                    )
+        finally:
+            objects.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await objects
+        if old_wip and not any(ref == old_wip for ref, _ in refs):
+            await gitops.drop_ref(target, old_wip)
+            if wip or not dirty:
+                report(Notice(f"removed {old_wip}: {name} has no uncommitted changes now"))
+            else:
+                report(
+                    Notice(
+                        f"removed {old_wip}: it held an earlier pull's uncommitted changes "
+                        "(--wip takes them as they are now)"
+                    )
+                )
+    if dirty and not wip:
+        report(Notice(f"{dirty} file(s) in {name} have uncommitted changes (not pulled; --wip)"))
+    return PullResult(
+        name, host_name, str(target), refs, dirty, wip_commit if SHA.fullmatch(wip_commit) else "",
+        size,
+    )  # fmt: skip
+
+
+class WorkOperations:
+    """The Service's work methods (it inherits them: one door, this file for the concern)."""
+
+    paths: Paths
+    _boxes: BoxOperations
+    _hosts: HostPool
+
+    @property
+    def _work(self) -> WorkBook:
+        return WorkBook(self.paths)
+
+    def _work_box(self, name: str, host: str) -> None:
+        check_name(name)
+        if host not in self._hosts.names():
+            raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
+
+    async def _put_work(self, name: str, host: str, work: WorkRequest, report: Report) -> None:
+        """The seed and the agent into a box `new` just made (see `work_into`)."""
+
+        async def seed() -> WorkRecord:
+            return await seed_box(self._boxes, self._work, name, host, work, report)
+
+        await work_into(self._boxes, self._work, name, host, seed, report)
+
+    async def repo_seed(self, text: str) -> RepoSeed:
+        """What `new --repo PATH[@REF]` would put in the box (the repository is only read)."""
+        return await gitops.resolve_seed(text)
+
+    async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
+        """The box's work since its seed: commits, changed files and (unless only the
+        stat is asked for) the patch, uncommitted changes included."""
+        self._work_box(name, host)
+        return await diff(self._boxes, self._work, name, host, patch=patch)
+
+    async def pull(
+        self,
+        name: str,
+        host: str = LOCAL,
+        *,
+        wip: bool = False,
+        repo: Path | None = None,
+        report: Report = ignore,
+    ) -> PullResult:
+        """Fetch the box's branches into the host repository (refs/remotes/box/BOX/*)."""
+        self._work_box(name, host)
+        async with self._boxes.locks.hold(host, name, "pull"):
+            return await pull(
+                self._boxes, self._work, name, host, wip=wip, repo=repo, report=report
+            )
