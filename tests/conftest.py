@@ -313,7 +313,7 @@ def _host_key(folder: Path) -> tuple[Path, str, str]:
 
 @pytest.fixture
 def asyncssh_server(tmp_path: Path, ssh_client_key: Path):
-    """tests/remote_sshd.py on 127.0.0.1:<free port>, trusting `ssh_client_key`."""
+    """tests/support/remote_sshd.py on 127.0.0.1:<free port>, trusting `ssh_client_key`."""
     import subprocess
     import sys
     import time
@@ -451,13 +451,13 @@ def remote_env(hbtui_home: Path, sim_smolvm: str, tmp_path: Path, monkeypatch: p
 
 # ---- end remote ---------------------------------------------------------------------------
 
-# ---- tui: the dashboard (tests/test_tui*.py) ---------------------------------------------
+# ---- tui: the dashboard (tests/tui/) ---------------------------------------------
 
 
 @pytest.fixture
 def static_service():
     """A FakeService: fixed boxes, scripted progress (snapshots, quick Pilot tests)."""
-    from tui_fakes import FakeService
+    from support.tui_fakes import FakeService
 
     return FakeService()
 
@@ -471,7 +471,7 @@ def static_service():
 @pytest.fixture
 def service():
     """The fake Service with four boxes and three archives on its shelf."""
-    from tui_fakes import FakeService, shelf
+    from support.tui_fakes import FakeService, shelf
 
     fake = FakeService()
     fake.archives = shelf()

@@ -9,7 +9,7 @@ FakeService); and as the user sees it, the installed `hbtui` and a bare app
 that lists the same engine once, each started in a real terminal (a private
 tmux server, 160x45, the simulator with one running box) until the box's row
 is in the terminal's output. Refresh cost and key latency run headless in this process
-over tests/tui_fakes.py's FakeService; the log flood is an operation the App
+over tests/support/tui_fakes.py's FakeService; the log flood is an operation the App
 runs (`run_operation`) whose call reports 250-line bursts through the same
 Report a Service call gets. Dialog open: each dialog the main screen opens (New, branch,
 save, load, extract, remove), from its action to its first frame, against a bare
@@ -58,7 +58,7 @@ if kind == "bare":
             table.add_row("alpha", "running")
     app_cls, args = Base, ()
 else:
-    from tui_fakes import FakeService
+    from support.tui_fakes import FakeService
     from hbtui.tui.app import HbtuiApp
     app_cls = HbtuiApp
     args = (FakeService(),)
@@ -238,7 +238,7 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
     """
     from hbtui.tui.app import HbtuiApp
 
-    from tui_fakes import FakeService, frozen_clock, view
+    from support.tui_fakes import FakeService, frozen_clock, view
 
     frames: list[float] = []  # main-thread CPU when each frame was handed to the driver
 
@@ -312,7 +312,7 @@ async def dialog_open(opens: int) -> dict[str, list[float]]:
 
     from hbtui.tui.app import HbtuiApp
 
-    from tui_fakes import FakeService, frozen_clock
+    from support.tui_fakes import FakeService, frozen_clock
 
     class Bare(ModalScreen[None]):
         def compose(self):
@@ -368,7 +368,7 @@ async def key_latency(lines: int, presses: int) -> tuple[list[float], int]:
     from hbtui.events import LogLine, Step
     from hbtui.tui.app import HbtuiApp
 
-    from tui_fakes import FakeService, frozen_clock
+    from support.tui_fakes import FakeService, frozen_clock
 
     frames: list[float] = []
 

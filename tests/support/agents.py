@@ -1,5 +1,5 @@
-"""The real `claude` in a simulator box, for the agent tests (tests/test_agents_sim.py,
-tests/test_tui_agents_sim.py): the fake Messages API it talks to, the set-up that starts
+"""The real `claude` in a simulator box, for the agent tests (tests/core/agents/test_agents_claude.py,
+tests/tui/test_tui_agents_claude.py): the fake Messages API it talks to, the set-up that starts
 it in tmux "main" of box b1, and waits on `hbtui agents`."""
 
 from __future__ import annotations

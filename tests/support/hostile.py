@@ -1,6 +1,6 @@
 """One corpus of hostile box text, and what "plain" means for output that carried it.
 
-Every surface that shows box text is walked with these strings (tests/test_boxtext.py for
+Every surface that shows box text is walked with these strings (tests/toplevel/test_boxtext.py for
 the door itself, the CLI and dashboard walks for every verb and view)."""
 
 from __future__ import annotations

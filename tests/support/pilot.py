@@ -12,7 +12,7 @@ from textual.widgets import Input, Label
 from hbtui.events import LogLine, Phase, Step
 from hbtui.tui.app import HbtuiApp
 
-from tui_fakes import frozen_clock
+from support.tui_fakes import frozen_clock
 
 SIZE = (160, 45)
 

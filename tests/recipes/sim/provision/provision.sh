@@ -19,7 +19,7 @@ HB_VERSION_KEYS="EXECUTOR_VERSION"
 HB_REQUIRED_TOOLS="executor socat tmux python3 curl"
 # The boxes share the host's /usr, where .ci/run installs the real claude and codex: wiring
 # them at every start (`claude mcp add`, `codex mcp add`) cost ~1.5 s of CPU per box. The
-# tests that want it run `hb wire-mcp` or turn this back on (tests/test_mcp_wiring.py).
+# tests that want it run `hb wire-mcp` or turn this back on (tests/core/recipe/test_mcp_wiring.py).
 HB_ENV_EXTRA=HB_MCP_AUTOWIRE=0
 
 trap 'printf "provision (sim): failed at line %s: %s\n" "$LINENO" "$BASH_COMMAND" >&2' ERR

@@ -1,0 +1,683 @@
+"""`FakeService`: the Service surface the dashboard uses, over in-memory boxes.
+
+Snapshots, Pilot tests and the benchmark must not depend on an engine or on
+the clock, so this stands in for `hbtui.core.service.Service` (it is not a
+subclass: tests/tui/test_tui.py checks that every method here has the real
+one's signature). Boxes live in a list, operations report scripted progress
+events with the shapes the real core produces, a cancelled operation rolls
+back as the core does, and every call is recorded in `calls`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hbtui.archive.errors import WrongPassphrase
+from hbtui.config import Config
+from hbtui.core.archives.backups import ArchiveEntry
+from hbtui.core.foundation.basebook import Base, NewPlan
+from hbtui.core.foundation.git import RepoSeed, split_repo_ref
+from hbtui.core.foundation.hosts import WebAccess
+from hbtui.core.foundation.ports import BUSY, FREE, USED, PortSlot
+from hbtui.core.foundation.recipe import check_recipe, parse_marker
+from hbtui.core.foundation.specs import LoadSpec, NewSpec, SaveSpec
+from hbtui.core.foundation.views import (
+    BOX,
+    BoxDetails,
+    BoxListing,
+    BoxStats,
+    BoxView,
+    DetailSection,
+    ProvisionLog,
+)
+from hbtui.core.keys.credentials import BUILT_IN, Preset
+from hbtui.core.keys.secrets import SecretInfo
+from hbtui.core.tries.book import CheckResult, TryRecord
+from hbtui.core.tries.operations import TryRow
+from hbtui.core.work.book import WorkError
+from hbtui.core.work.diff import Commit, FileChange, WorkDiff
+from hbtui.core.work.operations import PullResult
+from hbtui.errors import Cancelled, HbtuiError, UsageError
+from hbtui.events import (
+    Event,
+    LogLine,
+    Notice,
+    Phase,
+    Report,
+    Reserved,
+    Stage,
+    Step,
+    Transfer,
+    ignore,
+)
+from hbtui.names import LOCAL, check_name
+
+from support.tui_fake_agents import FakeAgents
+
+NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
+
+
+def frozen_clock() -> datetime:
+    return NOW
+
+
+def view(
+    name: str,
+    port: int,
+    *,
+    state: str = "running",
+    host: str = LOCAL,
+    provisioning: str = "ready",
+    created: str = "2026-11-29T09:30:00Z",
+    error: str = "",
+    last_save: str = "",
+) -> BoxView:
+    return BoxView(
+        name=name,
+        host=host,
+        kind=BOX,
+        state=state,
+        port=port,
+        url=f"http://127.0.0.1:{port}/",
+        image="ubuntu:24.04",
+        cpus=2,
+        memory_mib=4096,
+        created=created,
+        provisioning=provisioning,
+        error=error,
+        last_save=last_save,
+    )
+
+
+def sample_boxes() -> list[BoxView]:
+    return [
+        view("alpha", 4791, last_save="2026-11-28T18:00:00Z"),
+        view("beta", 4795, state="stopped", created="2026-11-27T08:00:00Z"),
+        view(
+            "gamma",
+            4802,
+            provisioning="failed",
+            error="step 3/6 agent-tools",
+            created="2026-11-29T11:58:20Z",
+        ),
+        view("delta", 4810, host="lab", created="2026-11-20T10:00:00Z"),
+    ]
+
+
+async def _nothing() -> None:
+    return None
+
+
+class FakeService(FakeAgents):
+    """In-memory boxes behind the Service methods the dashboard calls."""
+
+    def __init__(
+        self,
+        boxes: list[BoxView] | None = None,
+        *,
+        host_errors: dict[str, str] | None = None,
+        step_delay: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.config = Config()
+        self.boxes = list(boxes if boxes is not None else sample_boxes())
+        self.host_errors = dict(host_errors or {})
+        self.step_delay = step_delay  # seconds between scripted progress events
+        # A new box's steps, and a transfer after its first MiB, last until cancelled: a
+        # test that cancels one needs it still running however loaded the machine is
+        # (step_delay still times the rollback).
+        self.stalled = False
+        # Set to an Event, a rollback waits for it: a test sees the app wait for it.
+        self.rollback_gate: asyncio.Event | None = None
+        self.broken: dict[str, str] = {}  # method name -> the RuntimeError it raises
+        self.provision_logs: dict[tuple[str, str], list[str]] = {}  # (host, name) -> lines
+        self.calls: list[tuple[Any, ...]] = []
+        self.list_calls = 0
+        self.closed_forwards: list[str] = []
+        self.usage: dict[str, list[tuple[float, float]]] = {}  # name -> (CPU %, MiB) per call
+        self.stats_calls = 0
+        self.recipe = Path("/opt/hbtui/recipe")  # the configured recipe, as resolved
+        self.backups = Path("/backups")
+        self.archives: list[ArchiveEntry] = []  # the backups folder, newest first
+        self.last: Path | None = None  # the archive picked last
+        self.new_specs: dict[str, NewSpec] = {}  # box -> what `new` was asked for
+        self.passphrase: bytes | None = None  # what opens the archives (None: anything)
+        self.plan = NewPlan(None, "full provisioning: no base of ubuntu:24.04 for this recipe")
+        self.stored_secrets: list[str] = ["anthropic"]
+        # The reads a dialog makes (new_plan, secrets, ...): (method, on the event loop's
+        # thread?), so a test sees what runs on each key and what runs before a paint.
+        self.reads: list[tuple[str, bool]] = []
+        self.base_list: list[Base] = []
+        self.work: dict[tuple[str, str], WorkDiff] = {}  # (host, box) -> its work (new --repo)
+        self.tries: dict[tuple[str, str], TryRecord] = {}  # (host, try name) -> the try
+        self.agent_status: dict[str, str] = {}  # box -> its agent's status (default idle)
+        self.checks_gate: asyncio.Event | None = None  # try_rows waits for it (checks running)
+
+    def _read(self, method: str) -> None:
+        self.reads.append((method, threading.current_thread() is threading.main_thread()))
+
+    def _called(self, *call: Any) -> None:
+        self.calls.append(call)
+        if call[0] in self.broken:
+            raise RuntimeError(self.broken[call[0]])
+
+    def _find(self, name: str, host: str) -> int:
+        for i, b in enumerate(self.boxes):
+            if (b.name, b.host) == (name, host):
+                return i
+        raise HbtuiError(f"no box named {name!r} (see: hbtui ls)")
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self.step_delay)
+
+    async def close(self) -> None:
+        self._called("close")
+
+    # -- boxes ---------------------------------------------------------------------------
+
+    def host_names(self) -> list[str]:
+        return [LOCAL, *sorted(self.config.hosts)]
+
+    async def list_boxes(
+        self, *, include_foreign: bool = False, hosts: list[str] | None = None
+    ) -> BoxListing:
+        self.list_calls += 1
+        if "list_boxes" in self.broken:
+            raise RuntimeError(self.broken["list_boxes"])
+        return BoxListing(list(self.boxes), dict(self.host_errors))
+
+    async def details(self, name: str, host: str = LOCAL) -> BoxDetails:
+        self._called("details", name, host)
+        box = self.boxes[self._find(name, host)]
+        sections = [
+            DetailSection("Box", [("name", box.name), ("host", box.host), ("state", box.state)]),
+            DetailSection("Resources", [("image", box.image or ""), ("CPUs", str(box.cpus))]),
+            DetailSection("Network", [("port", str(box.port)), ("URL", box.url or "")]),
+            DetailSection("Labels", [("hbtui", "1"), ("hbtui.port", str(box.port))]),
+            DetailSection(
+                "Recipe",
+                [
+                    ("made with version", "5699fbee178d"),
+                    ("configured recipe", str(self.recipe)),
+                    ("its version", "5699fbee178d"),
+                ],
+            ),
+            DetailSection("Last save", [("when", box.last_save or "never")]),
+            DetailSection("Logs", [("provisioning log", f"/logs/provision/{name}.log")]),
+        ]
+        running = box.state == "running"
+        stats = (await self.stats([name], host)).get(name) if running else None
+        return BoxDetails(box, sections, {"name": name, "state": box.state}, stats)
+
+    async def stats(self, names: list[str], host: str = LOCAL) -> dict[str, BoxStats]:
+        """Each running box's next scripted figure (`usage`), else a steady 12.5% / 300 MiB."""
+        self._called("stats", tuple(names), host)
+        found = {}
+        boxes = {b.name: b for b in self.boxes if b.host == host}  # 500 boxes in the bench
+        for name in names:
+            box = boxes.get(name)
+            if box is None:
+                raise HbtuiError(f"no box named {name!r} (see: hbtui ls)")
+            if box.state != "running":
+                continue
+            figures = self.usage.get(name) or [(12.5, 300.0)]
+            cpu, memory = figures[self.stats_calls % len(figures)]
+            found[name] = BoxStats(cpu, memory, float(box.memory_mib or 0))
+        self.stats_calls += 1
+        return found
+
+    async def ports(self, host: str = LOCAL) -> list[PortSlot]:
+        self._called("ports", host)
+        used = {b.port: b.name for b in self.boxes if b.host == host}
+        lo, hi = self.config.ports.low, self.config.ports.high
+        return [
+            PortSlot(p, USED, used[p])
+            if p in used
+            else PortSlot(p, BUSY if p in (4793, 4850) else FREE)
+            for p in range(lo, hi + 1)
+        ]
+
+    async def new(
+        self, spec: NewSpec, *, report: Report = ignore, wait_agent: bool = True
+    ) -> BoxView:
+        name, host = spec.name, spec.host
+        check_name(name)
+        self._called("new", name, host, spec.port)
+        self.new_specs[name] = spec
+        if any((b.name, b.host) == (name, host) for b in self.boxes):  # before anything is made
+            raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
+        port = spec.port or next(s.port for s in await self.ports(host) if s.state == FREE)
+        report(Reserved(host, name, port))
+        report(Phase(f"creating machine {name} (port {port})", Stage.CREATE))
+        self.boxes.append(
+            view(name, port, host=host, provisioning="provisioning", created="2026-11-29T12:00:00Z")
+        )
+        try:
+            for i, step in enumerate(("base", "agent-user", "tools"), start=1):
+                report(Step(i, 3, step))
+                report(LogLine(f"\x1b[32mok\x1b[0m {step} line"))
+                if self.stalled:
+                    await asyncio.Event().wait()
+                await self._pause()
+            if name.startswith("fail"):
+                raise HbtuiError(f"provisioning {name} failed at step 3/3 tools (exit status 1)")
+        except BaseException as exc:
+            await asyncio.shield(self._rollback(name, host, report))
+            if isinstance(exc, asyncio.CancelledError):
+                raise Cancelled(f"cancelled: box {name!r} was rolled back") from None
+            raise
+        i = self._find(name, host)
+        self.boxes[i] = replace(self.boxes[i], provisioning="ready")
+        report(Phase(f"{name} is ready at {self.boxes[i].url}", Stage.DONE))
+        return self.boxes[i]
+
+    async def _rollback(self, name: str, host: str, report: Report) -> None:
+        report(Notice(f"rolling back {name}"))
+        await self._pause()
+        if self.rollback_gate is not None:
+            await self.rollback_gate.wait()
+        self.boxes = [b for b in self.boxes if (b.name, b.host) != (name, host)]
+        self.calls.append(("rolled back", name, host))
+
+    async def start(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        self._called("start", name, host)
+        i = self._find(name, host)
+        report(Phase(f"starting {name}"))
+        self.boxes[i] = replace(self.boxes[i], state="running")
+        return self.boxes[i]
+
+    async def stop(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        self._called("stop", name, host)
+        i = self._find(name, host)
+        report(Phase(f"stopping {name}"))
+        self.boxes[i] = replace(self.boxes[i], state="stopped")
+        return self.boxes[i]
+
+    async def remove(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        self._called("remove", name, host)
+        gone = self.boxes.pop(self._find(name, host))
+        report(Phase(f"removed {name}"))
+        return gone
+
+    async def enter_argv(
+        self, name: str, host: str = LOCAL, *, report: Report = ignore
+    ) -> list[str]:
+        self._called("enter_argv", name, host)
+        self._find(name, host)
+        return [
+            "smolvm",
+            "machine",
+            "exec",
+            "--name",
+            name,
+            "-it",
+            "--",
+            "/opt/hermes-box/bin/hb-as-agent",
+            "--tmux",
+        ]
+
+    async def web(self, name: str, host: str = LOCAL) -> WebAccess:
+        """A local box's own URL; a forward on a fresh port for a remote one."""
+        self._called("web", name, host)
+        port = self.boxes[self._find(name, host)].port
+        if host == LOCAL:
+            return WebAccess(f"http://127.0.0.1:{port}/", _nothing)
+        forwards = sum(c[0] == "web" and c[2] != LOCAL for c in self.calls)
+
+        async def close() -> None:
+            self.closed_forwards.append(name)
+
+        return WebAccess(f"http://127.0.0.1:{40000 + forwards}/", close, forwarded=True)
+
+    async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
+        self._called("workload_logs", name, host)
+        return f"\x1b[36mexecutor\x1b[0m listening on 0.0.0.0 for {name}\n"
+
+    async def provision_log(
+        self, name: str, host: str = LOCAL, *, tail: int | None = None
+    ) -> ProvisionLog | None:
+        self._called("provision_log", name, host)
+        lines = self.provision_logs.get((host, name))
+        if lines is None:
+            return None
+        events: list[Event] = []
+        for line in lines[-tail:] if tail else lines:  # read as the core reads its log
+            step = parse_marker(line)
+            events.append(step if step is not None else LogLine(line))
+        return ProvisionLog(Path(f"/logs/{name}-20261129T093000Z.log"), events)
+
+    def new_plan(
+        self,
+        *,
+        host: str = LOCAL,
+        image: str | None = None,
+        recipe: Path | None = None,
+        use_base: bool = True,
+    ) -> NewPlan:
+        self._read("new_plan")
+        if not use_base:
+            return NewPlan(None, "full provisioning: bases are not used for this box")
+        return self.plan
+
+    def bases(self, host: str | None = None) -> list[Base]:
+        return [b for b in self.base_list if host is None or b.host == host]
+
+    def credential_presets(self) -> list[Preset]:
+        self._read("credential_presets")
+        return sorted(BUILT_IN.values(), key=lambda p: p.name)
+
+    def secrets(self) -> list[SecretInfo]:
+        self._read("secrets")
+        return [SecretInfo(n, "file", "2026-11-29T12:00:00Z") for n in self.stored_secrets]
+
+    async def branch(
+        self,
+        source: str,
+        name: str,
+        host: str = LOCAL,
+        *,
+        port: int | None = None,
+        branchable: bool | None = None,
+        report: Report = ignore,
+    ) -> BoxView:
+        check_name(name)
+        self._called("branch", source, name, host, port)
+        src = self.boxes[self._find(source, host)]
+        if any((b.name, b.host) == (name, host) for b in self.boxes):
+            raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
+        port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
+        report(Reserved(host, name, port))
+        report(Phase(f"branching {source} into {name} (port {port})", Stage.CREATE))
+        await self._pause()
+        child = replace(src, name=name, port=port, url=f"http://127.0.0.1:{port}/", parent=source)
+        self.boxes.append(child)
+        report(Phase(f"{name} is ready at {child.url}", Stage.DONE))
+        return child
+
+    def recipe_dir(self, recipe: Path | None = None) -> Path:
+        """The configured recipe, or a folder checked as the core checks it."""
+        self._read("recipe_dir")
+        return self.recipe if recipe in (None, self.recipe) else check_recipe(recipe)
+
+    # -- archives --------------------------------------------------------------------------
+
+    def backups_dir(self) -> Path:
+        return self.backups
+
+    def list_archives(self) -> list[ArchiveEntry]:
+        self._called("list_archives")
+        return list(self.archives)
+
+    def resolve_archive(self, text: str) -> Path:
+        in_backups = self.backups / text
+        if any(e.path == in_backups for e in self.archives):
+            return in_backups
+        return Path(text).expanduser().absolute()
+
+    def last_archive(self) -> Path | None:
+        return self.last
+
+    def remember_archive(self, archive: Path) -> None:
+        self._called("remember_archive", archive)
+        self.last = archive
+
+    def archive_kind(self, archive: Path, *, hbx_only: bool = False) -> str:
+        """The listed archives, and any existing *.hbx; the real one reads the file's header."""
+        self._called("archive_kind", archive)
+        listed = next((e for e in self.archives if e.path == archive), None)
+        if listed is not None:
+            return listed.kind
+        if not archive.is_file():
+            raise UsageError(f"no such archive: {archive}")
+        if archive.suffix != ".hbx":
+            raise UsageError(
+                f"{archive} is neither an hbtui archive (.hbx) nor an old *.tar.gz.gpg backup"
+            )
+        return "hbx"
+
+    def _open(self, passphrase: bytes) -> None:
+        """The archive's key block read, before anything is made (as the core does)."""
+        if self.passphrase is not None and passphrase != self.passphrase:
+            raise WrongPassphrase("wrong passphrase (or the archive's key block is damaged)")
+
+    async def _transfer(self, label: str, report: Report) -> None:
+        total = 8 * 1024 * 1024
+        for done in range(0, total + 1, total // 8):
+            report(Transfer(done, total, label))
+            if self.stalled and done:
+                await asyncio.Event().wait()
+            await self._pause()
+
+    def save_output_problem(self, output: Path) -> str | None:
+        from hbtui.core.archives.save import output_problem
+
+        return output_problem(Path(output).expanduser().absolute())
+
+    async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
+        name, host, output = spec.name, spec.host, spec.output
+        self._called("save", name, host, output, passphrase, spec.verify)
+        self._find(name, host)
+        await self._transfer("writing archive", report)
+        return output or Path(f"/backups/{name}.hbx")
+
+    async def load(self, spec: LoadSpec, *, passphrase: bytes, report: Report = ignore) -> BoxView:
+        name, host = spec.name, spec.host
+        check_name(name)
+        self._called("load", spec.archive, name, host, passphrase, spec.recipe)
+        self._open(passphrase)
+        await self._transfer("checking", report)
+        report(Reserved(host, name, 4820))
+        report(Phase(f"creating machine {name}", Stage.CREATE))
+        made = view(name, 4820, host=host, created="2026-11-29T12:00:00Z")
+        self.boxes.append(made)
+        return made
+
+    async def extract(
+        self, archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
+    ) -> Path:
+        self._called("extract", archive, dest, passphrase)
+        self._open(passphrase)
+        await self._transfer("unpacking", report)
+        return dest or archive.with_suffix("")
+
+    # -- work in and out (docs/work.md) -------------------------------------------------------
+
+    async def repo_seed(self, text: str) -> RepoSeed:
+        """A folder is a repository at a fixed commit here (the real one asks git)."""
+        self._called("repo_seed", text)
+        path, ref = split_repo_ref(text)
+        if not path.is_dir():
+            raise UsageError(f"{path} is not a folder")
+        return RepoSeed(path.absolute(), ref, ref or "refs/heads/main", "c" * 40)
+
+    def _work_of(self, name: str, host: str) -> WorkDiff:
+        self._find(name, host)
+        work = self.work.get((host, name))
+        if work is None:
+            raise WorkError(
+                f"box {name} was not made with a repository (hbtui new {name} --repo PATH)"
+            )
+        return work
+
+    async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
+        self._called("diff", name, host, patch)
+        work = self._work_of(name, host)
+        return work if patch else replace(work, patch=None)
+
+    async def pull(
+        self,
+        name: str,
+        host: str = LOCAL,
+        *,
+        wip: bool = False,
+        repo: Path | None = None,
+        report: Report = ignore,
+    ) -> PullResult:
+        """The box's branch as the core names it in the host repository, or nothing when it
+        has no commits since the seed."""
+        self._called("pull", name, host, wip, repo)
+        work = self._work_of(name, host)
+        report(Phase(f"bundling the work in {name}"))
+        await self._pause()
+        refs = ((f"refs/remotes/box/{name}/{work.branch}", work.head),) if work.commits else ()
+        if work.uncommitted and not wip:
+            report(Notice(f"{work.uncommitted} file(s) in {name} have uncommitted changes"))
+        return PullResult(
+            name, host, str(repo) if repo else work.repo, refs, work.uncommitted, "", 4096
+        )
+
+    def try_of(self, box: str, host: str = LOCAL) -> tuple[TryRecord, str]:
+        self._called("try_of", box, host)
+        name, dash, number = box.rpartition("-")
+        if not dash or not number.isdigit():
+            raise UsageError(f"{box!r} is not a box of a try (NAME-K)")
+        record = self.tries.get((host, name))
+        if record is None:
+            raise UsageError(f"no try named {name!r} (made with: hbtui try N {name} ...)")
+        if box not in record.boxes:
+            raise UsageError(f"try {name} has no box {box!r}")
+        return record, box
+
+    async def try_rows(self, name: str, host: str = LOCAL) -> tuple[TryRecord, list[TryRow]]:
+        self._called("try_rows", name, host)
+        if self.checks_gate is not None:
+            await self.checks_gate.wait()
+        record = self.tries.get((host, name))
+        if record is None:
+            raise UsageError(f"no try named {name!r} (made with: hbtui try N {name} ...)")
+        rows = []
+        for box in record.boxes:
+            note = record.ended.get(box, "")
+            agent = "ended" if note else self.agent_status.get(box, "idle")
+            check = record.checks.get(box)
+            try:
+                work = self._work_of(box, host)
+            except HbtuiError as exc:
+                rows.append(TryRow(box, agent, None, None, None, None, check, exc.message, note))
+                continue
+            added = sum(f.added or 0 for f in work.files)
+            deleted = sum(f.deleted or 0 for f in work.files)
+            rows.append(
+                TryRow(
+                    box, agent, len(work.commits), len(work.files), added, deleted, check,
+                    note=note,
+                )
+            )  # fmt: skip
+        return record, rows
+
+    async def try_keep(
+        self, box: str, host: str = LOCAL, *, report: Report = ignore
+    ) -> tuple[PullResult, list[str]]:
+        record, _ = self.try_of(box, host)
+        self._called("try_keep", box, host)
+        pulled = await self.pull(box, host, report=report)
+        removed = []
+        for other in record.boxes:
+            if other != box:
+                await self.remove(other, host, report=report)
+                removed.append(other)
+        del self.tries[(host, record.name)]
+        return pulled, removed
+
+
+SAMPLE_PATCH = """\
+diff --git a/src/io.py b/src/io.py
+index 3b18e51..a5c1f2e 100644
+--- a/src/io.py
++++ b/src/io.py
+@@ -10,4 +10,6 @@ def read(path):
+-    with open(path) as f:
+-        return f.read()
++    # [bold]not markup[/bold], [red]nor this[/]
++    with open(path, encoding="utf-8") as f:
++        data = f.read()
++    return data.replace("\\r\\n", "\\n")
+ # -- writing --
+ def write(path, text):
+diff --git a/tests/test_io.py b/tests/test_io.py
+new file mode 100644
+index 0000000..e69de29
+--- /dev/null
++++ b/tests/test_io.py
+@@ -0,0 +1,3 @@
++def test_read_keeps_text(tmp_path):
++    (tmp_path / "a").write_text("x")
++    assert read(tmp_path / "a") == "x"
+diff --git a/old.txt b/old.txt
+deleted file mode 100644
+index 1111111..0000000
+--- a/old.txt
++++ /dev/null
+@@ -1 +0,0 @@
+-gone
+"""
+
+
+def work_diff(name: str, *, commits: int = 2, patch: str = SAMPLE_PATCH) -> WorkDiff:
+    """A box's work as the core reports it: commits on hb/NAME since the seed, three files
+    (one changed, one added, one deleted) and the patch (escape-free, as the core makes it)."""
+    return WorkDiff(
+        box=name,
+        host=LOCAL,
+        repo="/src/project",
+        seed="a" * 40,
+        head=("b" * 40) if commits else "a" * 40,
+        branch=f"hb/{name}",
+        commits=tuple(Commit(f"{k:x}" * 40, f"fix the reader, part {k}") for k in range(commits)),
+        files=(
+            FileChange("src/io.py", 4, 2),
+            FileChange("tests/test_io.py", 3, 0),
+            FileChange("old.txt", 0, 1),
+        ),
+        uncommitted=1,
+        patch=patch,
+    )
+
+
+def sample_try(service: FakeService, name: str = "fix", count: int = 3) -> TryRecord:
+    """A try of `count` boxes NAME-1.. in the fake, each with work, the first one checked."""
+    boxes = [f"{name}-{k}" for k in range(1, count + 1)]
+    for k, box in enumerate(boxes):
+        service.boxes.append(view(box, 4900 + k))
+        service.work[(LOCAL, box)] = work_diff(box, commits=k)
+    record = TryRecord(name, "/src/project", "a" * 40, "pytest -q", boxes)
+    record.checks[boxes[0]] = CheckResult("b" * 40, 0, "3 passed in 0.12s")
+    if count > 1:
+        record.checks[boxes[1]] = CheckResult("b" * 40, 1, "FAILED tests/test_io.py::test_read")
+    service.tries[(LOCAL, name)] = record
+    return record
+
+
+def shelf() -> list[ArchiveEntry]:
+    """Three archives in the fake's backups folder, newest first (as the core lists them)."""
+    return [
+        ArchiveEntry(
+            Path("/backups/alpha-20261129T110000Z.hbx"),
+            "alpha",
+            "2026-11-29T11:00:05Z",
+            734_003_200,
+            "hbx",
+            True,
+        ),
+        ArchiveEntry(
+            Path("/backups/beta-20261127T090000Z.hbx"),
+            "beta",
+            "2026-11-27T09:00:41Z",
+            52_428_800,
+            "hbx",
+            False,
+        ),
+        ArchiveEntry(
+            Path("/backups/web-2025-06-01.tar.gz.gpg"),
+            "",
+            "2025-06-01T08:00:00Z",
+            4096,
+            "legacy",
+            False,
+        ),
+    ]
