@@ -63,7 +63,7 @@ def _save_script(part_bytes: int) -> str:
             "set -euo pipefail",
             f"rm -rf {SAVE_DIR} && mkdir -m 700 {SAVE_DIR}",
             # du of a large /data is long and silent: a beat every 10 s says it runs.
-            f"( while sleep 10; do echo {ALIVE_TAG}; done ) & beat=$!",
+            f"( while sleep 10 >/dev/null; do echo {ALIVE_TAG}; done ) & beat=$!",
             'total=$(du -sb /data | cut -f1); kill "$beat"',
             f'echo "{READ_TAG} total $total"',
             "exec 3>&1",
