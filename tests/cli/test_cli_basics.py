@@ -92,6 +92,7 @@ def test_doctor_names_a_configured_engine_as_the_config_s(hbtui_home, sim_smolvm
     assert "(from [engine] path in config.toml)" in checks_of(report)["engine"]["detail"]
 
 
+@pytest.mark.real_engine
 def test_doctor_names_the_bundled_engine(hbtui_home, real_smolvm):
     env = {**os.environ, "PATH": "/usr/bin:/bin"}  # no smolvm on PATH: the bundled one
     report = json.loads(hbtui("doctor", "--json", env=env).stdout)
