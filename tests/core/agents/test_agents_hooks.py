@@ -345,6 +345,49 @@ def test_a_permission_request_waits_for_hbtuis_answer(box):
     assert listing(box)[SID]["status"] == "working"
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare"
+)
+def test_a_request_nobody_answered_still_asks_since_it_asked(box, tmp_path):
+    """The hook's wait for hbtui running out leaves the request to the agent's own prompt:
+    the session still needs you, since the moment it asked (not since the wait ended)."""
+    (tmp_path / "event.json").write_text(json.dumps(PERMISSION))
+    hook(box, "--agent", "codex", event=PROMPT)
+    asked = time.time()
+    in_etc_overlay(
+        tmp_path,
+        "echo HB_AGENT_DECISION_SECONDS=1 > /etc/hermes-box.env\n"
+        f"node {GUEST}/hb-agent-hook --agent codex < {tmp_path}/event.json\n",
+        env=box,
+    )
+    waited = time.time()
+    record = json.loads((state(box) / f"{SID}.json").read_text())
+    assert (record["status"], record["waiting_for"]) == ("needs-you", "Bash: touch ran")
+    assert "request" not in record  # nobody waits for hbtui's answer any more
+    assert asked <= record["since"] <= waited - 1.0
+
+
+def test_an_agent_gone_without_a_word_ended_when_it_was_first_seen_gone(box):
+    """A box stopped 8 minutes after its agent's last event and started again: the session
+    ended when the listing first saw its process gone, and stays ended since then."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    long_ago = time.time() - 480
+    state(box).mkdir(parents=True)
+    status = state(box) / f"{SID}.json"
+    status.write_text(
+        json.dumps({"v": 1, "agent": "codex", "session_id": SID, "pid": dead.pid,
+                    "proc_start": "1", "status": "working", "since": long_ago,
+                    "started": long_ago, "cwd": "/data/home/agent/workspace"})
+    )  # fmt: skip
+    os.utime(status, (long_ago, long_ago))
+    before = time.time()
+    first = listing(box)[SID]
+    assert first["status"] == "ended"
+    assert first["since"] >= before  # not the file's age, not the last event's
+    assert listing(box)[SID]["since"] == first["since"]  # the first sighting is kept
+
+
 # -- the real codex ----------------------------------------------------------------------------
 
 
