@@ -8,6 +8,10 @@ What a front end acts on travels as data, never as the wording of a message:
 `Reserved` says a box's name and port are taken, `Phase.stage` names the
 stages a front end shows, `MachineState` names the states. A message's text
 is for people; rewording one changes nothing else.
+
+A message or a step's name may quote a box (its stderr, a step it named, a file in its
+archive): each is made one plain line (`hbtui.boxtext.line`) as the event is made, so
+no front end has to.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+
+from hbtui import boxtext
 
 
 class Stage(StrEnum):
@@ -49,6 +55,9 @@ class Phase:
     message: str
     stage: Stage | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", boxtext.line(self.message))
+
 
 @dataclass(frozen=True)
 class Reserved:
@@ -76,6 +85,9 @@ class Step:
     total: int
     name: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", boxtext.line(self.name, 200))
+
 
 @dataclass(frozen=True)
 class Transfer:
@@ -91,6 +103,9 @@ class Notice:
     """Something went wrong but the operation carried on (or rolled back)."""
 
     message: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", boxtext.line(self.message))
 
 
 Event = Phase | Reserved | LogLine | Step | Transfer | Notice

@@ -15,7 +15,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from hbtui import boxtext
 from hbtui.events import Event, LogLine, Notice, Phase, Step, Transfer
 
 if TYPE_CHECKING:
@@ -96,13 +95,13 @@ class ConsoleReporter:
             self.silenced = True
 
     def _render(self, event: Event) -> None:
-        # What the core says may quote a box (its name for a step, its stderr): plain, one
-        # line; a box's log lines come with only their colours (the core made them so), and
-        # a bar's description is markup, so names in it are escaped.
+        # What the core says may quote a box (its name for a step, its stderr): the event
+        # made it one plain line; a box's log lines come with only their colours (the core
+        # made them so), and a bar's description is markup, so names in it are escaped.
         if isinstance(event, Phase):
-            self.console.print(Text.assemble(("•", "dim"), " ", boxtext.line(event.message)))
+            self.console.print(Text.assemble(("•", "dim"), " ", event.message))
         elif isinstance(event, Notice):
-            self.console.print(Text.assemble(("!", "yellow"), " ", boxtext.line(event.message)))
+            self.console.print(Text.assemble(("!", "yellow"), " ", event.message))
         elif isinstance(event, LogLine):
             if self.show_logs:
                 self.console.print(Text.from_ansi(event.text))

@@ -28,7 +28,6 @@ from textual.message import Message
 from hbtui import boxtext
 from hbtui.errors import HbtuiError
 from hbtui.events import Event, Report
-from hbtui.tui import plain
 from hbtui.tui.activity import Activity, BoxKey
 
 if TYPE_CHECKING:
@@ -98,10 +97,9 @@ class Operation:
         return f"{self.name} {self.key[1]}" if self.key else self.name
 
     def report(self, event: Event) -> None:
-        """The Report the core call gets; any thread may call it. What a box wrote in an
-        event is made plain here, before anything keeps it (see `hbtui.tui.plain`)."""
+        """The Report the core call gets; any thread may call it."""
         with self._lock:
-            self._pending.append(plain.event(event))
+            self._pending.append(event)
             if len(self._pending) > 1:
                 return  # a flush is already on its way
         if threading.get_ident() == self._loop_thread:

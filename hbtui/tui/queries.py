@@ -14,7 +14,6 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from hbtui.errors import HbtuiError
-from hbtui.tui import plain
 from hbtui.tui.activity import MAX_LINES, BoxKey
 from hbtui.tui.base import DashboardBase
 from hbtui.tui.messages import (
@@ -97,8 +96,7 @@ class Queries(DashboardBase):
         except (HbtuiError, OSError):
             return  # a box without a readable log just shows none
         if log is not None:
-            events = [plain.event(e) for e in log.events]  # what the box wrote, made plain
-            self._to_main(ProvisionLogLoaded(key, log.path, events))
+            self._to_main(ProvisionLogLoaded(key, log.path, log.events))
 
     # -- details and live figures --------------------------------------------------------------
 

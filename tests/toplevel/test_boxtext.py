@@ -77,3 +77,23 @@ def test_characters_that_show_nothing_are_removed_and_joiners_kept() -> None:
     hidden = "r\u200bm -r\u2060f /\ufeff \u200e\u200fx\U000e0041\U000e007f"
     assert boxtext.line(hidden) == "r m -r f / x"
     assert boxtext.line("👩\u200d💻 \u200cx") == "👩\u200d💻 \u200cx"
+
+
+def test_an_event_s_words_are_one_plain_line_as_it_is_made() -> None:
+    """The dashboard made an operation's events plain as they came in, and the CLI as it
+    printed them: the event makes its words one plain line once, for every front end (a
+    step's name, as a step marker gave it, cut at 200 characters)."""
+    from dataclasses import replace
+
+    from hbtui.events import Notice, Phase, Step
+
+    made = [
+        Phase(EVERYTHING).message,
+        Notice(EVERYTHING).message,
+        Step(1, 2, EVERYTHING).name,
+        replace(Phase("reserving a port"), message=EVERYTHING).message,
+    ]
+    for words in made:
+        assert unsafe(words) == [] and "\n" not in words, words
+    assert made[0] == boxtext.line(EVERYTHING)
+    assert Step(1, 2, "s" * 500).name == "s" * 199 + "…"

@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import os
 import shlex
-from collections.abc import AsyncIterator
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -198,7 +199,11 @@ async def _save_parts(
 
         # A SIGKILL leaves the archive's temporary file beside it: the next run sweeps it.
         with staged_beside(paths, target, "save"), create_archive(target, passphrase) as enc:
-            async for line in _progressing(aiter(stream), name, total_box):
+            idle = guest.idle_bound()
+            lines = guest.progressing(
+                aiter(stream), idle, _moved_on(total_box), lambda: _silent(name, idle)
+            )
+            async for line in lines:
                 if READ_TAG in line:  # tar prefixes its checkpoint echo with "tar: "
                     said = read_number(line)
                     if said is not None and said[0] == "total":
@@ -234,47 +239,33 @@ async def _save_parts(
             await asyncio.to_thread(enc.finish)
 
 
-async def _progressing(
-    lines: AsyncIterator[str], name: str, total: list[int | None]
-) -> AsyncIterator[str]:
-    """The save's lines, given up once the box moves on by nothing for the idle bound while
-    hbtui waits on it: a part, a tar checkpoint past the last, its size of /data; before
-    that size, a beat of du's (for at most PART_TIMEOUT). Notices and repeats are no
-    progress, so a box that goes silent, or drips, holds the save no longer than that."""
-    idle = guest.idle_bound()
-    loop = asyncio.get_running_loop()
-    began = loop.time()
-    deadline, last = began + idle, -1
-    try:
-        while True:
-            waiting = asyncio.timeout_at(deadline)
-            try:
-                async with waiting:
-                    line = await anext(lines)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                if not waiting.expired():
-                    raise
-                raise SaveFailed(
-                    f"box {name} went silent while packing its /data (nothing new in "
-                    f"{idle:g} s): given up"
-                ) from None
-            said = read_number(line) if READ_TAG in line else None
-            moved = line.startswith(PART_TAG) or (
-                line.strip() == ALIVE_TAG
-                and total[0] is None
-                and loop.time() - began < PART_TIMEOUT
-            )
-            if said is not None and (said[0] == "total" or said[1] >= last + CHECKPOINT_RECORDS):
-                moved, last = True, said[1] if said[0] == "records" else last
-            yield line
-            if moved:  # after the part is copied: the copy is hbtui's wait, not the box's
-                deadline = loop.time() + idle
-    finally:  # a save given up ends the box's side now
-        close = getattr(lines, "aclose", None)
-        if close is not None:
-            await close()
+def _moved_on(total: list[int | None]) -> Callable[[str], bool]:
+    """Progress, for a save: a part, a tar checkpoint past the last, its size of /data;
+    before that size, a beat of du's (for at most PART_TIMEOUT). Notices and repeats are
+    not, so a box that goes silent, or drips, holds the save no longer than the idle
+    bound."""
+    began = time.monotonic()
+    last = -1
+
+    def moved(line: str) -> bool:
+        nonlocal last
+        said = read_number(line) if READ_TAG in line else None
+        if said is not None and (said[0] == "total" or said[1] >= last + CHECKPOINT_RECORDS):
+            last = said[1] if said[0] == "records" else last
+            return True
+        return line.startswith(PART_TAG) or (
+            line.strip() == ALIVE_TAG
+            and total[0] is None
+            and time.monotonic() - began < PART_TIMEOUT
+        )
+
+    return moved
+
+
+def _silent(name: str, idle: float) -> SaveFailed:
+    return SaveFailed(
+        f"box {name} went silent while packing its /data (nothing new in {idle:g} s): given up"
+    )
 
 
 def _feed_file(enc: Encryptor, path: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from hbtui import boxtext
@@ -255,3 +255,36 @@ def idle_bound() -> float:
     """The seconds a box may go silent in a step that reads what it sends (`diff`, `pull`,
     `save`; `HBTUI_BOX_IDLE_SECONDS`, default 60, at most 600)."""
     return env_seconds(IDLE_ENV, IDLE_DEFAULT, IDLE_MAX)
+
+
+async def progressing(
+    lines: AsyncIterator[str], idle: float, moved: Callable[[str], bool],
+    silent: Callable[[], HbtuiError],
+) -> AsyncIterator[str]:  # fmt: skip
+    """`lines`, given up with `silent()` once the box sends nothing `moved` counts as
+    progress for `idle` seconds while hbtui waits on it: a box that goes silent, or
+    drips, holds a step no longer than that. The bound starts again once the reader is
+    done with a line that moved (what it does with it is hbtui's time, not the box's);
+    given up, the box's side ends now."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + idle
+    try:
+        while True:
+            waiting = asyncio.timeout_at(deadline)
+            try:
+                async with waiting:
+                    line = await anext(lines)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if not waiting.expired():
+                    raise
+                raise silent() from None
+            progress = moved(line)
+            yield line
+            if progress:
+                deadline = loop.time() + idle
+    finally:
+        close = getattr(lines, "aclose", None)
+        if close is not None:
+            await close()

@@ -15,7 +15,6 @@ import re
 import tarfile
 from pathlib import Path
 
-from hbtui import boxtext
 from hbtui.errors import UsageError
 from hbtui.events import Step
 from hbtui.paths import naming
@@ -87,11 +86,11 @@ def pack_recipe(folder: Path, dest: Path) -> None:
 
 
 def parse_marker(line: str) -> Step | None:
-    """A step marker line as its Step; its name is box text, made plain here."""
+    """A step marker line as its Step (its name, box text, is made plain by Step)."""
     m = _MARKER_RE.match(line.strip())
     if not m:
         return None
-    return Step(int(m[1]), int(m[2]), boxtext.line(m[3], 200))
+    return Step(int(m[1]), int(m[2]), m[3])
 
 
 # The recipe's scripts: the whole recipe, the per-box step of a box made from a base or

@@ -138,9 +138,11 @@ async def _make_boxes(
         if then is not None:
             await then(box)
 
+    making = [asyncio.create_task(one(box)) for box in names]
     try:
-        await asyncio.gather(*(one(box) for box in names))
+        await asyncio.gather(*making)
     except BaseException:
+        await to_the_end(_settled(making))
         for box in made:
             report(Phase(f"removing {box}: interrupted"))
             try:
@@ -149,6 +151,17 @@ async def _make_boxes(
                 report(Notice(f"{box} stays (remove it: hbtui rm {box}): {exc.message}"))
         raise
     return [box for box in names if box in made], failed
+
+
+async def _settled(tasks: list[asyncio.Task[None]]) -> None:
+    """Every task ended: `gather` gives up at the first one cancelled or failed while
+    the others may still be rolling back their box, and the loop's close would cut
+    those rollbacks off. One not yet asked to stop is cancelled, once: a second cancel
+    would cut off the rollback it is running."""
+    for task in tasks:
+        if not task.done() and not task.cancelling():
+            task.cancel()
+    await asyncio.wait(tasks)
 
 
 def _fingerprint(d: WorkDiff) -> str:

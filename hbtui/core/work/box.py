@@ -11,14 +11,13 @@ up when the box goes silent: less than IDLE_BYTES in the idle bound.
 
 from __future__ import annotations
 
-import asyncio
 import binascii
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from hbtui import boxtext
-from hbtui.core.boxes.guest import idle_bound
+from hbtui.core.boxes.guest import idle_bound, progressing
 from hbtui.core.foundation.git import SEED_REF, WIP_REF
 from hbtui.core.foundation.hosts import Host
 from hbtui.engine import EngineError, EngineLineTooLong
@@ -197,31 +196,26 @@ class Answer:
         return words[-1][:200] if words else f"exit status {self.returncode}"
 
 
-async def _watched(
-    lines: AsyncIterator[str], box: str, doing: str, idle: float
-) -> AsyncIterator[str]:
-    """`lines`, given up once the box sends less than IDLE_BYTES in `idle` seconds (a
-    box that went silent, or drips its answer, holds nobody for the step's 600 s)."""
-    loop = asyncio.get_running_loop()
-    since, got = loop.time(), 0
-    while True:
-        waiting = asyncio.timeout_at(since + idle)
-        try:
-            async with waiting:
-                line = await anext(lines)
-        except StopAsyncIteration:
-            return
-        except TimeoutError:
-            if not waiting.expired():
-                raise
-            raise BoxAnswerRefused(
-                f"box {box} went silent while {doing} (less than {IDLE_BYTES} bytes in "
-                f"{idle:g} s): given up"
-            ) from None
+def _sent_enough() -> Callable[[str], bool]:
+    """Progress, for a step: another IDLE_BYTES of the box's answer (a drip is silence)."""
+    got = 0
+
+    def moved(line: str) -> bool:
+        nonlocal got
         got += len(line) + 1
-        if got >= IDLE_BYTES:
-            since, got = loop.time(), 0
-        yield line
+        if got < IDLE_BYTES:
+            return False
+        got = 0
+        return True
+
+    return moved
+
+
+def _silent(box: str, doing: str, idle: float) -> BoxAnswerRefused:
+    return BoxAnswerRefused(
+        f"box {box} went silent while {doing} (less than {IDLE_BYTES} bytes in {idle:g} s): "
+        "given up"
+    )
 
 
 def _split(line: str) -> tuple[str, str]:
@@ -242,7 +236,9 @@ async def _lines(
         box, ["bash", "-c", script, "hbtui", *args], user=AGENT, timeout=timeout
     )
     inner = aiter(stream)
-    lines = _watched(inner, box, doing, idle) if doing else inner
+    lines = inner
+    if doing:
+        lines = progressing(inner, idle, _sent_enough(), lambda: _silent(box, doing, idle))
     status: list[int | None] = [None]
     try:
         yield lines, status

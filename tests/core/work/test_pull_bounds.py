@@ -289,6 +289,31 @@ async def test_a_box_at_work_is_not_given_up_however_long_it_takes(
     assert time.monotonic() - began > idle  # longer than the bound, and not given up
 
 
+async def test_the_idle_bound_counts_the_box_s_silence_not_the_reader_s_time():
+    """The one bound a diff, a pull and a save share: a line that is no progress (a
+    repeat, a drip) does not hold the step, and what hbtui does with a line that is (a
+    save copies a part) is not the box's silence."""
+    from hbtui.errors import HbtuiError
+
+    async def box():
+        yield "part 1"
+        yield "part 2"
+        while True:
+            await asyncio.sleep(0.05)
+            yield "still here"
+
+    read: list[str] = []
+    lines = guest.progressing(
+        box(), 0.3, lambda line: line.startswith("part"), lambda: HbtuiError("went silent")
+    )
+    with pytest.raises(HbtuiError, match="went silent"):
+        async for line in lines:
+            read.append(line)
+            if line.startswith("part"):
+                await asyncio.sleep(0.5)  # the reader's own work, longer than the bound
+    assert read[:2] == ["part 1", "part 2"] and set(read[2:]) == {"still here"}
+
+
 def test_a_bad_idle_bound_is_one_line(monkeypatch: pytest.MonkeyPatch):
     from hbtui.errors import UsageError
 

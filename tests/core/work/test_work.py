@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -230,6 +231,47 @@ def test_a_try_names_each_box_once_in_its_progress():
         ("Phase", "t-1: t-10 is ready"),
         ("Phase", "t-1: t-1x is ready"),
     ]
+
+
+async def test_an_interrupted_try_ends_once_every_box_is_rolled_back():
+    """A branch N ways SIGTERMed left a box registered: the first box to end cancelled
+    (one whose own rollback was quick) ended the wait for all of them, so the others'
+    rollbacks were cut off when the process closed. Now the interrupted call ends only
+    once each box's own rollback has, and removes the boxes made after."""
+    from hbtui.core.tries.operations import _make_boxes
+    from hbtui.errors import Cancelled
+    from hbtui.events import ignore
+
+    said: list[str] = []
+    waiting: list[str] = []
+    all_waiting = asyncio.Event()
+
+    async def make(box: str, report: object) -> None:
+        if box == "t-1":
+            return  # made
+        waiting.append(box)
+        if len(waiting) == 2:
+            all_waiting.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            if box == "t-2":  # its work step: removed at once, the cancel goes on
+                said.append("t-2 rolled back")
+                raise
+            for _ in range(100):  # a rollback of many steps (the machine deleted, the row)
+                await asyncio.sleep(0)
+            said.append("t-3 rolled back")
+            raise Cancelled("cancelled: box 't-3' was rolled back") from None
+
+    async def undo(box: str) -> None:
+        said.append(f"{box} removed")
+
+    making = asyncio.ensure_future(_make_boxes(["t-1", "t-2", "t-3"], make, undo, ignore))
+    await all_waiting.wait()
+    making.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await making
+    assert said == ["t-2 rolled back", "t-3 rolled back", "t-1 removed"]
 
 
 def test_an_agent_that_ends_leaves_its_words_and_a_shell(tmp_path: Path):
