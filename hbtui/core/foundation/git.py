@@ -247,6 +247,17 @@ def box_ref_prefix(box: str) -> str:
     return f"{BOX_REFS}/{box}/"
 
 
+async def box_commits(repo: Path, box: str, *, most: int) -> list[str]:
+    """The commits `repo` holds under the box's refs (what earlier pulls brought), each
+    once, newest first, at most `most`: what a pull tells the box the host already has."""
+    listed = await git_out(
+        repo, "for-each-ref", "--sort=-committerdate", "--format=%(objecttype) %(objectname)",
+        box_ref_prefix(box),
+    )  # fmt: skip
+    commits = [line[7:] for line in listed.splitlines() if line.startswith("commit ")]
+    return list(dict.fromkeys(commits))[:most]
+
+
 def target_ref(box: str, ref: str) -> str:
     """Where a checked ref of the box's lands in the host repository."""
     if ref == WIP_REF:

@@ -66,11 +66,13 @@ echo "{TAG} end"
 """
 
 # $1 clone  $2 seed  $3 "1" to commit uncommitted changes first (as a commit no ref names)
+# $4... the commits the host already has from this box (an earlier pull's; the host's word)
 # The bundle is written here, not by `git bundle create`: that walks the history twice
 # more (a count to see whether there is anything, a --boundary walk for its
-# prerequisites) and makes a thin pack. Its one prerequisite is the seed, which every
-# object left out is reachable from (`^seed`). It streams out as it is made, after its
-# `data` line; `fail` instead of `end` when making it failed (git's words follow). A file
+# prerequisites) and makes a thin pack. Its prerequisites are the seed and those of the
+# host's commits the clone has, which every object left out is reachable from (`^seed`,
+# `^commit`): a second pull sends only what the host lacks. It streams out as it is made,
+# after its `data` line; `fail` instead of `end` when making it failed (git's words follow). A file
 # over 64 MiB goes whole, not as a delta: the host streams it through its index, where
 # a delta's result and base would be held (gitops.BOX_GIT_MEMORY).
 PULL_SCRIPT = f"""set -u -o pipefail
@@ -90,9 +92,12 @@ if [ "$3" = 1 ] && [ -n "$(git status --porcelain --untracked-files=all)" ]; the
     echo "$c {WIP_REF}" >> "$t/heads"
 fi
 [ -s "$t/heads" ] || {{ echo "{TAG} nothing"; exit 0; }}  # no branch (a detached HEAD)
+: > "$t/have"
+[ $# -le 3 ] || printf '%s\\n' "${{@:4}}" | git cat-file --batch-check='%(objecttype) %(objectname)' \\
+    | sed -n 's/^commit //p' > "$t/have" || exit 5
 if [ ${{#2}} = 64 ]; then f='# v3 git bundle\\n@object-format=sha256\\n'; else f='# v2 git bundle\\n'; fi
-printf "$f-%s\\n" "$2" > "$t/head" && cat "$t/heads" >> "$t/head" && echo >> "$t/head" || exit 5
-{{ cut -d' ' -f1 "$t/heads"; echo "^$2"; }} > "$t/revs" || exit 5
+{{ printf "$f-%s\\n" "$2" && sed 's/^/-/' "$t/have" && cat "$t/heads" && echo; }} > "$t/head" || exit 5
+{{ cut -d' ' -f1 "$t/heads"; echo "^$2"; sed 's/^/^/' "$t/have"; }} > "$t/revs" || exit 5
 echo "{TAG} data"
 if {{ cat "$t/head" && git -c core.bigFileThreshold=64m pack-objects -q --revs --stdout \\
         --delta-base-offset < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
