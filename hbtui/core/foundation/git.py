@@ -23,6 +23,7 @@ GIT_TIMEOUT = 600.0
 SEED_REF = "refs/hbtui/seed"  # the one ref of a seed bundle, and where the box keeps it
 WIP_REF = "refs/hbtui/wip"  # `pull --wip`: the uncommitted changes, committed for the pull
 WIP_BRANCH = "hbtui-wip"  # where WIP_REF lands under the box's refs on the host
+CHECK_REF = "refs/hbtui/check"  # in the box: the files as a try's last check left them
 BOX_REFS = "refs/remotes/box"
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # A branch name as a box may offer it: plain characters, no empty, dotted or locked part.

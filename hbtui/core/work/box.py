@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from hbtui import boxtext
 from hbtui.core.boxes.guest import idle_bound
-from hbtui.core.foundation.git import SEED_REF, WIP_REF
+from hbtui.core.foundation.git import CHECK_REF, SEED_REF, WIP_REF
 from hbtui.core.foundation.hosts import Host
 from hbtui.engine import EngineError, EngineLineTooLong
 from hbtui.errors import HbtuiError
@@ -107,6 +107,35 @@ else
     head -c 4096 "$t/err"
     exit 5
 fi
+"""
+
+# $1 a try's check command, run in the clone (the step's folder) as today: its output and
+# exit status are the check's. What it writes is taken out again, so that it never counts
+# as the agent's work (in diff, try ls, a pull): every file git sees (tracked, or untracked
+# and not ignored) is kept as a tree through a temporary index before the check runs (the
+# agent's index is left as it is); after it, each file it added is removed, with the
+# folders that leaves empty, and each it changed or removed is put back. The tree as the
+# check left it is kept as CHECK_REF, so nothing undone is lost (the agent's own work, had
+# it written meanwhile). Files git ignores stay as the check left them.
+CHECK_SCRIPT = f"""set -u
+t=$(mktemp -d 2>/dev/null) && trap 'rm -rf "$t"' EXIT || t=""
+snap() {{
+    cp .git/index "$t/$1" 2>/dev/null
+    GIT_INDEX_FILE="$t/$1" git add -A >/dev/null 2>&1 && GIT_INDEX_FILE="$t/$1" git write-tree
+}}
+before=""
+[ -z "$t" ] || before=$(snap before 2>/dev/null) || before=""
+bash -lc "$1"
+status=$?
+if [ -n "$before" ] && after=$(snap after 2>/dev/null) && [ "$after" != "$before" ]; then
+    changed() {{ git diff-tree -r -z --no-renames --name-only --diff-filter="$1" "$before" "$after"; }}
+    changed A | while IFS= read -r -d '' f; do
+        rm -f -- "$f" && rmdir -p --ignore-fail-on-non-empty -- "$(dirname -- "$f")" 2>/dev/null
+    done
+    changed DMT | GIT_INDEX_FILE="$t/before" git checkout-index -f -z --stdin
+    git update-ref {CHECK_REF} "$after"
+fi 2>/dev/null
+exit $status
 """
 
 # $1 clone  $2 the source box's branch  $3 this box's  $4 source box  $5 this box
