@@ -23,6 +23,7 @@ GIT_TIMEOUT = 600.0
 SEED_REF = "refs/hbtui/seed"  # the one ref of a seed bundle, and where the box keeps it
 WIP_REF = "refs/hbtui/wip"  # `pull --wip`: the uncommitted changes, committed for the pull
 WIP_BRANCH = "hbtui-wip"  # where WIP_REF lands under the box's refs on the host
+CHECK_REF = "refs/hbtui/check"  # in the box: the files as a try's last check left them
 BOX_REFS = "refs/remotes/box"
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # A branch name as a box may offer it: plain characters, no empty, dotted or locked part.
@@ -245,6 +246,17 @@ async def seed_bundle(seed: RepoSeed, folder: Path) -> Path:
 
 def box_ref_prefix(box: str) -> str:
     return f"{BOX_REFS}/{box}/"
+
+
+async def box_commits(repo: Path, box: str, *, most: int) -> list[str]:
+    """The commits `repo` holds under the box's refs (what earlier pulls brought), each
+    once, newest first, at most `most`: what a pull tells the box the host already has."""
+    listed = await git_out(
+        repo, "for-each-ref", "--sort=-committerdate", "--format=%(objecttype) %(objectname)",
+        box_ref_prefix(box),
+    )  # fmt: skip
+    commits = [line[7:] for line in listed.splitlines() if line.startswith("commit ")]
+    return list(dict.fromkeys(commits))[:most]
 
 
 def target_ref(box: str, ref: str) -> str:

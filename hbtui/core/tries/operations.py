@@ -186,12 +186,14 @@ def _agent_status(row: BoxAgents | None) -> tuple[str, bool]:
 async def run_check(
     boxes: BoxOperations, host_name: str, record: WorkRecord, name: str, command: str, work: str
 ) -> CheckResult:
-    """The check in the box, as its agent, in the clone; the end of its output kept."""
+    """The check in the box, as its agent, in the clone; the end of its output kept.
+    What it writes is taken out again after it (work_box.CHECK_SCRIPT): the check's files
+    are never the agent's work."""
     host = await boxes.hosts.get(host_name)
     try:
         done = await host.engine.exec(
             name,
-            ["bash", "-lc", command],
+            ["bash", "-c", work_box.CHECK_SCRIPT, "hbtui", command],
             user=work_box.AGENT,
             workdir=record.clone,
             timeout=CHECK_TIMEOUT,

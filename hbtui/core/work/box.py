@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from hbtui import boxtext
 from hbtui.core.boxes.guest import idle_bound, progressing
-from hbtui.core.foundation.git import SEED_REF, WIP_REF
+from hbtui.core.foundation.git import CHECK_REF, SEED_REF, WIP_REF
 from hbtui.core.foundation.hosts import Host
 from hbtui.engine import EngineError, EngineLineTooLong
 from hbtui.errors import HbtuiError
@@ -65,11 +65,13 @@ echo "{TAG} end"
 """
 
 # $1 clone  $2 seed  $3 "1" to commit uncommitted changes first (as a commit no ref names)
+# $4... the commits the host already has from this box (an earlier pull's; the host's word)
 # The bundle is written here, not by `git bundle create`: that walks the history twice
 # more (a count to see whether there is anything, a --boundary walk for its
-# prerequisites) and makes a thin pack. Its one prerequisite is the seed, which every
-# object left out is reachable from (`^seed`). It streams out as it is made, after its
-# `data` line; `fail` instead of `end` when making it failed (git's words follow). A file
+# prerequisites) and makes a thin pack. Its prerequisites are the seed and those of the
+# host's commits the clone has, which every object left out is reachable from (`^seed`,
+# `^commit`): a second pull sends only what the host lacks. It streams out as it is made,
+# after its `data` line; `fail` instead of `end` when making it failed (git's words follow). A file
 # over 64 MiB goes whole, not as a delta: the host streams it through its index, where
 # a delta's result and base would be held (gitops.BOX_GIT_MEMORY).
 PULL_SCRIPT = f"""set -u -o pipefail
@@ -89,9 +91,12 @@ if [ "$3" = 1 ] && [ -n "$(git status --porcelain --untracked-files=all)" ]; the
     echo "$c {WIP_REF}" >> "$t/heads"
 fi
 [ -s "$t/heads" ] || {{ echo "{TAG} nothing"; exit 0; }}  # no branch (a detached HEAD)
+: > "$t/have"
+[ $# -le 3 ] || printf '%s\\n' "${{@:4}}" | git cat-file --batch-check='%(objecttype) %(objectname)' \\
+    | sed -n 's/^commit //p' > "$t/have" || exit 5
 if [ ${{#2}} = 64 ]; then f='# v3 git bundle\\n@object-format=sha256\\n'; else f='# v2 git bundle\\n'; fi
-printf "$f-%s\\n" "$2" > "$t/head" && cat "$t/heads" >> "$t/head" && echo >> "$t/head" || exit 5
-{{ cut -d' ' -f1 "$t/heads"; echo "^$2"; }} > "$t/revs" || exit 5
+{{ printf "$f-%s\\n" "$2" && sed 's/^/-/' "$t/have" && cat "$t/heads" && echo; }} > "$t/head" || exit 5
+{{ cut -d' ' -f1 "$t/heads"; echo "^$2"; sed 's/^/^/' "$t/have"; }} > "$t/revs" || exit 5
 echo "{TAG} data"
 if {{ cat "$t/head" && git -c core.bigFileThreshold=64m pack-objects -q --revs --stdout \\
         --delta-base-offset < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
@@ -101,6 +106,35 @@ else
     head -c 4096 "$t/err"
     exit 5
 fi
+"""
+
+# $1 a try's check command, run in the clone (the step's folder) as today: its output and
+# exit status are the check's. What it writes is taken out again, so that it never counts
+# as the agent's work (in diff, try ls, a pull): every file git sees (tracked, or untracked
+# and not ignored) is kept as a tree through a temporary index before the check runs (the
+# agent's index is left as it is); after it, each file it added is removed, with the
+# folders that leaves empty, and each it changed or removed is put back. The tree as the
+# check left it is kept as CHECK_REF, so nothing undone is lost (the agent's own work, had
+# it written meanwhile). Files git ignores stay as the check left them.
+CHECK_SCRIPT = f"""set -u
+t=$(mktemp -d 2>/dev/null) && trap 'rm -rf "$t"' EXIT || t=""
+snap() {{
+    cp .git/index "$t/$1" 2>/dev/null
+    GIT_INDEX_FILE="$t/$1" git add -A >/dev/null 2>&1 && GIT_INDEX_FILE="$t/$1" git write-tree
+}}
+before=""
+[ -z "$t" ] || before=$(snap before 2>/dev/null) || before=""
+bash -lc "$1"
+status=$?
+if [ -n "$before" ] && after=$(snap after 2>/dev/null) && [ "$after" != "$before" ]; then
+    changed() {{ git diff-tree -r -z --no-renames --name-only --diff-filter="$1" "$before" "$after"; }}
+    changed A | while IFS= read -r -d '' f; do
+        rm -f -- "$f" && rmdir -p --ignore-fail-on-non-empty -- "$(dirname -- "$f")" 2>/dev/null
+    done
+    changed DMT | GIT_INDEX_FILE="$t/before" git checkout-index -f -z --stdin
+    git update-ref {CHECK_REF} "$after"
+fi 2>/dev/null
+exit $status
 """
 
 # $1 clone  $2 the source box's branch  $3 this box's  $4 source box  $5 this box

@@ -6,11 +6,12 @@ A box's bundle is untrusted. From its first byte, its pack goes into a strict in
 a throwaway quarantine object store, git's own quarantine environment: the host
 repository's objects are borrowed read-only and no ref can change while it is set. The
 index runs while the box is still sending; the pack is read once. The whole bundle is
-kept in a file and verified against the repository, its ref names are checked, and in
-the quarantine its history (the seed in every branch) and its file sizes. Only then do
-its objects move into the host repository and its refs, in one transaction, to
-`refs/remotes/box/BOX/` and nowhere else; a refusal leaves the repository exactly as it
-was.
+kept in a file; it may build on the seed and on the commits the host told the box it has
+(an earlier pull's), nothing else; it is verified against the repository, its ref names
+are checked, and in the quarantine its history (the seed in every branch) and its file
+sizes. Only then do its objects move into the host repository and its refs, in one
+transaction, to `refs/remotes/box/BOX/` and nowhere else; a refusal leaves the
+repository exactly as it was.
 
 What a box sends costs the host bounded work: its header is read once, as it arrives,
 and a box offering more than BRANCH_MAX branches is refused before its pack; every git
@@ -23,12 +24,13 @@ import asyncio
 import contextlib
 import os
 import shutil
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
+from hbtui import boxtext
 from hbtui.core.foundation import git as gitops
 from hbtui.core.foundation.git import (
     BOX_GIT_MEMORY,
@@ -86,6 +88,7 @@ class PackIntake:
         self._head: bytearray | None = bytearray()  # None: past the header
         self._scanned = 0  # where the header's next line begins
         self._refs = 0  # the refs its lines read so far name
+        self.prerequisites: list[str] = []  # the commits its header says it builds on
         self._proc: asyncio.subprocess.Process | None = None
         self._output: asyncio.Future[tuple[bytes, bytes]] | None = None
         self._quarantine: Quarantine | None = None
@@ -136,12 +139,15 @@ class PackIntake:
         """Where the pack begins in `head` (-1: not there yet). Each line of the header is
         read once, as it arrives; too long a header, or one naming more than BRANCH_MAX
         refs, is refused then, before the pack (refs are its lines after the first but
-        for prerequisites, `-`, and capabilities, `@`)."""
+        for prerequisites, `-`, kept for check_bundle, and capabilities, `@`)."""
         while (eol := head.find(b"\n", self._scanned)) >= 0:
             start, self._scanned = self._scanned, eol + 1
             if eol == start:
                 return eol + 1  # the empty line that ends the header
-            if start and head[start] not in b"-@":
+            if start and head[start] == ord("-"):
+                sha = bytes(head[start + 1 : eol]).partition(b" ")[0]
+                self.prerequisites.append(sha.decode(errors="replace"))
+            elif start and head[start] != ord("@"):
                 self._refs += 1
                 if self._refs > BRANCH_MAX:
                     raise BundleRefused(
@@ -202,14 +208,23 @@ class CheckedBundle:
     quarantine: Quarantine
 
 
-async def check_bundle(intake: PackIntake, *, seed: str, blob_max: int, wip: bool) -> CheckedBundle:
+async def check_bundle(
+    intake: PackIntake, *, seed: str, blob_max: int, wip: bool, offered: Collection[str] = ()
+) -> CheckedBundle:
     """Every check a box's bundle, all of it fed to `intake`, must pass before it
-    reaches the repository: verify, the ref names, the strict index, the seed in every
-    branch's history, no file over `blob_max` bytes. The steps that need not wait for
-    each other run at once, and a refusal names the first check (in that order) the
-    bundle failed."""
+    reaches the repository: it builds on no commit but the seed and those the host
+    `offered` (the host's own, an earlier pull's: a box learns nothing of the others by
+    naming them), verify, the ref names, the strict index, the seed in every branch's
+    history, no file over `blob_max` bytes. The steps that need not wait for each other
+    run at once, and a refusal names the first check (in that order) the bundle failed."""
     repo = intake.repo
     intake.seal()
+    allowed = {seed, *offered}
+    if unoffered := next((sha for sha in intake.prerequisites if sha not in allowed), None):
+        raise BundleRefused(
+            f"the box's bundle builds on commit {boxtext.line(unoffered)[:64]!r}, which the "
+            "host did not offer it: refused, nothing fetched"
+        )
     verified, listed, indexed = await asyncio.gather(
         gitops.run_git(
             repo, "bundle", "verify", "-q", str(intake.bundle), check=False, bounded=True

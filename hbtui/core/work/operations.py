@@ -214,13 +214,16 @@ def _repo(record: WorkRecord, repo: Path | None) -> Path:
 
 
 async def _take(
-    taking: intake.PackIntake, name: str, seed: str, cap: int, *, wip: bool, wip_commit: str
-) -> tuple[tuple[str, str], ...]:
+    taking: intake.PackIntake, name: str, seed: str, cap: int, *, wip: bool, wip_commit: str,
+    offered: list[str],
+) -> tuple[tuple[str, str], ...]:  # fmt: skip
     """The bundle the box sent, checked and taken into the repository: the refs that
     landed (none when the box made nothing since the seed: its pack is empty, and its
     branches, if any, still pass every check)."""
     try:
-        checked = await intake.check_bundle(taking, seed=seed, blob_max=cap, wip=wip)
+        checked = await intake.check_bundle(
+            taking, seed=seed, blob_max=cap, wip=wip, offered=offered
+        )
     except BundleRefused:
         # A repository without the seed fails every bundle's verify: the box is not at fault.
         if not await gitops.ref_exists(taking.repo, f"{seed}^{{commit}}"):
@@ -265,11 +268,16 @@ async def pull(
         # and the box's pack is indexed as it arrives.
         objects = asyncio.ensure_future(gitops.objects_dir(target))
         try:
+            # What the host has from the box already (an earlier pull's): the box's
+            # bundle builds on it, and sends only what is new.
+            had = await gitops.box_commits(target, name, most=intake.BRANCH_MAX)
+            offered = [sha for sha in had if sha != record.seed]
             async with intake.PackIntake(target, objects, folder) as taking:
                 with reaching(name):
                     (answer, size), old_wip = await _alongside(
                         work_box.fetch_bundle(
-                            host, name, [record.clone, record.seed, "1" if wip else "0"],
+                            host, name,
+                            [record.clone, record.seed, "1" if wip else "0", *offered],
                             taking.feed, cap,
                         ),
                         meanwhile(),
@@ -284,8 +292,9 @@ async def pull(
                         raise WorkError(f"bundling the work in box {name} failed: {answer.why()}")
                     report(Phase(f"checking the bundle ({size} bytes)"))
                     refs = await _take(
-                        taking, name, record.seed, cap, wip=wip, wip_commit=wip_commit
-                    )
+                        taking, name, record.seed, cap, wip=wip, wip_commit=wip_commit,
+                        offered=offered,
+                    )  # fmt: skip
         finally:
             objects.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):

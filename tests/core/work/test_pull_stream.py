@@ -5,7 +5,8 @@ runs it in a box (tests/core/work/test_work_in_out.py runs the whole pull agains
 The box walks its history once (pack-objects), not three times (a count, bundle
 create's --boundary walk, its pack), and the host's strict index reads the pack while
 the box is still sending it: the two costs that kept a pull of 5,000 commits far from a
-plain `git fetch` (tests/bench/work.py)."""
+plain `git fetch` (tests/bench/work.py). A second pull sends only what the host lacks:
+the box's bundle builds on the commits the host has from it, and on nothing else."""
 
 from __future__ import annotations
 
@@ -261,3 +262,101 @@ async def test_a_clone_on_no_branch_brings_nothing(repos, tmp_path: Path):
     result = await pull_from(engine_host, host, box, seed, lambda event: None)
     assert result.refs == ()
     assert git(host, "for-each-ref") == before
+
+
+def packs(repo: Path) -> set[Path]:
+    return set((repo / ".git" / "objects" / "pack").glob("pack-*.pack"))
+
+
+def objects_in(pack: Path) -> int:
+    """The number of objects a pack holds (its header's count)."""
+    return int.from_bytes(pack.read_bytes()[8:12], "big")
+
+
+async def test_a_second_pull_sends_only_what_the_host_lacks(repos, tmp_path: Path):
+    """The box's bundle builds on what the host has from it: one commit on top of a
+    pulled history sends that commit's objects, not the history again."""
+    host, box, seed, _ = repos
+    for n in range(30):
+        (box / f"w{n}.bin").write_text(os.urandom(2000).hex())
+        git(box, "add", f"w{n}.bin")
+        git(box, *ID, "commit", "-qm", f"work {n}")
+    engine_host, _ = local_box(tmp_path)
+    first = await pull_from(engine_host, host, box, seed, lambda event: None)
+    assert first.bytes > 30 * 2000
+    had = packs(host)
+    head = commit(box, "one.txt")
+    again = await pull_from(engine_host, host, box, seed, lambda event: None)
+    assert again.refs == (("refs/remotes/box/b1/hb/b1", head),)
+    assert again.bytes * 20 < first.bytes, (again.bytes, first.bytes)
+    (new,) = packs(host) - had
+    assert objects_in(new) == 3  # the commit, its tree and the one new file
+    assert git(host, "rev-parse", "refs/remotes/box/b1/hb/b1") == head
+    git(host, "fsck", "--strict", "--no-dangling")
+
+
+async def test_a_bundle_that_builds_on_a_commit_the_host_did_not_offer_is_refused(
+    repos, tmp_path: Path
+):
+    """A box may build on the seed and on the commits the host told it it has, nothing
+    else: naming another of the host's commits (which verify alone would accept) would
+    tell the box the host has it."""
+    from hbtui.core.foundation.git import BundleRefused
+    from hbtui.core.work.box import TAG
+
+    host, box, seed, _ = repos
+    git(host, "checkout", "-qb", "private")
+    private = commit(host, "private.txt")
+    git(host, "checkout", "-q", "main")
+    made = tmp_path / "made.bundle"
+    git(box, "bundle", "create", "-q", str(made), "hb/b1", f"^{seed}")
+    evil = tmp_path / "evil.bundle"
+    evil.write_bytes(
+        made.read_bytes().replace(f"\n-{seed}".encode(), f"\n-{private}\n-{seed}".encode(), 1)
+    )
+    said = f"echo '{TAG} dirty 0'; echo '{TAG} data'; base64 -w 0 '{evil}'; echo; echo '{TAG} end'"
+
+    def exec_stream(box: str, argv: list[str], *, user: str, timeout: float) -> EngineStream:
+        full = ["sh", "-c", said]
+        return EngineStream(LocalStream(full, timeout), full)
+
+    hostile = SimpleNamespace(engine=SimpleNamespace(exec_stream=exec_stream))
+    before = git(host, "for-each-ref")
+    with pytest.raises(BundleRefused, match=f"builds on commit '{private}', which the host did"):
+        await pull_from(hostile, host, box, seed, lambda event: None)
+    assert git(host, "for-each-ref") == before
+
+
+WORK = "echo e > e.txt && git add e.txt && git -c user.name=t -c user.email=t@t commit -qm e"
+REWRITES = {
+    # The agent redid its work on the seed: the new branch lands, as it always did.
+    "redone": f"git reset -q --hard {{seed}} && {WORK}",
+    # ... and the commits the host has are gone from the box: it builds on the seed alone.
+    "redone, old commits gone": f"git reset -q --hard {{seed}} && {WORK} && "
+    "git reflog expire --expire=now --all && git gc -q --prune=now",
+    # A branch whose history lost the seed: refused, as it always was.
+    "lost the seed": f"git checkout -q --orphan fresh && {WORK} && git branch -f hb/b1 fresh "
+    "&& git checkout -q hb/b1 && git branch -D fresh",
+}
+
+
+@pytest.mark.parametrize("rewrite", REWRITES)
+async def test_a_box_that_rewrote_its_branch_after_a_pull_is_taken_or_refused_as_before(
+    repos, tmp_path: Path, rewrite: str
+):
+    host, box, seed, pulled = repos
+    engine_host, _ = local_box(tmp_path)
+    await pull_from(engine_host, host, box, seed, lambda event: None)
+    subprocess.run(["bash", "-c", REWRITES[rewrite].format(seed=seed)], cwd=box, check=True)
+    head = git(box, "rev-parse", "HEAD")
+    if rewrite == "lost the seed":
+        from hbtui.core.foundation.git import BundleRefused
+
+        with pytest.raises(BundleRefused, match="no longer contains the seed"):
+            await pull_from(engine_host, host, box, seed, lambda event: None)
+        assert git(host, "rev-parse", "refs/remotes/box/b1/hb/b1") == pulled
+        return
+    result = await pull_from(engine_host, host, box, seed, lambda event: None)
+    assert result.refs == (("refs/remotes/box/b1/hb/b1", head),)
+    assert git(host, "show", f"{head}:e.txt") == "e"
+    git(host, "fsck", "--strict", "--no-dangling")

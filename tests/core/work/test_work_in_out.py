@@ -357,6 +357,38 @@ def test_try_three_checks_each_and_keep_leaves_one_box_and_its_branch(
     one_error_line(hbtui("pull", "t-3", env=env), "not running")
 
 
+@pytest.mark.timeout(600)
+def test_a_check_that_writes_files_leaves_the_work_and_a_wip_pull_clean(
+    sim_env, repo: Path, tmp_path: Path
+):
+    """A check that compiles the agent's module wrote __pycache__/ into the clone: it
+    showed in `diff --stat` and `try ls`, and a `--wip` pull shipped it."""
+    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, LIVE_AGENT)))
+    check = "python3 -c 'import calc' && echo 'calc imports'"
+    made = hbtui(
+        "try", "1", "c", "--repo", str(repo), "--task", "add calc", "--check", check, "-q",
+        env=env,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    box_sh(
+        env, "c-1",
+        "echo 'x = 1' > calc.py && git add calc.py && git commit -qm calc && echo n > notes.txt",
+    )  # fmt: skip
+    stat = hbtui("diff", "c-1", "--stat", env=env)
+    assert stat.returncode == 0 and "2 file(s) changed" in stat.stdout, stat.stdout
+    listed = hbtui("try", "ls", "c", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    [row] = json.loads(listed.stdout)["boxes"]
+    assert row["check"]["status"] == 0 and "calc imports" in row["check"]["output"], row
+    assert row["files"] == 2, row
+    assert hbtui("diff", "c-1", "--stat", env=env).stdout == stat.stdout
+    assert box_sh(env, "c-1", "git status --porcelain --untracked-files=all") == "?? notes.txt"
+    wip = hbtui("pull", "c-1", "--wip", env=env)
+    assert wip.returncode == 0, wip.stderr
+    files = git(repo, "ls-tree", "-r", "--name-only", "refs/remotes/box/c-1/hbtui-wip")
+    assert files.splitlines() == ["a.txt", "calc.py", "notes.txt"]
+
+
 def test_a_try_whose_box_name_is_taken_makes_nothing(sim_env, repo: Path):
     """`try 2 t` beside a box t-1 made t-2, then failed t-1: a name is known to be taken
     before any box is made."""
