@@ -37,6 +37,8 @@ class MachineState:
     box an operation is making (or failed to), the dashboard's."""
 
     RUNNING = "running"
+    PAUSED = "paused"  # its RAM and disks saved by the engine; `resume` goes on from there
+    PAUSING = "pausing"  # the engine's word while its pause saves
     STOPPED = "stopped"
     CREATED = "created"  # made, never started
     STARTING = "starting"

@@ -13,6 +13,8 @@ from hbtui.events import MachineState
 
 STATE_STYLE = {
     MachineState.RUNNING: "green",
+    MachineState.PAUSED: "blue",
+    MachineState.PAUSING: "cyan",
     MachineState.STOPPED: "yellow",
     MachineState.CREATED: "cyan",
     MachineState.STARTING: "cyan",

@@ -10,7 +10,9 @@ from hbtui.engine.errors import (
     EngineTimeout,
     MachineExists,
     MachineNotFound,
+    MachineNotPaused,
     MachineNotRunning,
+    MachinePaused,
 )
 from hbtui.engine.locate import MIN_VERSION, Located, locate_engine
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
@@ -30,7 +32,9 @@ __all__ = [
     "Machine",
     "MachineExists",
     "MachineNotFound",
+    "MachineNotPaused",
     "MachineNotRunning",
+    "MachinePaused",
     "MachineSpec",
     "locate_engine",
 ]

@@ -303,6 +303,27 @@ class Engine:
         async with self.machine_lock(name):
             await self._call(*args)
 
+    async def pause(self, name: str, *, timeout: float | None = None) -> None:
+        """Pause a running machine: the engine saves its RAM and disks and stops it there,
+        so `resume` goes on with every process as it was (MachineNotRunning if it is not
+        running). It writes the whole RAM: a start's time at least."""
+        async with self.machine_lock(name):
+            await self._call(
+                "machine", "pause", "--name", name, timeout=timeout or self._at_least(START_TIMEOUT)
+            )
+
+    async def resume(self, name: str, *, timeout: float | None = None) -> None:
+        """Resume a paused machine from its saved execution (MachineNotPaused if it holds
+        none: start it instead)."""
+        async with self.machine_lock(name):
+            await self._call(
+                "machine",
+                "resume",
+                "--name",
+                name,
+                timeout=timeout or self._at_least(START_TIMEOUT),
+            )
+
     async def delete(self, name: str) -> None:
         async with self.machine_lock(name):
             await self._call("machine", "delete", "--name", name, "--force")

@@ -38,7 +38,17 @@ class MachineExists(EngineError):
 
 
 class MachineNotRunning(EngineError):
-    """exec or cp on a stopped machine: the engine does not start it for us."""
+    """exec, cp or pause of a machine that is not running: the engine does not start it
+    for us."""
+
+
+class MachinePaused(EngineError):
+    """A call the engine refuses while the machine holds a paused execution: resume it
+    (or delete it) first."""
+
+
+class MachineNotPaused(EngineError):
+    """resume of a machine that holds no paused execution: it is started, not resumed."""
 
 
 class EngineTimeout(EngineError):
@@ -100,8 +110,12 @@ def from_stderr(stderr: str, argv: list[str], returncode: int) -> EngineError:
         cls: type[EngineError] = MachineNotFound
     elif "already exists" in message:
         cls = MachineExists
-    elif "is not running" in message:
+    elif "is not running" in message or message.endswith("' must be running"):
         cls = MachineNotRunning
+    elif "is not paused" in message:
+        cls = MachineNotPaused
+    elif "use resume" in message:
+        cls = MachinePaused
     else:
         cls = EngineError
     return cls(message, code=code, argv=argv)

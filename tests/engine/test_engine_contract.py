@@ -16,6 +16,7 @@ from hbtui.engine import (
     EngineTimeout,
     MachineExists,
     MachineNotFound,
+    MachineNotPaused,
     MachineNotRunning,
     MachineSpec,
 )
@@ -86,6 +87,30 @@ async def test_errors_are_typed_with_the_engine_code(engine):
     with pytest.raises(MachineNotRunning):
         await engine.cp_out("c1", "/etc/hostname", Path("/tmp/never-written"))
     assert not Path("/tmp/never-written").exists()
+    await engine.delete("c1")
+
+
+async def test_pause_and_resume_refusals_are_typed(engine):
+    """What the engine answers without a boot: a machine never started cannot be paused,
+    one not paused cannot be resumed (it is started), and neither finds a missing one."""
+    await engine.create(SPEC)
+    with pytest.raises(MachineNotRunning) as not_running:
+        await engine.pause("c1")
+    assert not_running.value.code == "CONFLICT"
+    assert not_running.value.message == (
+        "agent operation failed: checkpoint machine: machine 'c1' must be running"
+    )
+    with pytest.raises(MachineNotPaused) as not_paused:
+        await engine.resume("c1")
+    assert not_paused.value.code == "CONFLICT"
+    assert not_paused.value.message == (
+        "agent operation failed: resume machine: machine is not paused; use start for a fresh boot"
+    )
+    [m] = await engine.list()
+    assert m.state == "created"  # a refused pause or resume changes nothing
+    for verb in (engine.pause, engine.resume):
+        with pytest.raises(MachineNotFound):
+            await verb("ghost")
     await engine.delete("c1")
 
 

@@ -349,6 +349,122 @@ def test_delete_stops_running_machine(sim: Sim, free_port) -> None:
     probe.close()
 
 
+PAUSED = "machine is paused; use resume to preserve its execution state"
+
+
+def machine_pids(init_pid: int) -> set[int]:
+    """Every process in the machine: those in its PID namespace, seen from the host."""
+    ns = os.stat(f"/proc/{init_pid}/ns/pid").st_ino
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}/ns/pid").st_ino == ns:
+                    pids.add(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+def cpu_ticks(pids: set[int]) -> dict[int, int]:
+    """Each live process's CPU time so far (user + system, in clock ticks)."""
+    ticks = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks[pid] = int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def burn_host_cpu(ticks: int) -> None:
+    """A while, measured in work a host process got done rather than in time: what stayed
+    still meanwhile had its chance to run."""
+    spinner = subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"])
+    try:
+        assert wait_for(lambda: cpu_ticks({spinner.pid}).get(spinner.pid, 0) >= ticks, 60)
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def test_pause_freezes_every_process_and_resume_thaws_them(sim: Sim, free_port) -> None:
+    (port,) = free_port(1)
+    spin = "while :; do :; done"
+    sim.create("z1", "-p", f"{port}:8000", workload=("/bin/sh", "-c", spin))
+    sim.ok("machine", "start", "--name", "z1")
+    serve = "cd /tmp && (/usr/bin/python3 -m http.server 8000 >/dev/null 2>&1 &)"
+    assert sim.sh("z1", serve).returncode == 0
+    assert sim.sh("z1", f"tmux new-session -d -s main '{spin}'").returncode == 0
+    assert wait_for(lambda: http_get(port) == 200, 10)
+    init_pid = sim.status("z1")["pid"]
+    before = machine_pids(init_pid)
+    assert len(before) >= 5  # init, workload, the server, tmux and its spinning pane
+
+    assert sim.ok("machine", "pause", "--name", "z1") == "Machine 'z1' paused\n"
+    status = sim.status("z1")
+    assert (status["state"], status["pid"]) == ("paused", None)
+    assert sim.ok("machine", "status", "--name", "z1") == "Machine 'z1': paused\n"
+    frozen = cpu_ticks(before)
+    burn_host_cpu(30)
+    assert cpu_ticks(before) == frozen  # not one tick: every process is frozen
+    assert machine_pids(init_pid) == before  # and none ended
+    for args, context in (
+        (("machine", "exec", "--name", "z1", "--", "true"), "connect"),
+        (("machine", "stats", "--name", "z1", "--json"), "connect"),
+        (("machine", "start", "--name", "z1"), "start machine"),
+        (("machine", "stop", "--name", "z1"), "stop machine"),
+        (("machine", "update", "--name", "z1", "--cpus", "2"), "update"),
+    ):
+        err = sim.error(*args)
+        assert err == {
+            "code": "CONFLICT",
+            "message": f"agent operation failed: {context}: {PAUSED}",
+        }
+    assert http_get(port) == "ConnectionResetError"  # nothing answers a paused machine's ports
+    err = sim.error("machine", "pause", "--name", "z1")
+    assert err["message"].endswith("machine 'z1' must be running")
+
+    assert sim.ok("machine", "resume", "--name", "z1") == "Machine 'z1' resumed\n"
+    assert sim.status("z1")["state"] == "running" and sim.status("z1")["pid"] == init_pid
+    spent = sum(frozen.values())
+    assert wait_for(lambda: sum(cpu_ticks(before).values()) > spent + 10, 30)  # they run again
+    assert machine_pids(init_pid) >= before  # the same processes, not new ones
+    assert sim.sh("z1", "tmux has-session -t main").returncode == 0
+    assert http_get(port) == 200
+    err = sim.error("machine", "resume", "--name", "z1")
+    assert err["message"].endswith("machine is not paused; use start for a fresh boot")
+
+
+def test_a_paused_machine_is_deleted_and_a_stopped_one_is_not_paused(sim: Sim) -> None:
+    sim.create("z2", workload=("sleep", "1000"))
+    sim.ok("machine", "start", "--name", "z2")
+    sim.ok("machine", "stop", "--name", "z2", "--timeout", "1")
+    assert sim.status("z2")["state"] == "stopped"
+    assert sim.error("machine", "pause", "--name", "z2") == {
+        "code": "CONFLICT",
+        "message": "agent operation failed: checkpoint machine: machine 'z2' must be running",
+    }
+    assert sim.error("machine", "resume", "--name", "z2") == {
+        "code": "CONFLICT",
+        "message": "agent operation failed: resume machine: machine is not paused; use start "
+        "for a fresh boot",
+    }
+    sim.ok("machine", "start", "--name", "z2")
+    init_pid = sim.status("z2")["pid"]
+    sim.ok("machine", "pause", "--name", "z2")
+    freezer = json.loads((sim.state_dir / "smolsim/machines/z2/runtime.json").read_text())
+    assert Path(freezer["freezer"]).is_dir()
+    sim.ok("machine", "delete", "--name", "z2", "--force")
+    assert (
+        not Path(f"/proc/{init_pid}").exists()
+        or Path(f"/proc/{init_pid}/stat").read_text().split(") ")[1][0] == "Z"
+    )
+    assert json.loads(sim.ok("machine", "ls", "--json")) == []
+    assert not Path(freezer["freezer"]).exists()  # its freezer went with it
+
+
 def test_eight_concurrent_creates(sim: Sim) -> None:
     names = [f"cc{i}" for i in range(8)]
     sim.made.update(names)

@@ -216,6 +216,34 @@ def test_not_running_errors_match(engines) -> None:
     assert texts == ["", ""]
 
 
+def test_pause_and_resume_refusals_match(engines) -> None:
+    """What both answer without a boot: a machine never started is not running (so not
+    paused), a missing one is not found, a bad name is checked first, as a saved
+    execution's."""
+    for e in engines:
+        e.create("p1", "--", "/bin/sh", "-c", "sleep 100")
+    err = both_error(engines, "machine", "pause", "--name", "p1")
+    assert err == {
+        "code": "CONFLICT",
+        "message": "agent operation failed: checkpoint machine: machine 'p1' must be running",
+    }
+    err = both_error(engines, "machine", "resume", "--name", "p1")
+    assert err == {
+        "code": "CONFLICT",
+        "message": "agent operation failed: resume machine: machine is not paused; use start "
+        "for a fresh boot",
+    }
+    for verb in ("pause", "resume"):
+        err = both_error(engines, "machine", verb, "--name", "ghost")
+        assert err == {"code": "NOT_FOUND", "message": "vm not found: ghost"}
+        for name in ("", "_a", "a-", "a/b", "a--b", "a;b", "aé", "a;--", "x" * 129):
+            err = both_error(engines, "machine", verb, f"--name={name}")
+            assert err["message"].startswith("config operation failed: saved execution: "), name
+        assert [e.run("machine", verb).returncode for e in engines] == [2, 2]  # --name required
+    r_st, s_st = (json.loads(e.ok("machine", "status", "--name", "p1", "--json")) for e in engines)
+    assert r_st["state"] == s_st["state"] == "created"
+
+
 def test_version_line_matches(engines) -> None:
     real, sim = engines
     assert sim.ok("--version") == real.ok("--version")

@@ -45,9 +45,11 @@ class Preset:
 
 
 # Checked against each tool's documentation: Claude Code sends ANTHROPIC_API_KEY as the
-# X-Api-Key header; Codex sends OPENAI_API_KEY as `Authorization: Bearer KEY`; gh reads
-# GH_TOKEN for github.com and its API and sends it in `Authorization`. Where the tool
-# writes the variable into a header itself, the engine replaces the placeholder there.
+# X-Api-Key header, and a subscription's CLAUDE_CODE_OAUTH_TOKEN (`claude setup-token`) as
+# `Authorization: Bearer TOKEN` (seen on the wire: it takes the placeholder as it is);
+# Codex sends OPENAI_API_KEY as `Authorization: Bearer KEY`; gh reads GH_TOKEN for
+# github.com and its API and sends it in `Authorization`. Where the tool writes the
+# variable into a header itself, the engine replaces the placeholder there.
 BUILT_IN: dict[str, Preset] = {
     "anthropic": Preset(
         "anthropic",
@@ -55,6 +57,12 @@ BUILT_IN: dict[str, Preset] = {
         ("api.anthropic.com",),
         header="x-api-key",
         about="Claude Code and the Anthropic SDKs (x-api-key header)",
+    ),
+    "claude-subscription": Preset(
+        "claude-subscription",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        ("api.anthropic.com",),
+        about="Claude Code on a Claude subscription (Authorization: Bearer)",
     ),
     "openai": Preset(
         "openai",

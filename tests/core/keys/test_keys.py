@@ -123,6 +123,34 @@ def test_a_box_with_a_credential_sees_only_the_placeholder(key_env, tmp_path):
     assert files_holding(KEY, home, state, archive.parent) == []
 
 
+def test_a_claude_subscription_token_stays_on_the_host(key_env):
+    """The `claude-subscription` preset: the box's CLAUDE_CODE_OAUTH_TOKEN is a
+    placeholder, which Claude Code sends as `Authorization: Bearer` to api.anthropic.com,
+    where the engine replaces it in the headers; the token is in no argv, guest process or
+    file."""
+    home, state = Path(key_env["HBTUI_HOME"]), Path(key_env["HBTUI_SMOLVM_STATE_DIR"])
+    token = "sk-ant-oat01-hbtuiTESTsubscription-0123456789abcdef"
+    run_ok("secrets", "set", "claude-subscription", env=key_env, input=token + "\n")
+    with ArgvWatch(token) as made:
+        run_ok("new", "o1", "--credential", "claude-subscription", "-q", env=key_env)
+        seen = run_ok(
+            "exec", "o1", "--", "sh", "-c", "echo $CLAUDE_CODE_OAUTH_TOKEN", env=key_env
+        ).strip()
+        environs = guest_environs(key_env, "o1")
+    assert made.samples > 20 and made.hits == []
+    assert seen.startswith("SMOL_PLACEHOLDER_CLAUDE_SUBSCRIPTION_") and token not in seen
+    assert seen in environs and token not in environs
+
+    [binding] = machine_record(key_env, "o1")["credential_policy"]["credentials"]
+    assert binding["name"] == "claude-subscription"
+    assert binding["environment_variable"] == "CLAUDE_CODE_OAUTH_TOKEN"
+    assert binding["allowed_hosts"] == ["api.anthropic.com"]
+    assert binding.get("set_header") is None  # the placeholder is replaced where it is sent
+    listed = json.loads(run_ok("credentials", "o1", "--json", env=key_env))
+    assert listed["missing_secrets"] == [] and listed["plaintext"] == []
+    assert files_holding(token, home, state) == []
+
+
 def test_new_without_the_secret_makes_nothing(key_env):
     refused = hbtui("new", "k2", "--credential", "openai", env=key_env)
     assert refused.returncode != 0 and "no secret 'openai'" in refused.stderr
