@@ -33,14 +33,14 @@ from hbtui.core.foundation.registry import (
     FAILED,
     PROVISIONING,
     WORK_MISSING,
-    Boxes,
     BoxRecord,
     Registry,
+    Rows,
 )
 from hbtui.core.foundation.views import MISSING, BoxListing, BoxView, Busy, ProvisionLog, view_of
 from hbtui.core.keys import credentials as creds
 from hbtui.core.keys.passphrase import PassphraseSource, get_secrets_passphrase
-from hbtui.core.keys.secrets import Secrets
+from hbtui.core.keys.secrets import SecretStore
 from hbtui.engine import Machine, MachineSpec
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import (
@@ -91,7 +91,7 @@ class BoxCore:
         self.locks = BoxLocks(paths.locks_dir / "boxes")
         self.bases = BaseBook(paths.data_dir / "bases")
         self.remakes = RemakeJournal(paths.data_dir / "remakes")
-        self.secrets = Secrets(
+        self.secrets = SecretStore(
             paths,
             config,
             secrets_passphrase or (lambda confirm: get_secrets_passphrase(confirm=confirm)),
@@ -144,7 +144,7 @@ class BoxCore:
     # -- listing ------------------------------------------------------------------
 
     async def list_host(
-        self, host_name: str, registry: Boxes, *, include_foreign: bool = False
+        self, host_name: str, registry: Rows, *, include_foreign: bool = False
     ) -> list[BoxView]:
         host = await self.hosts.get(host_name)
         machines = {m.name: m for m in await host.engine.list()}
