@@ -1,6 +1,7 @@
 """What every box operation stands on: the registry, locks, bases, remakes and secrets; a
 box's listing, its view, its machine's spec and labels, its provisioning logs. The
-operations themselves: hbtui.core.boxes.make (new) and hbtui.core.boxes.operations (the rest).
+operations that take it: hbtui.core.boxes.make (new, make) and hbtui.core.boxes.operations
+(the rest, and the one object the other features take).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def shown_value(text: str, most: int = 80) -> str:
 
 
 class BoxCore:
-    """A box's state and how it is read: the base of BoxOperations."""
+    """A box's state and how it is read: the context the making, the box operations and
+    every other feature take (nothing here changes a box)."""
 
     def __init__(
         self,
@@ -111,7 +113,7 @@ class BoxCore:
             env[var] = self.secrets.get(name)
         return env
 
-    def _bindings(self, record: BoxRecord) -> str:
+    def bindings(self, record: BoxRecord) -> str:
         """`PRESET=VARIABLE,...`: the bindings a machine of `record` is made with."""
         names = split_list(record.credentials)
         return ",".join(f"{n}={creds.preset(self.config, n).env_var}" for n in names)
@@ -272,7 +274,7 @@ class BoxCore:
             cpus=wanted.cpus,
             memory_mib=wanted.memory_mib,
             ports=((port, inner),),
-            labels=labels_for(port, wanted, self._bindings(wanted)),
+            labels=labels_for(port, wanted, self.bindings(wanted)),
             network=True,
             workload=tuple(recipes.workload_command(inner)),
             from_pack=pack,

@@ -209,11 +209,11 @@ def test_a_box_that_does_not_exist_is_named_so(hbtui_home, verb):
 def test_a_try_names_each_box_once_in_its_progress():
     """`try` showed "t-1: t-1 is ready" and "t-1: t-1: full provisioning": a box's own
     message already names it; t-10's message is not t-1's."""
-    from hbtui.core.tries.operations import _prefixed
+    from hbtui.core.tries.operations import prefixed
     from hbtui.events import Event, LogLine, Notice, Phase
 
     seen: list[Event] = []
-    relay = _prefixed("t-1", seen.append)
+    relay = prefixed("t-1", seen.append)
     for event in (
         Phase("reserving a port"),
         Phase("t-1 is ready at http://127.0.0.1:4799/"),
