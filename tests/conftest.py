@@ -474,7 +474,7 @@ def service():
     from support.tui_fakes import FakeService, shelf
 
     fake = FakeService()
-    fake.archives = shelf()
+    fake.archive_list = shelf()
     return fake
 
 

@@ -79,7 +79,7 @@ def cmd_agents(inv: Invocation) -> int:
     boxes = inv.args.boxes or None
     hosts = [inv.args.host] if inv.args.host else None
     if not inv.args.watch:
-        rows = inv.call(inv.service.agents(boxes, hosts))
+        rows = inv.call(inv.service.agents.listing(boxes, hosts))
         _show(inv, rows)
         return 1 if rows and all(r.error for r in rows) else 0
     try:
@@ -94,7 +94,9 @@ async def _follow(inv: Invocation, boxes: list[str] | None, hosts: list[str] | N
     changed (and every WATCH_SECONDS, for the SINCE column; JSON only on a change)."""
     import asyncio
 
-    rows = await inv.service.agents(boxes, hosts)  # at once (and a box not known fails here)
+    rows = await inv.service.agents.listing(
+        boxes, hosts
+    )  # at once (and a box not known fails here)
     follower = _Follower(inv, boxes, hosts, rows)
     reading = asyncio.create_task(follower.read())
     try:
@@ -124,7 +126,7 @@ def _order(row: BoxAgents) -> tuple[bool, str, str]:
 
 
 class _Follower:
-    """The rows --watch shows, kept by the boxes' status streams (`Service.watch_agents`,
+    """The rows --watch shows, kept by the boxes' status streams (`Service.agents.watch`,
     listing the boxes again every WATCH_SECONDS to follow starts and stops). A box whose
     stream fails is asked directly (`hb agents --json`) every WATCH_SECONDS until its
     stream is back."""
@@ -143,7 +145,7 @@ class _Follower:
         self.rows = {(r.host, r.box): r for r in rows}
         self.changed = asyncio.Event()
         self.polls: dict[tuple[str, str], asyncio.Task[None]] = {}
-        self.watch = self.service.watch_agents(relist=WATCH_SECONDS, hosts=hosts, names=boxes)
+        self.watch = self.service.agents.watch(relist=WATCH_SECONDS, hosts=hosts, names=boxes)
 
     async def read(self) -> None:
         import asyncio
@@ -176,7 +178,7 @@ class _Follower:
 
         while True:
             try:
-                found = await self.service.agents([box], [host])
+                found = await self.service.agents.listing([box], [host])
             except HbtuiError as exc:
                 found = [BoxAgents(box, host, error=exc.message)]
             for row in found:
@@ -202,7 +204,7 @@ def _decide(inv: Invocation, decision: str) -> int:
     and say exactly what was decided."""
     args = inv.args
     answer = inv.call(
-        inv.service.answer_agent(
+        inv.service.agents.answer(
             args.name,
             decision,
             inv.host,
@@ -230,7 +232,7 @@ def cmd_deny(inv: Invocation) -> int:
 
 def cmd_send(inv: Invocation) -> int:
     s = inv.call(
-        inv.service.send_to_agent(inv.args.name, inv.args.text, inv.host, session=inv.args.session)
+        inv.service.agents.send(inv.args.name, inv.args.text, inv.host, session=inv.args.session)
     )
     sys.stdout.write(f"sent to {s.agent} session {s.session_id[:8]} (pane {s.pane})\n")
     return 0

@@ -27,7 +27,7 @@ def cmd_save(inv: Invocation) -> int:
     output = Path(a.output) if a.output else None
     with inv.reporter() as rep:
         path = inv.call(
-            service.save(
+            service.archives.save(
                 SaveSpec(a.name, inv.host, output=output, verify=not a.no_verify),
                 passphrase=passphrase,
                 report=rep,
@@ -43,12 +43,12 @@ def cmd_save(inv: Invocation) -> int:
 
 def cmd_load(inv: Invocation) -> int:
     a = inv.args
-    inv.service.archive_kind(_archive(inv))  # a missing or foreign file fails before the prompt
+    inv.service.archives.kind(_archive(inv))  # a missing or foreign file fails before the prompt
     passphrase = get_passphrase(confirm=False)
     recipe = Path(a.recipe) if a.recipe else None
     with inv.reporter() as rep:
         view = inv.call(
-            inv.service.load(
+            inv.service.archives.load(
                 LoadSpec(_archive(inv), a.name, inv.host, recipe=recipe),
                 passphrase=passphrase,
                 report=rep,
@@ -61,22 +61,24 @@ def cmd_load(inv: Invocation) -> int:
 
 def cmd_extract(inv: Invocation) -> int:
     a = inv.args
-    inv.service.archive_kind(_archive(inv))
+    inv.service.archives.kind(_archive(inv))
     passphrase = get_passphrase(confirm=False)
     dest = Path(a.dir) if a.dir else None
     with inv.reporter() as rep:
         where = inv.call(
-            inv.service.extract(_archive(inv), dest, passphrase=passphrase, report=rep)
+            inv.service.archives.extract(_archive(inv), dest, passphrase=passphrase, report=rep)
         )
     inv.out.print(f"✓ extracted into {where}", markup=False)
     return 0
 
 
 def cmd_verify(inv: Invocation) -> int:
-    inv.service.archive_kind(_archive(inv), hbx_only=True)
+    inv.service.archives.kind(_archive(inv), hbx_only=True)
     passphrase = get_passphrase(confirm=False)
     with inv.reporter() as rep:
-        size = inv.call(inv.service.verify(_archive(inv), passphrase=passphrase, report=rep))
+        size = inv.call(
+            inv.service.archives.verify(_archive(inv), passphrase=passphrase, report=rep)
+        )
     inv.out.print(
         f"✓ {inv.args.file}: every chunk authentic ({size:,} bytes of payload)", markup=False
     )
@@ -84,6 +86,6 @@ def cmd_verify(inv: Invocation) -> int:
 
 
 def cmd_archive_info(inv: Invocation) -> int:
-    data = inv.service.archive_info(_archive(inv))
+    data = inv.service.archives.info(_archive(inv))
     inv.show(data, "\n".join(f"{key:>15}: {value}" for key, value in data.items()))
     return 0

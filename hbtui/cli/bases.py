@@ -42,7 +42,7 @@ def cmd_branch(inv: Invocation) -> int:
 def cmd_base_build(inv: Invocation) -> int:
     with inv.reporter() as rep:
         base = inv.call(
-            inv.service.build_base(
+            inv.service.bases.build(
                 host=inv.host, image=inv.args.image, recipe=_recipe(inv), report=rep
             )
         )
@@ -56,8 +56,8 @@ def cmd_base_build(inv: Invocation) -> int:
 
 
 def cmd_base_ls(inv: Invocation) -> int:
-    bases = inv.service.bases(inv.args.host)
-    for path in inv.service.damaged_bases(inv.args.host):
+    bases = inv.service.bases.listing(inv.args.host)
+    for path in inv.service.bases.damaged(inv.args.host):
         print(
             f"! {path} is not a base manifest (damaged?): its base is not listed and its pack "
             "is kept; restore the file, or remove it and the base's folder",
@@ -78,13 +78,13 @@ def cmd_base_ls(inv: Invocation) -> int:
 
 
 def cmd_base_rm(inv: Invocation) -> int:
-    base = inv.call(inv.service.remove_base(inv.args.id, inv.host))
+    base = inv.call(inv.service.bases.remove(inv.args.id, inv.host))
     inv.out.print(f"✓ removed the base {base.id} ({human_bytes(base.size)} freed)", markup=False)
     return 0
 
 
 def cmd_base_verify(inv: Invocation) -> int:
-    checks = inv.call(inv.service.verify_bases(inv.args.id, inv.host))
+    checks = inv.call(inv.service.bases.verify(inv.args.id, inv.host))
     inv.show(
         [c.to_json() for c in checks],
         lambda: "\n".join(

@@ -29,12 +29,12 @@ def _recipe(inv: Invocation) -> Path | None:
 
 def cmd_ls(inv: Invocation) -> int:
     hosts = [inv.args.host] if inv.args.host else None
-    listing = inv.call(inv.service.list_boxes(include_foreign=inv.args.all, hosts=hosts))
+    listing = inv.call(inv.service.boxes.listing(include_foreign=inv.args.all, hosts=hosts))
     inv.show(
         [b.to_json() for b in listing.boxes],
         lambda: (
             box_table(
-                listing.boxes, show_host=len(inv.service.host_names()) > 1, fit=sys.stdout.isatty()
+                listing.boxes, show_host=len(inv.service.hosts.names()) > 1, fit=sys.stdout.isatty()
             )
             if listing.boxes
             else None
@@ -103,13 +103,13 @@ def _new(inv: Invocation, making: Coroutine[Any, Any, BoxView]) -> BoxView | Non
 
 def cmd_start(inv: Invocation) -> int:
     with inv.reporter() as rep:
-        view = inv.call(inv.service.start(inv.args.name, inv.host, report=rep))
+        view = inv.call(inv.service.boxes.start(inv.args.name, inv.host, report=rep))
     return _state_done(inv, view, "started")
 
 
 def cmd_stop(inv: Invocation) -> int:
     with inv.reporter() as rep:
-        view = inv.call(inv.service.stop(inv.args.name, inv.host, report=rep))
+        view = inv.call(inv.service.boxes.stop(inv.args.name, inv.host, report=rep))
     return _state_done(inv, view, MachineState.STOPPED)
 
 
@@ -129,7 +129,7 @@ def confirm_typed(name: str, what: str) -> None:
 def cmd_rm(inv: Invocation) -> int:
     a = inv.args
     if not a.force:
-        view = inv.call(inv.service.get(a.name, inv.host))
+        view = inv.call(inv.service.boxes.get(a.name, inv.host))
         if view.last_save:
             inv.out.print(f"last save of {a.name}: {view.last_save}", markup=False)
         else:
@@ -151,7 +151,7 @@ def _handoff(argv: list[str]) -> int:
 def cmd_enter(inv: Invocation) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("enter needs a terminal; to run one command: hbtui exec NAME -- CMD")
-    argv = inv.call(inv.service.enter_argv(inv.args.name, inv.host, report=inv.reporter()))
+    argv = inv.call(inv.service.boxes.enter_argv(inv.args.name, inv.host, report=inv.reporter()))
     return _handoff(argv)
 
 
@@ -168,7 +168,7 @@ def cmd_exec(inv: Invocation) -> int:
     if command and command[0] == "--":
         command = command[1:]
     tty = sys.stdin.isatty() and sys.stdout.isatty()
-    argv = inv.call(inv.service.exec_argv(inv.args.name, command, inv.host, tty=tty))
+    argv = inv.call(inv.service.boxes.exec_argv(inv.args.name, command, inv.host, tty=tty))
     return _handoff(argv)
 
 
@@ -176,7 +176,7 @@ def cmd_open(inv: Invocation) -> int:
     """A local box's URL opens directly; a remote one's through a forward held until Ctrl-C."""
 
     async def open_and_hold() -> None:
-        web = await inv.service.web(inv.args.name, inv.host)
+        web = await inv.service.boxes.web(inv.args.name, inv.host)
         try:
             if inv.args.print or not webbrowser.open(web.url):
                 sys.stdout.write(web.url + "\n")
@@ -207,7 +207,7 @@ def cmd_logs(inv: Invocation) -> int:
     a = inv.args
     shown = _coloured if sys.stdout.isatty() else boxtext.lines
     if a.provision:
-        log = inv.call(inv.service.provision_log(a.name, inv.host, tail=a.tail))
+        log = inv.call(inv.service.boxes.provision_log(a.name, inv.host, tail=a.tail))
         if log is None:
             raise UsageError(f"no provisioning log for {a.name!r}")
         for event in log.events:
@@ -219,21 +219,23 @@ def cmd_logs(inv: Invocation) -> int:
     if a.follow:
 
         async def follow() -> None:
-            async for line in inv.service.follow_logs(a.name, inv.host, tail=a.tail):
+            async for line in inv.service.boxes.follow_logs(a.name, inv.host, tail=a.tail):
                 sys.stdout.write(shown(line) + "\n")
                 sys.stdout.flush()
 
         with contextlib.suppress(KeyboardInterrupt):
             inv.call(follow())
         return 0
-    sys.stdout.write(shown(inv.call(inv.service.workload_logs(a.name, inv.host, tail=a.tail))))
+    sys.stdout.write(
+        shown(inv.call(inv.service.boxes.workload_logs(a.name, inv.host, tail=a.tail)))
+    )
     return 0
 
 
 def cmd_repair(inv: Invocation) -> int:
     with inv.reporter() as rep:
         view = inv.call(
-            inv.service.repair(inv.args.name, inv.host, recipe=_recipe(inv), report=rep)
+            inv.service.boxes.repair(inv.args.name, inv.host, recipe=_recipe(inv), report=rep)
         )
         rep.finish_steps()
     inv.out.print(f"✓ {view.name} repaired; executor: {view.url}", markup=False)
@@ -241,13 +243,13 @@ def cmd_repair(inv: Invocation) -> int:
 
 
 def cmd_adopt(inv: Invocation) -> int:
-    view = inv.call(inv.service.adopt(inv.args.name, inv.host))
+    view = inv.call(inv.service.boxes.adopt(inv.args.name, inv.host))
     inv.out.print(f"✓ adopted {view.name} (port {view.port})", markup=False)
     return 0
 
 
 def cmd_inspect(inv: Invocation) -> int:
-    details = inv.call(inv.service.details(inv.args.name, inv.host))
+    details = inv.call(inv.service.boxes.details(inv.args.name, inv.host))
 
     def text() -> None:
         for section in details.sections:
@@ -270,7 +272,7 @@ def cmd_inspect(inv: Invocation) -> int:
 
 
 def cmd_ports(inv: Invocation) -> int:
-    slots = inv.call(inv.service.ports(inv.host))
+    slots = inv.call(inv.service.boxes.ports(inv.host))
 
     def text() -> None:
         from rich.text import Text

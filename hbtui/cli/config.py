@@ -25,7 +25,7 @@ def cmd_doctor(inv: Invocation) -> int:
         print_checks(inv.out, [check])
 
     report = inv.call(
-        inv.service.doctor(probe=inv.args.probe, report=None if inv.json else show_check)
+        inv.service.doctor.run(probe=inv.args.probe, report=None if inv.json else show_check)
     )
 
     def verdict() -> None:
@@ -39,22 +39,22 @@ def cmd_doctor(inv: Invocation) -> int:
 
 
 def cmd_config_path(inv: Invocation) -> int:
-    sys.stdout.write(f"{inv.file_service().config_path()}\n")
+    sys.stdout.write(f"{inv.file_service().paths.config_file}\n")
     return 0
 
 
 def cmd_config_show(inv: Invocation) -> int:
     if inv.args.template:
-        sys.stdout.write(inv.file_service().config_template())
+        sys.stdout.write(inv.file_service().settings.template())
         return 0
-    sys.stdout.write(inv.service.config_listing())
+    sys.stdout.write(inv.service.settings.listing())
     sys.stdout.write("".join(f"# {line}\n" for line in _notes(inv.service)))
     return 0
 
 
 def cmd_config_set(inv: Invocation) -> int:
     service = inv.file_service()
-    changed = service.config_set(inv.args.key, inv.args.value)
+    changed = service.settings.set(inv.args.key, inv.args.value)
     was = "the default" if changed.before is None else show(changed.before)
     sys.stdout.write(f"✓ {changed.setting} = {show(changed.after)} (was {was})\n")
     if changed.overridden_by:
@@ -66,8 +66,8 @@ def cmd_config_set(inv: Invocation) -> int:
 
 def cmd_config_edit(inv: Invocation) -> int:
     service = inv.file_service()
-    done = service.config_edit(_run_editor, _edit_again)
-    path = service.config_path()
+    done = service.settings.edit(_run_editor, _edit_again)
+    path = service.paths.config_file
     sys.stdout.write(f"✓ saved {path}\n" if done == "saved" else f"no change to {path}\n")
     return 0
 
@@ -108,7 +108,7 @@ def _notes(service: Service) -> list[str]:
     """What the settings come to, as TOML comments: the recipe in use, and the `[keymap]`
     entries the dashboard does not apply (it keeps those actions' default keys)."""
     try:
-        notes = [f"recipe in use: {service.recipe_dir()}"]
+        notes = [f"recipe in use: {service.boxes.recipe_dir()}"]
     except HbtuiError as exc:
         notes = [f"recipe: {exc.message}"]
     if service.config.keymap:  # the dashboard's keys are read only when there are remaps

@@ -10,7 +10,7 @@ from hbtui.errors import UsageError
 
 def cmd_hosts_add(inv: Invocation) -> int:
     a = inv.args
-    settings = inv.service.add_host(
+    settings = inv.service.hosts.add(
         a.name,
         ssh=a.ssh,
         identity=a.identity or "",
@@ -25,8 +25,8 @@ def cmd_hosts_add(inv: Invocation) -> int:
 
 
 def cmd_hosts_ls(inv: Invocation) -> int:
-    hosts = inv.service.hosts()
-    ports = {n: inv.service.host_port_range(n) for n in hosts}
+    hosts = inv.service.hosts.listing()
+    ports = {n: inv.service.hosts.port_range(n) for n in hosts}
     inv.show(
         [
             {
@@ -53,7 +53,7 @@ def cmd_hosts_ls(inv: Invocation) -> int:
 
 def cmd_hosts_rm(inv: Invocation) -> int:
     name = inv.args.name
-    boxes = inv.call(inv.service.remove_host(name, force=inv.args.force))
+    boxes = inv.call(inv.service.hosts.remove(name, force=inv.args.force))
     extra = f" and its {len(boxes)} registry row(s); the machines stay on it" if boxes else ""
     inv.out.print(f"✓ removed host {name}{extra}", markup=False)
     return 0
@@ -61,7 +61,7 @@ def cmd_hosts_rm(inv: Invocation) -> int:
 
 def cmd_hosts_check(inv: Invocation) -> int:
     name = inv.args.name
-    report = inv.call(inv.service.check_host(name))
+    report = inv.call(inv.service.hosts.check(name))
 
     def text() -> None:
         print_checks(inv.out, report.checks)
@@ -76,7 +76,7 @@ def cmd_hosts_check(inv: Invocation) -> int:
 
 def cmd_hosts_trust(inv: Invocation) -> int:
     name, expected = inv.args.name, inv.args.fingerprint
-    offer = inv.call(inv.service.host_key(name))
+    offer = inv.call(inv.service.hosts.offered_key(name))
     out = inv.out
     if offer.trusted:
         out.print(
@@ -101,6 +101,6 @@ def cmd_hosts_trust(inv: Invocation) -> int:
         answer = input(f"Trust this key for {name}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
             raise UsageError(f"not trusted; {offer.known_hosts} was not changed")
-    inv.service.trust_host(offer, expected=expected)
+    inv.service.hosts.trust(offer, expected=expected)
     out.print(f"✓ trusted {name}: added {offer.fingerprint} to {offer.known_hosts}", markup=False)
     return 0

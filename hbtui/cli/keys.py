@@ -26,8 +26,8 @@ def _read_value(name: str) -> str:
 
 def cmd_secrets_set(inv: Invocation) -> int:
     name = inv.args.name
-    inv.service.credential_preset(name)  # an unknown name fails before a value is asked for
-    info = inv.service.set_secret(name, _read_value(name))
+    inv.service.secrets.preset(name)  # an unknown name fails before a value is asked for
+    info = inv.service.secrets.set(name, _read_value(name))
     inv.out.print(f"✓ secret {info.name} stored in the {info.store}", markup=False)
     if info.left_behind:
         sys.stderr.write(f"warning: its former copy was not deleted: {info.left_behind}\n")
@@ -35,7 +35,7 @@ def cmd_secrets_set(inv: Invocation) -> int:
 
 
 def cmd_secrets_ls(inv: Invocation) -> int:
-    secrets = inv.service.secrets()
+    secrets = inv.service.secrets.listing()
     inv.show(
         [s.to_json() for s in secrets],
         lambda: table(
@@ -48,7 +48,7 @@ def cmd_secrets_ls(inv: Invocation) -> int:
 
 
 def cmd_secrets_rm(inv: Invocation) -> int:
-    users, left = inv.service.remove_secret(inv.args.name)
+    users, left = inv.service.secrets.remove(inv.args.name)
     if left:
         inv.out.print(
             f"secret {inv.args.name} removed from the list; its value was not deleted",
@@ -72,11 +72,13 @@ def cmd_credentials(inv: Invocation) -> int:
         remove = a.presets if a.action == "rm" else []
         with inv.reporter() as rep:
             inv.call(
-                inv.service.change_credentials(a.name, inv.host, add=add, remove=remove, report=rep)
+                inv.service.bases.change_credentials(
+                    a.name, inv.host, add=add, remove=remove, report=rep
+                )
             )
     elif a.presets:
         raise UsageError("say add or rm before the presets: hbtui credentials NAME add PRESET")
-    report = inv.call(inv.service.credentials(a.name, inv.host))
+    report = inv.call(inv.service.boxes.credentials(a.name, inv.host))
 
     def text() -> None:
         if not report.known:
@@ -111,7 +113,7 @@ def cmd_credentials(inv: Invocation) -> int:
 
 
 def cmd_egress(inv: Invocation) -> int:
-    report = inv.call(inv.service.egress(inv.args.name, inv.host))
+    report = inv.call(inv.service.boxes.egress(inv.args.name, inv.host))
     lines = [f"{report.name}: {report.policy.describe()}"]
     if not report.denials:
         lines.append("no refused connections recorded")

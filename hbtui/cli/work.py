@@ -44,7 +44,7 @@ def work_request(inv: Invocation) -> WorkRequest | None:
             raise UsageError("--task and --agent need --repo PATH (the work to do them in)")
         return None
     check_task(task, a.agent or "")
-    seed = inv.call(inv.service.repo_seed(a.repo))
+    seed = inv.call(inv.service.work.repo_seed(a.repo))
     return WorkRequest(seed, task, a.agent or "")
 
 
@@ -61,7 +61,7 @@ def _stat_lines(diff: WorkDiff) -> list[str]:
 
 
 def cmd_diff(inv: Invocation) -> int:
-    diff = inv.call(inv.service.diff(inv.args.name, inv.host, patch=not inv.args.stat))
+    diff = inv.call(inv.service.work.diff(inv.args.name, inv.host, patch=not inv.args.stat))
 
     def text() -> None:  # as git gives it, unwrapped: not through rich
         out = sys.stdout
@@ -85,7 +85,7 @@ def cmd_pull(inv: Invocation) -> int:
     a = inv.args
     repo = Path(a.repo) if a.repo else None
     with inv.reporter() as rep:
-        result = inv.call(inv.service.pull(a.name, inv.host, wip=a.wip, repo=repo, report=rep))
+        result = inv.call(inv.service.work.pull(a.name, inv.host, wip=a.wip, repo=repo, report=rep))
 
     def text() -> None:
         if not result.refs:
@@ -107,7 +107,7 @@ def _try_new(inv: Invocation, words: list[str]) -> int:
     assert request is not None
     with inv.reporter() as rep:
         record, failed, starts = inv.call(
-            inv.service.try_new(
+            inv.service.tries.new(
                 int(words[0]), words[1], request, host=inv.host, check=a.check or "", report=rep
             )
         )
@@ -121,7 +121,7 @@ def branch_ways(inv: Invocation) -> int:
         raise UsageError("--port names one box's port; --count makes several (leave it out)")
     with inv.reporter() as rep:
         record, failed = inv.call(
-            inv.service.branch_count(
+            inv.service.tries.branch(
                 a.source, a.count, a.name or "", inv.host, check=a.check or "",
                 branchable=a.branchable, report=rep,
             )
@@ -159,7 +159,7 @@ def _made(
 def _try_ls(inv: Invocation, words: list[str]) -> int:
     if len(words) != 2:
         raise UsageError("try ls NAME")
-    record, rows = inv.call(inv.service.try_rows(words[1], inv.host))
+    record, rows = inv.call(inv.service.tries.rows(words[1], inv.host))
     inv.show(
         {"name": record.name, "check": record.check, "boxes": [r.to_json() for r in rows]},
         lambda: _try_table(inv, record, rows),
@@ -200,7 +200,7 @@ def _try_table(inv: Invocation, record: TryRecord, rows: list[TryRow]) -> None:
 def _try_keep(inv: Invocation, words: list[str]) -> int:
     if len(words) != 2:
         raise UsageError("try keep NAME-K [--yes]")
-    record, box = inv.service.try_of(words[1], inv.host)
+    record, box = inv.service.tries.of(words[1], inv.host)
     others = [b for b in record.boxes if b != box]
     if others and not inv.args.yes:
         if not sys.stdin.isatty():
@@ -211,7 +211,7 @@ def _try_keep(inv: Invocation, words: list[str]) -> int:
         if answer.lower() not in ("y", "yes"):
             raise UsageError("not confirmed; nothing was changed")
     with inv.reporter() as rep:
-        pulled, removed = inv.call(inv.service.try_keep(box, inv.host, report=rep))
+        pulled, removed = inv.call(inv.service.tries.keep(box, inv.host, report=rep))
 
     def text() -> None:
         for ref, commit in pulled.refs:

@@ -34,6 +34,9 @@ def normal_fingerprint(text: str) -> str:
 
 
 class HostBook:
+    """The hosts as the front ends reach them (`service.hosts`): this machine and the
+    remote hosts of the config, each checked by name before anything is done to it."""
+
     def __init__(self, paths: Paths, config: Config, hosts: HostPool, registry: Registry) -> None:
         self.paths = paths
         self.config = config
@@ -41,12 +44,18 @@ class HostBook:
         self.registry = registry
 
     def settings(self, name: str) -> HostSettings:
+        """A remote host's settings; a one-line error for a name the config lacks."""
         found = self.config.hosts.get(name)
         if found is None:
             raise UsageError(f"unknown host {name!r}; see: hbtui hosts ls")
         return found
 
+    def names(self) -> list[str]:
+        """Every host a box can be on: this machine first, then the config's."""
+        return self.hosts.names()
+
     def listing(self) -> dict[str, HostSettings]:
+        """The remote hosts of the config, by name."""
         return dict(sorted(self.config.hosts.items()))
 
     def port_range(self, name: str) -> str:
@@ -54,10 +63,21 @@ class HostBook:
         own = self.settings(name).ports
         return own or f"{self.config.ports.low}-{self.config.ports.high}"
 
-    def add(self, name: str, asked: HostSettings) -> HostSettings:
-        """The host as `asked` (as typed), checked, with its target and key file made
+    def add(
+        self,
+        name: str,
+        *,
+        ssh: str,
+        identity: str = "",
+        smolvm: str = "",
+        state_dir: str = "",
+        ports: str = "",
+    ) -> HostSettings:
+        """The host as asked (as typed), checked, with its target and key file made
         exact, written into config.toml."""
-        ssh, identity, ports = asked.ssh, asked.identity, asked.ports
+        asked = HostSettings(
+            ssh=ssh, identity=identity, smolvm=smolvm, state_dir=state_dir, ports=ports
+        )
         check_host_name(name)
         if name in self.config.hosts:
             raise UsageError(
@@ -110,10 +130,12 @@ class HostBook:
         return boxes
 
     async def check(self, name: str) -> HostReport:
+        """Reach the host over SSH and say what works there (`hbtui hosts check`)."""
         self.settings(name)
         return await self.hosts.remote().check(name)
 
     async def offered_key(self, name: str) -> HostKeyOffer:
+        """The key the host presents, for the user to trust or not."""
         self.settings(name)
         return await self.hosts.remote().offered_key(name)
 

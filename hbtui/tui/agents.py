@@ -1,9 +1,9 @@
 """The agents in the boxes: asking what they do, showing an agent's screen, answering it.
 
-What the agents do comes from the boxes' status streams (`Service.watch_agents`, one
+What the agents do comes from the boxes' status streams (`Service.agents.watch`, one
 long-lived exec per running box, told which boxes run at each `AgentsWanted`): each change
 goes to the main screen as it happens. Where the watch cannot run at all, the main screen's
-`AgentsWanted` (every AGENT_SECONDS while boxes run) polls `Service.agents()` instead, one
+`AgentsWanted` (every AGENT_SECONDS while boxes run) polls `Service.agents.listing()` instead, one
 worker, never two at once. `AgentPaneWanted` (every second while the preview shows) asks
 for the selected agent's screen. Approve, deny and send go
 through the Service (`answer_agent`, `send_to_agent`), which checks in the box what is
@@ -62,7 +62,7 @@ class Agents(BoxActions):
     async def _agents(self) -> None:
         while True:
             try:
-                rows = await self.service.agents()
+                rows = await self.service.agents.listing()
             except Exception as exc:  # the dashboard outlives a broken engine
                 self._to_main(AgentsLoaded(None, describe_error(exc)))
             else:
@@ -79,7 +79,7 @@ class Agents(BoxActions):
             return False
         if self._watch is None:
             try:
-                self._watch = self.service.watch_agents()
+                self._watch = self.service.agents.watch()
             except Exception:  # a Service without streams: the poll does it
                 self._watch_failed = True
                 return False
@@ -146,7 +146,7 @@ class Agents(BoxActions):
 
     async def _agent_pane(self, key: BoxKey, pane: str) -> None:
         try:
-            text = await self.service.agent_pane(key[1], pane, key[0])
+            text = await self.service.agents.pane(key[1], pane, key[0])
         except Exception as exc:
             self._to_main(AgentPaneLoaded(key, pane, "", describe_error(exc)))
             return
@@ -198,7 +198,7 @@ class Agents(BoxActions):
     async def _decide(self, key: BoxKey, decision: str, shown: AgentSession) -> None:
         host, name = key
         try:
-            answer = await self.service.answer_agent(
+            answer = await self.service.agents.answer(
                 name,
                 decision,
                 host,
@@ -245,7 +245,7 @@ class Agents(BoxActions):
     async def _send(self, key: BoxKey, text: str, session: str | None) -> None:
         host, name = key
         try:
-            sent = await self.service.send_to_agent(name, text, host, session=session)
+            sent = await self.service.agents.send(name, text, host, session=session)
         except Exception as exc:
             self.notify(describe_error(exc), title="agent", severity="warning")
             return

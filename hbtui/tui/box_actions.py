@@ -157,7 +157,7 @@ class BoxActions(WebAndShell):
     def _remember(self, archive: Path) -> None:
         """The archive picked, offered first by the next Load or Extract (in any run)."""
         try:
-            self.service.remember_archive(archive)
+            self.service.archives.remember(archive)
         except HbtuiError as exc:
             self.notify(exc.message, title="cannot remember the archive", severity="warning")
 

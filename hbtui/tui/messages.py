@@ -137,7 +137,7 @@ class AgentsWanted(Message):
 
 @dataclass
 class AgentsLoaded(Message):
-    """`Service.agents()`: one row per running box (a box that could not be asked says
+    """`Service.agents.listing()`: one row per running box (a box that could not be asked says
     why in its row), or why there are none at all."""
 
     rows: list[BoxAgents] | None

@@ -57,8 +57,10 @@ class Queries(DashboardBase):
                 self._list_again = False
                 asked_at = time.monotonic()
                 try:
-                    listing = await self.service.list_boxes()
-                    message = ListingLoaded(listing, asked_at, bases=len(self.service.bases()))
+                    listing = await self.service.boxes.listing()
+                    message = ListingLoaded(
+                        listing, asked_at, bases=len(self.service.bases.listing())
+                    )
                 except Exception as exc:  # the dashboard must outlive a broken engine
                     message = ListingLoaded(None, asked_at, describe_error(exc))
                 self._to_main(message)
@@ -73,7 +75,7 @@ class Queries(DashboardBase):
 
     async def _ports(self, host: str) -> None:
         try:
-            self._to_main(PortsLoaded(host, await self.service.ports(host)))
+            self._to_main(PortsLoaded(host, await self.service.boxes.ports(host)))
         except Exception as exc:
             self._to_main(PortsLoaded(host, [], describe_error(exc)))
 
@@ -82,7 +84,7 @@ class Queries(DashboardBase):
 
     async def _workload_log(self, key: BoxKey) -> None:
         try:
-            text = await self.service.workload_logs(key[1], key[0], tail=MAX_LINES)
+            text = await self.service.boxes.workload_logs(key[1], key[0], tail=MAX_LINES)
         except Exception as exc:
             text = f"\x1b[31m{describe_error(exc)}\x1b[0m"
         self._to_main(WorkloadLogLoaded(key, text))
@@ -92,7 +94,7 @@ class Queries(DashboardBase):
 
     async def _provision_log(self, key: BoxKey) -> None:
         try:
-            log = await self.service.provision_log(key[1], key[0], tail=MAX_LINES)
+            log = await self.service.boxes.provision_log(key[1], key[0], tail=MAX_LINES)
         except (HbtuiError, OSError):
             return  # a box without a readable log just shows none
         if log is not None:
@@ -112,7 +114,7 @@ class Queries(DashboardBase):
     async def _details(self, screen: DetailsScreen) -> None:
         host, name = screen.key
         try:
-            details = await self.service.details(name, host)
+            details = await self.service.boxes.details(name, host)
         except Exception as exc:
             screen.show(None, describe_error(exc))
             return
@@ -139,7 +141,7 @@ class Queries(DashboardBase):
             by_host.setdefault(host, []).append(name)
         for host, names in by_host.items():
             try:
-                found = await self.service.stats(names, host)
+                found = await self.service.boxes.stats(names, host)
             except Exception:  # no figures is not worth a notification every refresh
                 continue
             for name in names:

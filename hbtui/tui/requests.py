@@ -84,7 +84,7 @@ class StartRequest(BoxRequest):
     operation: ClassVar[str] = "start"
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.start(self.name, self.host, report=report)
+        return service.boxes.start(self.name, self.host, report=report)
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class StopRequest(BoxRequest):
     operation: ClassVar[str] = "stop"
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.stop(self.name, self.host, report=report)
+        return service.boxes.stop(self.name, self.host, report=report)
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class PullRequest(BoxRequest):
     operation: ClassVar[str] = "pull"
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.pull(self.name, self.host, report=report)
+        return service.work.pull(self.name, self.host, report=report)
 
 
 @dataclass(frozen=True)
@@ -118,4 +118,4 @@ class KeepRequest(BoxRequest):
     operation: ClassVar[str] = "keep"
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.try_keep(self.name, self.host, report=report)
+        return service.tries.keep(self.name, self.host, report=report)

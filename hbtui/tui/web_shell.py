@@ -74,7 +74,7 @@ class WebAndShell(Running):
 
     async def _web_access(self, key: BoxKey) -> None:
         try:
-            access = await self.service.web(key[1], key[0])
+            access = await self.service.boxes.web(key[1], key[0])
         except Exception as exc:
             self.notify(describe_error(exc), title=f"web UI of {key[1]}", severity="error")
             return
@@ -119,7 +119,7 @@ class WebAndShell(Running):
         # Starting a stopped box reports progress: it goes to the box's log.
         progress = Operation("enter", (view.host, view.name), self)
         try:
-            argv = await self.service.enter_argv(view.name, view.host, report=progress.report)
+            argv = await self.service.boxes.enter_argv(view.name, view.host, report=progress.report)
         except Exception as exc:
             self.notify(describe_error(exc), title=f"cannot enter {view.name}", severity="error")
             return

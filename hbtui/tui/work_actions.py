@@ -36,7 +36,7 @@ class WorkActions(Running):
 
         host, name = key
         try:
-            diff = await self.service.diff(name, host)
+            diff = await self.service.work.diff(name, host)
         except Exception as exc:
             self.notify(describe_error(exc), title=f"diff {name}", severity="error", timeout=8)
             return
@@ -58,7 +58,7 @@ class WorkActions(Running):
         if view is None:
             return
         try:
-            record, box = self.service.try_of(view.name, view.host)
+            record, box = self.service.tries.of(view.name, view.host)
         except Exception as exc:
             self.notify(describe_error(exc), title=f"try of {view.name}", severity="warning")
             return
@@ -70,7 +70,7 @@ class WorkActions(Running):
     async def _try_rows(self, screen: TryScreen) -> None:
         """The try's rows (its checks may run meanwhile); a view closed by then is left be."""
         try:
-            record, rows = await self.service.try_rows(screen.try_name, screen.host)
+            record, rows = await self.service.tries.rows(screen.try_name, screen.host)
             error = ""
         except Exception as exc:
             record, rows, error = None, [], describe_error(exc)

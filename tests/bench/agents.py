@@ -27,7 +27,7 @@ selected box's agent preview shown (its pane captured every second). Over --seco
 
 then, with the dashboard still running:
 
-  refresh_p95_ms_30_boxes one `Service.agents()` of the dashboard's Service, p95 of
+  refresh_p95_ms_30_boxes one `Service.agents.listing()` of the dashboard's Service, p95 of
                           --refreshes (5): every box whose status stream runs answers
                           from its stream, the others with an exec in the box (eight at
                           once); the poll the dashboard falls back to
@@ -210,11 +210,11 @@ async def all_shown(pilot, boxes: int) -> float:  # type: ignore[no-untyped-def]
 
 
 async def refreshed(service, boxes: int, refreshes: int) -> list[float]:  # type: ignore[no-untyped-def]
-    """How long each of `refreshes` calls of `service.agents()` took."""
+    """How long each of `refreshes` calls of `service.agents.listing()` took."""
     times = []
     for _ in range(refreshes):
         t0 = time.monotonic()
-        rows = await service.agents()
+        rows = await service.agents.listing()
         times.append(time.monotonic() - t0)
         if sum(1 for r in rows if r.sessions) < boxes:
             raise RuntimeError(f"a refresh saw agents in fewer than {boxes} boxes: {rows}")
@@ -276,7 +276,7 @@ def main() -> None:
     parser.add_argument("--boxes", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--period", type=float, default=10.0)
-    parser.add_argument("--refreshes", type=int, default=5, help="Service.agents() calls")
+    parser.add_argument("--refreshes", type=int, default=5, help="Service.agents.listing() calls")
     parser.add_argument(
         "--no-stats",
         action="store_true",

@@ -268,11 +268,11 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
         for tick in range(ticks):
             # Each tick about 5% of the boxes change state, as on a busy host.
             for i in range(tick % 20, 500, 20):
-                b = service.boxes[i]
-                service.boxes[i] = replace(
+                b = service.views[i]
+                service.views[i] = replace(
                     b, state="stopped" if b.state == "running" else "running"
                 )
-            listing = await service.list_boxes()
+            listing = await service.boxes.listing()
             painted = len(frames)
             c0 = time.thread_time()
             app.main.show_listing(listing)

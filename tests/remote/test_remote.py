@@ -383,7 +383,7 @@ async def test_open_forward_serves_the_dashboard_and_closes(trusted_host):
     _env, _state, server = trusted_host
     svc = service()
     view = await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE))
-    web = await svc.web("rb1", "r1")
+    web = await svc.boxes.web("rb1", "r1")
     assert web.forwarded
     url, close = web.url, web.close
     body = await asyncio.to_thread(fetch, url)
@@ -430,7 +430,7 @@ async def test_a_host_that_stays_down_leaves_a_clearly_resumable_box(trusted_hos
         await svc.new(NewSpec("rb1", host="r1", recipe=SIM_RECIPE), report=report)
     row = Registry(resolve_paths().registry_file).read().get("rb1", "r1")
     assert row is not None and row.status == FAILED and "rollback failed" in row.error
-    listing = await svc.list_boxes()
+    listing = await svc.boxes.listing()
     assert "r1" in listing.errors
     server.toggle_listening()
     await asyncio.sleep(0.5)

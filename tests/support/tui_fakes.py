@@ -1,11 +1,14 @@
 """`FakeService`: the Service surface the dashboard uses, over in-memory boxes.
 
 Snapshots, Pilot tests and the benchmark must not depend on an engine or on
-the clock, so this stands in for `hbtui.core.service.Service` (it is not a
-subclass: tests/tui/test_tui.py checks that every method here has the real
-one's signature). Boxes live in a list, operations report scripted progress
-events with the shapes the real core produces, a cancelled operation rolls
-back as the core does, and every call is recorded in `calls`.
+the clock, so this stands in for `hbtui.core.service.Service` in its shape: the
+Service's own methods, and a fake of each feature object (`boxes`, `archives`,
+`agents`, ...). It is not a subclass: tests/tui/test_tui.py checks that every
+method here has the real one's signature, feature by feature. Boxes live in a
+list (`views`), operations report scripted progress events with the shapes the
+real core produces, a cancelled operation rolls back as the core does, and every
+call is recorded in `calls` (under the name the Service's method had before its
+feature objects, as the tests read them).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from hbtui.archive.errors import WrongPassphrase
 from hbtui.config import Config
+from hbtui.core.agents.sessions import AgentSession
 from hbtui.core.archives.backups import ArchiveEntry
 from hbtui.core.foundation.basebook import Base, NewPlan
 from hbtui.core.foundation.git import RepoSeed, split_repo_ref
@@ -113,8 +117,9 @@ async def _nothing() -> None:
     return None
 
 
-class FakeService(FakeAgents):
-    """In-memory boxes behind the Service methods the dashboard calls."""
+class FakeService:
+    """In-memory boxes behind the Service the dashboard calls: its own spanning methods
+    (new, branch, remove, close) and a fake of each feature object it reaches."""
 
     def __init__(
         self,
@@ -123,9 +128,8 @@ class FakeService(FakeAgents):
         host_errors: dict[str, str] | None = None,
         step_delay: float = 0.0,
     ) -> None:
-        super().__init__()
         self.config = Config()
-        self.boxes = list(boxes if boxes is not None else sample_boxes())
+        self.views = list(boxes if boxes is not None else sample_boxes())
         self.host_errors = dict(host_errors or {})
         self.step_delay = step_delay  # seconds between scripted progress events
         # A new box's steps, and a transfer after its first MiB, last until cancelled: a
@@ -143,7 +147,7 @@ class FakeService(FakeAgents):
         self.stats_calls = 0
         self.recipe = Path("/opt/hbtui/recipe")  # the configured recipe, as resolved
         self.backups = Path("/backups")
-        self.archives: list[ArchiveEntry] = []  # the backups folder, newest first
+        self.archive_list: list[ArchiveEntry] = []  # the backups folder, newest first
         self.last: Path | None = None  # the archive picked last
         self.new_specs: dict[str, NewSpec] = {}  # box -> what `new` was asked for
         self.passphrase: bytes | None = None  # what opens the archives (None: anything)
@@ -153,10 +157,27 @@ class FakeService(FakeAgents):
         # thread?), so a test sees what runs on each key and what runs before a paint.
         self.reads: list[tuple[str, bool]] = []
         self.base_list: list[Base] = []
-        self.work: dict[tuple[str, str], WorkDiff] = {}  # (host, box) -> its work (new --repo)
-        self.tries: dict[tuple[str, str], TryRecord] = {}  # (host, try name) -> the try
+        self.diffs: dict[tuple[str, str], WorkDiff] = {}  # (host, box) -> its work (new --repo)
+        self.try_records: dict[tuple[str, str], TryRecord] = {}  # (host, try name) -> the try
         self.agent_status: dict[str, str] = {}  # box -> its agent's status (default idle)
         self.checks_gate: asyncio.Event | None = None  # try_rows waits for it (checks running)
+        # (host, box) -> its sessions; a running box not here has none
+        self.agent_sessions: dict[tuple[str, str], list[AgentSession]] = {}
+        self.agent_errors: dict[tuple[str, str], str] = {}  # (host, box) -> why it fails
+        self.panes: dict[tuple[str, str, str], str] = {}  # (host, box, pane) -> its screen
+        self.agents_calls = 0
+        self.pane_asks: list[tuple[str, str, str]] = []  # (host, box, pane) per capture
+        # (host, box, session, decision, what it asked for) of each request decided
+        self.decided: list[tuple[str, str, str, str, str]] = []
+        # The feature objects, as the real Service composes them.
+        self.boxes = FakeBoxes(self)
+        self.bases = FakeBases(self)
+        self.archives = FakeArchives(self)
+        self.secrets = FakeSecrets(self)
+        self.hosts = FakeHosts(self)
+        self.agents = FakeAgents(self)
+        self.work = FakeWork(self)
+        self.tries = FakeTries(self)
 
     def _read(self, method: str) -> None:
         self.reads.append((method, threading.current_thread() is threading.main_thread()))
@@ -167,7 +188,7 @@ class FakeService(FakeAgents):
             raise RuntimeError(self.broken[call[0]])
 
     def _find(self, name: str, host: str) -> int:
-        for i, b in enumerate(self.boxes):
+        for i, b in enumerate(self.views):
             if (b.name, b.host) == (name, host):
                 return i
         raise HbtuiError(f"no box named {name!r} (see: hbtui ls)")
@@ -175,72 +196,18 @@ class FakeService(FakeAgents):
     async def _pause(self) -> None:
         await asyncio.sleep(self.step_delay)
 
+    def _work_of(self, name: str, host: str) -> WorkDiff:
+        """The box's work; a WorkError for a box made without a repository."""
+        self._find(name, host)
+        work = self.diffs.get((host, name))
+        if work is None:
+            raise WorkError(
+                f"box {name} was not made with a repository (hbtui new {name} --repo PATH)"
+            )
+        return work
+
     async def close(self) -> None:
         self._called("close")
-
-    # -- boxes ---------------------------------------------------------------------------
-
-    def host_names(self) -> list[str]:
-        return [LOCAL, *sorted(self.config.hosts)]
-
-    async def list_boxes(
-        self, *, include_foreign: bool = False, hosts: list[str] | None = None
-    ) -> BoxListing:
-        self.list_calls += 1
-        if "list_boxes" in self.broken:
-            raise RuntimeError(self.broken["list_boxes"])
-        return BoxListing(list(self.boxes), dict(self.host_errors))
-
-    async def details(self, name: str, host: str = LOCAL) -> BoxDetails:
-        self._called("details", name, host)
-        box = self.boxes[self._find(name, host)]
-        sections = [
-            DetailSection("Box", [("name", box.name), ("host", box.host), ("state", box.state)]),
-            DetailSection("Resources", [("image", box.image or ""), ("CPUs", str(box.cpus))]),
-            DetailSection("Network", [("port", str(box.port)), ("URL", box.url or "")]),
-            DetailSection("Labels", [("hbtui", "1"), ("hbtui.port", str(box.port))]),
-            DetailSection(
-                "Recipe",
-                [
-                    ("made with version", "5699fbee178d"),
-                    ("configured recipe", str(self.recipe)),
-                    ("its version", "5699fbee178d"),
-                ],
-            ),
-            DetailSection("Last save", [("when", box.last_save or "never")]),
-            DetailSection("Logs", [("provisioning log", f"/logs/provision/{name}.log")]),
-        ]
-        running = box.state == "running"
-        stats = (await self.stats([name], host)).get(name) if running else None
-        return BoxDetails(box, sections, {"name": name, "state": box.state}, stats)
-
-    async def stats(self, names: list[str], host: str = LOCAL) -> dict[str, BoxStats]:
-        """Each running box's next scripted figure (`usage`), else a steady 12.5% / 300 MiB."""
-        self._called("stats", tuple(names), host)
-        found = {}
-        boxes = {b.name: b for b in self.boxes if b.host == host}  # 500 boxes in the bench
-        for name in names:
-            box = boxes.get(name)
-            if box is None:
-                raise HbtuiError(f"no box named {name!r} (see: hbtui ls)")
-            if box.state != "running":
-                continue
-            figures = self.usage.get(name) or [(12.5, 300.0)]
-            cpu, memory = figures[self.stats_calls % len(figures)]
-            found[name] = BoxStats(cpu, memory, float(box.memory_mib or 0))
-        self.stats_calls += 1
-        return found
-
-    async def ports(self, host: str = LOCAL) -> list[PortSlot]:
-        self._called("ports", host)
-        used = {b.port: b.name for b in self.boxes if b.host == host}
-        lo, hi = self.config.ports.low, self.config.ports.high
-        return [
-            PortSlot(p, USED, used[p])
-            if p in used
-            else PortSlot(p, BUSY if p in (4793, 4850) else FREE)
-            for p in range(lo, hi + 1)
-        ]
 
     async def new(
         self, spec: NewSpec, *, report: Report = ignore, wait_agent: bool = True
@@ -249,12 +216,12 @@ class FakeService(FakeAgents):
         check_name(name)
         self._called("new", name, host, spec.port)
         self.new_specs[name] = spec
-        if any((b.name, b.host) == (name, host) for b in self.boxes):  # before anything is made
+        if any((b.name, b.host) == (name, host) for b in self.views):  # before anything is made
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
-        port = spec.port or next(s.port for s in await self.ports(host) if s.state == FREE)
+        port = spec.port or next(s.port for s in await self.boxes.ports(host) if s.state == FREE)
         report(Reserved(host, name, port))
         report(Phase(f"creating machine {name} (port {port})", Stage.CREATE))
-        self.boxes.append(
+        self.views.append(
             view(name, port, host=host, provisioning="provisioning", created="2026-11-29T12:00:00Z")
         )
         try:
@@ -272,43 +239,138 @@ class FakeService(FakeAgents):
                 raise Cancelled(f"cancelled: box {name!r} was rolled back") from None
             raise
         i = self._find(name, host)
-        self.boxes[i] = replace(self.boxes[i], provisioning="ready")
-        report(Phase(f"{name} is ready at {self.boxes[i].url}", Stage.DONE))
-        return self.boxes[i]
+        self.views[i] = replace(self.views[i], provisioning="ready")
+        report(Phase(f"{name} is ready at {self.views[i].url}", Stage.DONE))
+        return self.views[i]
 
     async def _rollback(self, name: str, host: str, report: Report) -> None:
         report(Notice(f"rolling back {name}"))
         await self._pause()
         if self.rollback_gate is not None:
             await self.rollback_gate.wait()
-        self.boxes = [b for b in self.boxes if (b.name, b.host) != (name, host)]
+        self.views = [b for b in self.views if (b.name, b.host) != (name, host)]
         self.calls.append(("rolled back", name, host))
 
-    async def start(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
-        self._called("start", name, host)
-        i = self._find(name, host)
-        report(Phase(f"starting {name}"))
-        self.boxes[i] = replace(self.boxes[i], state="running")
-        return self.boxes[i]
-
-    async def stop(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
-        self._called("stop", name, host)
-        i = self._find(name, host)
-        report(Phase(f"stopping {name}"))
-        self.boxes[i] = replace(self.boxes[i], state="stopped")
-        return self.boxes[i]
+    async def branch(
+        self,
+        source: str,
+        name: str,
+        host: str = LOCAL,
+        *,
+        port: int | None = None,
+        branchable: bool | None = None,
+        report: Report = ignore,
+    ) -> BoxView:
+        check_name(name)
+        self._called("branch", source, name, host, port)
+        src = self.views[self._find(source, host)]
+        if any((b.name, b.host) == (name, host) for b in self.views):
+            raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
+        port = port or next(s.port for s in await self.boxes.ports(host) if s.state == FREE)
+        report(Reserved(host, name, port))
+        report(Phase(f"branching {source} into {name} (port {port})", Stage.CREATE))
+        await self._pause()
+        child = replace(src, name=name, port=port, url=f"http://127.0.0.1:{port}/", parent=source)
+        self.views.append(child)
+        report(Phase(f"{name} is ready at {child.url}", Stage.DONE))
+        return child
 
     async def remove(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
         self._called("remove", name, host)
-        gone = self.boxes.pop(self._find(name, host))
+        gone = self.views.pop(self._find(name, host))
         report(Phase(f"removed {name}"))
         return gone
+
+
+class FakeBoxes:
+    """`service.boxes` over the fake's list of views."""
+
+    def __init__(self, fake: FakeService) -> None:
+        self.fake = fake
+
+    async def listing(
+        self, *, include_foreign: bool = False, hosts: list[str] | None = None
+    ) -> BoxListing:
+        fake = self.fake
+        fake.list_calls += 1
+        if "list_boxes" in fake.broken:
+            raise RuntimeError(fake.broken["list_boxes"])
+        return BoxListing(list(fake.views), dict(fake.host_errors))
+
+    async def details(self, name: str, host: str = LOCAL) -> BoxDetails:
+        self.fake._called("details", name, host)
+        box = self.fake.views[self.fake._find(name, host)]
+        sections = [
+            DetailSection("Box", [("name", box.name), ("host", box.host), ("state", box.state)]),
+            DetailSection("Resources", [("image", box.image or ""), ("CPUs", str(box.cpus))]),
+            DetailSection("Network", [("port", str(box.port)), ("URL", box.url or "")]),
+            DetailSection("Labels", [("hbtui", "1"), ("hbtui.port", str(box.port))]),
+            DetailSection(
+                "Recipe",
+                [
+                    ("made with version", "5699fbee178d"),
+                    ("configured recipe", str(self.fake.recipe)),
+                    ("its version", "5699fbee178d"),
+                ],
+            ),
+            DetailSection("Last save", [("when", box.last_save or "never")]),
+            DetailSection("Logs", [("provisioning log", f"/logs/provision/{name}.log")]),
+        ]
+        running = box.state == "running"
+        stats = (await self.stats([name], host)).get(name) if running else None
+        return BoxDetails(box, sections, {"name": name, "state": box.state}, stats)
+
+    async def stats(self, names: list[str], host: str = LOCAL) -> dict[str, BoxStats]:
+        """Each running box's next scripted figure (`usage`), else a steady 12.5% / 300 MiB."""
+        fake = self.fake
+        fake._called("stats", tuple(names), host)
+        found = {}
+        boxes = {b.name: b for b in fake.views if b.host == host}  # 500 boxes in the bench
+        for name in names:
+            box = boxes.get(name)
+            if box is None:
+                raise HbtuiError(f"no box named {name!r} (see: hbtui ls)")
+            if box.state != "running":
+                continue
+            figures = fake.usage.get(name) or [(12.5, 300.0)]
+            cpu, memory = figures[fake.stats_calls % len(figures)]
+            found[name] = BoxStats(cpu, memory, float(box.memory_mib or 0))
+        fake.stats_calls += 1
+        return found
+
+    async def ports(self, host: str = LOCAL) -> list[PortSlot]:
+        fake = self.fake
+        fake._called("ports", host)
+        used = {b.port: b.name for b in fake.views if b.host == host}
+        lo, hi = fake.config.ports.low, fake.config.ports.high
+        return [
+            PortSlot(p, USED, used[p])
+            if p in used
+            else PortSlot(p, BUSY if p in (4793, 4850) else FREE)
+            for p in range(lo, hi + 1)
+        ]
+
+    async def start(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        fake = self.fake
+        fake._called("start", name, host)
+        i = fake._find(name, host)
+        report(Phase(f"starting {name}"))
+        fake.views[i] = replace(fake.views[i], state="running")
+        return fake.views[i]
+
+    async def stop(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        fake = self.fake
+        fake._called("stop", name, host)
+        i = fake._find(name, host)
+        report(Phase(f"stopping {name}"))
+        fake.views[i] = replace(fake.views[i], state="stopped")
+        return fake.views[i]
 
     async def enter_argv(
         self, name: str, host: str = LOCAL, *, report: Report = ignore
     ) -> list[str]:
-        self._called("enter_argv", name, host)
-        self._find(name, host)
+        self.fake._called("enter_argv", name, host)
+        self.fake._find(name, host)
         return [
             "smolvm",
             "machine",
@@ -323,26 +385,27 @@ class FakeService(FakeAgents):
 
     async def web(self, name: str, host: str = LOCAL) -> WebAccess:
         """A local box's own URL; a forward on a fresh port for a remote one."""
-        self._called("web", name, host)
-        port = self.boxes[self._find(name, host)].port
+        fake = self.fake
+        fake._called("web", name, host)
+        port = fake.views[fake._find(name, host)].port
         if host == LOCAL:
             return WebAccess(f"http://127.0.0.1:{port}/", _nothing)
-        forwards = sum(c[0] == "web" and c[2] != LOCAL for c in self.calls)
+        forwards = sum(c[0] == "web" and c[2] != LOCAL for c in fake.calls)
 
         async def close() -> None:
-            self.closed_forwards.append(name)
+            fake.closed_forwards.append(name)
 
         return WebAccess(f"http://127.0.0.1:{40000 + forwards}/", close, forwarded=True)
 
     async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
-        self._called("workload_logs", name, host)
+        self.fake._called("workload_logs", name, host)
         return f"\x1b[36mexecutor\x1b[0m listening on 0.0.0.0 for {name}\n"
 
     async def provision_log(
         self, name: str, host: str = LOCAL, *, tail: int | None = None
     ) -> ProvisionLog | None:
-        self._called("provision_log", name, host)
-        lines = self.provision_logs.get((host, name))
+        self.fake._called("provision_log", name, host)
+        lines = self.fake.provision_logs.get((host, name))
         if lines is None:
             return None
         events: list[Event] = []
@@ -351,7 +414,7 @@ class FakeService(FakeAgents):
             events.append(step if step is not None else LogLine(line))
         return ProvisionLog(Path(f"/logs/{name}-20261129T093000Z.log"), events)
 
-    def new_plan(
+    def plan(
         self,
         *,
         host: str = LOCAL,
@@ -359,77 +422,83 @@ class FakeService(FakeAgents):
         recipe: Path | None = None,
         use_base: bool = True,
     ) -> NewPlan:
-        self._read("new_plan")
+        self.fake._read("new_plan")
         if not use_base:
             return NewPlan(None, "full provisioning: bases are not used for this box")
-        return self.plan
-
-    def bases(self, host: str | None = None) -> list[Base]:
-        return [b for b in self.base_list if host is None or b.host == host]
-
-    def credential_presets(self) -> list[Preset]:
-        self._read("credential_presets")
-        return sorted(BUILT_IN.values(), key=lambda p: p.name)
-
-    def secrets(self) -> list[SecretInfo]:
-        self._read("secrets")
-        return [SecretInfo(n, "file", "2026-11-29T12:00:00Z") for n in self.stored_secrets]
-
-    async def branch(
-        self,
-        source: str,
-        name: str,
-        host: str = LOCAL,
-        *,
-        port: int | None = None,
-        branchable: bool | None = None,
-        report: Report = ignore,
-    ) -> BoxView:
-        check_name(name)
-        self._called("branch", source, name, host, port)
-        src = self.boxes[self._find(source, host)]
-        if any((b.name, b.host) == (name, host) for b in self.boxes):
-            raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
-        port = port or next(s.port for s in await self.ports(host) if s.state == FREE)
-        report(Reserved(host, name, port))
-        report(Phase(f"branching {source} into {name} (port {port})", Stage.CREATE))
-        await self._pause()
-        child = replace(src, name=name, port=port, url=f"http://127.0.0.1:{port}/", parent=source)
-        self.boxes.append(child)
-        report(Phase(f"{name} is ready at {child.url}", Stage.DONE))
-        return child
+        return self.fake.plan
 
     def recipe_dir(self, recipe: Path | None = None) -> Path:
         """The configured recipe, or a folder checked as the core checks it."""
-        self._read("recipe_dir")
-        return self.recipe if recipe in (None, self.recipe) else check_recipe(recipe)
+        self.fake._read("recipe_dir")
+        configured = self.fake.recipe
+        return configured if recipe in (None, configured) else check_recipe(recipe)
 
-    # -- archives --------------------------------------------------------------------------
 
-    def backups_dir(self) -> Path:
-        return self.backups
+class FakeBases:
+    """`service.bases`: the fake's list of bases."""
 
-    def list_archives(self) -> list[ArchiveEntry]:
-        self._called("list_archives")
-        return list(self.archives)
+    def __init__(self, fake: FakeService) -> None:
+        self.fake = fake
 
-    def resolve_archive(self, text: str) -> Path:
-        in_backups = self.backups / text
-        if any(e.path == in_backups for e in self.archives):
+    def listing(self, host: str | None = None) -> list[Base]:
+        return [b for b in self.fake.base_list if host is None or b.host == host]
+
+
+class FakeSecrets:
+    """`service.secrets`: the built-in presets, and the names stored."""
+
+    def __init__(self, fake: FakeService) -> None:
+        self.fake = fake
+
+    def presets(self) -> list[Preset]:
+        self.fake._read("credential_presets")
+        return sorted(BUILT_IN.values(), key=lambda p: p.name)
+
+    def listing(self) -> list[SecretInfo]:
+        self.fake._read("secrets")
+        return [SecretInfo(n, "file", "2026-11-29T12:00:00Z") for n in self.fake.stored_secrets]
+
+
+class FakeHosts:
+    """`service.hosts`: this machine and the config's hosts."""
+
+    def __init__(self, fake: FakeService) -> None:
+        self.fake = fake
+
+    def names(self) -> list[str]:
+        return [LOCAL, *sorted(self.fake.config.hosts)]
+
+
+class FakeArchives:
+    """`service.archives` over the fake's backups folder (`archive_list`)."""
+
+    def __init__(self, fake: FakeService) -> None:
+        self.fake = fake
+
+    def folder(self) -> Path:
+        return self.fake.backups
+
+    def listing(self) -> list[ArchiveEntry]:
+        self.fake._called("list_archives")
+        return list(self.fake.archive_list)
+
+    def resolve(self, text: str) -> Path:
+        in_backups = self.fake.backups / text
+        if any(e.path == in_backups for e in self.fake.archive_list):
             return in_backups
         return Path(text).expanduser().absolute()
 
-    def last_archive(self) -> Path | None:
-        return self.last
+    def last(self) -> Path | None:
+        return self.fake.last
 
-    def remember_archive(self, archive: Path) -> None:
-        self._called("remember_archive", archive)
-        self.last = archive
+    def remember(self, archive: Path) -> None:
+        self.fake._called("remember_archive", archive)
+        self.fake.last = archive
 
-    def archive_kind(self, archive: Path, *, hbx_only: bool = False) -> str:
+    def kind(self, archive: Path, *, hbx_only: bool = False) -> str:
         """The listed archives, and any existing *.hbx; the real one reads the file's header."""
-        self._called("archive_kind", archive)
-        listed = next((e for e in self.archives if e.path == archive), None)
+        self.fake._called("archive_kind", archive)
+        listed = next((e for e in self.fake.archive_list if e.path == archive), None)
         if listed is not None:
             return listed.kind
         if not archive.is_file():
@@ -442,71 +511,67 @@ class FakeService(FakeAgents):
 
     def _open(self, passphrase: bytes) -> None:
         """The archive's key block read, before anything is made (as the core does)."""
-        if self.passphrase is not None and passphrase != self.passphrase:
+        if self.fake.passphrase is not None and passphrase != self.fake.passphrase:
             raise WrongPassphrase("wrong passphrase (or the archive's key block is damaged)")
 
     async def _transfer(self, label: str, report: Report) -> None:
         total = 8 * 1024 * 1024
         for done in range(0, total + 1, total // 8):
             report(Transfer(done, total, label))
-            if self.stalled and done:
+            if self.fake.stalled and done:
                 await asyncio.Event().wait()
-            await self._pause()
+            await self.fake._pause()
 
-    def save_output_problem(self, output: Path) -> str | None:
+    def output_problem(self, output: Path) -> str | None:
         from hbtui.core.archives.save import output_problem
 
         return output_problem(Path(output).expanduser().absolute())
 
     async def save(self, spec: SaveSpec, *, passphrase: bytes, report: Report = ignore) -> Path:
         name, host, output = spec.name, spec.host, spec.output
-        self._called("save", name, host, output, passphrase, spec.verify)
-        self._find(name, host)
+        self.fake._called("save", name, host, output, passphrase, spec.verify)
+        self.fake._find(name, host)
         await self._transfer("writing archive", report)
         return output or Path(f"/backups/{name}.hbx")
 
     async def load(self, spec: LoadSpec, *, passphrase: bytes, report: Report = ignore) -> BoxView:
         name, host = spec.name, spec.host
         check_name(name)
-        self._called("load", spec.archive, name, host, passphrase, spec.recipe)
+        self.fake._called("load", spec.archive, name, host, passphrase, spec.recipe)
         self._open(passphrase)
         await self._transfer("checking", report)
         report(Reserved(host, name, 4820))
         report(Phase(f"creating machine {name}", Stage.CREATE))
         made = view(name, 4820, host=host, created="2026-11-29T12:00:00Z")
-        self.boxes.append(made)
+        self.fake.views.append(made)
         return made
 
     async def extract(
         self, archive: Path, dest: Path | None = None, *, passphrase: bytes, report: Report = ignore
     ) -> Path:
-        self._called("extract", archive, dest, passphrase)
+        self.fake._called("extract", archive, dest, passphrase)
         self._open(passphrase)
         await self._transfer("unpacking", report)
         return dest or archive.with_suffix("")
 
-    # -- work in and out (docs/work.md) -------------------------------------------------------
+
+class FakeWork:
+    """`service.work` (docs/work.md) over the fake's diffs."""
+
+    def __init__(self, fake: FakeService) -> None:
+        self.fake = fake
 
     async def repo_seed(self, text: str) -> RepoSeed:
         """A folder is a repository at a fixed commit here (the real one asks git)."""
-        self._called("repo_seed", text)
+        self.fake._called("repo_seed", text)
         path, ref = split_repo_ref(text)
         if not path.is_dir():
             raise UsageError(f"{path} is not a folder")
         return RepoSeed(path.absolute(), ref, ref or "refs/heads/main", "c" * 40)
 
-    def _work_of(self, name: str, host: str) -> WorkDiff:
-        self._find(name, host)
-        work = self.work.get((host, name))
-        if work is None:
-            raise WorkError(
-                f"box {name} was not made with a repository (hbtui new {name} --repo PATH)"
-            )
-        return work
-
     async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
-        self._called("diff", name, host, patch)
-        work = self._work_of(name, host)
+        self.fake._called("diff", name, host, patch)
+        work = self.fake._work_of(name, host)
         return work if patch else replace(work, patch=None)
 
     async def pull(
@@ -520,10 +585,10 @@ class FakeService(FakeAgents):
     ) -> PullResult:
         """The box's branch as the core names it in the host repository, or nothing when it
         has no commits since the seed."""
-        self._called("pull", name, host, wip, repo)
-        work = self._work_of(name, host)
+        self.fake._called("pull", name, host, wip, repo)
+        work = self.fake._work_of(name, host)
         report(Phase(f"bundling the work in {name}"))
-        await self._pause()
+        await self.fake._pause()
         refs = ((f"refs/remotes/box/{name}/{work.branch}", work.head),) if work.commits else ()
         if work.uncommitted and not wip:
             report(Notice(f"{work.uncommitted} file(s) in {name} have uncommitted changes"))
@@ -531,32 +596,40 @@ class FakeService(FakeAgents):
             name, host, str(repo) if repo else work.repo, refs, work.uncommitted, "", 4096
         )
 
-    def try_of(self, box: str, host: str = LOCAL) -> tuple[TryRecord, str]:
-        self._called("try_of", box, host)
+
+class FakeTries:
+    """`service.tries` over the fake's try records."""
+
+    def __init__(self, fake: FakeService) -> None:
+        self.fake = fake
+
+    def of(self, box: str, host: str = LOCAL) -> tuple[TryRecord, str]:
+        self.fake._called("try_of", box, host)
         name, dash, number = box.rpartition("-")
         if not dash or not number.isdigit():
             raise UsageError(f"{box!r} is not a box of a try (NAME-K)")
-        record = self.tries.get((host, name))
+        record = self.fake.try_records.get((host, name))
         if record is None:
             raise UsageError(f"no try named {name!r} (made with: hbtui try N {name} ...)")
         if box not in record.boxes:
             raise UsageError(f"try {name} has no box {box!r}")
         return record, box
 
-    async def try_rows(self, name: str, host: str = LOCAL) -> tuple[TryRecord, list[TryRow]]:
-        self._called("try_rows", name, host)
-        if self.checks_gate is not None:
-            await self.checks_gate.wait()
-        record = self.tries.get((host, name))
+    async def rows(self, name: str, host: str = LOCAL) -> tuple[TryRecord, list[TryRow]]:
+        fake = self.fake
+        fake._called("try_rows", name, host)
+        if fake.checks_gate is not None:
+            await fake.checks_gate.wait()
+        record = fake.try_records.get((host, name))
         if record is None:
             raise UsageError(f"no try named {name!r} (made with: hbtui try N {name} ...)")
         rows = []
         for box in record.boxes:
             note = record.ended.get(box, "")
-            agent = "ended" if note else self.agent_status.get(box, "idle")
+            agent = "ended" if note else fake.agent_status.get(box, "idle")
             check = record.checks.get(box)
             try:
-                work = self._work_of(box, host)
+                work = fake._work_of(box, host)
             except HbtuiError as exc:
                 rows.append(TryRow(box, agent, None, None, None, None, check, exc.message, note))
                 continue
@@ -570,18 +643,19 @@ class FakeService(FakeAgents):
             )  # fmt: skip
         return record, rows
 
-    async def try_keep(
+    async def keep(
         self, box: str, host: str = LOCAL, *, report: Report = ignore
     ) -> tuple[PullResult, list[str]]:
-        record, _ = self.try_of(box, host)
-        self._called("try_keep", box, host)
-        pulled = await self.pull(box, host, report=report)
+        record, _ = self.of(box, host)
+        fake = self.fake
+        fake._called("try_keep", box, host)
+        pulled = await fake.work.pull(box, host, report=report)
         removed = []
         for other in record.boxes:
             if other != box:
-                await self.remove(other, host, report=report)
+                await fake.remove(other, host, report=report)
                 removed.append(other)
-        del self.tries[(host, record.name)]
+        del fake.try_records[(host, record.name)]
         return pulled, removed
 
 
@@ -643,13 +717,13 @@ def sample_try(service: FakeService, name: str = "fix", count: int = 3) -> TryRe
     """A try of `count` boxes NAME-1.. in the fake, each with work, the first one checked."""
     boxes = [f"{name}-{k}" for k in range(1, count + 1)]
     for k, box in enumerate(boxes):
-        service.boxes.append(view(box, 4900 + k))
-        service.work[(LOCAL, box)] = work_diff(box, commits=k)
+        service.views.append(view(box, 4900 + k))
+        service.diffs[(LOCAL, box)] = work_diff(box, commits=k)
     record = TryRecord(name, "/src/project", "a" * 40, "pytest -q", boxes)
     record.checks[boxes[0]] = CheckResult("b" * 40, 0, "3 passed in 0.12s")
     if count > 1:
         record.checks[boxes[1]] = CheckResult("b" * 40, 1, "FAILED tests/test_io.py::test_read")
-    service.tries[(LOCAL, name)] = record
+    service.try_records[(LOCAL, name)] = record
     return record
 
 

@@ -64,13 +64,13 @@ def test_the_recipe_is_a_setting_both_front_ends_share(hbtui_home, monkeypatch, 
 
     monkeypatch.delenv("HBTUI_RECIPE", raising=False)
     (hbtui_home / "config.toml").write_text(f'[defaults]\nrecipe = "{SIM_RECIPE}"\n')
-    assert build_service().recipe_dir() == SIM_RECIPE.resolve()
+    assert build_service().boxes.recipe_dir() == SIM_RECIPE.resolve()
     monkeypatch.setenv("HBTUI_RECIPE", str(tmp_path))
     with pytest.raises(UsageError, match=f"not a recipe: {tmp_path}"):
-        build_service().recipe_dir()
+        build_service().boxes.recipe_dir()
     monkeypatch.delenv("HBTUI_RECIPE")
     (hbtui_home / "config.toml").write_text("")
-    assert (build_service().recipe_dir() / "provision" / "provision.sh").is_file()
+    assert (build_service().boxes.recipe_dir() / "provision" / "provision.sh").is_file()
 
 
 def test_a_path_setting_s_tilde_is_the_home_folder(hbtui_home, monkeypatch, tmp_path):

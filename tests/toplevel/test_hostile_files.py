@@ -155,7 +155,7 @@ def test_a_fifo_for_a_box_lock_is_no_busy_note(hbtui_home):
     """Listings read each box's lock record: a FIFO there reads as no record."""
     from hbtui.wiring import build_service
 
-    boxes = build_service()._boxes
+    boxes = build_service()._ops.core
     fifo_at(boxes.locks.path("local", "web"))
     assert boxes.busy("web", "local") is None
 

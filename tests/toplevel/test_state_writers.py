@@ -72,10 +72,10 @@ def test_concurrent_secrets_set_and_rm_lose_nothing(env, hbtui_home):
     check = _python(
         """
         from hbtui.config import load_config
-        from hbtui.core.keys.secrets import Secrets
+        from hbtui.core.keys.secrets import SecretStore
         from hbtui.paths import resolve_paths
         paths = resolve_paths()
-        secrets = Secrets(paths, load_config(paths), lambda confirm: b"concurrent writers")
+        secrets = SecretStore(paths, load_config(paths), lambda confirm: b"concurrent writers")
         print(sorted(n for n in secrets.names() if secrets.get(n) == "value-of-it"))
         """
     )

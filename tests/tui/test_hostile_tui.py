@@ -49,8 +49,14 @@ from support.cli import as_root, hbtui, ok
 from support.hostile import CORPUS, EVERYTHING, unsafe
 from support.pilot import SIZE, make_app, notes, operations_done, settled, until
 from support.tmux import SOCKET, tmux, wait_screen
-from support.tui_fake_agents import NOW_TS
-from support.tui_fakes import FakeService
+from support.tui_fake_agents import NOW_TS, FakeAgents
+from support.tui_fakes import (
+    FakeArchives,
+    FakeBoxes,
+    FakeService,
+    FakeTries,
+    FakeWork,
+)
 
 RAW = EVERYTHING  # as a box says it
 LINE = clean_text(EVERYTHING)  # as the core passes on what it parses: one plain line
@@ -129,33 +135,11 @@ def waits(box: str, sid: str, what: str) -> AgentSession:
     return parse_session(box, LOCAL, raw)
 
 
-class HostileService(FakeService):
-    """Every answer that can carry a box's words carries the corpus."""
-
-    def __init__(self) -> None:
-        super().__init__(host_errors={"lab": RAW})
-        # The registry keeps the failed step as the box's recipe named it.
-        self.boxes[2] = replace(self.boxes[2], error=f"step 3/6 {RAW}")
-        self.agent_errors = {(LOCAL, "gamma"): clean_text(RAW)}
-        self.provision_logs[(LOCAL, "gamma")] = [*CORPUS.values(), f"::hbtui:: step 2/6 {RAW}"]
-        self.panes[(LOCAL, "alpha", "%1")] = LINES
-        self.work[(LOCAL, "alpha")] = WorkDiff(
-            box="alpha",
-            host=LOCAL,
-            repo="/src/[/]project",
-            seed="a" * 40,
-            head="b" * 40,
-            branch=LINE[:200],
-            commits=(Commit("c" * 40, LINE[:300]),),
-            files=(FileChange(LINE[:1000], 1, 1),),
-            uncommitted=1,
-            patch=PATCH,
-        )
-        self.work[(LOCAL, "gamma")] = self.work[(LOCAL, "alpha")]
-        self.answers = 0
+class HostileBoxes(FakeBoxes):
+    """Every box read or started carries the corpus."""
 
     async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
-        self._called("workload_logs", name, host)
+        self.fake._called("workload_logs", name, host)
         return f"{LINES}\n{RAW}\n"
 
     async def details(self, name: str, host: str = LOCAL) -> BoxDetails:
@@ -168,7 +152,7 @@ class HostileService(FakeService):
 
     async def start(self, name, host=LOCAL, *, report=None):
         """A start whose provisioning prints the corpus, then fails saying it."""
-        self._called("start", name, host)
+        self.fake._called("start", name, host)
         assert report is not None
         report(Phase(RAW))
         report(Step(1, 2, RAW))
@@ -177,20 +161,29 @@ class HostileService(FakeService):
         report(Notice(RAW))
         raise HbtuiError(f"step 1/2 {RAW} failed")
 
-    async def answer_agent(
+
+class HostileAgents(FakeAgents):
+    """Answers that carry the corpus, and a decision helper that refuses in it."""
+
+    async def answer(
         self, name, decision, host=LOCAL, *, session=None, request=None, waiting_for=None
     ) -> Answer:
         """The first answer is taken (the request it took says all); after it, the box's
         decision helper refuses, its stderr saying all."""
-        self._called("answer_agent", name, decision, host, session)
-        self.answers += 1
-        if self.answers > 1:
+        fake = self.fake
+        fake._called("answer_agent", name, decision, host, session)
+        fake.answers += 1
+        if fake.answers > 1:
             raise AgentError(f"box {name}: {clean_text(RAW, 200)}")
         return Answer(waits(name, "s-alpha-1", RAW), "hook", decision)
 
-    async def send_to_agent(self, name, text, host=LOCAL, *, session=None) -> AgentSession:
-        self._called("send_to_agent", name, text, host, session)
+    async def send(self, name, text, host=LOCAL, *, session=None) -> AgentSession:
+        self.fake._called("send_to_agent", name, text, host, session)
         raise AgentError(f"box {name}: {clean_text(RAW, 200)}")
+
+
+class HostileWork(FakeWork):
+    """gamma's git fails, saying the corpus."""
 
     async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
         if name == "gamma":
@@ -202,11 +195,15 @@ class HostileService(FakeService):
             raise WorkError(f"fatal: object [/] is corrupt {RAW}")
         return await super().pull(name, host, wip=wip, repo=repo, report=report)
 
-    def try_of(self, box: str, host: str = LOCAL) -> tuple[TryRecord, str]:
+
+class HostileTries(FakeTries):
+    """A try whose record and checks carry markup and the corpus."""
+
+    def of(self, box: str, host: str = LOCAL) -> tuple[TryRecord, str]:
         return TryRecord("fix", "/src/[/]project", "a" * 40, "pytest [/]", ["alpha", "gamma"]), box
 
-    async def try_rows(self, name: str, host: str = LOCAL) -> tuple[TryRecord, list[TryRow]]:
-        record, _ = self.try_of("alpha", host)
+    async def rows(self, name: str, host: str = LOCAL) -> tuple[TryRecord, list[TryRow]]:
+        record, _ = self.of("alpha", host)
         check = CheckResult("b" * 40, 1, boxtext.lines(LINES))
         rows = [
             TryRow("alpha", WORKING, 1, 1, 1, 1, check, note=LINE),
@@ -214,17 +211,51 @@ class HostileService(FakeService):
         ]
         return record, rows
 
+
+class HostileArchives(FakeArchives):
     async def extract(self, archive, dest=None, *, passphrase, report=None) -> Path:
         """The first extract meets an entry named by the box and refuses it; the next
         unpacks into a folder whose name has markup in it."""
-        self._called("extract", archive, dest, passphrase)
+        fake = self.fake
+        fake._called("extract", archive, dest, passphrase)
         assert report is not None
         report(Phase(f"unpacking {RAW}"))
         report(LogLine(RAW, stream="stderr"))
         report(Notice(RAW))
-        if sum(call[0] == "extract" for call in self.calls) == 1:
+        if sum(call[0] == "extract" for call in fake.calls) == 1:
             raise HbtuiError(f"refused entry home/dev[/]null: {RAW}")
         return Path("/tmp/out[/]dir")
+
+
+class HostileService(FakeService):
+    """Every answer that can carry a box's words carries the corpus."""
+
+    def __init__(self) -> None:
+        super().__init__(host_errors={"lab": RAW})
+        # The registry keeps the failed step as the box's recipe named it.
+        self.views[2] = replace(self.views[2], error=f"step 3/6 {RAW}")
+        self.agent_errors = {(LOCAL, "gamma"): clean_text(RAW)}
+        self.provision_logs[(LOCAL, "gamma")] = [*CORPUS.values(), f"::hbtui:: step 2/6 {RAW}"]
+        self.panes[(LOCAL, "alpha", "%1")] = LINES
+        self.diffs[(LOCAL, "alpha")] = WorkDiff(
+            box="alpha",
+            host=LOCAL,
+            repo="/src/[/]project",
+            seed="a" * 40,
+            head="b" * 40,
+            branch=LINE[:200],
+            commits=(Commit("c" * 40, LINE[:300]),),
+            files=(FileChange(LINE[:1000], 1, 1),),
+            uncommitted=1,
+            patch=PATCH,
+        )
+        self.diffs[(LOCAL, "gamma")] = self.diffs[(LOCAL, "alpha")]
+        self.answers = 0
+        self.boxes = HostileBoxes(self)
+        self.agents = HostileAgents(self)
+        self.work = HostileWork(self)
+        self.tries = HostileTries(self)
+        self.archives = HostileArchives(self)
 
 
 async def started(pilot, service: HostileService):
@@ -308,7 +339,7 @@ async def test_a_click_on_an_agents_alert_runs_nothing(tmp_path, monkeypatch):
     none of the actions it names (a screenshot written, a key pressed, quit)."""
     monkeypatch.chdir(tmp_path)  # where the screenshot would go
     service = FakeService()
-    service.boxes[1] = replace(service.boxes[1], state="running")  # beta runs too
+    service.views[1] = replace(service.views[1], state="running")  # beta runs too
     app = make_app(service, refresh=60, driver_class=Terminal)
     actions = ("app.screenshot('x.svg','.')", "app.simulate_key('q')", "app.quit")
     async with app.run_test(size=SIZE, headless=False, notifications=True) as pilot:

@@ -44,14 +44,37 @@ from support.tui_fakes import FakeService
 # -- the fake -------------------------------------------------------------------------------
 
 
-def test_the_fake_has_the_services_signatures():
-    """The fake stands in for Service only as long as it takes the same arguments."""
-    public = [n for n, m in inspect.getmembers(FakeService) if callable(m) and n[0] != "_"]
-    assert {"list_boxes", "new", "save", "load", "extract", "web", "provision_log"} <= set(public)
-    for name in public:
-        real, fake = getattr(Service, name), getattr(FakeService, name)
-        assert inspect.signature(fake) == inspect.signature(real), name
-        assert inspect.iscoroutinefunction(fake) == inspect.iscoroutinefunction(real), name
+def _public(cls: type) -> list[str]:
+    return [n for n, m in inspect.getmembers(cls) if callable(m) and n[0] != "_"]
+
+
+def test_the_fake_has_the_services_signatures(hbtui_home):
+    """The fake stands in for Service only as long as it has its shape (the Service's own
+    methods, the same feature objects) and takes the same arguments, feature by feature."""
+    from hbtui.wiring import build_service
+
+    real, fake = build_service(), FakeService()
+
+    def feature_names(service: object, package: str) -> set[str]:
+        found = vars(service).items()
+        return {n for n, v in found if n[0] != "_" and type(v).__module__.startswith(package)}
+
+    features, faked = feature_names(real, "hbtui.core."), feature_names(fake, "support.")
+    assert {"boxes", "archives", "agents", "work", "tries"} <= faked <= features
+    shapes = [("", Service, FakeService)]
+    shapes += [(f"{n}.", type(getattr(real, n)), type(getattr(fake, n))) for n in sorted(faked)]
+    public = {where + name for where, _, fake_class in shapes for name in _public(fake_class)}
+    assert {
+        "boxes.listing", "new", "archives.save", "archives.load", "archives.extract",
+        "boxes.web", "boxes.provision_log",
+    } <= public  # fmt: skip
+    for where, real_class, fake_class in shapes:
+        for name in _public(fake_class):
+            real_method, fake_method = getattr(real_class, name), getattr(fake_class, name)
+            assert inspect.signature(fake_method) == inspect.signature(real_method), where + name
+            assert inspect.iscoroutinefunction(fake_method) == inspect.iscoroutinefunction(
+                real_method
+            ), where + name
 
 
 # -- with fixed data ------------------------------------------------------------------------
@@ -64,7 +87,7 @@ async def test_rows_update_in_place_and_keep_the_cursor(static_service):
         await pilot.press("down")  # beta
         assert app.main.table.selected_key() == ("local", "beta")
         before = app.main.table.cursor_row
-        boxes = static_service.boxes
+        boxes = static_service.views
         boxes[1] = replace(boxes[1], state="running")
         boxes.append(replace(boxes[0], name="aardvark", port=4799))
         calls = static_service.list_calls
@@ -487,7 +510,7 @@ async def test_quitting_cancels_operations_and_waits_for_their_rollback(static_s
         static_service.rollback_gate.set()
         await until(pilot, lambda: not app.is_running, what="the app to quit after the rollback")
     assert ("rolled back", "half", "local") in static_service.calls
-    assert all(b.name != "half" for b in static_service.boxes)
+    assert all(b.name != "half" for b in static_service.views)
 
 
 async def test_quitting_without_operations_is_immediate(static_service):
@@ -743,7 +766,7 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, m
                 + f"\nnotes: {notes(app)}"
             ),
         )
-        assert (await sim_service.list_boxes()).boxes == []
+        assert (await sim_service.boxes.listing()).boxes == []
 
 
 @sim
@@ -785,7 +808,7 @@ async def test_a_box_another_process_holds_says_so_in_its_row(static_service):
 
     from hbtui.core.foundation.views import Busy
 
-    static_service.boxes[0] = replace(static_service.boxes[0], busy=Busy("save", 4242))
+    static_service.views[0] = replace(static_service.views[0], busy=Busy("save", 4242))
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -800,7 +823,7 @@ async def test_one_box_is_counted_as_one_box(static_service):
         await pilot.press("slash", *"stopped")
         await until(pilot, lambda: app.main.table.row_count == 1)
         assert app.main.sub_title.startswith("1 of 4 boxes · sort:"), app.main.sub_title
-        del static_service.boxes[1:]
+        del static_service.views[1:]
         await pilot.press("escape")
         await until(pilot, lambda: len(app.main.table.views) == 1)
         assert app.main.sub_title.startswith("1 of 1 box · sort:"), app.main.sub_title

@@ -90,7 +90,7 @@ async def test_a_box_not_running_has_no_agent_whatever_its_last_stream_said():
     async def agents(**_kwargs) -> list[BoxAgents]:
         return said
 
-    service.agents = agents  # every ask says the same
+    service.agents.listing = agents  # every ask says the same
     app = make_app(service, refresh=60)
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot)
@@ -168,13 +168,13 @@ async def test_an_ask_wanted_while_one_is_out_follows_it(monkeypatch):
     monkeypatch.setattr(agents_panel, "AGENT_SECONDS", 3600)  # no tick: only the asks here
     service = with_agents()
     gate = asyncio.Event()
-    ask = service.agents
+    ask = service.agents.listing
 
     async def slow(boxes=None, hosts=None):
         await gate.wait()
         return await ask(boxes, hosts)
 
-    service.agents = slow
+    service.agents.listing = slow
     app = make_app(service, refresh=60)
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot)

@@ -127,7 +127,7 @@ async def test_the_new_dialog_opened_again_is_as_new():
         again = await shown(pilot, app)
         assert again is first  # composed once
         assert form_state(again) == as_new
-        assert again.query_one(PortGrid).slots == await service.ports()  # made1's port used
+        assert again.query_one(PortGrid).slots == await service.boxes.ports()  # made1's port used
         await pilot.press(*"made1")
         await until(
             pilot,

@@ -110,7 +110,7 @@ async def test_the_load_windows_bar_follows_the_stage_it_is_in():
 async def test_a_wrong_passphrase_asks_again_for_the_passphrase_only(key):
     service = FakeService()
     service.passphrase = b"right"
-    service.archives = [
+    service.archive_list = [
         ArchiveEntry(Path("/backups/alpha-1.hbx"), "alpha", "2026-11-29T11:00:05Z", 1, "hbx", True),
         ArchiveEntry(Path("/backups/beta-1.hbx"), "beta", "2026-11-28T11:00:05Z", 1, "hbx", True),
     ]
@@ -214,7 +214,7 @@ async def test_unreadable_secrets_say_so_and_leave_create_usable(monkeypatch):
     def unreadable():
         raise HbtuiError("/home/u/.config/hbtui/secrets.json is not a regular file (a FIFO?)")
 
-    monkeypatch.setattr(service, "secrets", unreadable)
+    monkeypatch.setattr(service.secrets, "listing", unreadable)
     app = make_app(service, refresh=60)
     async with app.run_test(size=(160, 45)) as pilot:
         dialog = await new_dialog(pilot, app)

@@ -100,7 +100,7 @@ async def test_new_checks_the_port_as_you_type(service, typed, problem):
 
 @pytest.mark.parametrize("key, kind", [("w", SaveDialog), ("d", RemoveDialog)])
 async def test_save_and_delete_refuse_a_box_another_process_is_busy_with(service, key, kind):
-    service.boxes[0] = replace(service.boxes[0], busy=Busy("save", 4242))
+    service.views[0] = replace(service.views[0], busy=Busy("save", 4242))
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -128,7 +128,7 @@ async def test_save_refuses_a_box_busy_with_an_operation_of_this_dashboard(servi
 async def test_a_quiesced_box_can_still_be_saved(service):
     """What an interrupted save left (its quiesce lease, held by no process) is no
     operation running."""
-    service.boxes[0] = replace(service.boxes[0], busy=Busy("save", lease_end=time.time() + 60))
+    service.views[0] = replace(service.views[0], busy=Busy("save", lease_end=time.time() + 60))
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -208,7 +208,7 @@ async def test_an_archive_elsewhere_is_typed_and_checked_as_you_type(service, tm
 
 
 async def test_an_empty_backups_folder_says_so_and_the_path_field_takes_over(service):
-    service.archives = []
+    service.archive_list = []
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await opened(pilot, app, "l", LoadDialog)

@@ -116,9 +116,9 @@ async def test_b_branches_the_selected_box_into_a_new_one(service):
         dialog.query_one("#name", Input).value = "copy1"
         await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled, what="Branch")
         await pilot.press("enter")
-        await until(pilot, lambda: any(b.name == "copy1" for b in service.boxes), what="branch")
+        await until(pilot, lambda: any(b.name == "copy1" for b in service.views), what="branch")
         assert ("branch", source, "copy1", "local", None) in service.calls
-        child = next(b for b in service.boxes if b.name == "copy1")
+        child = next(b for b in service.views if b.name == "copy1")
         assert child.parent == source
         await operations_done(pilot, app)
         await until(pilot, lambda: app.main.table.row_count == 5, what="the new row")
@@ -153,19 +153,19 @@ async def test_the_status_line_counts_the_bases_and_the_keys_column_says_who_hol
     from dataclasses import replace
 
     service.base_list = [BASE]
-    service.boxes[0] = replace(service.boxes[0], credentials=("anthropic", "github"))
-    service.boxes[1] = replace(service.boxes[1], credentials=("openai",), keys_missing=("openai",))
+    service.views[0] = replace(service.views[0], credentials=("anthropic", "github"))
+    service.views[1] = replace(service.views[1], credentials=("openai",), keys_missing=("openai",))
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4, what="4 rows")
         status = str(app.main.query_one("#host-status").render())
         assert "4 boxes · 1 base · refresh" in status
         drawn = rows(app)
-        first, second = service.boxes[0], service.boxes[1]
+        first, second = service.views[0], service.views[1]
         assert "🔒 2" in drawn[f"{first.host}/{first.name}"]
         assert "⚠ openai" in drawn[f"{second.host}/{second.name}"]
         assert not any(
-            mark in drawn[f"{b.host}/{b.name}"] for b in service.boxes[2:] for mark in ("🔒", "⚠")
+            mark in drawn[f"{b.host}/{b.name}"] for b in service.views[2:] for mark in ("🔒", "⚠")
         )
 
 
@@ -222,13 +222,13 @@ async def test_enter_typed_before_the_dialog_has_read_its_context_still_creates(
     import threading
 
     release = threading.Event()
-    presets = service.credential_presets
+    presets = service.secrets.presets
 
     def slow_presets():
         release.wait(30)
         return presets()
 
-    service.credential_presets = slow_presets
+    service.secrets.presets = slow_presets
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await opened(pilot, app, "n", NewBoxDialog)

@@ -88,7 +88,7 @@ async def test_quit_asks_then_cancels_and_waits_for_the_rollback(service):
         service.rollback_gate.set()
         await until(pilot, lambda: not app.is_running, what="the app to quit after the rollback")
     assert ("rolled back", "half", "local") in service.calls
-    assert all(b.name != "half" for b in service.boxes)
+    assert all(b.name != "half" for b in service.views)
     assert app.return_code == 0
 
 
@@ -225,7 +225,7 @@ async def test_a_name_taken_meanwhile_never_touches_that_box(service):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("n", *"late")
-        service.boxes.append(view("late", 4799))
+        service.views.append(view("late", 4799))
         app.refresh_listing()
         await until(pilot, lambda: app.main.listed(("local", "late")))
         before = rows(app)["local/late"]
@@ -413,9 +413,13 @@ async def test_the_cores_phases_are_the_ones_the_dashboard_reads(
     assert made[reserved[0]] == Reserved("local", "orig", view.port)
     assert not any(isinstance(e, Step) for e in made[: reserved[0]])  # nothing provisioned before
     archive = tmp_path / "orig.hbx"
-    await sim_service.save(SaveSpec("orig", output=archive, verify=False), passphrase=b"pw")
+    await sim_service.archives.save(
+        SaveSpec("orig", output=archive, verify=False), passphrase=b"pw"
+    )
     loaded: list = []
-    await sim_service.load(LoadSpec(archive, "copy"), passphrase=b"pw", report=loaded.append)
+    await sim_service.archives.load(
+        LoadSpec(archive, "copy"), passphrase=b"pw", report=loaded.append
+    )
     stages = [s for s in map(load_stage, loaded) if s is not None]
     assert sorted(set(stages)) == list(range(len(LOAD_STAGES)))
     assert stages == sorted(stages)  # never back to an earlier stage
@@ -443,7 +447,9 @@ def test_snapshot_quit_asks_with_operations_running(snap_compare, service):
 
 def test_snapshot_new_box_refused_stays_open(snap_compare, service):
     service.broken["new"] = "the engine did not answer within 30 s"
-    service.recipe_dir = lambda recipe=None: Path("/opt/hbtui/recipe")  # the same on any machine
+    service.boxes.recipe_dir = lambda recipe=None: Path(
+        "/opt/hbtui/recipe"
+    )  # the same on any machine
     app = make_app(service, refresh=60)
 
     async def run_before(pilot):

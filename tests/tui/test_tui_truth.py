@@ -55,11 +55,11 @@ async def test_columns_give_room_back_when_the_text_shrinks():
         table = app.main.table
         before = table.render_line(0).text
         assert {"URL", "Image", "Age"} <= set(before.split())
-        service.boxes[2] = replace(service.boxes[2], error=LONG_ERROR)
+        service.views[2] = replace(service.views[2], error=LONG_ERROR)
         app.main.action_refresh_now()
         await until(pilot, lambda: any("curl" in line for line in drawn_rows(app)))
         assert {"URL", "Image", "Age"} <= set(table.render_line(0).text.split())
-        service.boxes[2] = sample_boxes()[2]
+        service.views[2] = sample_boxes()[2]
         app.main.action_refresh_now()
         await until(pilot, lambda: not any("curl" in line for line in drawn_rows(app)))
         await until(pilot, lambda: table.render_line(0).text == before)
@@ -80,7 +80,7 @@ async def test_a_failure_mark_goes_once_the_box_is_listed_otherwise():
         await settled(pilot)
         assert "✗ start: RuntimeError" in rows(app)["local/beta"]
         del service.broken["start"]
-        service.boxes[1] = replace(service.boxes[1], state="running")  # started elsewhere
+        service.views[1] = replace(service.views[1], state="running")  # started elsewhere
         app.main.action_refresh_now()
         await until(pilot, lambda: column(app, "local/beta", 2) == "running")
         assert "✗" not in rows(app)["local/beta"]
@@ -89,13 +89,13 @@ async def test_a_failure_mark_goes_once_the_box_is_listed_otherwise():
 async def test_a_box_being_stopped_says_stopping():
     service = FakeService()
     gate = asyncio.Event()
-    stop = service.stop
+    stop = service.boxes.stop
 
     async def slow_stop(name, host="local", *, report):
         await gate.wait()
         return await stop(name, host, report=report)
 
-    service.stop = slow_stop
+    service.boxes.stop = slow_stop
     app = make_app(service, refresh=60)
     async with app.run_test(size=(160, 45)) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -139,7 +139,7 @@ async def test_enter_on_a_save_in_progress_cancels_nothing():
 
 async def test_extract_goes_from_the_picked_archive_to_its_folder_field():
     service = FakeService()
-    service.archives = [
+    service.archive_list = [
         ArchiveEntry(Path("/backups/alpha-1.hbx"), "alpha", "2026-11-29T11:00:05Z", 1, "hbx", True)
     ]
     app = make_app(service, refresh=60)

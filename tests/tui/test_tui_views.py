@@ -1,7 +1,7 @@
 """The details view, live resources, the command line, sorting, bulk actions and the
 k9s-style keys.
 
-The first part checks the core's side (`Service.details`, `Service.stats`,
+The first part checks the core's side (`Service.boxes.details`, `Service.boxes.stats`,
 `hbtui inspect`) against the simulator; the rest drives the dashboard with
 Pilot over `FakeService`.
 """
@@ -63,7 +63,7 @@ def test_stats_are_read_whatever_the_engine_calls_them(reported, expected):
 async def test_sim_details_and_stats_of_a_running_box(sim_service, monkeypatch):
     monkeypatch.setenv("HBTUI_RECIPE", str(SIM_RECIPE))
     await sim_service.new(NewSpec("web1"))
-    details = await sim_service.details("web1")
+    details = await sim_service.boxes.details("web1")
     sections = {s.title: dict(s.fields) for s in details.sections}
     assert sections["Box"]["state"] == "running"
     assert sections["Network"]["URL"] == details.view.url
@@ -74,11 +74,11 @@ async def test_sim_details_and_stats_of_a_running_box(sim_service, monkeypatch):
     # The simulator measures its own process tree: a running box uses some memory.
     assert details.stats is not None and details.stats.memory_mib and details.stats.memory_mib > 1
     assert details.stats.memory_limit_mib == 4096
-    live = await sim_service.stats(["web1"])
+    live = await sim_service.boxes.stats(["web1"])
     assert live["web1"].cpu_percent is not None
-    await sim_service.stop("web1")
-    assert await sim_service.stats(["web1"]) == {}  # a stopped box has no figures, no error
-    assert (await sim_service.details("web1")).stats is None
+    await sim_service.boxes.stop("web1")
+    assert await sim_service.boxes.stats(["web1"]) == {}  # a stopped box has no figures, no error
+    assert (await sim_service.boxes.details("web1")).stats is None
 
 
 @sim
@@ -245,7 +245,7 @@ async def test_live_figures_are_read_for_rows_on_screen_and_seldom_but_the_selec
 
 
 async def test_stats_asks_the_engine_a_few_boxes_at_a_time():
-    """`Service.stats` of 30 boxes: at most STATS_CONCURRENCY engine calls at once (each is
+    """`Service.boxes.stats` of 30 boxes: at most STATS_CONCURRENCY engine calls at once (each is
     a process; all at once loaded a small machine)."""
     from hbtui.core.boxes.details import STATS_CONCURRENCY, stats
 
@@ -412,8 +412,8 @@ async def test_boxes_that_stop_do_not_move_the_columns(static_service):
         await until(pilot, lambda: "MiB" in rows(app)["local/alpha"].split("4096 MiB")[1])
         table = app.main.table
         header, size = table.render_line(0).text, table.virtual_size
-        static_service.boxes = [replace(b, state="stopped") for b in static_service.boxes]
-        app.main.show_listing(await static_service.list_boxes())
+        static_service.views = [replace(b, state="stopped") for b in static_service.views]
+        app.main.show_listing(await static_service.boxes.listing())
         await settled(pilot)
         assert "%" not in "".join(rows(app).values())
         assert table.render_line(0).text == header and table.virtual_size == size

@@ -61,7 +61,7 @@ async def opened_diff(pilot, app) -> DiffScreen:
 
 async def test_the_diff_view_lists_files_and_colours_the_patch_as_plain_text():
     service = FakeService()
-    service.work[(LOCAL, "alpha")] = work_diff("alpha")
+    service.diffs[(LOCAL, "alpha")] = work_diff("alpha")
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot, app)
@@ -110,7 +110,7 @@ async def test_the_diff_view_searches_scrolls_and_jumps_to_a_file():
     long_file = "diff --git a/big.txt b/big.txt\n--- a/big.txt\n+++ b/big.txt\n@@ -1 +1,120 @@\n"
     long_file += "".join(f"+line {k}\n" for k in range(120))
     work = work_diff("alpha", patch=SAMPLE_PATCH + long_file)
-    service.work[(LOCAL, "alpha")] = work
+    service.diffs[(LOCAL, "alpha")] = work
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot, app)
@@ -171,7 +171,7 @@ async def test_a_box_without_work_gets_one_notification_and_no_view():
 
 async def test_pull_runs_as_an_operation_and_says_what_landed():
     service = FakeService()
-    service.work[(LOCAL, "alpha")] = work_diff("alpha")
+    service.diffs[(LOCAL, "alpha")] = work_diff("alpha")
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot, app)
@@ -269,7 +269,7 @@ async def test_the_compare_view_shows_the_try_and_keep_asks_first():
         await until(pilot, lambda: any("keep fix-2: done" in n for n in notes(app)))
         await operations_done(pilot, app)
         assert ("try_keep", "fix-2", LOCAL) in service.calls
-        assert [b.name for b in service.boxes if b.name.startswith("fix")] == ["fix-2"]
+        assert [b.name for b in service.views if b.name.startswith("fix")] == ["fix-2"]
         [note] = [n for n in notes(app) if "keep fix-2: done" in n]
         assert "refs/remotes/box/fix-2/hb/fix-2" in note and "removed fix-1, fix-3" in note
         await until(pilot, lambda: app.screen is app.main)
@@ -375,7 +375,7 @@ async def test_footer_and_help_list_the_work_keys():
 
 def test_diff_view_snapshot(snap_compare):
     service = FakeService()
-    service.work[(LOCAL, "alpha")] = work_diff("alpha")
+    service.diffs[(LOCAL, "alpha")] = work_diff("alpha")
     app = HbtuiApp(service, clock=frozen_clock, refresh_seconds=60)
 
     async def run_before(pilot):

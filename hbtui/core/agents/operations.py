@@ -32,15 +32,13 @@ from hbtui.core.agents.sessions import (
     clean_text,
     parse_listing,
 )
-from hbtui.core.boxes.core import BoxNotFound
-from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.boxes.core import BoxCore, BoxNotFound
 from hbtui.core.foundation import recipe as recipes
-from hbtui.core.foundation.hosts import HostPool
 from hbtui.core.foundation.views import BOX, BoxView
 from hbtui.engine import Bound, EngineError, EngineOutputTooLong
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import MachineState
-from hbtui.names import LOCAL, check_name
+from hbtui.names import LOCAL
 from hbtui.present import human_bytes
 
 CONCURRENCY = 8  # execs at once across all boxes and hosts
@@ -62,7 +60,7 @@ def _why(exc: BaseException) -> str:
 
 
 async def _exec(
-    boxes: BoxOperations, view: BoxView, argv: list[str], bound: Bound = ANSWER
+    boxes: BoxCore, view: BoxView, argv: list[str], bound: Bound = ANSWER
 ) -> tuple[int, bytes, str]:
     host = await boxes.hosts.get(view.host)
     done = await host.engine.exec(
@@ -71,7 +69,7 @@ async def _exec(
     return done.returncode, done.stdout, clean_text(done.stderr.decode(errors="replace"), 200)
 
 
-async def _box_agents(boxes: BoxOperations, view: BoxView, limits: _Limits) -> BoxAgents:
+async def _box_agents(boxes: BoxCore, view: BoxView, limits: _Limits) -> BoxAgents:
     async with limits.semaphore:
         try:
             code, out, err = await _exec(boxes, view, ["--json"])
@@ -91,7 +89,7 @@ async def _box_agents(boxes: BoxOperations, view: BoxView, limits: _Limits) -> B
 
 
 async def listing(
-    boxes: BoxOperations,
+    boxes: BoxCore,
     names: Iterable[str] | None = None,
     hosts: list[str] | None = None,
     streamed: Callable[[BoxView], BoxAgents | None] | None = None,
@@ -128,7 +126,7 @@ async def listing(
     return sorted(rows, key=lambda r: (r.host != LOCAL, r.host, r.box))
 
 
-async def _running(boxes: BoxOperations, name: str, host: str) -> BoxView:
+async def _running(boxes: BoxCore, name: str, host: str) -> BoxView:
     view = await boxes.get(name, host)
     if view.kind != BOX:
         raise AgentError(f"box {name} is {view.kind}: hbtui cannot reach its agents")
@@ -243,7 +241,7 @@ def pending_request(
     return hits[0]
 
 
-async def _sessions(boxes: BoxOperations, view: BoxView) -> tuple[AgentSession, ...]:
+async def _sessions(boxes: BoxCore, view: BoxView) -> tuple[AgentSession, ...]:
     row = await _box_agents(boxes, view, _Limits())
     if row.error:
         raise AgentError(f"box {view.name}: {row.error}")
@@ -251,7 +249,7 @@ async def _sessions(boxes: BoxOperations, view: BoxView) -> tuple[AgentSession, 
 
 
 async def decide(
-    boxes: BoxOperations,
+    boxes: BoxCore,
     name: str,
     host: str,
     decision: str,
@@ -299,7 +297,7 @@ async def decide(
 
 
 async def send(
-    boxes: BoxOperations, name: str, host: str, text: str, session: str | None = None
+    boxes: BoxCore, name: str, host: str, text: str, session: str | None = None
 ) -> AgentSession:
     """Type one line into a session's pane and press Enter (an answer, or the next prompt)."""
     if not text.strip():  # an Enter alone is typed in the agent's own screen
@@ -320,7 +318,7 @@ async def send(
     return chosen
 
 
-async def pane(boxes: BoxOperations, name: str, host: str, pane_id: str) -> str:
+async def pane(boxes: BoxCore, name: str, host: str, pane_id: str) -> str:
     """The pane's screen with only its colours kept (safe to draw on the host)."""
     if not PANE_ID.fullmatch(pane_id):
         raise UsageError(f"not a tmux pane id: {pane_id!r} (like %3)")
@@ -340,59 +338,3 @@ def screen_text(output: bytes) -> str:
     if len(output) > PANE_MAX and b"\n" in tail:
         tail = tail[tail.index(b"\n") + 1 :]
     return boxtext.colours(tail.decode("utf-8", errors="replace"))
-
-
-class AgentOperations:
-    """The Service's agent methods (it inherits them: one door, this file for the concern)."""
-
-    _boxes: BoxOperations
-    _hosts: HostPool
-
-    def _check(self, names: Iterable[str], hosts: Iterable[str]) -> None:
-        for name in names:
-            check_name(name)
-        for host in hosts:
-            if host not in self._hosts.names():
-                raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
-
-    async def agents(
-        self, boxes: list[str] | None = None, hosts: list[str] | None = None
-    ) -> list[BoxAgents]:
-        """The agent sessions of every running box (or of these boxes), one row per box:
-        what a live status stream of this Service said, else asked of the box now."""
-        self._check(boxes or [], hosts or [])
-        return await listing(self._boxes, boxes, hosts, self._streamed)
-
-    def _streamed(self, view: BoxView) -> BoxAgents | None:
-        """The box's row as a live status stream said it (see AgentWatchOperations)."""
-        return None
-
-    async def answer_agent(
-        self,
-        name: str,
-        decision: str,
-        host: str = LOCAL,
-        *,
-        session: str | None = None,
-        request: str | None = None,
-        waiting_for: str | None = None,
-    ) -> Answer:
-        """Allow or deny the permission request an agent in the box waits on: the one the
-        user was shown (`request`, `waiting_for`, as `hb agents` said them), or refused
-        with what is pending now (see `decide`)."""
-        self._check([name], [host])
-        return await decide(
-            self._boxes, name, host, decision, session, request=request, waiting_for=waiting_for
-        )
-
-    async def send_to_agent(
-        self, name: str, text: str, host: str = LOCAL, *, session: str | None = None
-    ) -> AgentSession:
-        """Type one line and Enter into the agent's pane."""
-        self._check([name], [host])
-        return await send(self._boxes, name, host, text, session)
-
-    async def agent_pane(self, name: str, pane_id: str, host: str = LOCAL) -> str:
-        """An agent's screen, colours kept, every other terminal sequence removed."""
-        self._check([name], [host])
-        return await pane(self._boxes, name, host, pane_id)

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
 from hbtui.core.agents.operations import (
     CONCURRENCY,
     HB,
-    AgentOperations,
     _box_agents,
     _Limits,
     _why,
@@ -39,7 +37,7 @@ from hbtui.core.agents.sessions import (
     BoxAgents,
     parse_listing,
 )
-from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.boxes.core import BoxCore
 from hbtui.core.foundation.views import BOX, BoxView
 from hbtui.engine import EngineError, EngineLineTooLong
 from hbtui.errors import HbtuiError
@@ -88,7 +86,7 @@ class AgentWatch:
 
     def __init__(
         self,
-        boxes: BoxOperations,
+        boxes: BoxCore,
         *,
         relist: float | None = None,
         hosts: list[str] | None = None,
@@ -284,33 +282,3 @@ class _Reader:
 
 def _too_long() -> str:
     return f"the box sent a status line of more than {LINE_MAX // 1024} KB; tried again later"
-
-
-class AgentWatchOperations(AgentOperations):
-    """The Service's agent methods with `watch_agents`; while a watch runs, `agents()`
-    takes each streamed box's row from its stream instead of asking the box again (the
-    stream says every change: an exec per box and refresh is what it saves)."""
-
-    _boxes: BoxOperations
-    _watches: weakref.WeakSet[AgentWatch]  # every watch made, while it is referenced
-
-    def watch_agents(
-        self,
-        *,
-        relist: float | None = None,
-        hosts: list[str] | None = None,
-        names: Iterable[str] | None = None,
-    ) -> AgentWatch:
-        """The running boxes' agents as they change, one status stream per box; with
-        `relist` seconds it finds the running boxes itself (of these hosts, with these
-        names), else the caller says (`AgentWatch.track`)."""
-        watch = AgentWatch(self._boxes, relist=relist, hosts=hosts, names=names)
-        self._watches.add(watch)
-        return watch
-
-    def _streamed(self, view: BoxView) -> BoxAgents | None:
-        for watch in list(self._watches):
-            row = watch.current(view.host, view.name)
-            if row is not None:
-                return row
-        return None

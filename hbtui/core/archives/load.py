@@ -201,7 +201,7 @@ async def load(
     check_name(name)
     archive = Path(archive).expanduser().absolute()
     kind = archive_kind(archive)
-    if boxes.registry.read().get(name, host_name) is not None:
+    if boxes.core.registry.read().get(name, host_name) is not None:
         raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
     size = archive.stat().st_size
     progress = progress_from_thread(report, size, "checking")
@@ -209,37 +209,37 @@ async def load(
     report(Phase(f"decrypting and checking {archive.name} before creating anything", Stage.CHECK))
     await asyncio.to_thread(check_contents, archive, kind, passphrase, progress)
 
-    view = await boxes.new(
+    view = await boxes.making.new(
         NewSpec(name, host=host_name, recipe=recipe), report=report, keep_provisioning=True
     )
-    host = await boxes.hosts.get(host_name)
+    host = await boxes.core.hosts.get(host_name)
     try:
         async with guest.quiesced(host, name, report):
             await _restore_parts(boxes, host, name, archive, kind, passphrase, size, report)
         await guest.resume(host, name, report)
         if view.port:
             await guest.wait_ready(host, name, view.port, report)
-        await boxes.registry.update(name, host_name, status=READY, owner_pid=0)
+        await boxes.core.registry.update(name, host_name, status=READY, owner_pid=0)
     except BaseException as exc:
         report(Notice(f"load failed; removing the new box {name}"))
         await asyncio.shield(_remove_quietly(boxes, name, host_name))
         if isinstance(exc, asyncio.CancelledError):
             raise Cancelled(f"cancelled: box {name!r} was removed") from None
         if isinstance(exc, OSError) and exc.filename is None:
-            where = scratches.root(boxes.paths)
+            where = scratches.root(boxes.core.paths)
             raise LoadFailed(
                 f"decrypting parts into {where}: {exc.strerror or exc}; box {name!r} was removed"
             ) from None
         raise
     report(Phase(f"loaded {archive.name} into {name}", Stage.DONE))
-    return await boxes.get(name, host_name)
+    return await boxes.core.get(name, host_name)
 
 
 async def _remove_quietly(boxes: BoxOperations, name: str, host_name: str) -> None:
     try:
         await boxes.remove(name, host_name)
     except (HbtuiError, OSError):
-        await boxes.registry.update(
+        await boxes.core.registry.update(
             name,
             host_name,
             status=FAILED,
@@ -262,7 +262,7 @@ async def _restore_parts(  # noqa: C901 (named in pyproject.toml)
     loop = asyncio.get_running_loop()
     parts: asyncio.Queue[Path | None] = asyncio.Queue(maxsize=1)
     taken: asyncio.Queue[int] = asyncio.Queue()
-    part_bytes = boxes.config.archive.part_size_mib * 2**20
+    part_bytes = boxes.core.config.archive.part_size_mib * 2**20
     decompress = "zstd -d -q -c" if kind == HBX else "gzip -d -c"
     # The payload size is in an .hbx header; an old gpg backup does not say.
     total = payload_size(archive) if kind == HBX else None
@@ -282,7 +282,7 @@ async def _restore_parts(  # noqa: C901 (named in pyproject.toml)
         if stream.returncode:
             raise LoadFailed(f"unpacking /data in {name} failed (exit status {stream.returncode})")
 
-    with scratch(boxes.paths, "load") as tmp:
+    with scratch(boxes.core.paths, "load") as tmp:
         sink = _PartSink(tmp, part_bytes, loop, parts)
         producer = asyncio.ensure_future(
             asyncio.to_thread(_write_plaintext, archive, kind, passphrase, sink)

@@ -30,7 +30,7 @@ from hbtui.core.archives.parts import (
     read_number,
 )
 from hbtui.core.boxes import guest
-from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.boxes.core import BoxCore
 from hbtui.core.foundation.hosts import Host
 from hbtui.core.foundation.registry import utc_now
 from hbtui.core.foundation.scratch import scratch, staged_beside
@@ -93,7 +93,7 @@ def output_problem(target: Path) -> str | None:
     return None
 
 
-def default_archive_path(boxes: BoxOperations, name: str) -> Path:
+def default_archive_path(boxes: BoxCore, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return boxes.config.backups_dir(boxes.paths) / f"{name}-{stamp}{ARCHIVE_SUFFIX}"
 
@@ -104,7 +104,7 @@ async def _guest_rm(host: Host, name: str, path: str) -> None:
 
 
 async def save(  # noqa: C901 (named in pyproject.toml)
-    boxes: BoxOperations,
+    boxes: BoxCore,
     name: str,
     host_name: str = LOCAL,
     *,

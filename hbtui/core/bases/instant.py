@@ -2,7 +2,7 @@
 
 `build_base` provisions a builder box with the whole recipe, generalizes it
 (the recipe's `generalize.sh` removes what is per box), stops it and packs it;
-`BoxOperations.new` then makes boxes from that pack and runs only the per-box
+`BoxMaking.new` then makes boxes from that pack and runs only the per-box
 step. `branch` makes a box with another box's `/data` and installed state:
 through the engine's `machine branch` when the source runs branchable (memory
 included), otherwise by packing the stopped source and creating from the pack.
@@ -40,7 +40,7 @@ from hbtui.present import human_bytes
 
 
 def _per_box_recipe(boxes: BoxOperations, recipe: Path | None, doing: str) -> Path:
-    recipe_dir = boxes.recipe_dir(recipe)
+    recipe_dir = boxes.core.recipe_dir(recipe)
     problem = recipes.base_problem(recipe_dir)
     if problem:
         raise UsageError(f"{problem}; {doing} needs the recipe's per-box step")
@@ -59,18 +59,18 @@ async def build_base(
     of this recipe and image (replacing an older one), and remove the builder."""
     if image is not None and image_problem(image):
         raise UsageError(f"--image {shown_value(image)}: {image_problem(image)}")
-    image = image or boxes.config.defaults.image
+    image = image or boxes.core.config.defaults.image
     recipe_dir = _per_box_recipe(boxes, recipe, "a base")
     recipe_hash = recipes.recipe_version(recipe_dir)
     ident = base_id(image, recipe_hash)
-    host = await boxes.hosts.get(host_name)
+    host = await boxes.core.hosts.get(host_name)
     builder = f"base-{recipe_hash[:8]}-{os.getpid()}"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = f"{host.files.bases_dir()}/{ident}-{stamp}-{os.getpid()}"  # two builds at once
     report(Phase(f"building the base {ident} in a builder box {builder}"))
-    async with boxes.locks.hold(host_name, builder, "base build"):
+    async with boxes.core.locks.hold(host_name, builder, "base build"):
         started = time.monotonic()
-        view = await boxes.new(
+        view = await boxes.making.new(
             NewSpec(
                 builder,
                 host=host_name,
@@ -105,7 +105,7 @@ async def build_base(
                 digest=digest,
                 built_in=built_in,
             )
-            older = boxes.bases.put(base)
+            older = boxes.core.bases.put(base)
             if older is not None:
                 report(Notice(f"replaced the base {ident} of {older.image} ({older.created})"))
             if older and older.folder != base.folder and older.made_in(host.files.bases_dir()):
@@ -126,8 +126,8 @@ async def _generalize(
 ) -> None:
     """Quiesce the builder, remove what is per box, stop it."""
     await guest.quiesce(host, view.name, report)
-    log_path = boxes.new_provision_log_path(view.name, host.name)
-    with scratch(boxes.paths, "recipe") as tmp:
+    log_path = boxes.core.new_provision_log_path(view.name, host.name)
+    with scratch(boxes.core.paths, "recipe") as tmp:
         await guest.provision(
             host,
             view.name,
@@ -163,25 +163,29 @@ async def _remove_builder(boxes: BoxOperations, name: str, host_name: str, repor
 
 
 async def remove_base(boxes: BoxOperations, ident: str, host_name: str = LOCAL) -> Base:
-    base = boxes.bases.require(host_name, ident)
-    host = await boxes.hosts.get(host_name)
+    base = boxes.core.bases.require(host_name, ident)
+    host = await boxes.core.hosts.get(host_name)
     if not base.made_in(host.files.bases_dir()):
         raise HbtuiError(
             f"the manifest of {ident} names a pack outside {host.files.bases_dir()} "
             f"({base.pack}): not deleting that folder",
             hint="if the base is not wanted, delete its manifest: "
-            f"{boxes.bases.manifest_path(base)}",
+            f"{boxes.core.bases.manifest_path(base)}",
         )
     await host.files.remove_tree(base.folder)
-    boxes.bases.forget(base)
+    boxes.core.bases.forget(base)
     return base
 
 
 async def verify_bases(
     boxes: BoxOperations, ident: str | None = None, host_name: str = LOCAL
 ) -> list[BaseCheck]:
-    chosen = [boxes.bases.require(host_name, ident)] if ident else boxes.bases.manifests(host_name)
-    host = await boxes.hosts.get(host_name)
+    chosen = (
+        [boxes.core.bases.require(host_name, ident)]
+        if ident
+        else boxes.core.bases.manifests(host_name)
+    )
+    host = await boxes.core.hosts.get(host_name)
     return [await check(host, base) for base in chosen]
 
 
@@ -222,14 +226,14 @@ async def branching(
     """Yields what makes one branch of `source` named one of `names` (checked first).
     The source running branchable is branched by the engine, memory included; otherwise
     it is stopped and packed once on entry, every branch is made from that pack, and it
-    starts again on exit, come what may. `keep_provisioning`: see `BoxOperations.new`."""
+    starts again on exit, come what may. `keep_provisioning`: see `BoxMaking.new`."""
     for name in names:
         check_name(name)
     if port is not None and port_problem(port):
         raise UsageError(f"--port {port}: {port_problem(port)}")
-    host, view = await boxes.require(source, host_name)
-    boxes.refuse_unprovisioned(view)
-    src = boxes.registry.read().get(source, host_name)
+    host, view = await boxes.core.require(source, host_name)
+    boxes.core.refuse_unprovisioned(view)
+    src = boxes.core.registry.read().get(source, host_name)
     if src is None:
         raise UsageError(f"{source!r} is an orphan; adopt it first: hbtui adopt {source}")
     recipe_dir = _per_box_recipe(boxes, None, "branching")
@@ -245,7 +249,7 @@ async def branching(
             recipe=src.recipe,
             base=src.base,
             parent=source,
-            branchable=boxes.config.defaults.branchable if branchable is None else branchable,
+            branchable=boxes.core.config.defaults.branchable if branchable is None else branchable,
             credentials=src.credentials,  # an engine branch keeps them; a pack carries none
             egress=src.egress,
             allow=src.allow,
@@ -253,12 +257,12 @@ async def branching(
             error=WORK_MISSING if keep_provisioning else "",
         )
 
-    boxes.secret_env(wanted(source))  # a missing secret stops it before anything changes
+    boxes.core.secret_env(wanted(source))  # a missing secret stops it before anything changes
     machine = await host.engine.find(source)
     if machine is not None and machine.state == "running" and machine.branchable:
 
         async def by_engine(name: str, said: Report) -> BoxView:
-            return await boxes.make(
+            return await boxes.making.make(
                 wanted(name), recipe_dir, pack=None, branch_of=src,
                 keep_provisioning=keep_provisioning, report=said,
             )  # fmt: skip
@@ -278,7 +282,7 @@ async def branching(
         async with _packed(boxes, host, source, stop=was_running, report=report) as pack:
 
             async def from_pack(name: str, said: Report) -> BoxView:
-                return await boxes.make(
+                return await boxes.making.make(
                     wanted(name), recipe_dir, pack=pack, keep_provisioning=keep_provisioning,
                     report=said,
                 )  # fmt: skip
@@ -294,7 +298,7 @@ async def branching(
 
 async def _refuse_taken(boxes: BoxOperations, host: Host, wanted: BoxRecord) -> None:
     """The name and port checks `make` makes again under its lock, made early."""
-    registry = boxes.registry.read()
+    registry = boxes.core.registry.read()
     if registry.get(wanted.name, host.name) is not None:
         raise UsageError(f"a box named {wanted.name!r} already exists (see: hbtui ls)")
     if await host.engine.find(wanted.name) is not None:
@@ -330,7 +334,7 @@ async def _pack_folder(boxes: BoxOperations, host: Host) -> AsyncIterator[str]:
     """A folder on the host for a pack of a box's disk (its /data in plaintext): here,
     the private scratch folder; on a remote host, one beside its bases."""
     if host.name == LOCAL:
-        with scratch(boxes.paths, "branch") as tmp:
+        with scratch(boxes.core.paths, "branch") as tmp:
             yield str(tmp)
         return
     folder = f"{host.files.bases_dir()}/.branch-{os.getpid()}-{time.time_ns()}"
@@ -345,7 +349,7 @@ async def _start_again(boxes: BoxOperations, host: Host, src: BoxRecord, report:
     """The source was running before the branch: it runs again after, come what may."""
     try:
         report(Phase(f"starting {src.name} again"))
-        await boxes.boot(host, src.name)
+        await boxes.core.boot(host, src.name)
         await guest.resume(host, src.name, report)
         await guest.wait_ready(host, src.name, src.port, report, timeout=90)
     except HbtuiError as exc:
@@ -369,9 +373,9 @@ async def change_credentials(
     """Bind or unbind credential presets. The engine binds credentials when it creates
     a machine (`update` cannot), so the box is packed and made again from its own disk,
     with everything else as it was; it runs again afterwards if it was running."""
-    host, view = await boxes.require(name, host_name)
-    boxes.refuse_unprovisioned(view)
-    record = boxes.registry.read().get(name, host_name)
+    host, view = await boxes.core.require(name, host_name)
+    boxes.core.refuse_unprovisioned(view)
+    record = boxes.core.registry.read().get(name, host_name)
     if record is None:
         raise UsageError(f"{name!r} is an orphan; adopt it first: hbtui adopt {name}")
     if record.egress == creds.UNKNOWN:
@@ -389,21 +393,21 @@ async def change_credentials(
             )
     added = [a for a in dict.fromkeys(add) if a not in current]  # a preset named twice: once
     wanted = [c for c in current if c not in remove] + added
-    presets = creds.chosen(boxes.config, wanted)
+    presets = creds.chosen(boxes.core.config, wanted)
     if wanted == current:
         report(Notice(f"{name} already has {', '.join(current) or 'no credentials'}"))
         return view
     allow = split_list(record.allow)
     if record.egress == creds.ALLOW_LIST:  # a credential's hosts must be reachable...
         needed = [h for p in presets for h in p.hosts]
-        known = creds.presets(boxes.config)
+        known = creds.presets(boxes.core.config)
         # ...and those only an unbound credential needed are not any more.
         unneeded = {h for n in remove if n in known for h in known[n].hosts} - set(needed)
         allow = list(dict.fromkeys([*(h for h in allow if h not in unneeded), *needed]))
         if unneeded & set(split_list(record.allow)):
             report(Notice(f"{name} no longer reaches {', '.join(sorted(unneeded))}"))
     changed = record.with_(credentials=",".join(wanted), allow=",".join(allow))
-    boxes.secret_env(changed)  # a missing secret stops it before anything changes
+    boxes.core.secret_env(changed)  # a missing secret stops it before anything changes
     report(
         Notice(
             f"credentials are bound when a machine is made: {name} is packed and made again "
@@ -427,7 +431,7 @@ async def change_credentials(
         # from, and keeps the services down until it lapses unless they are resumed. A
         # cancelled change starts the box again too, so this start is not cut off either.
         return await done_despite_cancel(boxes.start(name, host_name, report=report))
-    return await boxes.get(name, host_name)
+    return await boxes.core.get(name, host_name)
 
 
 async def _pack_for_remake(
@@ -450,7 +454,7 @@ async def _pack_for_remake(
         pack = await host.engine.pack(old.name, Path(folder) / old.name)
         await host.files.sync(str(pack))
         remake = remakes.Remake(os.getpid(), folder, str(pack), was_running, old, new)
-        boxes.remakes.write(remake)
+        boxes.core.remakes.write(remake)
     except BaseException:
         await to_the_end(host.files.remove_tree(folder))
         raise

@@ -1,6 +1,7 @@
 """What every box operation stands on: the registry, locks, bases, remakes and secrets; a
 box's listing, its view, its machine's spec and labels, its provisioning logs. The
-operations themselves: hbtui.core.boxes.make (new) and hbtui.core.boxes.operations (the rest).
+operations that take it: hbtui.core.boxes.make (new, make) and hbtui.core.boxes.operations
+(the rest, and the one object the other features take).
 """
 
 from __future__ import annotations
@@ -33,14 +34,14 @@ from hbtui.core.foundation.registry import (
     FAILED,
     PROVISIONING,
     WORK_MISSING,
-    Boxes,
     BoxRecord,
     Registry,
+    Rows,
 )
 from hbtui.core.foundation.views import MISSING, BoxListing, BoxView, Busy, ProvisionLog, view_of
 from hbtui.core.keys import credentials as creds
 from hbtui.core.keys.passphrase import PassphraseSource, get_secrets_passphrase
-from hbtui.core.keys.secrets import Secrets
+from hbtui.core.keys.secrets import SecretStore
 from hbtui.engine import Machine, MachineSpec
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import (
@@ -75,7 +76,8 @@ def shown_value(text: str, most: int = 80) -> str:
 
 
 class BoxCore:
-    """A box's state and how it is read: the base of BoxOperations."""
+    """A box's state and how it is read: the context the making, the box operations and
+    every other feature take (nothing here changes a box)."""
 
     def __init__(
         self,
@@ -91,7 +93,7 @@ class BoxCore:
         self.locks = BoxLocks(paths.locks_dir / "boxes")
         self.bases = BaseBook(paths.data_dir / "bases")
         self.remakes = RemakeJournal(paths.data_dir / "remakes")
-        self.secrets = Secrets(
+        self.secrets = SecretStore(
             paths,
             config,
             secrets_passphrase or (lambda confirm: get_secrets_passphrase(confirm=confirm)),
@@ -111,7 +113,7 @@ class BoxCore:
             env[var] = self.secrets.get(name)
         return env
 
-    def _bindings(self, record: BoxRecord) -> str:
+    def bindings(self, record: BoxRecord) -> str:
         """`PRESET=VARIABLE,...`: the bindings a machine of `record` is made with."""
         names = split_list(record.credentials)
         return ",".join(f"{n}={creds.preset(self.config, n).env_var}" for n in names)
@@ -144,7 +146,7 @@ class BoxCore:
     # -- listing ------------------------------------------------------------------
 
     async def list_host(
-        self, host_name: str, registry: Boxes, *, include_foreign: bool = False
+        self, host_name: str, registry: Rows, *, include_foreign: bool = False
     ) -> list[BoxView]:
         host = await self.hosts.get(host_name)
         machines = {m.name: m for m in await host.engine.list()}
@@ -272,7 +274,7 @@ class BoxCore:
             cpus=wanted.cpus,
             memory_mib=wanted.memory_mib,
             ports=((port, inner),),
-            labels=labels_for(port, wanted, self._bindings(wanted)),
+            labels=labels_for(port, wanted, self.bindings(wanted)),
             network=True,
             workload=tuple(recipes.workload_command(inner)),
             from_pack=pack,

@@ -18,7 +18,7 @@ from typing import Any
 
 from hbtui import boxtext
 from hbtui.config import split_list
-from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.boxes.core import BoxCore
 from hbtui.core.foundation import recipe as recipes
 from hbtui.core.foundation.registry import BoxRecord
 from hbtui.core.foundation.views import BoxDetails, BoxStats, DetailSection
@@ -95,9 +95,7 @@ def parse_stats(data: dict[str, object]) -> BoxStats | None:
     return BoxStats(cpu_percent=cpu, memory_mib=memory, memory_limit_mib=limit)
 
 
-async def stats(
-    boxes: BoxOperations, names: list[str], host_name: str = LOCAL
-) -> dict[str, BoxStats]:
+async def stats(boxes: BoxCore, names: list[str], host_name: str = LOCAL) -> dict[str, BoxStats]:
     """Resource use of these running boxes, STATS_CONCURRENCY engine calls at once; a box
     the engine cannot say anything about (stopped meanwhile, an engine without stats) is
     left out."""
@@ -136,7 +134,7 @@ def newest_archive(backups: Path, name: str) -> Path | None:
     return found[-1] if found else None
 
 
-def _recipe_lines(boxes: BoxOperations, made_with: str) -> list[tuple[str, str]]:
+def _recipe_lines(boxes: BoxCore, made_with: str) -> list[tuple[str, str]]:
     lines = [("made with version", made_with or "unknown (adopted, or made before versions)")]
     try:
         folder = boxes.recipe_dir(None)
@@ -158,9 +156,7 @@ def _egress_line(record: BoxRecord | None) -> str:
     return policy.describe()
 
 
-async def details(
-    boxes: BoxOperations, backups: Path, name: str, host_name: str = LOCAL
-) -> BoxDetails:
+async def details(boxes: BoxCore, backups: Path, name: str, host_name: str = LOCAL) -> BoxDetails:
     """One box in full: the row, what the registry and the engine hold, its files."""
     view = await boxes.get(name, host_name)
     record = boxes.registry.read().get(name, host_name)

@@ -44,8 +44,12 @@ from hbtui.events import (
 from hbtui.names import check_name, host_flag
 
 
-class BoxMaking(BoxCore):
-    """`new` and `make` (BoxOperations inherits them)."""
+class BoxMaking:
+    """`new` and `make`: the one place a box is made (from the image, a pack or an engine
+    branch) and rolled back; over the box's context (`BoxCore`)."""
+
+    def __init__(self, core: BoxCore) -> None:
+        self.core = core
 
     async def new(
         self,
@@ -60,23 +64,23 @@ class BoxMaking(BoxCore):
         for a caller that has more to do."""
         name, host_name = spec.name, spec.host
         check_name(name)
-        cpus = spec.cpus if spec.cpus is not None else self.config.defaults.cpus
+        cpus = spec.cpus if spec.cpus is not None else self.core.config.defaults.cpus
         memory_mib = (
-            spec.memory_mib if spec.memory_mib is not None else self.config.defaults.memory_mib
+            spec.memory_mib if spec.memory_mib is not None else self.core.config.defaults.memory_mib
         )
         check_sizes(cpus, memory_mib, spec.port)
         self._refuse_taken(name, host_name, spec.port)
         if spec.image is not None and image_problem(spec.image):
             raise UsageError(f"--image {shown_value(spec.image)}: {image_problem(spec.image)}")
-        image = spec.image or self.config.defaults.image
+        image = spec.image or self.core.config.defaults.image
         wanted = list(spec.credentials) if spec.credentials is not None else None
-        presets = creds.chosen(self.config, wanted)
+        presets = creds.chosen(self.core.config, wanted)
         allow = list(spec.allow) if spec.allow is not None else None
-        policy = creds.egress_for(self.config, spec.egress, allow, presets)
+        policy = creds.egress_for(self.core.config, spec.egress, allow, presets)
         permissions = creds.agent_permissions_for(spec.agent_permissions, policy.mode, presets)
-        recipe_dir = self.recipe_dir(spec.recipe)
+        recipe_dir = self.core.recipe_dir(spec.recipe)
         recipe_version = recipes.recipe_version(recipe_dir)  # hashed before taking the lock
-        plan = self.plan(host_name, image, recipe_dir, recipe_version, use_base=spec.use_base)
+        plan = self.core.plan(host_name, image, recipe_dir, recipe_version, use_base=spec.use_base)
         if plan.stale:
             raise StaleBase(f"{plan.why}: not using it", hint=plan.hint)
         base = plan.base
@@ -92,7 +96,9 @@ class BoxMaking(BoxCore):
                 recipe=recipe_version,
                 base=base.id if base else "",
                 branchable=(
-                    self.config.defaults.branchable if spec.branchable is None else spec.branchable
+                    self.core.config.defaults.branchable
+                    if spec.branchable is None
+                    else spec.branchable
                 ),
                 credentials=",".join(p.name for p in presets),
                 egress=policy.mode,
@@ -112,7 +118,7 @@ class BoxMaking(BoxCore):
     def _refuse_taken(self, name: str, host_name: str, port: int | None) -> None:
         """A name or port another box has, refused before the plan is told (make checks
         again, in its transaction: this is the early word, not the guard)."""
-        boxes = self.registry.read()
+        boxes = self.core.registry.read()
         if boxes.get(name, host_name) is not None:
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
         owner = next((r.name for r in boxes.on_host(host_name) if port and r.port == port), "")
@@ -135,10 +141,10 @@ class BoxMaking(BoxCore):
         running box `branch_of` (then only the per-box step runs), else created from the
         image (the whole recipe runs). `wanted.port` 0: any free port."""
         name, host_name = wanted.name, wanted.host
-        host = await self.hosts.get(host_name)
-        secrets = self.secret_env(wanted)  # a missing secret stops it before anything is made
+        host = await self.core.hosts.get(host_name)
+        secrets = self.core.secret_env(wanted)  # a missing secret stops it before anything is made
         report(Phase("reserving a port"))
-        async with self.registry.transaction() as boxes:
+        async with self.core.registry.transaction() as boxes:
             if boxes.get(name, host_name) is not None:
                 raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
             machines = await host.engine.list()  # one listing: the name check and the ports
@@ -167,7 +173,7 @@ class BoxMaking(BoxCore):
             )
 
         report(Reserved(host_name, name, chosen))
-        log_path = self.new_provision_log_path(name, host_name)
+        log_path = self.core.new_provision_log_path(name, host_name)
         created = False
         try:
             if branch_of is not None:
@@ -178,13 +184,13 @@ class BoxMaking(BoxCore):
                     branch_of.name,
                     name,
                     ports=((chosen, inner),),
-                    labels=labels_for(chosen, wanted, self._bindings(wanted)),
+                    labels=labels_for(chosen, wanted, self.core.bindings(wanted)),
                     branchable=wanted.branchable,
                     secrets=secrets,
                 )
             else:
                 report(Phase(f"creating machine {name} (port {chosen})", Stage.CREATE))
-                making = host.engine.create(self.spec(wanted, chosen, pack))
+                making = host.engine.create(self.core.spec(wanted, chosen, pack))
             # A create or branch cut off half-way can leave engine state no delete finds:
             # let it finish even when cancelled, then roll back what it made.
             creating = asyncio.ensure_future(making)
@@ -204,7 +210,7 @@ class BoxMaking(BoxCore):
                     exc.hint = "the machine could not boot; `hbtui doctor` explains why"
                     raise
             whole = pack is None and branch_of is None
-            with scratch(self.paths, "recipe") as tmp:
+            with scratch(self.core.paths, "recipe") as tmp:
                 await guest.provision(
                     host,
                     name,
@@ -225,7 +231,7 @@ class BoxMaking(BoxCore):
             # got (a base build's builder stayed behind, half-made).
             machine = await host.engine.find(name)
             if keep_provisioning:
-                rec = self.registry.read().get(name, host_name)
+                rec = self.core.registry.read().get(name, host_name)
             else:
                 rec = await self._ready(host, name, report)
         except BaseException as exc:
@@ -245,10 +251,10 @@ class BoxMaking(BoxCore):
 
     async def ready(self, name: str, host_name: str, report: Report = ignore) -> None:
         """The end of a `make` kept provisioning: the box is ready, and says where."""
-        await self._ready(await self.hosts.get(host_name), name, report)
+        await self._ready(await self.core.hosts.get(host_name), name, report)
 
     async def _ready(self, host: Host, name: str, report: Report) -> BoxRecord | None:
-        rec = await self.registry.update(name, host.name, status=READY, owner_pid=0, error="")
+        rec = await self.core.registry.update(name, host.name, status=READY, owner_pid=0, error="")
         if rec is not None:
             report(Phase(f"{name} is ready at {host.url(rec.port)}", Stage.DONE))
         return rec
@@ -267,9 +273,9 @@ class BoxMaking(BoxCore):
                         f"remove it with: hbtui rm --force {name}{host_flag(host.name)}"
                     )
                 )
-                await self.registry.update(
+                await self.core.registry.update(
                     name, host.name, status=FAILED, owner_pid=0, error="rollback failed"
                 )
                 return
-        async with self.registry.transaction() as boxes:
+        async with self.core.registry.transaction() as boxes:
             boxes.remove(name, host.name)

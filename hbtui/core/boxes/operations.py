@@ -1,7 +1,7 @@
 """The box lifecycle: start, stop, rm, adopt, repair, and the ways into a box (enter,
-exec, logs, the web UI). BoxOperations is the class every other module holds; it
-inherits `new` and `make` (hbtui.core.boxes.make) and the registry, listing and a box's
-machine (hbtui.core.boxes.core).
+exec, logs, the web UI). BoxOperations is the object every other feature holds; it is
+composed of the box's context (hbtui.core.boxes.core: the registry, listing and a box's
+machine) and its making (hbtui.core.boxes.make: `new` and `make`).
 
 Long operations are async and report progress through a `Report` callable;
 any failure or cancellation undoes what the operation made (machine,
@@ -22,7 +22,7 @@ from hbtui.config import (
     split_list,
 )
 from hbtui.core.boxes import guest, remakes
-from hbtui.core.boxes.core import adopted_policy, bound_variables
+from hbtui.core.boxes.core import BoxCore, adopted_policy, bound_variables
 from hbtui.core.boxes.make import BoxMaking
 from hbtui.core.boxes.remakes import Remake
 from hbtui.core.foundation import recipe as recipes
@@ -50,36 +50,42 @@ from hbtui.events import (
 from hbtui.names import LOCAL, host_flag
 
 
-class BoxOperations(BoxMaking):
-    """Every operation on boxes, on every host: list, make, start, stop, remove, adopt,
-    repair, and the ways into a box; with the registry, the locks and the secrets."""
+class BoxOperations:
+    """Every operation on boxes, on every host, unchecked and unlocked: the box's context
+    (`core`: the registry, locks, secrets, listing), its making (`making`: new, make), and
+    start, stop, remove, adopt, repair and the ways into a box here. What every other
+    feature takes; the front ends reach boxes through `hbtui.core.boxes.door.Boxes`."""
+
+    def __init__(self, core: BoxCore) -> None:
+        self.core = core
+        self.making = BoxMaking(core)
 
     async def finish_remake(self, host: Host, remake: Remake, report: Report) -> BoxRecord:
         """Make the box's machine from its journalled pack (see `core/boxes/remakes.py`)."""
         return await remakes.finish(
             host,
-            self.registry,
-            self.remakes,
+            self.core.registry,
+            self.core.remakes,
             remake,
-            lambda record, pack: self.spec(record, record.port, pack),
-            lambda: self.boot(host, remake.name),
+            lambda record, pack: self.core.spec(record, record.port, pack),
+            lambda: self.core.boot(host, remake.name),
             report,
         )
 
     # -- start / stop / rm / adopt ------------------------------------------------
 
     async def start(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
-        host, view = await self.require(name, host_name)
-        self.refuse_unprovisioned(view)
+        host, view = await self.core.require(name, host_name)
+        self.core.refuse_unprovisioned(view)
         report(Phase(f"starting {name}"))
-        await self.boot(host, name)
+        await self.core.boot(host, name)
         await guest.resume(host, name, report)
         if view.port and view.provisioning == READY:
             await guest.wait_ready(host, name, view.port, report, timeout=90)
-        return await self.get(name, host_name)
+        return await self.core.get(name, host_name)
 
     async def stop(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
-        host, view = await self.require(name, host_name)
+        host, view = await self.core.require(name, host_name)
         if view.state == MachineState.RUNNING:
             if view.provisioning == FAILED:
                 # Its recipe may not have installed the guest tools: no quiesce to ask for.
@@ -91,39 +97,39 @@ class BoxOperations(BoxMaking):
             guest.note_quiesced(0)
         else:
             report(Notice(f"{name} is not running ({view.state})"))
-        return await self.get(name, host_name)
+        return await self.core.get(name, host_name)
 
     async def remove(
         self, name: str, host_name: str = LOCAL, *, report: Report = ignore
     ) -> BoxView:
         """Delete the machine and the row; returns the box as it was."""
-        host = await self.hosts.get(host_name)
-        view = await self.get(name, host_name)
+        host = await self.core.hosts.get(host_name)
+        view = await self.core.get(name, host_name)
         if view.kind != MISSING:
             report(Phase(f"deleting machine {name}"))
             with contextlib.suppress(MachineNotFound):
                 await host.engine.delete(name)
-        async with self.registry.transaction() as boxes:
+        async with self.core.registry.transaction() as boxes:
             boxes.remove(name, host_name)
-        remake = self.remakes.pending(host_name, name)
+        remake = self.core.remakes.pending(host_name, name)
         if remake is not None:  # the user removes the box: its kept disk goes with it
             await host.files.remove_tree(remake.folder)
-            self.remakes.drop(host_name, name)
-        self.locks.forget(host_name, name)
+            self.core.remakes.drop(host_name, name)
+        self.core.locks.forget(host_name, name)
         report(Phase(f"removed {name}" + (f" (port {view.port} freed)" if view.port else "")))
         return view
 
     async def adopt(self, name: str, host_name: str = LOCAL) -> BoxView:
         """Take an orphan (hbtui-labelled machine without a row) back into the registry."""
-        view = await self.get(name, host_name)
+        view = await self.core.get(name, host_name)
         if view.kind != ORPHAN:
             what = "a box of hbtui's already" if view.kind == "box" else f"a {view.kind}"
             raise UsageError(f"{name!r} is not an orphan to adopt: it is {what}")
         if view.port is None:
             raise UsageError(f"{name!r} has no hbtui.port label; cannot adopt it")
-        host = await self.hosts.get(host_name)
+        host = await self.core.hosts.get(host_name)
         egress, credentials, allow = adopted_policy(await host.engine.find(name))
-        async with self.registry.transaction() as boxes:
+        async with self.core.registry.transaction() as boxes:
             clash = next((r for r in boxes.on_host(host_name) if r.port == view.port), None)
             if clash:
                 raise UsageError(f"port {view.port} of {name!r} is used by box {clash.name!r}")
@@ -142,7 +148,7 @@ class BoxOperations(BoxMaking):
                     allow=allow,
                 )
             )
-        return await self.get(name, host_name)
+        return await self.core.get(name, host_name)
 
     async def repair(
         self,
@@ -154,26 +160,26 @@ class BoxOperations(BoxMaking):
     ) -> BoxView:
         """Run the (idempotent) recipe again in an existing box; first, make the machine
         of a box whose remake was interrupted from its kept disk."""
-        remake = self.remakes.pending(host_name, name)
+        remake = self.core.remakes.pending(host_name, name)
         if remake is not None:
             return await self._finish_interrupted_remake(remake, report)
-        host, view = await self.require(name, host_name)
+        host, view = await self.core.require(name, host_name)
         if view.port is None:
             raise UsageError(f"{name!r} has no port; adopt it first: hbtui adopt {name}")
         if view.provisioning == FAILED and view.error == WORK_MISSING:
-            self.refuse_unprovisioned(view)  # the recipe cannot put its repository in
-        recipe_dir = self.recipe_dir(recipe)
+            self.core.refuse_unprovisioned(view)  # the recipe cannot put its repository in
+        recipe_dir = self.core.recipe_dir(recipe)
         version = recipes.recipe_version(recipe_dir)  # every file read before a change
         if view.state != MachineState.RUNNING:
             report(Phase(f"starting {name}"))
-            await self.boot(host, name)
-        record = await self.registry.update(
+            await self.core.boot(host, name)
+        record = await self.core.registry.update(
             name, host_name, status=PROVISIONING, owner_pid=os.getpid()
         )
         inner_port = record.inner_port if record else view.port
-        log_path = self.new_provision_log_path(name, host_name)
+        log_path = self.core.new_provision_log_path(name, host_name)
         try:
-            with scratch(self.paths, "recipe") as tmp:
+            with scratch(self.core.paths, "recipe") as tmp:
                 await guest.provision(
                     host,
                     name,
@@ -195,11 +201,11 @@ class BoxOperations(BoxMaking):
                 f"hbtui repair {name}{host_flag(host_name)}"
             ) from None
         except BaseException:
-            await self.registry.update(
+            await self.core.registry.update(
                 name, host_name, status=FAILED, owner_pid=0, error=f"repair failed; log: {log_path}"
             )
             raise
-        await self.registry.update(
+        await self.core.registry.update(
             name,
             host_name,
             status=READY,
@@ -207,20 +213,20 @@ class BoxOperations(BoxMaking):
             error="",
             recipe=version,
         )
-        return await self.get(name, host_name)
+        return await self.core.get(name, host_name)
 
     async def _finish_interrupted_remake(self, remake: Remake, report: Report) -> BoxView:
-        host = await self.hosts.get(remake.host)
+        host = await self.core.hosts.get(remake.host)
         report(Notice(f"finishing the interrupted remake of {remake.name} from {remake.pack}"))
         remake = replace(remake, pid=os.getpid())  # this process is working on it now
-        self.remakes.write(remake)
+        self.core.remakes.write(remake)
         await to_the_end(self.finish_remake(host, remake, report))
         if remake.was_running:
             return await self.start(remake.name, remake.host, report=report)
-        return await self.get(remake.name, remake.host)
+        return await self.core.get(remake.name, remake.host)
 
     async def _after_interrupted_repair(self, host: Host, view: BoxView, report: Report) -> None:
-        await self.registry.update(
+        await self.core.registry.update(
             view.name, view.host, status=view.provisioning or READY, owner_pid=0
         )
         with contextlib.suppress(HbtuiError):
@@ -231,8 +237,8 @@ class BoxOperations(BoxMaking):
     async def ensure_running(
         self, name: str, host_name: str = LOCAL, *, report: Report = ignore
     ) -> BoxView:
-        _host, view = await self.require(name, host_name)
-        self.refuse_unprovisioned(view)
+        _host, view = await self.core.require(name, host_name)
+        self.core.refuse_unprovisioned(view)
         if view.state != MachineState.RUNNING:
             view = await self.start(name, host_name, report=report)
         return view
@@ -242,7 +248,7 @@ class BoxOperations(BoxMaking):
     ) -> list[str]:
         """The argv for an interactive shell as agent in tmux `main`."""
         await self.ensure_running(name, host_name, report=report)
-        host = await self.hosts.get(host_name)
+        host = await self.core.hosts.get(host_name)
         return host.engine.interactive_argv(name, [f"{recipes.GUEST_BIN}/hb-as-agent", "--tmux"])
 
     async def exec_argv(
@@ -258,7 +264,7 @@ class BoxOperations(BoxMaking):
         if not command:
             raise UsageError("exec needs a command after --, like: hbtui exec NAME -- id")
         await self.ensure_running(name, host_name, report=report)
-        host = await self.hosts.get(host_name)
+        host = await self.core.hosts.get(host_name)
         return host.engine.interactive_argv(
             name, [f"{recipes.GUEST_BIN}/hb-as-agent", "--", *command], tty=tty
         )
@@ -266,28 +272,28 @@ class BoxOperations(BoxMaking):
     async def web(self, name: str, host_name: str = LOCAL) -> WebAccess:
         """A URL here reaching the box's executor: its own for a local box, a port
         forward over SSH for a remote one (held until `close()`)."""
-        host, view = await self.require(name, host_name)
+        host, view = await self.core.require(name, host_name)
         if view.port is None:
             raise HbtuiError(f"box {name!r} has no forwarded port")
         return await host.web(view.port)
 
     async def egress(self, name: str, host_name: str = LOCAL) -> creds.EgressReport:
-        host, _view = await self.require(name, host_name)
-        record = self.registry.read().get(name, host_name)
+        host, _view = await self.core.require(name, host_name)
+        record = self.core.registry.read().get(name, host_name)
         mode = record.egress if record and record.egress else creds.OPEN
         policy = creds.Egress(mode, tuple(split_list(record.allow)) if record else ())
         denials = [_plain_event(e) for e in await host.engine.egress_events(name)]
         return creds.EgressReport(name, host_name, policy, denials)
 
     async def credentials(self, name: str, host_name: str = LOCAL) -> creds.CredentialReport:
-        host, view = await self.require(name, host_name)
-        record = self.registry.read().get(name, host_name)
+        host, view = await self.core.require(name, host_name)
+        record = self.core.registry.read().get(name, host_name)
         names = split_list(record.credentials) if record else []
-        presets = [creds.preset(self.config, n) for n in names]
-        missing = [n for n in names if n not in self.secrets.names()]
+        presets = [creds.preset(self.core.config, n) for n in names]
+        missing = [n for n in names if n not in self.core.secrets.names()]
         plaintext = None
         if view.state == MachineState.RUNNING and view.provisioning == READY:
-            managed = [p.env_var for p in creds.presets(self.config).values()]
+            managed = [p.env_var for p in creds.presets(self.core.config).values()]
             plaintext = await guest.plaintext_keys(host, name, managed)
         known = record is None or record.egress != creds.UNKNOWN
         bound = bound_variables(await host.engine.find(name))
@@ -302,7 +308,7 @@ class BoxOperations(BoxMaking):
         self, name: str, host_name: str = LOCAL, *, tail: int | None = None
     ) -> str:
         """The workload's output, with only its colours (it is the box's: hbtui.boxtext)."""
-        host, _ = await self.require(name, host_name)
+        host, _ = await self.core.require(name, host_name)
         return boxtext.colours(await host.engine.logs(name, tail=tail))
 
     async def follow_logs(
@@ -310,7 +316,7 @@ class BoxOperations(BoxMaking):
     ) -> AsyncIterator[str]:
         """The workload's output line by line, then new lines as they come (each with
         only its colours, as `workload_logs`)."""
-        host, _ = await self.require(name, host_name)
+        host, _ = await self.core.require(name, host_name)
         async for line in host.engine.logs_stream(name, tail=tail):
             yield boxtext.colours(line)
 

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from hbtui.core.foundation.hosts import BusyProbe
-from hbtui.core.foundation.registry import Boxes
+from hbtui.core.foundation.registry import Rows
 from hbtui.errors import HbtuiError, UsageError
 
 USED = "used"
@@ -32,7 +32,7 @@ class PortSlot:
 
 
 async def allocate(
-    boxes: Boxes,
+    boxes: Rows,
     host: str,
     port_range: tuple[int, int],
     probe: BusyProbe,
@@ -70,7 +70,7 @@ async def allocate(
 
 
 async def port_map(
-    boxes: Boxes,
+    boxes: Rows,
     host: str,
     port_range: tuple[int, int],
     probe: BusyProbe,

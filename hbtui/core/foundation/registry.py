@@ -196,7 +196,7 @@ def rows_to_doc(rows: dict[tuple[str, str], BoxRecord]) -> dict[str, Any]:
     return {"version": VERSION, "boxes": doc}
 
 
-class Boxes:
+class Rows:
     """The registry's rows while the lock is held; changes are written on exit."""
 
     def __init__(self, rows: dict[tuple[str, str], BoxRecord]) -> None:
@@ -248,7 +248,7 @@ class Registry:
         except OSError as exc:
             raise self._error(f"cannot write it: {exc.strerror or exc}") from None
 
-    def read(self) -> Boxes:
+    def read(self) -> Rows:
         """A consistent snapshot; changes to it are not saved.
 
         No lock: every version of the file is written whole and renamed into
@@ -256,10 +256,10 @@ class Registry:
         here would also deadlock a process that lists boxes while one of its
         own transactions, a `new` allocating a port, holds it.)
         """
-        return Boxes(self._read())
+        return Rows(self._read())
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Boxes]:
+    async def transaction(self) -> AsyncIterator[Rows]:
         """Exclusive access across processes; rows are saved if the block succeeds."""
         try:
             self.lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -270,7 +270,7 @@ class Registry:
             ) from None
         try:
             await lock_fd(fd)
-            boxes = Boxes(self._read())
+            boxes = Rows(self._read())
             yield boxes
             if boxes.changed:
                 self._write(boxes.rows)

@@ -231,7 +231,7 @@ class SecretInfo:
         return {"name": self.name, "store": self.store, "set": self.set, "boxes": list(self.boxes)}
 
 
-class Secrets:
+class SecretStore:
     """Names in an index file; values in the store each was put in."""
 
     def __init__(self, paths: Paths, config: Config, passphrase: Callable[[bool], bytes]) -> None:

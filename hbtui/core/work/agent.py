@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hbtui import boxtext
-from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.boxes.core import BoxCore
 from hbtui.core.foundation.hosts import Host
 from hbtui.core.foundation.views import BoxView
 from hbtui.core.keys import credentials as creds
@@ -92,7 +92,7 @@ def launcher(agent: str, task_file: str) -> str:
     return f'{_before(folder)}task=$(cat {task_file})\n{agent} "$task"\n{_after(agent, folder)}'
 
 
-def unkeyed(boxes: BoxOperations, name: str, host_name: str, agent: str) -> str | None:
+def unkeyed(boxes: BoxCore, name: str, host_name: str, agent: str) -> str | None:
     """What to tell the user when the box binds no credential to the variable its agent
     reads its key from (None: it does, or the agent reads none we know). Not refused: a
     user may log the agent in inside the box."""
@@ -239,7 +239,7 @@ def read_start(box: str, agent: str, answer: work_box.Answer) -> AgentStart:
 
 
 async def await_start(
-    boxes: BoxOperations, name: str, host_name: str, clone: str, agent: str, seconds: float
+    boxes: BoxCore, name: str, host_name: str, clone: str, agent: str, seconds: float
 ) -> AgentStart:
     """Wait (at most `seconds`) until the agent started in `clone` is seen on its task
     or ended; a box that cannot be asked is UNSEEN, never an error."""
@@ -255,7 +255,7 @@ async def await_start(
 
 
 async def started(
-    boxes: BoxOperations, name: str, host_name: str, clone: str, agent: str, report: Report
+    boxes: BoxCore, name: str, host_name: str, clone: str, agent: str, report: Report
 ) -> AgentStart:
     """`new`'s wait on its agent, once the box is whole: seen on the task is a phase,
     the rest a notice, and an agent that ended is AgentEnded (the box stays). A cancel

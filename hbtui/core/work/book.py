@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hbtui.core.boxes.core import BoxNotFound
-from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.boxes.core import BoxCore, BoxNotFound
 from hbtui.core.foundation.registry import FAILED, WORK_MISSING
 from hbtui.engine import MachineNotFound, MachineNotRunning
 from hbtui.errors import HbtuiError
@@ -95,7 +94,7 @@ def reaching(name: str) -> Iterator[None]:
         raise WorkError(f"box {name} is not there (see: hbtui ls)") from None
 
 
-def work_record(boxes: BoxOperations, book: WorkBook, name: str, host: str) -> WorkRecord:
+def work_record(boxes: BoxCore, book: WorkBook, name: str, host: str) -> WorkRecord:
     """The box's work record; a box that does not exist, or has none, is one line."""
     record = book.get(host, name)
     row = boxes.registry.read().get(name, host) if record is None else None

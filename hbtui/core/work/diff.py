@@ -7,7 +7,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from hbtui import boxtext
-from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.boxes.core import BoxCore
 from hbtui.core.work import box as work_box
 from hbtui.core.work.book import (
     SHA,
@@ -115,7 +115,7 @@ def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answe
 
 
 async def diff(
-    boxes: BoxOperations, book: WorkBook, name: str, host_name: str, *, patch: bool
+    boxes: BoxCore, book: WorkBook, name: str, host_name: str, *, patch: bool
 ) -> WorkDiff:
     record = work_record(boxes, book, name, host_name)
     host = await boxes.hosts.get(host_name)

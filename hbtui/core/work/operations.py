@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
+from hbtui.core.boxes.core import BoxCore
 from hbtui.core.boxes.operations import BoxOperations
 from hbtui.core.foundation import git as gitops
 from hbtui.core.foundation.git import BundleRefused, RepoSeed
-from hbtui.core.foundation.hosts import HostPool
 from hbtui.core.foundation.registry import FAILED, WORK_MISSING
 from hbtui.core.foundation.scratch import scratch
 from hbtui.core.foundation.shield import to_the_end
@@ -36,11 +36,8 @@ from hbtui.core.work.book import (
     reaching,
     work_record,
 )
-from hbtui.core.work.diff import WorkDiff, diff
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
-from hbtui.names import LOCAL, check_name
-from hbtui.paths import Paths
 
 AGENTS = ("claude", "codex", "hermes")
 TASK_MAX = 64 * 1024
@@ -111,7 +108,7 @@ async def _alongside(main: Awaitable[A], side: Awaitable[B]) -> tuple[A, B]:
 
 
 async def seed_box(
-    boxes: BoxOperations, book: WorkBook, name: str, host_name: str, request: WorkRequest,
+    boxes: BoxCore, book: WorkBook, name: str, host_name: str, request: WorkRequest,
     report: Report = ignore,
 ) -> WorkRecord:  # fmt: skip
     """Clone the seed into the box on branch hb/BOX, record it, start the agent."""
@@ -160,7 +157,7 @@ async def branch_work(
     whose work cannot be carried over is removed again: nothing is left half-made."""
 
     async def carry() -> WorkRecord:
-        return await _carry_work(boxes, book, source, src, name, host_name)
+        return await _carry_work(boxes.core, book, source, src, name, host_name)
 
     return await work_into(boxes, book, name, host_name, carry, report)
 
@@ -174,9 +171,9 @@ async def work_into(
     is left failed, saying its repository never went in (written ahead: a view shows
     it only once the box failed); a box that cannot be removed is marked failed."""
     try:
-        await boxes.registry.update(name, host_name, error=WORK_MISSING)
+        await boxes.core.registry.update(name, host_name, error=WORK_MISSING)
         record = await put()
-        await boxes.ready(name, host_name, report)
+        await boxes.making.ready(name, host_name, report)
         return record
     except BaseException:
         report(Phase(f"removing {name}: its work could not be put in"))
@@ -184,13 +181,15 @@ async def work_into(
             await to_the_end(boxes.remove(name, host_name))
         except (HbtuiError, OSError) as exc:
             report(Notice(f"{name} stays, failed: removing it failed: {exc}"))
-            await to_the_end(boxes.registry.update(name, host_name, status=FAILED, owner_pid=0))
+            await to_the_end(
+                boxes.core.registry.update(name, host_name, status=FAILED, owner_pid=0)
+            )
         book.drop(host_name, name)
         raise
 
 
 async def _carry_work(
-    boxes: BoxOperations, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str
+    boxes: BoxCore, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str
 ) -> WorkRecord:
     record = replace(source, branch=branch_name(name))
     host = await boxes.hosts.get(host_name)
@@ -241,7 +240,7 @@ async def _take(
 
 
 async def pull(
-    boxes: BoxOperations,
+    boxes: BoxCore,
     book: WorkBook,
     name: str,
     host_name: str,
@@ -316,54 +315,3 @@ async def pull(
         name, host_name, str(target), refs, dirty, wip_commit if SHA.fullmatch(wip_commit) else "",
         size,
     )  # fmt: skip
-
-
-class WorkOperations:
-    """The Service's work methods (it inherits them: one door, this file for the concern)."""
-
-    paths: Paths
-    _boxes: BoxOperations
-    _hosts: HostPool
-
-    @property
-    def _work(self) -> WorkBook:
-        return WorkBook(self.paths)
-
-    def _work_box(self, name: str, host: str) -> None:
-        check_name(name)
-        if host not in self._hosts.names():
-            raise UsageError(f"unknown host {host!r}; see: hbtui hosts ls")
-
-    async def _put_work(self, name: str, host: str, work: WorkRequest, report: Report) -> None:
-        """The seed and the agent into a box `new` just made (see `work_into`)."""
-
-        async def seed() -> WorkRecord:
-            return await seed_box(self._boxes, self._work, name, host, work, report)
-
-        await work_into(self._boxes, self._work, name, host, seed, report)
-
-    async def repo_seed(self, text: str) -> RepoSeed:
-        """What `new --repo PATH[@REF]` would put in the box (the repository is only read)."""
-        return await gitops.resolve_seed(text)
-
-    async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
-        """The box's work since its seed: commits, changed files and (unless only the
-        stat is asked for) the patch, uncommitted changes included."""
-        self._work_box(name, host)
-        return await diff(self._boxes, self._work, name, host, patch=patch)
-
-    async def pull(
-        self,
-        name: str,
-        host: str = LOCAL,
-        *,
-        wip: bool = False,
-        repo: Path | None = None,
-        report: Report = ignore,
-    ) -> PullResult:
-        """Fetch the box's branches into the host repository (refs/remotes/box/BOX/*)."""
-        self._work_box(name, host)
-        async with self._boxes.locks.hold(host, name, "pull"):
-            return await pull(
-                self._boxes, self._work, name, host, wip=wip, repo=repo, report=report
-            )

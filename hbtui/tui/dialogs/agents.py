@@ -2,7 +2,7 @@
 
 `SessionPicker` dismisses with the chosen session's id; `SendDialog` with the line to
 type into the agent's pane. Neither calls the Service: the App sends the answer
-(`Service.answer_agent`, `Service.send_to_agent`), which checks again in the box; an
+(`Service.agents.answer`, `Service.agents.send`), which checks again in the box; an
 approval or denial carries the request as the list showed it, refused if it changed.
 """
 

@@ -42,7 +42,7 @@ class SaveRequest(SpecRequest):
     operation: ClassVar[str] = "save"
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.save(self.spec, passphrase=self.passphrase, report=report)
+        return service.archives.save(self.spec, passphrase=self.passphrase, report=report)
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class LoadRequest(SpecRequest):
     makes: ClassVar[bool] = True
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.load(self.spec, passphrase=self.passphrase, report=report)
+        return service.archives.load(self.spec, passphrase=self.passphrase, report=report)
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,9 @@ class ExtractRequest:
     holds: ClassVar[None] = None
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.extract(self.archive, self.dest, passphrase=self.passphrase, report=report)
+        return service.archives.extract(
+            self.archive, self.dest, passphrase=self.passphrase, report=report
+        )
 
 
 def _archive_problem(service: Service, text: str) -> str | None:
@@ -77,7 +79,7 @@ def _archive_problem(service: Service, text: str) -> str | None:
     if not text:
         return "which archive? (pick one above, or type a path)"
     try:
-        service.archive_kind(service.resolve_archive(text))
+        service.archives.kind(service.archives.resolve(text))
     except (HbtuiError, OSError, RuntimeError) as exc:  # RuntimeError: ~user unknown
         return str(exc)
     return None
@@ -115,7 +117,7 @@ class SaveDialog(FormDialog[SaveRequest]):
         if first != self.query_one("#passphrase2", Input).value:
             return "the two passphrases differ"
         output = self.path_or_none("#output") if self.query("#output") else None
-        return self.service.save_output_problem(output) if output is not None else None
+        return self.service.archives.output_problem(output) if output is not None else None
 
     def request(self) -> SaveRequest:
         return SaveRequest(
@@ -162,7 +164,7 @@ class ArchiveForm(FormDialog[R]):
         super().__init__()
         self.service = service
         self.taken = taken  # (host, name) of the boxes there are
-        self.folder = service.backups_dir()
+        self.folder = service.archives.folder()
         self.again = again
         self.again_error = error
 
@@ -198,7 +200,7 @@ class ArchiveForm(FormDialog[R]):
         table = self.query_one("#archives", DataTable)
         try:
             entries, last = await asyncio.to_thread(
-                lambda: (self.service.list_archives(), self.service.last_archive())
+                lambda: (self.service.archives.listing(), self.service.archives.last())
             )
         except Exception as exc:
             self.query_one("#archives-title", Label).update(Text(str(exc), "red"))
@@ -244,7 +246,7 @@ class ArchiveForm(FormDialog[R]):
 
     def archive(self) -> Path:
         """The chosen archive, as the request carries it."""
-        return self.service.resolve_archive(self.text("#archive"))
+        return self.service.archives.resolve(self.text("#archive"))
 
     def problem(self) -> str | None:
         """The archive, then its passphrase: what every archive form needs first."""
@@ -268,7 +270,7 @@ class LoadDialog(ArchiveForm[LoadRequest]):
         yield Label("Name of the new box")
         yield Field(placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem", markup=False)
-        yield from host_select(self.service.host_names())
+        yield from host_select(self.service.hosts.names())
 
     @property
     def host(self) -> str:

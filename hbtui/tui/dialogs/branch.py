@@ -83,7 +83,7 @@ class BranchDialog(Dialog[BranchRequest]):
     @work(exclusive=True, group="ports", exit_on_error=False)
     async def load_ports(self) -> None:
         try:
-            self.slots = await self.service.ports(self.view.host)
+            self.slots = await self.service.boxes.ports(self.view.host)
         except Exception as exc:
             self.notify(f"port map unavailable: {exc}", severity="warning")
         self.check()

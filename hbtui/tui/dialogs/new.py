@@ -73,7 +73,7 @@ class NewBoxRequest(SpecRequest):
         before any box exists, and the dialog says why."""
         spec = self.spec
         if self.repo:
-            seed = await service.repo_seed(self.repo)
+            seed = await service.work.repo_seed(self.repo)
             spec = replace(spec, work=WorkRequest(seed, self.task, self.agent))
         return await service.new(spec, report=report)
 
@@ -120,7 +120,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     ) -> None:
         super().__init__()
         self.service = service
-        self.hosts = service.host_names()
+        self.hosts = service.hosts.names()
         self._made: dict[str, Widget] = {}  # the folded sections' widgets made, by selector
         # The folded sections' fields until they are opened (see `value`).
         self._defaults = {**option_defaults(service.config.defaults), **WORK_DEFAULTS}
@@ -206,7 +206,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     def _configured_recipe(self) -> str:
         """The recipe `new` would use: the setting resolved, or as set when it is wrong."""
         try:
-            return str(self.service.recipe_dir())
+            return str(self.service.boxes.recipe_dir())
         except HbtuiError:
             return self.service.config.recipe_setting()
 
@@ -269,13 +269,13 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         def read() -> tuple[str, str | None, set[str], set[str]]:
             recipe = self._configured_recipe()
             try:
-                stored = {s.name for s in self.service.secrets()}
+                stored = {s.name for s in self.service.secrets.listing()}
             except (HbtuiError, OSError) as exc:  # a damaged secrets file: none can be used
                 self.app.call_from_thread(
                     self.notify, str(exc), title="stored secrets unreadable", severity="warning"
                 )
                 stored = set()
-            presets = {p.name for p in self.service.credential_presets()}
+            presets = {p.name for p in self.service.secrets.presets()}
             return recipe, self._check_recipe(recipe), presets, stored
 
         recipe, problem, presets, stored = await asyncio.to_thread(read)
@@ -338,7 +338,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         host, image, recipe, use_base = inputs
         try:
             plan = await asyncio.to_thread(
-                self.service.new_plan, host=host, image=image, recipe=recipe, use_base=use_base
+                self.service.boxes.plan, host=host, image=image, recipe=recipe, use_base=use_base
             )
         except (HbtuiError, OSError, RuntimeError):
             self.say("#plan", "")
@@ -362,7 +362,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         if not text:
             return "which recipe? (a folder with provision/provision.sh)"
         try:
-            self.service.recipe_dir(Path(text))
+            self.service.boxes.recipe_dir(Path(text))
         except (HbtuiError, OSError, RuntimeError) as exc:  # RuntimeError: ~user unknown
             return str(exc)
         return None
@@ -394,7 +394,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         """Read-only: the chosen host's port map for the grid."""
         grid = self.query_one(PortGrid)
         try:
-            grid.set_slots(await self.service.ports(self.host))
+            grid.set_slots(await self.service.boxes.ports(self.host))
         except Exception as exc:
             self.query_one("#port-hint", Label).update(Text(f"port map unavailable: {exc}", "red"))
         self.check()  # the typed port against this host's map
@@ -463,7 +463,9 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
                     cpus=int_or_none(value("#cpus")),
                     memory_mib=int_or_none(value("#memory")),
                     port=int_or_none(self.query_one("#port", Input).value),
-                    recipe=self.service.recipe_dir(Path(self.query_one("#recipe", Input).value)),
+                    recipe=self.service.boxes.recipe_dir(
+                        Path(self.query_one("#recipe", Input).value)
+                    ),
                     use_base=value("#use-base"),
                     branchable=value("#branchable"),
                     credentials=tuple(split_list(value("#credentials"))),

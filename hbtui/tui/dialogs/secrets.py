@@ -58,7 +58,7 @@ class SecretsPassphraseDialog(Dialog[bool]):
     async def unlock(self, passphrase: bytes) -> None:
         """Decrypting is a thread's work: the loop goes on meanwhile."""
         try:
-            await asyncio.to_thread(self.service.unlock_secrets, passphrase)
+            await asyncio.to_thread(self.service.secrets.unlock, passphrase)
         except HbtuiError as exc:
             self.query_one("#error", Label).update(exc.message)
             self.query_one("#ok", Button).disabled = False

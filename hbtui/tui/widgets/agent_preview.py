@@ -2,7 +2,7 @@
 
 The screen comes from the box and is untrusted. It is drawn through
 `hbtui.boxtext.colours` (only text and colour sequences survive, whatever
-`Service.agent_pane` already did), then capped: its last PREVIEW_LINES lines, each at
+`Service.agents.pane` already did), then capped: its last PREVIEW_LINES lines, each at
 most PREVIEW_WIDTH cells, from at most PREVIEW_BYTES of text.
 """
 

@@ -28,7 +28,7 @@ CELL = 2  # columns per port
 
 
 class PortGrid(Widget, can_focus=True):
-    """A compact map of `Service.ports()`."""
+    """A compact map of `Service.boxes.ports()`."""
 
     DEFAULT_CSS = """
     PortGrid { height: auto; padding: 0 1; }

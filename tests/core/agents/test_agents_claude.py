@@ -229,7 +229,7 @@ def test_hostile_status_files_each_give_a_sane_row_and_bad_input_one_line(sim_en
 
         service = build_service()
         try:
-            return await service.agent_pane("b1", pane_id)
+            return await service.agents.pane("b1", pane_id)
         finally:
             await service.close()
 

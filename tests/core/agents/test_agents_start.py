@@ -187,7 +187,7 @@ async def test_ctrl_c_while_new_waits_for_its_agent_ends_only_the_wait(
     monkeypatch.setenv("HBTUI_RECIPE", str(recipe_with(tmp_path, SILENT_AGENT)))
     monkeypatch.setenv(work_agent.WAIT_ENV, "300")
     service = build_service()
-    seed = await service.repo_seed(str(host_repo(tmp_path)))
+    seed = await service.work.repo_seed(str(host_repo(tmp_path)))
     waiting = asyncio.Event()
     wait = work_agent.await_start
 

@@ -1,4 +1,4 @@
-"""The agents' status stream (`Service.watch_agents`, `hb agents --watch`) against the
+"""The agents' status stream (`Service.agents.watch`, `hb agents --watch`) against the
 simulator: a status file written in the box shows in the stream, the stream ends with the
 box, a helper without --watch is polled, and a hostile stream is bounded and says why."""
 
@@ -74,7 +74,7 @@ def box(sim_env):
 async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_box(box, sim_service):
     from hbtui.core.agents.sessions import AgentsChanged, AgentsGone
 
-    watch = sim_service.watch_agents(relist=0.5)
+    watch = sim_service.agents.watch(relist=0.5)
     events = watch.events()
     try:
         first = await until(events, lambda e: row_of(e) is not None)
@@ -95,20 +95,20 @@ async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_bo
 
 
 async def test_agents_takes_a_streamed_box_from_its_stream(box, sim_service):
-    """While a watch streams a box, `Service.agents()` (`hbtui agents`, the dashboard's
+    """While a watch streams a box, `Service.agents.listing()` (`hbtui agents`, the dashboard's
     fallback poll) takes the box's row from the stream instead of an exec in the box;
     once the stream ends it asks the box again."""
-    watch = sim_service.watch_agents(relist=0.5)
+    watch = sim_service.agents.watch(relist=0.5)
     events = watch.events()
     try:
         await asyncio.to_thread(in_box, box, ASK)
         await until(events, lambda e: bool(row_of(e) and row_of(e).sessions))
         replace_helper(box, "process.exit(7);")  # a new exec of the helper fails now
-        [row] = await sim_service.agents()
+        [row] = await sim_service.agents.listing()
         assert row.error == "" and row.sessions[0].status == "needs-you"
     finally:
         await events.aclose()
-    [row] = await sim_service.agents()
+    [row] = await sim_service.agents.listing()
     assert row.error == "hb agents exited with 7" and row.sessions == ()
 
 
@@ -212,7 +212,7 @@ async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(
     assert "--watch" not in old
     replace_helper(box, old)
     await asyncio.to_thread(in_box, box, ASK)
-    watch = sim_service.watch_agents(relist=0.5)
+    watch = sim_service.agents.watch(relist=0.5)
     events = watch.events()
     try:
         polled = await until(events, lambda e: bool(row_of(e) and row_of(e).sessions))
@@ -234,7 +234,7 @@ async def test_a_helper_without_watch_is_polled_and_a_hostile_stream_is_bounded(
     }
     for why, script in hostile.items():
         replace_helper(box, script)
-        watch = sim_service.watch_agents(relist=0.5)
+        watch = sim_service.agents.watch(relist=0.5)
         events = watch.events()
         try:
             bad = await until(events, lambda e: bool(row_of(e) and row_of(e).error))
@@ -268,7 +268,7 @@ async def test_the_dashboard_shows_needs_you_from_the_stream(box, sim_service):
         polled.append(args)
         raise AssertionError("the dashboard polled")
 
-    sim_service.agents = no_poll  # what shows must come from the stream
+    sim_service.agents.listing = no_poll  # what shows must come from the stream
     app = HbtuiApp(sim_service, refresh_seconds=1)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot_until(pilot, lambda: ("local", "b1") in app.main.agents, timeout=60)
@@ -297,7 +297,7 @@ async def test_a_remote_stream_comes_back_after_the_connection_drops(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     service = build_service()
-    watch = service.watch_agents(relist=0.5)
+    watch = service.agents.watch(relist=0.5)
     events = watch.events()
     try:
         first = await until(events, lambda e: row_of(e, "rb1") is not None)

@@ -60,7 +60,7 @@ async def test_save_progress_counts_the_bytes_tar_read(sim_service, sim_env):
     )
     assert filled.returncode == 0, filled.stderr
     seen: list[Transfer] = []
-    await sim_service.save(
+    await sim_service.archives.save(
         SaveSpec("web", verify=False),
         passphrase=PASS,
         report=lambda e: seen.append(e) if isinstance(e, Transfer) else None,
@@ -79,7 +79,7 @@ async def test_save_progress_ends_full(sim_service):
     the resume and the verify that follow."""
     await sim_service.new(NewSpec("small", recipe=SIM_RECIPE))
     seen: list[Transfer] = []
-    await sim_service.save(
+    await sim_service.archives.save(
         SaveSpec("small", verify=False),
         passphrase=PASS,
         report=lambda e: seen.append(e) if isinstance(e, Transfer) else None,

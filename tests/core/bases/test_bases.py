@@ -116,14 +116,14 @@ def test_a_changed_recipe_makes_new_refuse_the_stale_base(sim_env, tmp_path):
 
 async def test_the_plan_says_how_new_will_make_a_box(sim_service, tmp_path):
     recipe = recipe_copy(tmp_path)
-    plan = sim_service.new_plan(recipe=recipe)
+    plan = sim_service.boxes.plan(recipe=recipe)
     assert not plan.fast and "no base of ubuntu:24.04" in plan.why and "base build" in plan.hint
-    base = await sim_service.build_base(recipe=recipe)
-    plan = sim_service.new_plan(recipe=recipe)
+    base = await sim_service.bases.build(recipe=recipe)
+    plan = sim_service.boxes.plan(recipe=recipe)
     assert plan.fast and plan.base == base
-    assert "full provisioning" in sim_service.new_plan(recipe=recipe, use_base=False).why
+    assert "full provisioning" in sim_service.boxes.plan(recipe=recipe, use_base=False).why
     (recipe / "guest" / "profile.sh").write_text("# changed\n")
-    stale = sim_service.new_plan(recipe=recipe)
+    stale = sim_service.boxes.plan(recipe=recipe)
     assert stale.stale and not stale.fast
     with pytest.raises(StaleBase):
         await sim_service.new(NewSpec("s2", recipe=recipe))
@@ -133,8 +133,8 @@ async def test_a_recipe_without_a_per_box_step_has_no_base(sim_service, tmp_path
     recipe = recipe_copy(tmp_path)
     (recipe / "provision" / "first-boot.sh").unlink()
     with pytest.raises(HbtuiError, match=r"no provision/first-boot\.sh"):
-        await sim_service.build_base(recipe=recipe)
-    plan = sim_service.new_plan(recipe=recipe)
+        await sim_service.bases.build(recipe=recipe)
+    plan = sim_service.boxes.plan(recipe=recipe)
     assert not plan.fast and "first-boot.sh" in plan.why
 
 
@@ -142,10 +142,10 @@ async def test_a_failing_per_box_step_rolls_the_new_box_back(sim_service, sim_en
     recipe = recipe_copy(tmp_path)
     first_boot = recipe / "provision" / "first-boot.sh"
     first_boot.write_text(first_boot.read_text().replace("hb_first_boot", "exit 7"))
-    base = await sim_service.build_base(recipe=recipe)
+    base = await sim_service.bases.build(recipe=recipe)
     with pytest.raises(HbtuiError, match=r"first-boot\.sh f1 failed"):
         await sim_service.new(NewSpec("f1", recipe=recipe))
-    assert (await sim_service.list_boxes()).boxes == []
+    assert (await sim_service.boxes.listing()).boxes == []
     assert machines(sim_env) == []
     assert Path(base.pack).is_file()  # the base is not harmed by a box that failed
 
@@ -155,22 +155,22 @@ async def test_a_failing_or_cancelled_base_build_leaves_nothing(sim_service, sim
     script = broken / "provision" / "provision.sh"
     script.write_text(script.read_text().replace("hb_run_steps host-tools", "exit 3; hb_run_steps"))
     with pytest.raises(HbtuiError):
-        await sim_service.build_base(recipe=broken)
-    assert sim_service.bases() == [] and machines(sim_env) == []
-    assert (await sim_service.list_boxes()).boxes == []
+        await sim_service.bases.build(recipe=broken)
+    assert sim_service.bases.listing() == [] and machines(sim_env) == []
+    assert (await sim_service.boxes.listing()).boxes == []
 
     recipe = recipe_copy(tmp_path)
     steps: list[Step] = []
     task = asyncio.ensure_future(
-        sim_service.build_base(recipe=recipe, report=lambda e: steps.append(e))
+        sim_service.bases.build(recipe=recipe, report=lambda e: steps.append(e))
     )
     while not any(isinstance(e, Step) for e in steps):
         await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(Cancelled, match="was rolled back"):
         await task
-    assert sim_service.bases() == [] and machines(sim_env) == []
-    assert (await sim_service.list_boxes()).boxes == []
+    assert sim_service.bases.listing() == [] and machines(sim_env) == []
+    assert (await sim_service.boxes.listing()).boxes == []
     bases_dir = Path(sim_env["HBTUI_HOME"]) / "bases" / "local"
     assert not bases_dir.exists() or list(bases_dir.iterdir()) == []
 
@@ -183,7 +183,7 @@ async def test_a_base_build_cancelled_after_provisioning_leaves_nothing(
     the builder box and the half-written pack go, and it says so in one line."""
     seen: list[str] = []
     task = asyncio.ensure_future(
-        sim_service.build_base(
+        sim_service.bases.build(
             recipe=recipe_copy(tmp_path),
             report=lambda e: seen.append(e.message) if isinstance(e, Phase) else None,
         )
@@ -194,8 +194,8 @@ async def test_a_base_build_cancelled_after_provisioning_leaves_nothing(
     task.cancel()
     with pytest.raises(Cancelled, match=r"the base build in base-\S+ was rolled back"):
         await task
-    assert sim_service.bases() == [] and machines(sim_env) == []
-    assert (await sim_service.list_boxes()).boxes == []
+    assert sim_service.bases.listing() == [] and machines(sim_env) == []
+    assert (await sim_service.boxes.listing()).boxes == []
     bases_dir = Path(sim_env["HBTUI_HOME"]) / "bases" / "local"
     assert not bases_dir.exists() or list(bases_dir.iterdir()) == []
 
@@ -271,7 +271,7 @@ async def test_a_cancelled_branch_rolls_back_and_starts_the_source_again(
     task.cancel()
     with pytest.raises((asyncio.CancelledError, HbtuiError)):
         await task
-    names = [b.name for b in (await sim_service.list_boxes()).boxes]
+    names = [b.name for b in (await sim_service.boxes.listing()).boxes]
     assert names == ["src"] and machines(sim_env) == ["src"]
-    assert (await sim_service.get("src")).state == "running"
+    assert (await sim_service.boxes.get("src")).state == "running"
     assert any(isinstance(e, Notice) and "rolling back child" in e.message for e in events)

@@ -73,17 +73,17 @@ async def test_a_cancelled_credentials_change_never_loses_the_box(
     keys_service, sim_env, phase, delay
 ):
     service = keys_service
-    service.set_secret("github", "ghp_adversarialTOKEN")
+    service.secrets.set("github", "ghp_adversarialTOKEN")
     await service.new(NewSpec("c1"))
     in_box("c1", "sh", "-c", "echo kept > /data/home/agent/workspace/note", env=sim_env)
     events: list[object] = []
     await _cancel_at(
-        service.change_credentials("c1", add=["github"], report=events.append),
+        service.bases.change_credentials("c1", add=["github"], report=events.append),
         phase,
         delay,
         events,
     )
-    view = await service.get("c1")
+    view = await service.boxes.get("c1")
     assert machines(sim_env) == ["c1"], events
     # The registry says what the machine was made with, and it runs again as it did.
     bound = json.loads(
@@ -99,21 +99,21 @@ async def test_a_cancelled_credentials_change_never_loses_the_box(
 
 async def test_base_rm_never_deletes_a_folder_a_damaged_manifest_names(keys_service, tmp_path):
     service = keys_service
-    base = await service.build_base()
+    base = await service.bases.build()
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "work").write_text("mine")
-    manifest = Path(service.bases()[0].pack).parents[1] / f"{base.id}.json"
+    manifest = Path(service.bases.listing()[0].pack).parents[1] / f"{base.id}.json"
     raw = json.loads(manifest.read_text())
     manifest.write_text(json.dumps({**raw, "pack": str(precious / "base.smolmachine")}))
     with pytest.raises(HbtuiError, match="outside") as caught:
-        await service.remove_base(base.id)
+        await service.bases.remove(base.id)
     assert (precious / "work").read_text() == "mine"
     assert str(manifest) in (caught.value.hint or "")
     # A rebuild replaces that manifest without deleting the folder it named either.
-    await service.build_base()
+    await service.bases.build()
     assert (precious / "work").read_text() == "mine"
-    assert Path(service.bases()[0].pack).is_file()
+    assert Path(service.bases.listing()[0].pack).is_file()
 
 
 def secrets_cli(*args: str, env: dict[str, str], stdin: bytes = b"") -> tuple[int, str, str]:
@@ -175,8 +175,8 @@ async def test_a_branch_cancelled_while_its_source_starts_again_leaves_it_runnin
     # The branch was made before: the cancel only waits for the source to run again, and
     # the branch is reported made, not "interrupted".
     assert (await task).name == "kid"
-    assert (await service.get("src")).state == "running"
-    assert sorted(b.name for b in (await service.list_boxes()).boxes) == machines(sim_env)
+    assert (await service.boxes.get("src")).state == "running"
+    assert sorted(b.name for b in (await service.boxes.listing()).boxes) == machines(sim_env)
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.05])
@@ -184,15 +184,15 @@ async def test_a_base_build_cancelled_while_its_builder_is_removed_leaves_no_bui
     keys_service, sim_env, delay
 ):
     service = keys_service
-    first = await service.build_base()
+    first = await service.bases.build()
     (Path(first.pack).parent / "marker").write_text("older")  # the next build is a new folder
     events: list[object] = []
     await _cancel_at(
-        service.build_base(report=events.append), "deleting machine base-", delay, events
+        service.bases.build(report=events.append), "deleting machine base-", delay, events
     )
-    assert machines(sim_env) == [] and (await service.list_boxes()).boxes == []
+    assert machines(sim_env) == [] and (await service.boxes.listing()).boxes == []
     # The new base replaced the older one: its folder alone is left, not both.
-    [base] = service.bases()
+    [base] = service.bases.listing()
     folders = [p for p in Path(base.pack).parents[1].iterdir() if p.is_dir()]
     assert folders == [Path(base.pack).parent], folders
 
@@ -241,4 +241,4 @@ async def test_a_branch_refused_for_its_name_or_port_never_stops_its_source(keys
         with pytest.raises(HbtuiError, match=words):
             await service.branch("src", name, port=port, report=events.append)
         assert not any(isinstance(e, Phase) and "stopping" in e.message for e in events)
-    assert (await service.get("src")).state == "running"
+    assert (await service.boxes.get("src")).state == "running"

@@ -113,7 +113,7 @@ async def test_provisioning_streams_steps_and_keeps_a_log(sim_service):
     assert [s.index for s in steps] == list(range(1, steps[-1].total + 1))
     # A marker is a Step, never also a log line a front end would have to filter.
     assert not any(isinstance(e, LogLine) and "::hbtui::" in e.text for e in events)
-    log = await sim_service.provision_log("b1")
+    log = await sim_service.boxes.provision_log("b1")
     assert log is not None and "::hbtui:: step 1/" in log.path.read_text()
     assert [e for e in log.events if isinstance(e, Step)] == steps
     await sim_service.remove("b1")
@@ -133,9 +133,9 @@ async def test_a_failure_mid_provisioning_leaves_nothing(
     host = sim_host
     assert await host.engine.list() == []
     assert Registry(resolve_paths().registry_file).read().get("b1") is None
-    assert all(s.state != "used" for s in await sim_service.ports())
+    assert all(s.state != "used" for s in await sim_service.boxes.ports())
     assert not list(Path("/tmp").glob("hbtui-recipe-*"))
-    log = (await sim_service.provision_log("b1")).path
+    log = (await sim_service.boxes.provision_log("b1")).path
     assert "injected failure" in log.read_text()
 
 
@@ -204,15 +204,15 @@ async def test_orphans_and_missing_boxes_are_reconciled(sim_service, sim_host):
     host = sim_host
     async with Registry(resolve_paths().registry_file).transaction() as boxes:
         boxes.remove("b1")
-    [orphan] = (await sim_service.list_boxes()).boxes
+    [orphan] = (await sim_service.boxes.listing()).boxes
     assert orphan.kind == "orphan" and orphan.port is not None
-    adopted = await sim_service.adopt("b1")
+    adopted = await sim_service.boxes.adopt("b1")
     assert adopted.kind == "box" and adopted.port == orphan.port
     await host.engine.delete("b1")
-    [missing] = (await sim_service.list_boxes()).boxes
+    [missing] = (await sim_service.boxes.listing()).boxes
     assert (missing.kind, missing.state) == ("missing", "missing")
     await sim_service.remove("b1")
-    assert (await sim_service.list_boxes()).boxes == []
+    assert (await sim_service.boxes.listing()).boxes == []
 
 
 async def test_foreign_machines_show_only_with_all(sim_service, sim_host):
@@ -222,11 +222,11 @@ async def test_foreign_machines_show_only_with_all(sim_service, sim_host):
     await host.engine.create(
         MachineSpec(name="hermes-x", image="python:3.12-slim", cpus=1, memory_mib=512)
     )
-    assert (await sim_service.list_boxes()).boxes == []
-    [foreign] = (await sim_service.list_boxes(include_foreign=True)).boxes
+    assert (await sim_service.boxes.listing()).boxes == []
+    [foreign] = (await sim_service.boxes.listing(include_foreign=True)).boxes
     assert (foreign.name, foreign.kind) == ("hermes-x", "foreign")
     with pytest.raises(HbtuiError, match="hbtui did not make"):
-        await sim_service.adopt("hermes-x")
+        await sim_service.boxes.adopt("hermes-x")
 
 
 @pytest.mark.parametrize(
@@ -261,7 +261,7 @@ async def test_repair_runs_the_recipe_again(sim_service, sim_host):
     broken = await host.engine.exec("b1", ["test", "-x", "/opt/hermes-box/bin/hb-as-agent"])
     assert broken.returncode == 1
     events = []
-    view = await sim_service.repair("b1", recipe=SIM_RECIPE, report=events.append)
+    view = await sim_service.boxes.repair("b1", recipe=SIM_RECIPE, report=events.append)
     assert view.provisioning == "ready" and view.state == "running"
     assert any(isinstance(e, Step) for e in events)
     who = await host.engine.exec("b1", ["/opt/hermes-box/bin/hb-as-agent", "--", "id", "-un"])

@@ -80,7 +80,7 @@ def test_base_build_refuses_an_overlong_image(sim_env):
 async def test_the_service_refuses_them_too(sim_service, kwargs, rule):
     with pytest.raises(UsageError, match=rule):
         await sim_service.new(NewSpec("web", recipe=SIM_RECIPE, **kwargs))
-    assert (await sim_service.list_boxes()).boxes == []
+    assert (await sim_service.boxes.listing()).boxes == []
 
 
 # -- secret values --------------------------------------------------------------------------

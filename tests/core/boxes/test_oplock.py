@@ -11,7 +11,7 @@ import time
 import pytest
 
 from hbtui.config import load_config
-from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.boxes.core import BoxCore
 from hbtui.core.foundation.hosts import HostPool
 from hbtui.core.foundation.oplock import BoxBusy
 from hbtui.core.foundation.views import Busy
@@ -31,10 +31,10 @@ asyncio.run(main())
 
 
 @pytest.fixture
-def boxes(hbtui_home) -> BoxOperations:
+def boxes(hbtui_home) -> BoxCore:
     paths = resolve_paths()
     config = load_config(paths)
-    return BoxOperations(paths, config, HostPool(paths, config))
+    return BoxCore(paths, config, HostPool(paths, config))
 
 
 async def test_a_box_this_process_holds_is_not_busy_to_its_own_listing(boxes):

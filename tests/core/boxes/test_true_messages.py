@@ -103,7 +103,7 @@ def test_a_stopped_box_has_no_services_to_return(hbtui_home):
     from hbtui.wiring import build_service
 
     service = build_service()
-    boxes = service._boxes
+    boxes = service._ops.core
     boxes.paths.ensure()
     boxes.locks.folder.mkdir(parents=True, exist_ok=True)
     record = {
@@ -136,7 +136,7 @@ def _stale_base_of(recipe_dir, sim_service) -> None:
         sha256="0" * 64,
         created="2024-01-01",
     )
-    sim_service._boxes.bases.put(base)
+    sim_service._ops.core.bases.put(base)
 
 
 @pytest.mark.sim
@@ -145,10 +145,10 @@ def test_the_base_hints_name_the_recipe_they_need(sim_service, sim_env, tmp_path
 
     recipe = tmp_path / "my recipe"
     shutil.copytree(SIM_RECIPE, recipe)
-    plain = sim_service.new_plan(recipe=recipe)
+    plain = sim_service.boxes.plan(recipe=recipe)
     assert f"hbtui base build --image ubuntu:24.04 --recipe '{recipe}'" in plain.hint
     _stale_base_of(recipe, sim_service)
-    stale = sim_service.new_plan(recipe=recipe)
+    stale = sim_service.boxes.plan(recipe=recipe)
     assert stale.stale
     assert f"rebuild it: hbtui base build --image ubuntu:24.04 --recipe '{recipe}';" in stale.hint
     refused = subprocess.run(
@@ -172,7 +172,7 @@ def test_the_base_hints_name_the_recipe_they_need(sim_service, sim_env, tmp_path
 
 async def _orphan(service, name: str) -> None:
     """The box's row goes; its machine stays (as after a lost registry)."""
-    async with service._boxes.registry.transaction() as boxes:
+    async with service._ops.core.registry.transaction() as boxes:
         boxes.remove(name)
 
 
@@ -214,7 +214,7 @@ async def test_a_machine_that_does_not_say_is_adopted_as_unknown(sim_service, si
     """A machine made without hbtui's policy labels: neither open nor without keys."""
     from hbtui.engine import MachineSpec
 
-    host = await sim_service._boxes.hosts.get()
+    host = await sim_service._ops.core.hosts.get()
     await host.engine.create(
         MachineSpec(
             name="old",
@@ -446,12 +446,12 @@ async def test_a_box_whose_preset_variable_changed_starts_with_its_own_binding(
     from hbtui.wiring import build_service
 
     service = build_service()
-    service.set_secret("mine", "the-value")
+    service.secrets.set("mine", "the-value")
     await service.new(NewSpec("web", recipe=SIM_RECIPE, credentials=("mine",)))
-    await service.stop("web")
+    await service.boxes.stop("web")
     config.write_text('[credentials.mine]\nenv_var = "MINE_NEW"\nhosts = "api.example.com"\n')
     service = build_service()
-    host = await service._boxes.hosts.get()
+    host = await service._ops.core.hosts.get()
     handed: list[dict[str, str]] = []
     real_start = host.engine.start
 
@@ -460,7 +460,7 @@ async def test_a_box_whose_preset_variable_changed_starts_with_its_own_binding(
         return await real_start(name, **kwargs)
 
     monkeypatch.setattr(host.engine, "start", start)
-    await service.start("web")
+    await service.boxes.start("web")
     assert handed == [{"MINE_OLD": "the-value"}]
 
 

@@ -120,7 +120,7 @@ def test_a_keyring_failing_with_its_own_error_is_one_line(keyring_env):
         "from hbtui.wiring import build_service\n"
         "from hbtui.errors import HbtuiError\n"
         "try:\n"
-        "    build_service()._boxes.secrets.get('github')\n"
+        "    build_service()._ops.core.secrets.get('github')\n"
         "except HbtuiError as exc:\n"
         "    print(exc.message)\n"
     )

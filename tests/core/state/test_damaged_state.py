@@ -815,10 +815,10 @@ def test_a_secrets_index_entry_that_is_not_an_object_is_one_error_not_dropped(tm
     """It was dropped without a word ("No secrets yet"), and the next `secrets set`
     wrote the index without it, orphaning its value in the store."""
     from hbtui.config import Config
-    from hbtui.core.keys.secrets import Secrets, SecretsError
+    from hbtui.core.keys.secrets import SecretsError, SecretStore
     from hbtui.paths import resolve_paths
 
-    secrets = Secrets(resolve_paths({"HBTUI_HOME": str(tmp_path)}), Config(), lambda _: b"pw")
+    secrets = SecretStore(resolve_paths({"HBTUI_HOME": str(tmp_path)}), Config(), lambda _: b"pw")
     secrets.index_path.parent.mkdir(parents=True, exist_ok=True)
     secrets.index_path.write_text('{"anthropic": 5, "openai": {"store": "file"}}')
     before = secrets.index_path.read_bytes()

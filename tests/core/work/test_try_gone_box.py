@@ -47,7 +47,7 @@ async def test_two_keeps_of_one_try_at_once_never_remove_a_kept_box(
     ok(hbtui("try", "2", "t", "--repo", str(repo), "--task", "x", "-q", env=env))
 
     results = await asyncio.gather(
-        sim_service.try_keep("t-1"), sim_service.try_keep("t-2"), return_exceptions=True
+        sim_service.tries.keep("t-1"), sim_service.tries.keep("t-2"), return_exceptions=True
     )
 
     left = [b["name"] for b in json.loads(ok(hbtui("ls", "--json", env=env)).stdout)]

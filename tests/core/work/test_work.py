@@ -210,11 +210,11 @@ def test_a_box_that_does_not_exist_is_named_so(hbtui_home, verb):
 def test_a_try_names_each_box_once_in_its_progress():
     """`try` showed "t-1: t-1 is ready" and "t-1: t-1: full provisioning": a box's own
     message already names it; t-10's message is not t-1's."""
-    from hbtui.core.tries.operations import _prefixed
+    from hbtui.core.tries.operations import prefixed
     from hbtui.events import Event, LogLine, Notice, Phase
 
     seen: list[Event] = []
-    relay = _prefixed("t-1", seen.append)
+    relay = prefixed("t-1", seen.append)
     for event in (
         Phase("reserving a port"),
         Phase("t-1 is ready at http://127.0.0.1:4799/"),
@@ -238,7 +238,7 @@ async def test_an_interrupted_try_ends_once_every_box_is_rolled_back():
     (one whose own rollback was quick) ended the wait for all of them, so the others'
     rollbacks were cut off when the process closed. Now the interrupted call ends only
     once each box's own rollback has, and removes the boxes made after."""
-    from hbtui.core.tries.operations import _make_boxes
+    from hbtui.core.tries.operations import make_boxes
     from hbtui.errors import Cancelled
     from hbtui.events import ignore
 
@@ -266,7 +266,7 @@ async def test_an_interrupted_try_ends_once_every_box_is_rolled_back():
     async def undo(box: str) -> None:
         said.append(f"{box} removed")
 
-    making = asyncio.ensure_future(_make_boxes(["t-1", "t-2", "t-3"], make, undo, ignore))
+    making = asyncio.ensure_future(make_boxes(["t-1", "t-2", "t-3"], make, undo, ignore))
     await all_waiting.wait()
     making.cancel()
     with pytest.raises(asyncio.CancelledError):

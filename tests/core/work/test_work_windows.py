@@ -32,7 +32,7 @@ async def test_ctrl_c_as_the_work_begins_removes_the_box(service, tmp_path, monk
     from hbtui.core.foundation.registry import WORK_MISSING, Registry
     from hbtui.core.foundation.specs import NewSpec, WorkRequest
 
-    seed = await service.repo_seed(str(host_repo(tmp_path)))
+    seed = await service.work.repo_seed(str(host_repo(tmp_path)))
     orig = Registry.update
 
     async def update(self, name, host="local", **changes):
@@ -45,8 +45,8 @@ async def test_ctrl_c_as_the_work_begins_removes_the_box(service, tmp_path, monk
     with pytest.raises(STOPPED):
         await task
     monkeypatch.setattr(Registry, "update", orig)
-    assert service._boxes.registry.read().get("w") is None
-    assert await (await service._boxes.hosts.get("local")).engine.find("w") is None
+    assert service._ops.core.registry.read().get("w") is None
+    assert await (await service._ops.core.hosts.get("local")).engine.find("w") is None
 
 
 async def test_a_try_interrupted_once_its_box_is_ready_removes_it_with_the_record(
@@ -54,18 +54,18 @@ async def test_a_try_interrupted_once_its_box_is_ready_removes_it_with_the_recor
 ):
     """Cancelled on `Service.new`'s last step (its view, once the box is ready), a try's
     box was not counted as made: neither removed nor recorded (the record dropped)."""
-    from hbtui.core.boxes.operations import BoxOperations
+    from hbtui.core.boxes.make import BoxMaking
     from hbtui.core.foundation.specs import WorkRequest
 
-    seed = await service.repo_seed(str(host_repo(tmp_path)))
-    orig = BoxOperations.ready
+    seed = await service.work.repo_seed(str(host_repo(tmp_path)))
+    orig = BoxMaking.ready
     holder: dict[str, asyncio.Task] = {}
 
     async def ready(self, name, host_name, report=None):
         await orig(self, name, host_name, **({"report": report} if report else {}))
         holder["try"].cancel()  # Ctrl-C once the box is ready
 
-    monkeypatch.setattr(BoxOperations, "ready", ready)
+    monkeypatch.setattr(BoxMaking, "ready", ready)
     # A stand-in agent is not needed: the try's box has none if work_agent.start is patched.
     import hbtui.core.work.agent as work_agent
 
@@ -74,12 +74,12 @@ async def test_a_try_interrupted_once_its_box_is_ready_removes_it_with_the_recor
 
     monkeypatch.setattr(work_agent, "start", no_agent)
     holder["try"] = asyncio.create_task(
-        service.try_new(1, "t", WorkRequest(seed, task="x", agent="claude"))
+        service.tries.new(1, "t", WorkRequest(seed, task="x", agent="claude"))
     )
     with pytest.raises(STOPPED):
         await holder["try"]
-    assert service._boxes.registry.read().get("t-1") is None  # made, then removed
-    assert service._tries.get("local", "t") is None
+    assert service._ops.core.registry.read().get("t-1") is None  # made, then removed
+    assert service.tries._book.get("local", "t") is None
 
 
 async def test_try_ls_during_an_interrupted_try_brings_its_record_back(
@@ -87,10 +87,10 @@ async def test_try_ls_during_an_interrupted_try_brings_its_record_back(
 ):
     """`try ls` read the record, worked, then wrote it back whole: a try interrupted
     meanwhile (boxes removed, record dropped) was listed again, its name taken for good."""
-    import hbtui.core.tries.operations as tries
+    import hbtui.core.tries.door as tries
     from hbtui.core.foundation.specs import WorkRequest
 
-    seed = await service.repo_seed(str(host_repo(tmp_path)))
+    seed = await service.work.repo_seed(str(host_repo(tmp_path)))
     in_work, in_ls, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     import hbtui.core.work.agent as work_agent
@@ -109,18 +109,18 @@ async def test_try_ls_during_an_interrupted_try_brings_its_record_back(
     monkeypatch.setattr(work_agent, "start", start_agent)
     monkeypatch.setattr(tries, "diff", diff)
     request = WorkRequest(seed, task="x", agent="claude")
-    making = asyncio.create_task(service.try_new(1, "t", request))
+    making = asyncio.create_task(service.tries.new(1, "t", request))
     await in_work.wait()
-    ls = asyncio.create_task(service.try_rows("t"))
+    ls = asyncio.create_task(service.tries.rows("t"))
     await in_ls.wait()
     making.cancel()
     with pytest.raises(STOPPED):
         await making
-    assert service._tries.get("local", "t") is None  # dropped with its box
-    assert service._boxes.registry.read().get("t-1") is None
+    assert service.tries._book.get("local", "t") is None  # dropped with its box
+    assert service._ops.core.registry.read().get("t-1") is None
     release.set()
     await ls
-    assert service._tries.get("local", "t") is None, "try ls wrote the dropped record back"
+    assert service.tries._book.get("local", "t") is None, "try ls wrote the dropped record back"
 
 
 async def test_a_box_whose_repository_never_went_in_is_removed_not_repaired(service):
@@ -134,15 +134,15 @@ async def test_a_box_whose_repository_never_went_in_is_removed_not_repaired(serv
     await service.new(NewSpec("w"))
     dead = subprocess.Popen(["true"])
     dead.wait()
-    await service._boxes.registry.update(
+    await service._ops.core.registry.update(
         "w", status=PROVISIONING, owner_pid=dead.pid, error=WORK_MISSING
     )
-    view = await service.get("w")
+    view = await service.boxes.get("w")
     assert (view.provisioning, view.error) == (FAILED, WORK_MISSING)
-    for step in (service.start("w"), service.repair("w")):
+    for step in (service.boxes.start("w"), service.boxes.repair("w")):
         with pytest.raises(HbtuiError, match=r"never went in; remove it \(hbtui rm w\)"):
             await step
-    assert (await service.get("w")).provisioning == FAILED
+    assert (await service.boxes.get("w")).provisioning == FAILED
 
 
 async def test_a_box_whose_clone_is_going_in_shows_no_error(service, tmp_path, monkeypatch):
@@ -151,7 +151,7 @@ async def test_a_box_whose_clone_is_going_in_shows_no_error(service, tmp_path, m
     import hbtui.core.work.agent as work_agent
     from hbtui.core.foundation.specs import NewSpec, WorkRequest
 
-    seed = await service.repo_seed(str(host_repo(tmp_path)))
+    seed = await service.work.repo_seed(str(host_repo(tmp_path)))
     in_work = asyncio.Event()
 
     async def start_agent(*a, **k):
@@ -163,7 +163,7 @@ async def test_a_box_whose_clone_is_going_in_shows_no_error(service, tmp_path, m
         service.new(NewSpec("w", work=WorkRequest(seed, task="x", agent="claude")))
     )
     await in_work.wait()
-    view = await service.get("w")
+    view = await service.boxes.get("w")
     making.cancel()
     with pytest.raises(STOPPED):
         await making
@@ -180,7 +180,7 @@ async def test_work_whose_rollback_cannot_remove_the_box_leaves_it_failed(
     from hbtui.core.foundation.specs import NewSpec, WorkRequest
     from hbtui.engine.errors import EngineError
 
-    seed = await service.repo_seed(str(host_repo(tmp_path)))
+    seed = await service.work.repo_seed(str(host_repo(tmp_path)))
 
     async def seed_box(*a, **k):
         raise work.WorkError("cloning failed")
@@ -193,5 +193,5 @@ async def test_work_whose_rollback_cannot_remove_the_box_leaves_it_failed(
     with pytest.raises(work.WorkError, match="cloning failed"):
         await service.new(NewSpec("w", work=WorkRequest(seed)))
     monkeypatch.undo()
-    view = await service.get("w")
+    view = await service.boxes.get("w")
     assert view.provisioning == "failed", (view.provisioning, view.error)
