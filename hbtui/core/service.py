@@ -189,9 +189,11 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
         *,
         port: int | None = None,
         branchable: bool | None = None,
+        setup: bool = True,
         report: Report = ignore,
     ) -> BoxView:
-        """A new box with `source`'s /data and installed state, its own name and port."""
+        """A new box with `source`'s /data and installed state, its own name and port
+        (with a clone: the repository's setup runs in it unless not `setup`)."""
         from hbtui.core.bases import instant
 
         if name == source:
@@ -212,7 +214,7 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
             if seeded is None:
                 return view
             # Its clone goes on as the branch's own work (ready only then, as in `new`).
-            await branch_work(self._boxes, work, seeded, source, name, host, report)
+            await branch_work(self._boxes, work, seeded, source, name, host, report, setup=setup)
             return await done_despite_cancel(self._boxes.get(name, host))
 
     # -- keys and network --------------------------------------------------------------

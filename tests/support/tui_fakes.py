@@ -383,6 +383,7 @@ class FakeService(FakeAgents):
         *,
         port: int | None = None,
         branchable: bool | None = None,
+        setup: bool = True,
         report: Report = ignore,
     ) -> BoxView:
         check_name(name)

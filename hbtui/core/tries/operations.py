@@ -31,6 +31,7 @@ from hbtui.core.work.agent import AgentStart
 from hbtui.core.work.book import WorkBook, WorkError, WorkRecord, work_record
 from hbtui.core.work.diff import WorkDiff, diff
 from hbtui.core.work.operations import PullResult, branch_work, clone_dir
+from hbtui.core.work.setup import SetupFailed
 from hbtui.engine import Bound
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError, UsageError
@@ -119,9 +120,10 @@ async def _make_boxes(
 ) -> tuple[list[str], dict[str, str]]:
     """The boxes of a try or of a branch N ways, TRY_CONCURRENCY at a time: the ones
     made, and why each other one could not be (its own rollback removed it; the others
-    stay). `then` runs for each box made once its slot is free (the waits for the
-    agents run side by side, not TRY_CONCURRENCY at a time). Cancelled (Ctrl-C,
-    SIGTERM), the boxes made so far are removed too."""
+    stay) or, made, failed its repository's setup (it stays, among those made). `then`
+    runs for each box made once its slot is free (the waits for the agents run side by
+    side, not TRY_CONCURRENCY at a time). Cancelled (Ctrl-C, SIGTERM), the boxes made
+    so far are removed too."""
     limit = asyncio.Semaphore(TRY_CONCURRENCY)
     failed: dict[str, str] = {}
     made: list[str] = []
@@ -131,6 +133,11 @@ async def _make_boxes(
             try:
                 await make(box, _prefixed(box, report))
                 made.append(box)
+            except SetupFailed as exc:  # the box stays, made, with no agent to wait for
+                made.append(box)
+                failed[box] = exc.message
+                report(Notice(f"{box}: {exc.message}"))
+                return
             except HbtuiError as exc:
                 failed[box] = exc.message
                 report(Notice(f"{box}: {exc.message}"))
@@ -300,6 +307,7 @@ class TryOperations:
         *,
         check: str = "",
         branchable: bool | None = None,
+        setup: bool = True,
         report: Report = ignore,
     ) -> tuple[TryRecord, dict[str, str]]:
         """`source` branched N ways, NAME-1..NAME-N (NAME: the source's name), as a try
@@ -327,7 +335,9 @@ class TryOperations:
 
                 async def make(box: str, said: Report) -> None:
                     await make_branch(box, said)
-                    await branch_work(self._boxes, book, seeded, source, box, host, said)
+                    await branch_work(
+                        self._boxes, book, seeded, source, box, host, said, setup=setup
+                    )
 
                 async def undo(box: str) -> None:
                     await self._boxes.remove(box, host)
