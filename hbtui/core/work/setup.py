@@ -47,6 +47,7 @@ f={SETUP_FILE}
 echo "{TAG} run"
 set -m
 bash -lc 'exec ./{SETUP_FILE}' < /dev/null 2>&1 &
+set +m  # its group is made: no job notices (they would read as its output)
 echo $! > {_PID}
 wait $!
 status=$?
