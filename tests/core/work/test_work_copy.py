@@ -14,6 +14,7 @@ import pytest
 
 from hbtui.core.work import copy as work_copy
 from hbtui.errors import UsageError
+
 from support import HBTUI_BIN
 from support.work import git, host_repo
 
