@@ -129,7 +129,15 @@ def test_a_failing_setup_keeps_the_box_without_its_agent_and_no_setup_skips_it(e
     assert skipped.returncode == 0, skipped.stdout + skipped.stderr
     assert ".hbtui/setup.sh" not in skipped.stdout
     assert in_box(env, "b2", "ls ~/ran 2>&1").count("No such") == 1
-    assert boxes(env) == {"b1": "ready", "b2": "ready"}
+
+    # Not executable: it runs nothing, and new says so.
+    git(repo, "update-index", "--chmod=-x", ".hbtui/setup.sh")
+    git(repo, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "not executable")
+    plain = hbtui("new", "b3", "--repo", str(repo), env=env)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "! .hbtui/setup.sh in b3's clone is not executable: not run" in plain.stdout
+    assert in_box(env, "b3", "ls ~/ran 2>&1").count("No such") == 1
+    assert boxes(env) == {"b1": "ready", "b2": "ready", "b3": "ready"}
 
 
 @pytest.mark.timeout(600)
