@@ -67,6 +67,11 @@ def count(text: str) -> int:
 
 NAME = arg("name")
 QUIET = arg("-q", "--quiet", action="store_true", help="hide the provisioning output")
+COPY = arg("--copy", type=given, action="append", metavar="PATH",
+           help="a file or folder of the work tree that git ignores (.env), copied into the "
+                "clone as it is; repeatable")  # fmt: skip
+NO_SETUP = arg("--no-setup", action="store_true",
+               help="do not run the repository's .hbtui/setup.sh in the clone")  # fmt: skip
 RECIPE = arg("--recipe", type=given, metavar="DIR", help="a recipe folder (provision/ + guest/)")
 FILE = arg("file")
 BRANCHABLE = arg(
@@ -123,7 +128,7 @@ VERBS: tuple[Verb, ...] = (
         arg("--task-file", type=given, metavar="FILE", help="the first prompt, from a file"),
         arg("--agent", choices=["claude", "codex", "hermes"],
             help="start this agent in tmux main, in the clone, on the task"),
-        QUIET)),
+        COPY, NO_SETUP, QUIET)),
     Verb("branch", "bases:cmd_branch",
          "a new box with another box's /data and installed state; with --count N, N of "
          "them (NAME-1..NAME-N) as a try: see try ls/keep",
@@ -137,7 +142,7 @@ VERBS: tuple[Verb, ...] = (
                  help="branch a box made with --repo N ways, each with its own branch hb/NAME-K"),
              arg("--check", type=given, metavar="CMD",
                  help="with --count: run in each box once its agent is idle (see try ls)"),
-             BRANCHABLE, QUIET)),
+             BRANCHABLE, NO_SETUP, QUIET)),
     Verb("secrets", "", "credential values, kept in the OS keyring or an encrypted file",
          host=False, sub=(
         Verb("set", "keys:cmd_secrets_set",
@@ -282,7 +287,7 @@ VERBS: tuple[Verb, ...] = (
              arg("--check", type=given, metavar="CMD",
                  help="run in each box once its agent is idle (e.g. 'pytest -q')"),
              arg("--yes", action="store_true", help="keep: remove the others without asking"),
-             QUIET)),
+             COPY, NO_SETUP, QUIET)),
     Verb("version", "config:cmd_version", "print the version", host=False),
 )  # fmt: skip
 

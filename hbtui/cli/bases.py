@@ -28,7 +28,13 @@ def cmd_branch(inv: Invocation) -> int:
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.branch(
-                a.source, a.name, inv.host, port=a.port, branchable=a.branchable, report=rep
+                a.source,
+                a.name,
+                inv.host,
+                port=a.port,
+                branchable=a.branchable,
+                setup=not a.no_setup,
+                report=rep,
             )
         )
         rep.finish_steps()

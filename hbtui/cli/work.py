@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 def work_request(inv: Invocation) -> WorkRequest | None:
-    """`new`'s --repo, --task/--task-file and --agent, checked before any box is made."""
+    """`new`'s --repo, --task/--task-file, --agent, --copy and --no-setup, checked before
+    any box is made."""
     from hbtui.core.foundation import WorkRequest
     from hbtui.core.work import TASK_MAX, check_task
     from hbtui.paths import UnreadableFile, read_state
@@ -42,10 +43,13 @@ def work_request(inv: Invocation) -> WorkRequest | None:
     if a.repo is None:
         if task or a.agent:
             raise UsageError("--task and --agent need --repo PATH (the work to do them in)")
+        if a.copy or a.no_setup:
+            raise UsageError("--copy and --no-setup need --repo PATH (the clone they are for)")
         return None
     check_task(task, a.agent or "")
     seed = inv.call(inv.service.work.repo_seed(a.repo))
-    return WorkRequest(seed, task, a.agent or "")
+    copy = inv.call(inv.service.work.repo_copies(seed, a.copy)) if a.copy else ()
+    return WorkRequest(seed, task, a.agent or "", copy=copy, setup=not a.no_setup)
 
 
 def _stat_lines(diff: WorkDiff) -> list[str]:
@@ -123,7 +127,7 @@ def branch_ways(inv: Invocation) -> int:
         record, failed = inv.call(
             inv.service.tries.branch(
                 a.source, a.count, a.name or "", inv.host, check=a.check or "",
-                branchable=a.branchable, report=rep,
+                branchable=a.branchable, setup=not a.no_setup, report=rep,
             )
         )  # fmt: skip
     return _made(inv, record, failed, f"branched from {a.source}")
@@ -140,6 +144,8 @@ def _made(
 
     def text() -> None:
         for box in record.boxes:
+            if box in failed:  # made, but its setup failed: said below
+                continue
             start = starts.get(box)
             if start is None or start.took:
                 sys.stdout.write(f"✓ {box} {done}\n")

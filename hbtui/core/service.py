@@ -136,11 +136,13 @@ class Service:
         *,
         port: int | None = None,
         branchable: bool | None = None,
+        setup: bool = True,
         report: Report = ignore,
     ) -> BoxView:
         """A new box with `source`'s /data and installed state, its own name and port;
-        a source made with a repository gives the branch its work too (spans bases and
-        work: the branch is ready only once its work is in)."""
+        a source made with a repository gives the branch its work too, and the
+        repository's setup runs in it unless not `setup` (spans bases and work: the
+        branch is ready only once its work is in)."""
         from hbtui.core.bases import instant
 
         if name == source:
@@ -164,7 +166,9 @@ class Service:
             if seeded is None:
                 return view
             # Its clone goes on as the branch's own work (ready only then, as in `new`).
-            await work_ops.branch_work(self._ops, book, seeded, source, name, host, report)
+            await work_ops.branch_work(
+                self._ops, book, seeded, source, name, host, report, setup=setup
+            )
             return await done_despite_cancel(self._ops.core.get(name, host))
 
     async def remove(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:

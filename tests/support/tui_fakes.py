@@ -259,6 +259,7 @@ class FakeService:
         *,
         port: int | None = None,
         branchable: bool | None = None,
+        setup: bool = True,
         report: Report = ignore,
     ) -> BoxView:
         check_name(name)

@@ -210,6 +210,7 @@ _KEY_FILES = (
     "/etc/environment /etc/profile /etc/profile.d/*.sh /etc/bash.bashrc "
     "/data/home/agent/.bashrc /data/home/agent/.profile /data/home/agent/.bash_profile "
     "/data/home/agent/.zshrc /data/home/agent/.env /data/home/agent/workspace/.env "
+    "/data/home/agent/work/*/.env "  # a clone's, copied in by `new --repo --copy .env`
     "/data/home/agent/.config/hermes-box/*.env /data/home/agent/.hermes/.env "
     "/root/.bashrc /root/.profile"
 )

@@ -22,6 +22,8 @@ class WorkRequest:
     seed: RepoSeed
     task: str = ""
     agent: str = ""
+    copy: tuple[str, ...] = ()  # git-ignored files of the work tree copied into the clone
+    setup: bool = True  # run the repository's .hbtui/setup.sh in the clone before the agent
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,7 @@ class Tries:
         *,
         check: str = "",
         branchable: bool | None = None,
+        setup: bool = True,
         report: Report = ignore,
     ) -> tuple[TryRecord, dict[str, str]]:
         """`source` branched N ways, NAME-1..NAME-N (NAME: the source's name), as a try
@@ -157,7 +158,7 @@ class Tries:
 
                 async def make(box: str, said: Report) -> None:
                     await make_branch(box, said)
-                    await branch_work(self._ops, book, seeded, source, box, host, said)
+                    await branch_work(self._ops, book, seeded, source, box, host, said, setup=setup)
 
                 async def undo(box: str) -> None:
                     await self._ops.remove(box, host)

@@ -25,6 +25,7 @@ from hbtui.core.tries.book import CheckResult
 from hbtui.core.work import box as work_box
 from hbtui.core.work.book import WorkRecord
 from hbtui.core.work.diff import WorkDiff
+from hbtui.core.work.setup import SetupFailed
 from hbtui.engine import Bound
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Event, Notice, Phase, Report
@@ -111,9 +112,10 @@ async def make_boxes(
 ) -> tuple[list[str], dict[str, str]]:
     """The boxes of a try or of a branch N ways, TRY_CONCURRENCY at a time: the ones
     made, and why each other one could not be (its own rollback removed it; the others
-    stay). `then` runs for each box made once its slot is free (the waits for the
-    agents run side by side, not TRY_CONCURRENCY at a time). Cancelled (Ctrl-C,
-    SIGTERM), the boxes made so far are removed too."""
+    stay) or, made, failed its repository's setup (it stays, among those made). `then`
+    runs for each box made once its slot is free (the waits for the agents run side by
+    side, not TRY_CONCURRENCY at a time). Cancelled (Ctrl-C, SIGTERM), the boxes made
+    so far are removed too."""
     limit = asyncio.Semaphore(TRY_CONCURRENCY)
     failed: dict[str, str] = {}
     made: list[str] = []
@@ -123,6 +125,11 @@ async def make_boxes(
             try:
                 await make(box, prefixed(box, report))
                 made.append(box)
+            except SetupFailed as exc:  # the box stays, made, with no agent to wait for
+                made.append(box)
+                failed[box] = exc.message
+                report(Notice(f"{box}: {exc.message}"))
+                return
             except HbtuiError as exc:
                 failed[box] = exc.message
                 report(Notice(f"{box}: {exc.message}"))

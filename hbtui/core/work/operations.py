@@ -26,6 +26,7 @@ from hbtui.core.foundation.shield import to_the_end
 from hbtui.core.foundation.specs import WorkRequest
 from hbtui.core.work import agent as work_agent
 from hbtui.core.work import box as work_box
+from hbtui.core.work import copy as work_copy
 from hbtui.core.work import intake
 from hbtui.core.work.book import (
     SHA,
@@ -36,6 +37,7 @@ from hbtui.core.work.book import (
     reaching,
     work_record,
 )
+from hbtui.core.work.setup import SetupFailed, run_setup, setup_seconds
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Phase, Report, ignore
 
@@ -92,6 +94,7 @@ def check_task(task: str, agent: str) -> None:
         raise UsageError("the task holds a NUL character")
     if agent:
         work_agent.wait_seconds()  # a bad HBTUI_AGENT_WAIT_SECONDS stops it before any box
+    setup_seconds()  # and so does a bad HBTUI_SETUP_SECONDS
 
 
 async def _alongside(main: Awaitable[A], side: Awaitable[B]) -> tuple[A, B]:
@@ -111,7 +114,8 @@ async def seed_box(
     boxes: BoxCore, book: WorkBook, name: str, host_name: str, request: WorkRequest,
     report: Report = ignore,
 ) -> WorkRecord:  # fmt: skip
-    """Clone the seed into the box on branch hb/BOX, record it, start the agent."""
+    """Clone the seed into the box on branch hb/BOX, record it, copy the named files in,
+    run the repository's setup, start the agent."""
     host = await boxes.hosts.get(host_name)
     seed = request.seed
     record = WorkRecord(str(seed.repo), seed.seed, seed.label, clone_dir(seed), branch_name(name))
@@ -132,6 +136,12 @@ async def seed_box(
             if answer.returncode != 0 or answer.first("head") != seed.seed:
                 raise WorkError(f"cloning the seed in box {name} failed: {answer.why()}")
             book.put(host_name, name, record)
+            if request.copy:
+                await work_copy.put(
+                    host, name, record.clone, seed.repo, request.copy, folder, guest_tmp, report
+                )
+            if request.setup:  # SetupFailed: the box stays, its agent not started
+                await run_setup(host, name, record.clone, request.agent, report)
             if request.agent:
                 if (
                     unkeyed := work_agent.unkeyed(boxes, name, host_name, request.agent)
@@ -149,15 +159,20 @@ async def seed_box(
 
 async def branch_work(
     boxes: BoxOperations, book: WorkBook, source: WorkRecord, src: str, name: str, host_name: str,
-    report: Report = ignore,
+    report: Report = ignore, *, setup: bool = True,
 ) -> WorkRecord:  # fmt: skip
     """A branch of a box with a clone: its copy of the clone's branch hb/SRC becomes
     hb/NAME (and the commit identity hbtui gave SRC, NAME's); the seed stays the
-    source's, so the branch's work is measured from where the source's began. A branch
-    whose work cannot be carried over is removed again: nothing is left half-made."""
+    source's, so the branch's work is measured from where the source's began; then the
+    repository's setup runs in it (`setup`). A branch whose work cannot be carried over
+    is removed again: nothing is left half-made (a failed setup keeps it)."""
 
     async def carry() -> WorkRecord:
-        return await _carry_work(boxes.core, book, source, src, name, host_name)
+        record = await _carry_work(boxes.core, book, source, src, name, host_name)
+        if setup:
+            host = await boxes.core.hosts.get(host_name)
+            await run_setup(host, name, record.clone, "", report)
+        return record
 
     return await work_into(boxes, book, name, host_name, carry, report)
 
@@ -169,12 +184,17 @@ async def work_into(
     """Put the work into a box made kept provisioning (`put`), then make it ready. Any
     failure or cancel removes the box again, so nothing is left half-made; killed, it
     is left failed, saying its repository never went in (written ahead: a view shows
-    it only once the box failed); a box that cannot be removed is marked failed."""
+    it only once the box failed); a box that cannot be removed is marked failed. A
+    failed setup is not half-made: the box is made ready, with its clone, and the
+    failure raised then."""
+    setup_failed: SetupFailed | None = None
     try:
         await boxes.core.registry.update(name, host_name, error=WORK_MISSING)
-        record = await put()
+        try:
+            record = await put()
+        except SetupFailed as exc:
+            setup_failed = exc
         await boxes.making.ready(name, host_name, report)
-        return record
     except BaseException:
         report(Phase(f"removing {name}: its work could not be put in"))
         try:
@@ -186,6 +206,9 @@ async def work_into(
             )
         book.drop(host_name, name)
         raise
+    if setup_failed is not None:
+        raise setup_failed
+    return record
 
 
 async def _carry_work(
