@@ -47,6 +47,7 @@ from hbtui.paths import Paths
 
 if TYPE_CHECKING:
     from hbtui.checks import Check
+    from hbtui.core.boxes.forward import BoxForwards
     from hbtui.core.config.edit import Changed
     from hbtui.core.doctor.checks import DoctorReport
     from hbtui.core.recipe_check import RecipeCheck
@@ -368,6 +369,15 @@ class Service(AgentWatchOperations, WorkOperations, TryOperations):
     async def web(self, name: str, host: str = LOCAL) -> WebAccess:
         self._box(name, host)
         return await self._boxes.web(name, host)
+
+    def forward(self, name: str, host: str = LOCAL) -> BoxForwards:
+        """A box's port forwards (`hbtui forward`, `hbtui open BOX:PORT`): `open(ports)`
+        holds new ones while its block lasts, `running()` lists those of every process."""
+        from hbtui.core.boxes.forward import BoxForwards
+        from hbtui.core.foundation.forwardbook import ForwardBook
+
+        self._box(name, host)
+        return BoxForwards(self._boxes, ForwardBook(self.paths.data_dir / "forwards"), name, host)
 
     async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
         self._box(name, host)

@@ -14,6 +14,7 @@ from hbtui.engine.errors import (
 )
 from hbtui.engine.locate import MIN_VERSION, Located, locate_engine
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
+from hbtui.engine.runner import Pipe
 
 __all__ = [
     "MIN_VERSION",
@@ -32,5 +33,6 @@ __all__ = [
     "MachineNotFound",
     "MachineNotRunning",
     "MachineSpec",
+    "Pipe",
     "locate_engine",
 ]
