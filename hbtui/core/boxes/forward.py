@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import os
 from collections.abc import AsyncIterator, Sequence
 from typing import NoReturn
 
 from hbtui.core.boxes import relay
+from hbtui.core.boxes.listener import AGENT, ForwardError, Listener
 from hbtui.core.boxes.operations import BoxOperations
 from hbtui.core.foundation.forwardbook import ForwardBook, Forwarded
 from hbtui.core.foundation.hosts import Host
@@ -27,17 +27,7 @@ from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import MachineState
 from hbtui.names import host_flag
 
-AGENT = "agent"  # the relays run as the box's agent: reaching its loopback needs no more
-MAX_CONNECTIONS = 32  # at once, a forward; a browser opens six a host. More wait their turn.
 REARM_PAUSE = 1.0  # a watch that ended while the box runs is made again after this
-
-
-class ForwardError(HbtuiError):
-    """A forward that could not start, or that ended on its own."""
-
-
-class HostPortTaken(ForwardError):
-    """The host port asked for is in use on this machine."""
 
 
 class BoxNotRunning(ForwardError):
@@ -97,24 +87,22 @@ class BoxForwards:
             if len(ports) > 1:
                 raise UsageError("--port names the host port of a single forward")
         host = await self._running_box()
-        servers: list[asyncio.Server] = []
-        tasks: set[asyncio.Task[None]] = set()
+        listeners = [Listener(host.engine, self.name, port) for port in ports]
         stopped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         watch: asyncio.Task[None] | None = None
         made: list[Forwarded] = []
         try:
-            slots = asyncio.Semaphore(MAX_CONNECTIONS)
-            for port in ports:
-                server = await self._listen(host, port, local_port, slots, tasks)
-                servers.append(server)
-                bound = server.sockets[0].getsockname()[1]
-                made.append(Forwarded(self.name, self.host, port, bound, os.getpid()))
+            for listener in listeners:
+                await listener.listen(local_port)
+                made.append(
+                    Forwarded(self.name, self.host, listener.port, listener.local_port, os.getpid())
+                )
             watch = asyncio.create_task(self._watch(host, stopped))
             for f in made:
                 self.book.add(f)
             yield Forwarding(tuple(made), stopped)
         finally:
-            await to_the_end(_shut(servers, tasks, watch, stopped))
+            await to_the_end(_shut(listeners, watch, stopped))
             for f in made:
                 self.book.remove(f)
 
@@ -127,43 +115,6 @@ class BoxForwards:
                 f"(hbtui start {self.name}{host_flag(self.host)})"
             )
         return host
-
-    async def _listen(
-        self,
-        host: Host,
-        port: int,
-        local_port: int | None,
-        slots: asyncio.Semaphore,
-        tasks: set[asyncio.Task[None]],
-    ) -> asyncio.Server:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            task = asyncio.current_task()
-            assert task is not None
-            tasks.add(task)
-            try:
-                async with (
-                    slots,
-                    host.engine.exec_pipe(self.name, relay.relay_argv(port), user=AGENT) as pipe,
-                ):
-                    await relay.carry(reader, writer, pipe)
-            except (OSError, HbtuiError):
-                pass  # this connection ends; the forward goes on
-            finally:
-                writer.close()
-                tasks.discard(task)
-
-        wanted = port if local_port is None else local_port
-        try:
-            return await asyncio.start_server(serve, "127.0.0.1", wanted)
-        except OSError as exc:
-            if local_port is None and exc.errno in (errno.EADDRINUSE, errno.EACCES):
-                return await asyncio.start_server(serve, "127.0.0.1", 0)
-            if exc.errno == errno.EADDRINUSE:
-                raise HostPortTaken(
-                    f"port {wanted} on 127.0.0.1 is taken on this machine: choose another "
-                    "with --port, or leave --port out for a free one"
-                ) from None
-            raise ForwardError(f"cannot listen on 127.0.0.1:{wanted}: {exc.strerror}") from None
 
     async def _watch(self, host: Host, stopped: asyncio.Future[None]) -> None:
         try:
@@ -191,21 +142,10 @@ class BoxForwards:
 
 
 async def _shut(
-    servers: list[asyncio.Server],
-    tasks: set[asyncio.Task[None]],
-    watch: asyncio.Task[None] | None,
-    stopped: asyncio.Future[None],
+    listeners: list[Listener], watch: asyncio.Task[None] | None, stopped: asyncio.Future[None]
 ) -> None:
-    """No new connection, then every connection ended (each relay given its grace to end
-    in the box), then the watch."""
-    for server in servers:
-        server.close()
-    for task in list(tasks):
-        task.cancel()
-    if tasks:
-        await asyncio.wait(list(tasks))
-    for server in servers:
-        await server.wait_closed()
+    """Every listener, connection and relay, then the watch."""
+    await asyncio.gather(*(listener.close() for listener in listeners))
     if watch is not None:
         watch.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -21,8 +21,15 @@ CHUNK = 64 * 1024
 RELAY_LINGER = 2
 
 
-def relay_argv(port: int) -> list[str]:
-    return ["socat", "-t", str(RELAY_LINGER), "STDIO", f"TCP:127.0.0.1:{port}"]
+GO = b"g"  # what a relay started ahead waits for before it connects
+
+
+def ahead_argv(port: int) -> list[str]:
+    """A relay started before its connection comes: it connects to the box's port once
+    it reads GO, and not at all if its stdin ends first."""
+    script = f'[ "$(dd bs=1 count=1 2>/dev/null)" = {GO.decode()} ] && exec "$@"'
+    relay = ["socat", "-b", str(CHUNK), "-t", str(RELAY_LINGER), "STDIO", f"TCP:127.0.0.1:{port}"]
+    return ["sh", "-c", script, "relay", *relay]
 
 
 class _Source(Protocol):
