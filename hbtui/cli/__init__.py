@@ -185,8 +185,18 @@ VERBS: tuple[Verb, ...] = (
          args=(NAME,)),
     Verb("exec", "boxes:cmd_exec", "run a command in a box as agent: hbtui exec NAME -- CMD...",
          args=(NAME, arg("command", nargs=argparse.REMAINDER))),
-    Verb("open", "boxes:cmd_open", "open the box's executor web UI", args=(
-        NAME, arg("--print", action="store_true", help="print the URL instead"))),
+    Verb("open", "boxes:cmd_open",
+         "open the box's executor web UI, or with BOX:PORT a running forward of that port",
+         args=(arg("name", metavar="NAME|BOX:PORT"),
+               arg("--print", action="store_true", help="print the URL instead"))),
+    Verb("forward", "forward:cmd_forward",
+         "reach ports on the box's own loopback (its dev servers) from 127.0.0.1 here, "
+         "until Ctrl-C", json=True, args=(
+             NAME,
+             arg("ports", nargs="+", type=int, metavar="PORT", help="a port in the box"),
+             arg("--port", type=int, metavar="HOSTPORT",
+                 help="the port here, for a single PORT (default: PORT itself when free, "
+                      "else a free one)"))),
     Verb("logs", "boxes:cmd_logs", "the box's workload output", args=(
         NAME,
         arg("-f", "--follow", action="store_true"),

@@ -173,7 +173,17 @@ def cmd_exec(inv: Invocation) -> int:
 
 
 def cmd_open(inv: Invocation) -> int:
-    """A local box's URL opens directly; a remote one's through a forward held until Ctrl-C."""
+    """A local box's URL opens directly; a remote one's through a forward held until Ctrl-C.
+    BOX:PORT opens a running `hbtui forward` of that port."""
+    if ":" in inv.args.name:
+        from hbtui.cli.forward import forwarded_url
+
+        url = forwarded_url(inv, inv.args.name)
+        if inv.args.print or not webbrowser.open(url):
+            sys.stdout.write(url + "\n")
+        else:
+            sys.stdout.write(f"opened {url}\n")
+        return 0
 
     async def open_and_hold() -> None:
         web = await inv.service.boxes.web(inv.args.name, inv.host)

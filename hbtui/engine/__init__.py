@@ -16,6 +16,7 @@ from hbtui.engine.errors import (
 )
 from hbtui.engine.locate import MIN_VERSION, Located, locate_engine
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
+from hbtui.engine.runner import Pipe
 
 __all__ = [
     "MIN_VERSION",
@@ -36,5 +37,6 @@ __all__ = [
     "MachineNotRunning",
     "MachinePaused",
     "MachineSpec",
+    "Pipe",
     "locate_engine",
 ]

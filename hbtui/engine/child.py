@@ -42,7 +42,7 @@ class Child:
         self.pid = popen.pid
         self.stdout = stdout
         self.stderr = stderr
-        self._stdin = stdin
+        self.stdin = stdin
         self._exited = asyncio.get_running_loop().create_future()
         _watch_exit(popen, self._exited)
 
@@ -60,13 +60,13 @@ class Child:
         it: the caller ends the child), then wait for the exit."""
 
         async def feed() -> None:
-            if self._stdin is None:
+            if self.stdin is None:
                 return
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 if input:
-                    self._stdin.write(input)
-                    await self._stdin.drain()
-                self._stdin.close()
+                    self.stdin.write(input)
+                    await self.stdin.drain()
+                self.stdin.close()
 
         assert self.stdout is not None
         _, captured = await together(feed(), capture(self.stdout, self.stderr, bound))
@@ -80,6 +80,18 @@ class Child:
         await self.wait()
         for pipe in self._pipes:
             pipe.close()
+
+    async def let_go(self, grace: float) -> None:
+        """Close its pipes (EOF on its stdin, a broken pipe on its next write), give it
+        `grace` seconds to end on that, then end() it. A command in a box ends this way
+        before its group is killed: killing the engine's exec with what it started in
+        the box can leave the box a process no one reaps."""
+        for pipe in self._pipes:
+            pipe.close()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                await self.wait()
+        await self.end()
 
     def kill_group(self) -> None:
         """SIGKILL to the child's whole process group (it leads its own session)."""

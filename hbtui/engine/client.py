@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from hbtui.engine.runner import (
     Completed,
     LineTooLong,
     LocalRunner,
+    Pipe,
     Runner,
     RunTimeout,
     Stream,
@@ -443,6 +445,17 @@ class Engine:
             *self._exec_args(name, argv, user=user, env=env, workdir=workdir, flags=("--stream",))
         )
         return EngineStream(self.runner.stream(args, timeout=timeout), args)
+
+    def exec_pipe(
+        self, name: str, argv: builtins.list[str], *, user: str | None = None
+    ) -> AbstractAsyncContextManager[Pipe]:
+        """A guest command with its stdin and stdout piped here, as bytes both ways, for
+        as long as the block lasts (see Runner.pipe). Its output is the box's: the
+        caller passes it on, bounded, and reads nothing in it."""
+        args = self.argv(
+            *self._exec_args(name, argv, user=user, env=None, workdir=None, flags=("-i",))
+        )
+        return self.runner.pipe(args)
 
     def interactive_argv(
         self,

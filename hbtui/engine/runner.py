@@ -69,6 +69,23 @@ class Stream(Protocol):
     def __aiter__(self) -> AsyncIterator[str]: ...
 
 
+class Pipe(Protocol):
+    """A running command's stdin and stdout as bytes, both ways at once (its stderr is
+    dropped). `write` and `drain` are a StreamWriter's: drain waits while too much is
+    unsent, so what the pipe holds stays bounded."""
+
+    async def read(self, n: int, /) -> bytes: ...
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def write_eof(self) -> None: ...
+
+
+PIPE_GRACE = 5.0  # seconds a piped command has to end once its pipes are closed
+
+
 class Runner(Protocol):
     """Where engine commands run. `label` is "local" or the remote host's name."""
 
@@ -88,6 +105,12 @@ class Runner(Protocol):
         ...
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> Stream: ...
+
+    def pipe(self, argv: list[str]) -> AbstractAsyncContextManager[Pipe]:
+        """`argv` running with its stdin and stdout piped to this process, until the block
+        ends: then its pipes are closed and it is given PIPE_GRACE to end before it is
+        killed. No time limit of its own: it lasts as long as its reader."""
+        ...
 
     def interactive_argv(self, argv: list[str]) -> list[str]: ...
 
@@ -173,6 +196,28 @@ class LocalStream:
             await proc.end()
 
 
+class LocalPipe:
+    """A local child's stdin and stdout (see Pipe)."""
+
+    def __init__(self, proc: child.Child) -> None:
+        assert proc.stdout is not None and proc.stdin is not None
+        self._out = proc.stdout
+        self._in = proc.stdin
+
+    async def read(self, n: int, /) -> bytes:
+        return await self._out.read(n)
+
+    def write(self, data: bytes) -> None:
+        self._in.write(data)
+
+    async def drain(self) -> None:
+        await self._in.drain()
+
+    def write_eof(self) -> None:
+        if not self._in.is_closing():
+            self._in.write_eof()
+
+
 class LocalRunner:
     """Runs commands as child processes of this one."""
 
@@ -203,6 +248,19 @@ class LocalRunner:
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> LocalStream:
         return LocalStream(argv, timeout)
+
+    @contextlib.asynccontextmanager
+    async def pipe(self, argv: list[str]) -> AsyncIterator[LocalPipe]:
+        proc = await child.spawn(argv, env=child_env(), stdin=child.PIPE, stderr=child.DEVNULL)
+        try:
+            yield LocalPipe(proc)
+        finally:
+            ending = asyncio.ensure_future(proc.let_go(PIPE_GRACE))
+            try:
+                await asyncio.shield(ending)
+            except asyncio.CancelledError:
+                await ending  # a cancel does not leave the child behind
+                raise
 
     def interactive_argv(self, argv: list[str]) -> list[str]:
         return list(argv)

@@ -23,8 +23,10 @@ from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
+import asyncssh
+
 from hbtui.engine.capture import USUAL, Bound, Captured, capture
-from hbtui.engine.runner import Completed, Deadline, RunTimeout
+from hbtui.engine.runner import PIPE_GRACE, Completed, Deadline, RunTimeout
 from hbtui.remote.connection import HostConnection
 from hbtui.remote.errors import HostUnreachable
 
@@ -36,6 +38,12 @@ _WRAPPER = (
     'exec "$0" "$@"'
 )
 KILL_TIMEOUT = 10.0
+# A piped command: its stderr dropped there (stdout and stderr share the channel's window,
+# so unread stderr would stall stdout); it ends on its own when the channel closes (EOF
+# on its stdin, a broken pipe on its stdout).
+_PIPE_WRAPPER = (
+    'command -v "$0" >/dev/null 2>&1 || { echo "%s$0" >&2; exit 127; }; exec "$0" "$@" 2>/dev/null'
+)
 
 
 _SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -108,6 +116,26 @@ class SshStream:
             if not finished:
                 await asyncio.shield(self.runner.kill(pid))
             proc.close()
+
+
+class SshPipe:
+    """A remote command's stdin and stdout over its channel (see Pipe)."""
+
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes]) -> None:
+        self._proc = proc
+
+    async def read(self, n: int, /) -> bytes:
+        return await self._proc.stdout.read(n)
+
+    def write(self, data: bytes) -> None:
+        self._proc.stdin.write(data)
+
+    async def drain(self) -> None:
+        await self._proc.stdin.drain()
+
+    def write_eof(self) -> None:
+        with contextlib.suppress(OSError, asyncssh.Error):
+            self._proc.stdin.write_eof()
 
 
 class SshRunner:
@@ -187,6 +215,18 @@ class SshRunner:
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> SshStream:
         return SshStream(self, argv, timeout)
+
+    @contextlib.asynccontextmanager
+    async def pipe(self, argv: list[str]) -> AsyncIterator[SshPipe]:
+        command = "exec /bin/sh -c " + shlex.quote(_PIPE_WRAPPER % _MISSING_TAG) + " "
+        proc = await self.conn.start_process(command + shlex.join(argv), what=argv[0])
+        try:
+            yield SshPipe(proc)
+        finally:
+            proc.close()
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(PIPE_GRACE):
+                    await asyncio.shield(proc.wait_closed())
 
     def interactive_argv(self, argv: list[str]) -> list[str]:
         """`ssh -t HOST 'argv'`: hands this terminal to `argv` on the host."""

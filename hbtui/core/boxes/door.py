@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hbtui.core.boxes.guard import Guard
 from hbtui.core.boxes.operations import BoxOperations
@@ -18,6 +19,9 @@ from hbtui.core.foundation.views import BoxDetails, BoxListing, BoxStats, BoxVie
 from hbtui.core.keys.credentials import CredentialReport, EgressReport
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
+
+if TYPE_CHECKING:
+    from hbtui.core.boxes.forward import BoxForwards
 
 # hbtui.core.boxes.details loads on first use: `ls` does not inspect.
 
@@ -146,6 +150,16 @@ class Boxes:
         """A URL on this machine that reaches the box's web UI (a forward for a remote box)."""
         self._guard.box(name, host)
         return await self._ops.web(name, host)
+
+    def forward(self, name: str, host: str = LOCAL) -> BoxForwards:
+        """A box's port forwards (`hbtui forward`, `hbtui open BOX:PORT`): `open(ports)`
+        holds new ones while its block lasts, `running()` lists those of every process."""
+        from hbtui.core.boxes.forward import BoxForwards
+        from hbtui.core.foundation.forwardbook import ForwardBook
+
+        self._guard.box(name, host)
+        book = ForwardBook(self._core.paths.data_dir / "forwards")
+        return BoxForwards(self._core, book, name, host)
 
     async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
         """The box's workload output, only its colours kept."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hbtui.core.foundation.forwardbook import Forwarded
 from hbtui.core.foundation.git import split_repo_ref
 from hbtui.core.foundation.hosts import WebAccess
 from hbtui.core.foundation.ports import BUSY, FREE, USED, PortSlot
@@ -27,6 +28,7 @@ __all__ = [
     "BoxStats",
     "BoxView",
     "DetailSection",
+    "Forwarded",
     "LoadSpec",
     "NewSpec",
     "PortSlot",
