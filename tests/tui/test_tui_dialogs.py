@@ -98,6 +98,22 @@ async def test_new_checks_the_port_as_you_type(service, typed, problem):
         assert dialog.query_one("#ok", Button).disabled == bool(problem)
 
 
+async def test_new_told_to_close_under_a_question_closes_alone_once_it_is_answered(service):
+    """The App closes the New dialog once the box exists, maybe while a question covers it:
+    it closes when the question is answered, and only it (the main screen stays)."""
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "n", NewBoxDialog)
+        question = ConfirmDialog("Quit", "Quit now?", yes="Quit", no="Stay")
+        await app.push_screen(question)
+        dialog.close()  # as the App does when the box it asked for is reserved
+        assert app.screen is question and dialog in app.screen_stack
+        await pilot.press("n")
+        await until(pilot, lambda: dialog not in app.screen_stack, what="the dialog closed")
+        await settled(pilot)
+        assert app.screen is app.main
+
+
 @pytest.mark.parametrize("key, kind", [("w", SaveDialog), ("d", RemoveDialog)])
 async def test_save_and_delete_refuse_a_box_another_process_is_busy_with(service, key, kind):
     service.views[0] = replace(service.views[0], busy=Busy("save", 4242))

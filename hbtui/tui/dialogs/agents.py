@@ -11,12 +11,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from hbtui.core.agents import SEND_MAX, AgentSession
 from hbtui.present import AGENT_STYLE
-from hbtui.tui.dialogs.base import Dialog, Field, ok_cancel
+from hbtui.tui.dialogs.base import Dialog, Field, Form
 
 
 def session_label(session: AgentSession) -> Text:
@@ -75,25 +75,18 @@ class SendDialog(Dialog[str]):
         super().__init__()
         self.box = box
         self.session = session
+        self.line = Field(placeholder="the answer, or the next prompt", id="line")
 
     def compose_body(self) -> ComposeResult:
         to = f"the agent in {self.box}"
         if self.session is not None:
             to = f"{self.session.agent} ({self.session.session_id[:8]}) in {self.box}"
-        yield Static(f"Typed into {to}'s pane, then Enter.", markup=False)
-        yield Field(placeholder="the answer, or the next prompt", id="line")
-        yield Label("", id="error", classes="problem", markup=False)
-        yield from ok_cancel("Send")
+        with Form("Send", lambda: line_problem(self.line.value), self.send):
+            yield Static(f"Typed into {to}'s pane, then Enter.", markup=False)
+            yield self.line
 
     def on_mount(self) -> None:
-        self.focus_field(self.query_one("#line", Input))
+        self.focus_field(self.line)
 
-    @on(Input.Submitted)
-    @on(Button.Pressed, "#ok")
-    def submit(self, event: Input.Submitted | Button.Pressed) -> None:
-        self.as_submitted(event)
-        text = self.query_one("#line", Input).value
-        problem = line_problem(text)
-        self.query_one("#error", Label).update(problem or "")
-        if problem is None:
-            self.dismiss(text)
+    def send(self) -> None:
+        self.dismiss(self.line.value)

@@ -1,5 +1,6 @@
-"""What every dialog shares: the frame, the text field, the form, and the checks of a
-box name, a host and a port that several dialogs make.
+"""What every dialog shares: the frame, the text field, the form and its passphrase,
+and the checks of a box name, a host and a port that several dialogs make. A dialog is a
+`Dialog` and holds the rest (fields, checks, an archive picker): it does not inherit them.
 
 A dialog only collects input: submitting it dismisses it with a request (each
 feature's module defines its own, next to its dialog) holding the values as
@@ -12,6 +13,7 @@ no problem the dialog could have seen.
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.message_pump import _MessagePumpMeta
 from textual.screen import ModalScreen
 from textual.validation import ValidationResult
 from textual.widget import Widget
@@ -110,7 +113,12 @@ class Closable(ModalScreen[S]):
             self.dismiss(None)
 
 
-class Dialog(Closable[R | None]):
+class _DialogMeta(_MessagePumpMeta, ABCMeta):
+    """Textual's classes have a metaclass of their own: a dialog's is both it and ABCMeta,
+    so a dialog that leaves out what it must provide fails as it is made, not as it shows."""
+
+
+class Dialog(Closable[R | None], metaclass=_DialogMeta):
     """A centred box with a title; escape cancels (dismisses with None).
 
     Tab and shift+tab move the focus as soon as the App reads them (priority bindings):
@@ -137,8 +145,9 @@ class Dialog(Closable[R | None]):
             yield from self.compose_body()
         yield KeyFooter(compact=True)  # this dialog's keys, over the main screen's
 
+    @abstractmethod
     def compose_body(self) -> ComposeResult:
-        yield from ()
+        """The dialog's fields and buttons, under its title."""
 
     def focus_field(self, field: Widget) -> None:
         """Focus a field, scrolling the form only as far as it must to show it: Textual
@@ -175,6 +184,13 @@ class Dialog(Closable[R | None]):
         reaches the dialog: put the value back as it was submitted."""
         if isinstance(event, Input.Submitted):
             event.input.value = event.value
+
+    def text(self, selector: str) -> str:
+        return self.query_one(selector, Input).value.strip()
+
+    def path_or_none(self, selector: str) -> Path | None:
+        text = self.text(selector)
+        return Path(text).expanduser() if text else None
 
 
 def int_or_none(text: str) -> int | None:
@@ -219,61 +235,62 @@ def ok_cancel(
         yield Button("Cancel", id="cancel")
 
 
-class FormDialog(Dialog[R]):
-    """A form for an archive operation: checked on submit, dismissed with its request."""
+class Form(Vertical):
+    """A dialog's form: the fields composed in it (`with Form(...):`), then the line that
+    says why it cannot be submitted yet (`#error`), its action (`#ok`, labelled `verb`) and
+    Cancel. Enter in a field, or the action, checks it (`problem`) and, when nothing is
+    wrong, runs `then` (the dialog dismissed with its request)."""
 
-    START_LABEL = "Start"
+    DEFAULT_CSS = "Form { height: auto; }"
 
-    def compose_body(self) -> ComposeResult:
-        yield from self.compose_form()
+    def __init__(
+        self, verb: str, problem: Callable[[], str | None], then: Callable[[], object]
+    ) -> None:
+        super().__init__()
+        self.verb = verb
+        self._problem = problem
+        self._then = then
+
+    def compose(self) -> ComposeResult:
         yield Label("", id="error", classes="problem", markup=False)
-        yield from ok_cancel(self.START_LABEL)
-
-    def compose_form(self) -> ComposeResult:
-        yield from ()
-
-    def on_mount(self) -> None:
-        self.focus_field(self.first_field())
-
-    def first_field(self) -> Input:
-        """The field the form starts in."""
-        return self.query(Input).first()
-
-    def problem(self) -> str | None:
-        """Why the form cannot be submitted yet (None: it can)."""
-        return None
-
-    def request(self) -> R:
-        """The form's values as a request (called once, when they pass `problem`)."""
-        raise NotImplementedError
+        yield from ok_cancel(self.verb)
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")
-    def submit(self, event: Input.Submitted | Button.Pressed) -> None:
-        self.as_submitted(event)
-        problem = self.problem()
+    def submitted(self, event: Input.Submitted | Button.Pressed) -> None:
+        Dialog.as_submitted(event)
+        problem = self._problem()
         self.query_one("#error", Label).update(problem or "")
         if not problem:
-            self.dismiss(self.request())
+            self._then()
 
-    def text(self, selector: str) -> str:
-        return self.query_one(selector, Input).value.strip()
 
-    def path_or_none(self, selector: str) -> Path | None:
-        text = self.text(selector)
-        return Path(text).expanduser() if text else None
+class Passphrase:
+    """A dialog's passphrase field (or two, the second to be sure of it): composed,
+    checked, and taken as bytes, the fields wiped as it is taken."""
 
-    def take_passphrase(self) -> bytes:
-        """The typed passphrase as bytes; the input boxes are wiped."""
-        secret = self.query_one("#passphrase", Input).value.encode()
-        for widget in self.query(".secret").results(Input):
-            widget.value = ""
+    def __init__(self, *, twice: bool) -> None:
+        self.field = Field(password=True, id="passphrase", classes="secret")
+        self.again = Field(password=True, id="passphrase2", classes="secret") if twice else None
+
+    def compose(self) -> ComposeResult:
+        yield Label("Passphrase")
+        yield self.field
+        if self.again is not None:
+            yield Label("Passphrase again")
+            yield self.again
+
+    def problem(self, missing: str) -> str | None:
+        """`missing` while none is typed; typed twice, whether the two differ."""
+        if not self.field.value:
+            return missing
+        if self.again is not None and self.again.value != self.field.value:
+            return "the two passphrases differ"
+        return None
+
+    def take(self) -> bytes:
+        secret = self.field.value.encode()
+        for field in (self.field, self.again):
+            if field is not None:
+                field.value = ""
         return secret
-
-
-def passphrase_inputs(twice: bool) -> ComposeResult:
-    yield Label("Passphrase")
-    yield Field(password=True, id="passphrase", classes="secret")
-    if twice:
-        yield Label("Passphrase again")
-        yield Field(password=True, id="passphrase2", classes="secret")

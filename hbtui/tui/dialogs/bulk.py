@@ -7,37 +7,40 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
-from textual.widgets import Checkbox, Static
+from textual.widgets import Static
 
-from hbtui.core.foundation import BoxView, SaveSpec
-from hbtui.tui.dialogs.archive import SaveDialog, SaveRequest
-from hbtui.tui.dialogs.base import passphrase_inputs
+from hbtui.core.foundation import BoxView
+from hbtui.tui.dialogs.archive import SaveFields, SaveRequest
+from hbtui.tui.dialogs.base import Dialog, Form
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
 
 
-class BulkSaveDialog(SaveDialog):
+class BulkSaveDialog(Dialog[SaveRequest]):
+    """Dismissed with the request for the first box (`service`: as Save is given it; the
+    folder needs no check); the App makes one of it for each."""
+
     TITLE_TEXT = "Save boxes"
 
     def __init__(self, service: Service, views: list[BoxView]) -> None:
-        super().__init__(service, views[0])
+        super().__init__()
         self.views = views
+        self.fields = SaveFields("Verify each archive after writing it")
 
-    def compose_form(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         names = ", ".join(v.name for v in self.views)
-        yield Static(
-            f"Save {len(self.views)} boxes ({names}) to encrypted archives in the backups "
-            "folder, one each, all with this passphrase (each box is paused while it is saved).",
-            markup=False,
-        )
-        yield from passphrase_inputs(twice=True)
-        yield Checkbox("Verify each archive after writing it", value=True, id="verify")
+        with Form("Save", self.fields.problem, self.save):
+            yield Static(
+                f"Save {len(self.views)} boxes ({names}) to encrypted archives in the backups "
+                "folder, one each, all with this passphrase (each box is paused while it is "
+                "saved).",
+                markup=False,
+            )
+            yield from self.fields.compose()
 
-    def request(self) -> SaveRequest:
-        return SaveRequest(
-            SaveSpec(
-                self.view.name, self.view.host, verify=self.query_one("#verify", Checkbox).value
-            ),
-            passphrase=self.take_passphrase(),
-        )
+    def on_mount(self) -> None:
+        self.focus_field(self.fields.passphrase.field)
+
+    def save(self) -> None:
+        self.dismiss(self.fields.request(self.views[0]))

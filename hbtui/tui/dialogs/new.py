@@ -252,7 +252,8 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self.focus_field(self.query_one("#name", Input))
 
     def on_screen_resume(self) -> None:
-        super().on_screen_resume()
+        # Closable's own handler runs too (Textual calls each class's): calling it here
+        # as well dismissed twice, and the second popped the main screen.
         if self._reopened:  # the reads, once the first frame is drawn (see on_mount)
             self._reopened = False
             self.call_after_refresh(self._load)

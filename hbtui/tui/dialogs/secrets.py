@@ -13,7 +13,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from hbtui.environment import SECRETS_PASSPHRASE_ENV
 from hbtui.errors import HbtuiError
-from hbtui.tui.dialogs.base import Dialog, Field, ok_cancel
+from hbtui.tui.dialogs.base import Dialog, Passphrase, ok_cancel
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
@@ -26,6 +26,7 @@ class SecretsPassphraseDialog(Dialog[bool]):
         super().__init__()
         self.service = service
         self.why = why  # what needs the secrets ("start web")
+        self.passphrase = Passphrase(twice=False)
 
     def compose_body(self) -> ComposeResult:
         yield Static(
@@ -34,20 +35,18 @@ class SecretsPassphraseDialog(Dialog[bool]):
             "hbtui to skip this question).",
             markup=False,
         )
-        yield Label("Passphrase")
-        yield Field(password=True, id="passphrase", classes="secret")
+        yield from self.passphrase.compose()
         yield Label("", id="error", classes="problem", markup=False)
         yield from ok_cancel("Unlock")
 
     def on_mount(self) -> None:
-        self.focus_field(self.query_one("#passphrase", Input))
+        self.focus_field(self.passphrase.field)
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")
     def submit(self, event: Input.Submitted | Button.Pressed) -> None:
         self.as_submitted(event)
-        field = self.query_one("#passphrase", Input)
-        typed, field.value = field.value.encode(), ""
+        typed = self.passphrase.take()
         if not typed:
             self.query_one("#error", Label).update("type the passphrase")
             return
@@ -62,6 +61,6 @@ class SecretsPassphraseDialog(Dialog[bool]):
         except HbtuiError as exc:
             self.query_one("#error", Label).update(exc.message)
             self.query_one("#ok", Button).disabled = False
-            self.query_one("#passphrase", Input).focus()
+            self.passphrase.field.focus()
             return
         self.dismiss(True)
