@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING
 from textual.worker import Worker
 
 from hbtui.core.agents import AgentSession, AgentsGone, BoxAgents
+from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.agent_state import live, waiting
 from hbtui.tui.alerts import alert_text, notify_send_argv, osc9, run_notify_send
 from hbtui.tui.box_actions import BoxActions
+from hbtui.tui.failure import Failure, describe
 from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, AgentsWanted
-from hbtui.tui.operations import describe_error
 
 if TYPE_CHECKING:
     from hbtui.core.agents import AgentWatch
@@ -63,8 +64,8 @@ class Agents(BoxActions):
         while True:
             try:
                 rows = await self.service.agents()
-            except Exception as exc:  # the dashboard outlives a broken engine
-                self._to_main(AgentsLoaded(None, describe_error(exc)))
+            except HbtuiError as exc:  # the dashboard outlives a broken engine
+                self._to_main(AgentsLoaded(None, Failure.of(exc)))
             else:
                 self._alert_new(rows)
                 self._to_main(AgentsLoaded(rows))
@@ -80,7 +81,7 @@ class Agents(BoxActions):
         if self._watch is None:
             try:
                 self._watch = self.service.watch_agents()
-            except Exception:  # a Service without streams: the poll does it
+            except AttributeError:  # a Service without streams: the poll does it
                 self._watch_failed = True
                 return False
             self._start(partial(self._watching, self._watch), "agents-watch")
@@ -100,9 +101,9 @@ class Agents(BoxActions):
                 shown = list(rows.values())
                 self._alert_new(shown)
                 self._to_main(AgentsLoaded(shown))
-        except Exception as exc:  # the dashboard outlives a broken watch: it polls
+        except Exception as exc:  # whatever broke the watch, the poll takes over
             self._watch, self._watch_failed = None, True
-            self._to_main(AgentsLoaded(None, describe_error(exc)))
+            self._to_main(AgentsLoaded(None, Failure.of(exc)))
 
     async def stop_watching_agents(self) -> None:
         """The streams end with the dashboard (and none starts again)."""
@@ -147,8 +148,8 @@ class Agents(BoxActions):
     async def _agent_pane(self, key: BoxKey, pane: str) -> None:
         try:
             text = await self.service.agent_pane(key[1], pane, key[0])
-        except Exception as exc:
-            self._to_main(AgentPaneLoaded(key, pane, "", describe_error(exc)))
+        except HbtuiError as exc:
+            self._to_main(AgentPaneLoaded(key, pane, "", Failure.of(exc)))
             return
         self._to_main(AgentPaneLoaded(key, pane, text))
 
@@ -206,8 +207,8 @@ class Agents(BoxActions):
                 request=shown.request,
                 waiting_for=shown.waiting_for,
             )
-        except Exception as exc:
-            self.notify(describe_error(exc), title="agent", severity="warning", markup=False)
+        except HbtuiError as exc:
+            self.notify(describe(exc), title="agent", severity="warning", markup=False)
             return
         done = "approved" if decision == ALLOW else "denied"
         what = answer.session.waiting_for or f"session {answer.session.session_id[:8]}"
@@ -246,8 +247,8 @@ class Agents(BoxActions):
         host, name = key
         try:
             sent = await self.service.send_to_agent(name, text, host, session=session)
-        except Exception as exc:
-            self.notify(describe_error(exc), title="agent", severity="warning")
+        except HbtuiError as exc:
+            self.notify(describe(exc), title="agent", severity="warning")
             return
         self.notify(f"sent to {sent.agent} in {name}", title="agent")
         self.post_message(AgentsWanted())

@@ -29,7 +29,7 @@ from hbtui import boxtext
 from hbtui.config import check_keymap
 from hbtui.tui.actions import MAIN, default_keys, in_scope, scopes
 from hbtui.tui.agents import Agents
-from hbtui.tui.operations import describe_error
+from hbtui.tui.failure import describe
 from hbtui.tui.screens.main import MainScreen
 from hbtui.tui.work_actions import WorkActions
 
@@ -105,7 +105,7 @@ class HbtuiApp(WorkActions, Agents):
         worker = event.worker
         if event.state == WorkerState.ERROR and worker.error is not None:
             self.notify(
-                describe_error(worker.error),
+                describe(worker.error),
                 severity="error",
                 title=f"internal error in {worker.group}",
                 timeout=10,

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 Clock = Callable[[], datetime]
 Launcher = Callable[[list[str]], Awaitable[int]]  # runs argv on this terminal, returns its status
-Opener = Callable[[str], object]  # shows a URL in a browser; False (or raising): no browser
+Opener = Callable[[str], object]  # shows a URL in a browser; False (or OSError): no browser
 
 
 class DashboardBase(App[None]):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from hbtui.core.foundation import BoxView
 from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
+from hbtui.tui.failure import Failure
 from hbtui.tui.requests import StartRequest, StopRequest
 from hbtui.tui.web_shell import WebAndShell
 
@@ -147,12 +148,15 @@ class BoxActions(WebAndShell):
         if request is not None:
             self._show_progress(self.run_request(request), f"Saving {request.spec.name}")
 
-    def action_load_box(self, again: LoadRequest | None = None, error: str = "") -> None:
+    def action_load_box(
+        self, again: LoadRequest | None = None, failure: Failure | None = None
+    ) -> None:
         """The Load dialog; `again`: the request whose passphrase was wrong, to ask for the
-        passphrase once more (its archive, name and host kept, `error` said)."""
+        passphrase once more (its archive, name and host kept, `failure` said)."""
         from hbtui.tui.dialogs.archive import LoadDialog
 
-        self.push_screen(LoadDialog(self.service, self._taken(), again, error), self._load)
+        why = failure.text if failure is not None else ""
+        self.push_screen(LoadDialog(self.service, self._taken(), again, why), self._load)
 
     def _remember(self, archive: Path) -> None:
         """The archive picked, offered first by the next Load or Extract (in any run)."""
@@ -171,11 +175,14 @@ class BoxActions(WebAndShell):
             operation.ask_again = partial(self.action_load_box, request)
         self._show_progress(operation, f"Loading {spec.archive.name} into {spec.name}")
 
-    def action_extract_archive(self, again: ExtractRequest | None = None, error: str = "") -> None:
-        """The Extract dialog (`again`, `error`: as for Load)."""
+    def action_extract_archive(
+        self, again: ExtractRequest | None = None, failure: Failure | None = None
+    ) -> None:
+        """The Extract dialog (`again`, `failure`: as for Load)."""
         from hbtui.tui.dialogs.archive import ExtractDialog
 
-        self.push_screen(ExtractDialog(self.service, (), again, error), self._extract)
+        why = failure.text if failure is not None else ""
+        self.push_screen(ExtractDialog(self.service, (), again, why), self._extract)
 
     def _extract(self, request: ExtractRequest | None) -> None:
         if request is None:

@@ -20,6 +20,7 @@ from textual.message import Message
 from hbtui.core.foundation import BoxListing, BoxStats, PortSlot
 from hbtui.events import Event
 from hbtui.tui.activity import BoxKey
+from hbtui.tui.failure import Failure
 
 if TYPE_CHECKING:
     from hbtui.core.agents import BoxAgents
@@ -59,14 +60,14 @@ class ProvisionLogWanted(Message):
 
 @dataclass
 class ListingLoaded(Message):
-    """A `list_boxes()` answer, or why there is none (only the newest one matters).
+    """A `list_boxes()` answer, or the failure that left none (only the newest one matters).
 
     `asked_at` (time.monotonic()) is when the question was asked: what an
     operation reported about a box after that is newer than this answer."""
 
     listing: BoxListing | None
     asked_at: float
-    error: str = ""
+    failure: Failure | None = None
     bases: int = 0  # how many bases there are, on every host
 
     def can_replace(self, message: Message) -> bool:
@@ -77,7 +78,7 @@ class ListingLoaded(Message):
 class PortsLoaded(Message):
     host: str
     slots: list[PortSlot]
-    error: str = ""
+    failure: Failure | None = None
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, PortsLoaded)
@@ -138,10 +139,10 @@ class AgentsWanted(Message):
 @dataclass
 class AgentsLoaded(Message):
     """`Service.agents()`: one row per running box (a box that could not be asked says
-    why in its row), or why there are none at all."""
+    why in its row), or the failure that left none at all."""
 
     rows: list[BoxAgents] | None
-    error: str = ""
+    failure: Failure | None = None
 
 
 @dataclass
@@ -159,4 +160,4 @@ class AgentPaneLoaded(Message):
     key: BoxKey
     pane: str
     text: str
-    error: str = ""
+    failure: Failure | None = None

@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
-from hbtui import boxtext
-from hbtui.errors import HbtuiError
 from hbtui.events import Event, Report
 from hbtui.tui import plain
 from hbtui.tui.activity import Activity, BoxKey
+from hbtui.tui.failure import Failure
 
 if TYPE_CHECKING:
     from textual.message_pump import MessagePump
@@ -39,20 +38,13 @@ if TYPE_CHECKING:
 Call = Callable[[Report], Awaitable[object]]  # one Service call, given its Report
 
 
-def describe_error(exc: BaseException) -> str:
-    """The one plain line the dashboard shows for a failure (a bug's type when it says
-    nothing): an error may quote what a box said (git's stderr, a file name in an archive)."""
-    if isinstance(exc, HbtuiError):
-        return boxtext.line(exc.message)
-    return boxtext.line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-
-
 class ProgressView(Protocol):
     """A screen that shows one operation's progress (the archive operations')."""
 
     def show(self, event: Event) -> None: ...
 
-    def finished(self, error: str, *, cancelled: bool = False) -> None: ...
+    def finished(self, failure: Failure | None) -> None:
+        """The operation ended: well (None), or with this failure."""
 
 
 class WaitingDialog(Protocol):
@@ -60,7 +52,8 @@ class WaitingDialog(Protocol):
 
     def close(self) -> None: ...
 
-    def refused(self, error: str, *, cancelled: bool = False) -> None: ...
+    def refused(self, why: str, /, *, cancelled: bool = False) -> None:
+        """The operation ended before its box existed: `why` (a failure's line)."""
 
 
 class Operation:
@@ -84,8 +77,8 @@ class Operation:
         self.then: Callable[[], None] | None = None  # run once it has ended well
         self.holds: BoxKey | None = None  # another box it holds while it runs (see run_request)
         self.call: Call | None = None  # the Service call, to run it again (once unlocked)
-        # Given the error, asks again for the passphrase the operation was refused with.
-        self.ask_again: Callable[[str], None] | None = None
+        # Given the failure, asks again for the passphrase the operation was refused with.
+        self.ask_again: Callable[[Failure], None] | None = None
         self._target = target
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
@@ -133,15 +126,10 @@ class OperationEvents(Message):
 
 @dataclass
 class OperationFinished(Message):
-    """The operation returned `result`, or failed with the one-line `error` (and `hint`);
-    `cancelled`: it was cancelled and rolled back, and `error` says what was undone;
-    `locked`: it stopped before doing anything, for want of the secrets passphrase;
-    `wrong_passphrase`: the passphrase it was given does not open its archive."""
+    """The operation returned `result`, or ended with `failure` (what its error's class
+    says: cancelled and rolled back, waiting for the secrets passphrase, refused a
+    passphrase, or failed)."""
 
     operation: Operation
     result: object
-    error: str = ""
-    hint: str = ""
-    cancelled: bool = False
-    locked: bool = False  # it needs the secrets file's passphrase, which nobody gave
-    wrong_passphrase: bool = False
+    failure: Failure | None = None

@@ -17,6 +17,7 @@ from hbtui.errors import HbtuiError
 from hbtui.tui import plain
 from hbtui.tui.activity import MAX_LINES, BoxKey
 from hbtui.tui.base import DashboardBase
+from hbtui.tui.failure import Failure, describe
 from hbtui.tui.messages import (
     ListingLoaded,
     ListingWanted,
@@ -29,7 +30,6 @@ from hbtui.tui.messages import (
     WorkloadLogLoaded,
     WorkloadLogWanted,
 )
-from hbtui.tui.operations import describe_error
 
 if TYPE_CHECKING:
     from hbtui.tui.screens.details import DetailsScreen
@@ -60,8 +60,8 @@ class Queries(DashboardBase):
                 try:
                     listing = await self.service.list_boxes()
                     message = ListingLoaded(listing, asked_at, bases=len(self.service.bases()))
-                except Exception as exc:  # the dashboard must outlive a broken engine
-                    message = ListingLoaded(None, asked_at, describe_error(exc))
+                except Exception as exc:  # the status line says why, whatever broke
+                    message = ListingLoaded(None, asked_at, Failure.of(exc))
                 self._to_main(message)
                 if not self._list_again:
                     return
@@ -75,8 +75,8 @@ class Queries(DashboardBase):
     async def _ports(self, host: str) -> None:
         try:
             self._to_main(PortsLoaded(host, await self.service.ports(host)))
-        except Exception as exc:
-            self._to_main(PortsLoaded(host, [], describe_error(exc)))
+        except HbtuiError as exc:
+            self._to_main(PortsLoaded(host, [], Failure.of(exc)))
 
     def on_workload_log_wanted(self, message: WorkloadLogWanted) -> None:
         self._start(partial(self._workload_log, message.key), "workload", exclusive=True)
@@ -84,8 +84,8 @@ class Queries(DashboardBase):
     async def _workload_log(self, key: BoxKey) -> None:
         try:
             text = await self.service.workload_logs(key[1], key[0], tail=MAX_LINES)
-        except Exception as exc:
-            text = f"\x1b[31m{describe_error(exc)}\x1b[0m"
+        except HbtuiError as exc:
+            text = f"\x1b[31m{describe(exc)}\x1b[0m"
         self._to_main(WorkloadLogLoaded(key, text))
 
     def on_provision_log_wanted(self, message: ProvisionLogWanted) -> None:
@@ -115,8 +115,8 @@ class Queries(DashboardBase):
         host, name = screen.key
         try:
             details = await self.service.details(name, host)
-        except Exception as exc:
-            screen.show(None, describe_error(exc))
+        except Exception as exc:  # the view says why, whatever broke
+            screen.show(None, Failure.of(exc))
             return
         screen.show(details)
 
@@ -142,7 +142,7 @@ class Queries(DashboardBase):
         for host, names in by_host.items():
             try:
                 found = await self.service.stats(names, host)
-            except Exception:  # no figures is not worth a notification every refresh
+            except HbtuiError:  # no figures is not worth a notification every refresh
                 continue
             for name in names:
                 key = (host, name)

@@ -18,18 +18,11 @@ from rich.text import Text
 from textual.worker import Worker
 
 from hbtui.core.foundation import BoxView
-from hbtui.core.keys import SecretsPassphraseNeeded
-from hbtui.errors import Cancelled, HbtuiError, PassphraseRefused
 from hbtui.events import Phase, Reserved
 from hbtui.tui import plain
 from hbtui.tui.activity import Activity, BoxKey
-from hbtui.tui.operations import (
-    Call,
-    Operation,
-    OperationEvents,
-    OperationFinished,
-    describe_error,
-)
+from hbtui.tui.failure import Failure
+from hbtui.tui.operations import Call, Operation, OperationEvents, OperationFinished
 from hbtui.tui.queries import Queries
 from hbtui.tui.requests import Request
 
@@ -99,28 +92,17 @@ class Running(Queries):
 
     async def _operate(self, operation: Operation, call: Call) -> None:
         result: object = None
-        error = hint = ""
-        cancelled = locked = wrong_passphrase = False
+        failure: Failure | None = None
         try:
             result = await call(operation.report)
-        except asyncio.CancelledError:
-            error, cancelled = "cancelled; whatever it made was rolled back", True
+        except asyncio.CancelledError as exc:
+            failure = Failure.of(exc)
             raise
-        except Cancelled as exc:  # the core rolled back and says what it undid
-            error, cancelled = describe_error(exc), True
-        except SecretsPassphraseNeeded as exc:  # the dashboard asks (see _ask_to_unlock)
-            error, locked = describe_error(exc), True
-        except Exception as exc:
-            error = describe_error(exc)
-            hint = (exc.hint or "") if isinstance(exc, HbtuiError) else ""
-            wrong_passphrase = isinstance(exc, PassphraseRefused)
+        except Exception as exc:  # every end is told, a bug's too: as the operation's failure
+            failure = Failure.of(exc)
         finally:
             operation.flush()  # the last events go before the end
-            self.post_message(
-                OperationFinished(
-                    operation, result, error, hint, cancelled, locked, wrong_passphrase
-                )
-            )
+            self.post_message(OperationFinished(operation, result, failure))
 
     def _activity_of(self, operation: Operation) -> Activity | None:
         if operation.unmade is not None:
@@ -161,53 +143,57 @@ class Running(Queries):
             dialog.close()
         self.main.follow(operation.key)
 
-    def _refused(self, message: OperationFinished) -> None:
+    def _refused(self, operation: Operation, failure: Failure) -> None:
         """A making operation ended before any box existed: say so where it was asked."""
-        operation, error = message.operation, message.error
         if operation.dialog is not None:
-            operation.dialog.refused(error, cancelled=message.cancelled)
+            operation.dialog.refused(failure.text, cancelled=failure.cancelled)
         elif operation.progress is not None:
-            operation.progress.finished(error, cancelled=message.cancelled)
-        elif message.cancelled:
-            self.notify(error, title=f"{operation.label}: cancelled", timeout=6)
+            operation.progress.finished(failure)
         else:
-            self.notify(error, title=f"{operation.label} failed", severity="error", timeout=10)
+            self._tell_failure(operation, failure)
+
+    def _tell_failure(self, operation: Operation, failure: Failure) -> None:
+        if failure.cancelled:  # a notice: the core has undone what the operation did
+            self.notify(failure.text, title=f"{operation.label}: cancelled", timeout=6)
+        else:
+            self.notify(
+                failure.text, title=f"{operation.label} failed", severity="error", timeout=10
+            )
 
     def on_operation_finished(self, message: OperationFinished) -> None:  # noqa: C901 (named in pyproject.toml)
         if not self.is_running:
             return  # the dashboard is closing (see on_operation_events)
-        operation, error, key = message.operation, message.error, message.operation.key
+        operation, failure, key = message.operation, message.failure, message.operation.key
         if operation in self.operations:
             self.operations.remove(operation)
-        self._release_held(operation, message)
-        if message.wrong_passphrase and operation.ask_again is not None:
+        self._release_held(operation, failure)
+        if failure is not None and failure.wrong_passphrase and operation.ask_again is not None:
             # Only the passphrase was wrong (nothing was made): ask for it again, the rest
             # of the request kept, instead of a failure to close and a form to fill again.
             if operation.progress is not None:
-                operation.progress.finished("", cancelled=True)  # closes it
-            operation.ask_again(message.error)
+                operation.progress.finished(None)  # closes it
+            operation.ask_again(failure)
             return
         if operation.unmade is not None:
-            self._refused(message)
-            if message.locked:
-                self._ask_to_unlock(operation, again=None)  # the dialog's Create tries again
+            if failure is not None:
+                self._refused(operation, failure)
+                if failure.locked:
+                    self._ask_to_unlock(operation, again=None)  # the dialog's Create tries again
             self.refresh_listing()
             return
         activity = self.activities.get(key) if key is not None else None
-        if message.locked:
+        if failure is not None and failure.locked:
             if key is not None and activity is not None:
-                activity.finish("waiting for the secrets passphrase", cancelled=True)
+                activity.halt("waiting for the secrets passphrase")
                 self.main.box_changed(key)
             self._ask_to_unlock(operation, again=operation.call)
             return
         if activity is not None:
-            if message.hint:
-                activity.append(f"\x1b[2m{message.hint}\x1b[0m")
-            activity.finish(error, cancelled=message.cancelled)
-        if message.cancelled:  # a notice: the core has undone what the operation did
-            self.notify(error, title=f"{operation.label}: cancelled", timeout=6)
-        elif error:
-            self.notify(error, title=f"{operation.label} failed", severity="error", timeout=10)
+            if failure is not None and failure.hint and not failure.cancelled:
+                activity.append(f"\x1b[2m{failure.hint}\x1b[0m")
+            activity.finish(failure)
+        if failure is not None:
+            self._tell_failure(operation, failure)
         elif operation.name == "save":
             self.notify(f"saved to {message.result}", title=f"{operation.label}: done", timeout=10)
         elif operation.name == "extract":
@@ -219,11 +205,11 @@ class Running(Queries):
         else:
             self.notify(f"{operation.label}: done", timeout=4)
         if operation.progress is not None:
-            operation.progress.finished(error, cancelled=message.cancelled)
-        if operation.then is not None and not error:
+            operation.progress.finished(failure)
+        if operation.then is not None and failure is None:
             operation.then()
         if key is not None:
-            if operation.name == "remove" and not error:
+            if operation.name == "remove" and failure is None:
                 self.activities.pop(key, None)  # the box is gone, and its log with it
                 self.main.box_reported(key, None)
             elif isinstance(message.result, BoxView):  # the box as the call left it
@@ -232,12 +218,12 @@ class Running(Queries):
                 self.main.box_changed(key)
         self.refresh_listing()
 
-    def _release_held(self, operation: Operation, message: OperationFinished) -> None:
+    def _release_held(self, operation: Operation, failure: Failure | None) -> None:
         """The box the operation held (a branch's source) is its own again."""
         held = self.activities.get(operation.holds) if operation.holds else None
         if held is None or not held.running:
             return
-        how = "rolled back" if message.cancelled else "failed" if message.error else "done"
+        how = "done" if failure is None else "rolled back" if failure.cancelled else "failed"
         held.let_go(f"{operation.label}: {how}")
         self.main.box_changed(held.key)
 

@@ -18,10 +18,12 @@ from rich.text import Text
 from textual.app import SuspendNotSupported
 
 from hbtui.core.foundation import BoxView
+from hbtui.errors import HbtuiError
 from hbtui.events import MachineState
 from hbtui.tui.activity import BoxKey
+from hbtui.tui.failure import describe
 from hbtui.tui.messages import ListingWanted, WebReady
-from hbtui.tui.operations import Operation, describe_error
+from hbtui.tui.operations import Operation
 from hbtui.tui.requests import StartRequest
 from hbtui.tui.running import Running
 from hbtui.tui.system import no_browser_reason
@@ -75,8 +77,8 @@ class WebAndShell(Running):
     async def _web_access(self, key: BoxKey) -> None:
         try:
             access = await self.service.web(key[1], key[0])
-        except Exception as exc:
-            self.notify(describe_error(exc), title=f"web UI of {key[1]}", severity="error")
+        except HbtuiError as exc:
+            self.notify(describe(exc), title=f"web UI of {key[1]}", severity="error")
             return
         self.post_message(WebReady(key, access))
 
@@ -90,7 +92,7 @@ class WebAndShell(Running):
         self._open(message.key[1], access.url)
 
     async def _let_go(self, access: WebAccess) -> None:
-        with contextlib.suppress(Exception):  # a forward over a dead connection is gone already
+        with contextlib.suppress(OSError):  # a forward over a dead connection is gone already
             await access.close()
 
     def _open(self, name: str, url: str) -> None:
@@ -102,7 +104,7 @@ class WebAndShell(Running):
 
         try:
             opened = await asyncio.to_thread(self.opener, url)
-        except Exception:
+        except OSError:
             opened = False
         if opened is False:
             self.push_screen(UrlDialog(name, url, no_browser_reason()))
@@ -120,8 +122,8 @@ class WebAndShell(Running):
         progress = Operation("enter", (view.host, view.name), self)
         try:
             argv = await self.service.enter_argv(view.name, view.host, report=progress.report)
-        except Exception as exc:
-            self.notify(describe_error(exc), title=f"cannot enter {view.name}", severity="error")
+        except HbtuiError as exc:
+            self.notify(describe(exc), title=f"cannot enter {view.name}", severity="error")
             return
         try:
             with self.batch_update(), self.suspend():
@@ -134,8 +136,8 @@ class WebAndShell(Running):
                 timeout=30,
             )
             return
-        except Exception as exc:
-            self.notify(describe_error(exc), title=f"enter {view.name} failed", severity="error")
+        except OSError as exc:  # the shell's program could not be started
+            self.notify(describe(exc), title=f"enter {view.name} failed", severity="error")
             return
         if status not in (0, 130):
             self.notify(f"the shell in {view.name} exited with status {status}", severity="warning")

@@ -12,8 +12,9 @@ import asyncio
 from functools import partial
 from typing import TYPE_CHECKING
 
+from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
-from hbtui.tui.operations import describe_error
+from hbtui.tui.failure import Failure, describe
 from hbtui.tui.requests import KeepRequest, PullRequest
 from hbtui.tui.running import Running
 
@@ -37,8 +38,8 @@ class WorkActions(Running):
         host, name = key
         try:
             diff = await self.service.diff(name, host)
-        except Exception as exc:
-            self.notify(describe_error(exc), title=f"diff {name}", severity="error", timeout=8)
+        except HbtuiError as exc:
+            self.notify(describe(exc), title=f"diff {name}", severity="error", timeout=8)
             return
         screen = DiffScreen(key)
         await self.push_screen(screen)
@@ -59,8 +60,8 @@ class WorkActions(Running):
             return
         try:
             record, box = self.service.try_of(view.name, view.host)
-        except Exception as exc:
-            self.notify(describe_error(exc), title=f"try of {view.name}", severity="warning")
+        except HbtuiError as exc:
+            self.notify(describe(exc), title=f"try of {view.name}", severity="warning")
             return
         self.push_screen(TryScreen(record.name, view.host, box))
 
@@ -71,11 +72,12 @@ class WorkActions(Running):
         """The try's rows (its checks may run meanwhile); a view closed by then is left be."""
         try:
             record, rows = await self.service.try_rows(screen.try_name, screen.host)
-            error = ""
-        except Exception as exc:
-            record, rows, error = None, [], describe_error(exc)
+        except Exception as exc:  # the view says why, whatever the failure
+            if screen in self.screen_stack:
+                screen.show(None, [], Failure.of(exc))
+            return
         if screen in self.screen_stack:
-            screen.show(record, rows, error)
+            screen.show(record, rows)
 
     def on_try_screen_keep(self, message: TryScreen.Keep) -> None:
         screen = message.screen

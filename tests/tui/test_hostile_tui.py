@@ -412,7 +412,7 @@ async def test_extract_shows_an_archives_names_plainly():
         app._extract(request)
         await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
         progress = app.screen
-        await until(pilot, lambda: progress.error, what="the extract to fail")
+        await until(pilot, lambda: progress.failure is not None, what="the extract to fail")
         await settled(pilot)
         assert "refused entry home/dev[/]null: https://github.com" in plain_screen(app)
         await said(pilot, app, "refused entry home/dev[/]null")

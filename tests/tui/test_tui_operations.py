@@ -238,7 +238,7 @@ async def test_a_name_taken_meanwhile_never_touches_that_box(service):
         assert rows(app)["local/late"] == before
         assert column(app, "local/late", 2) == "running"
         late = app.activities.get(("local", "late"))
-        assert late is None or ("new" not in late.operation and not late.error)
+        assert late is None or ("new" not in late.operation and late.failure is None)
         assert not any("failed" in n for n in notes(app))
 
 
@@ -382,7 +382,7 @@ async def test_cancel_key_asks_then_rolls_back_as_a_notice(service):
         await pilot.press("c", "y")
         await until(pilot, lambda: not activity.running, what="the rollback")
         assert ("rolled back", "undo", "local") in service.calls
-        assert not activity.error  # no red failure
+        assert activity.failure is None  # no red failure
         await until(pilot, lambda: "local/undo" not in app.main.table.views)
         cancelled = [t for t in toasts(app) if "cancelled" in t[0]]
         assert cancelled and cancelled[-1][2] == "information"

@@ -22,6 +22,7 @@ from hbtui.core.foundation import BoxListing
 from hbtui.events import MachineState
 from hbtui.tui.activity import Activity, BoxKey
 from hbtui.tui.agent_state import on_screen, waiting
+from hbtui.tui.failure import Failure
 from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, AgentsWanted
 from hbtui.tui.widgets.agent_preview import AgentPreview
 from hbtui.tui.widgets.box_table import BoxTable
@@ -45,7 +46,7 @@ class AgentPanel(Screen[None]):
         super().__init__()
         self.agents: dict[BoxKey, BoxAgents] = {}  # running boxes', by the last ask
         self._said: dict[BoxKey, BoxAgents] = {}  # every row the last ask brought
-        self.agents_error = ""  # why the last ask failed as a whole
+        self.agents_failure: Failure | None = None  # why the last ask failed as a whole
         self._agents_asked = False
         self._preview_timer: Timer | None = None
 
@@ -101,14 +102,14 @@ class AgentPanel(Screen[None]):
 
     def on_agents_loaded(self, message: AgentsLoaded) -> None:
         if message.rows is None:
-            self.agents_error = message.error
+            self.agents_failure = message.failure
             if self.listing is not None:
                 self._show_status(self.listing)
             return
-        failed, self.agents_error = self.agents_error, ""
+        failed, self.agents_failure = self.agents_failure, None
         self._said = {(r.host, r.box): r for r in message.rows if r.box}
         self._show_agents(self._running_only(self._said))
-        if failed and self.listing is not None:
+        if failed is not None and self.listing is not None:
             self._show_status(self.listing)  # the error goes from the status line
 
     def _show_agents(self, agents: dict[BoxKey, BoxAgents]) -> None:
@@ -143,8 +144,8 @@ class AgentPanel(Screen[None]):
 
     def agents_status(self) -> Content:
         """The status line's part: how many boxes need you."""
-        if self.agents_error:
-            return Content.assemble("  ", (f"agents: {self.agents_error}", "red"))
+        if self.agents_failure is not None:
+            return Content.assemble("  ", (f"agents: {self.agents_failure.text}", "red"))
         count = self._waiting_count()
         if not count:
             return Content()
@@ -216,4 +217,4 @@ class AgentPanel(Screen[None]):
     def on_agent_pane_loaded(self, message: AgentPaneLoaded) -> None:
         preview = self.preview
         if (message.key, message.pane) == (preview.key, preview.pane):
-            preview.show_screen(message.text, message.error)
+            preview.show_screen(message.text, message.failure)

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from hbtui import boxtext
 from hbtui.tui.actions import TRY
+from hbtui.tui.failure import Failure
 from hbtui.tui.keys import bindings
 from hbtui.tui.screens.diff import fill_table
 
@@ -97,12 +98,15 @@ class TryScreen(Screen[None]):
             self.loading = True
             self.post_message(self.Wanted(self))
 
-    def show(self, record: TryRecord | None, rows: list[TryRow], error: str = "") -> None:
+    def show(
+        self, record: TryRecord | None, rows: list[TryRow], failure: Failure | None = None
+    ) -> None:
         """The try's boxes, or why they could not be asked."""
         self.loading = False
         summary = self.query_one("#try-summary", Static)
         if record is None:
-            summary.update(Text(f"try {self.try_name}: {error}", style="bold red"))
+            why = failure.text if failure is not None else ""
+            summary.update(Text(f"try {self.try_name}: {why}", style="bold red"))
             return
         selected = self.selected() or self.start_box  # (before the rows change)
         self.record, self.rows = record, rows

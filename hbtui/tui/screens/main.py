@@ -135,7 +135,8 @@ class MainScreen(AgentPanel):
     def on_listing_loaded(self, message: ListingLoaded) -> None:
         listing = message.listing
         if listing is None:  # the listing failed as a whole: keep the rows, say why
-            listing = BoxListing(self.listing.boxes if self.listing else [], {LOCAL: message.error})
+            why = message.failure.text if message.failure is not None else ""
+            listing = BoxListing(self.listing.boxes if self.listing else [], {LOCAL: why})
         self.bases = message.bases
         self.show_listing(listing, message.asked_at)
         self.listing_shown()
@@ -159,7 +160,7 @@ class MainScreen(AgentPanel):
             else:
                 self._listed[key] = view
         for key, activity in self.activities.items():
-            if activity.error and (listed := self._listed.get(key)) is not None:
+            if activity.failure is not None and (listed := self._listed.get(key)) is not None:
                 activity.settle(listed.state, listed.provisioning, since)
         self.redraw()
         self._show_status(listing)
@@ -213,9 +214,9 @@ class MainScreen(AgentPanel):
         activity = self.activities.get(key)
         if activity is None or activity.operation in NO_ROW_OPERATIONS:
             return None
-        if not (activity.running or activity.error):
+        failed = activity.failure is not None
+        if not (activity.running or failed):
             return None
-        failed = bool(activity.error)
         return BoxView(
             name=key[1],
             host=key[0],
@@ -363,8 +364,8 @@ class MainScreen(AgentPanel):
         self.post_message(PortsWanted(view.host if view else LOCAL))
 
     def on_ports_loaded(self, message: PortsLoaded) -> None:
-        if message.error:
-            self.notify(message.error, title="port map", severity="error")
+        if message.failure is not None:
+            self.notify(message.failure.text, title="port map", severity="error")
         else:
             self.port_grid.set_slots(message.slots)
 

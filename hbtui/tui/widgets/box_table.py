@@ -300,7 +300,7 @@ class BoxTable(ScrollView, can_focus=True):
             if activity is None
             else (
                 activity.running,
-                activity.error,
+                activity.failure,
                 activity.operation,
                 activity.phase,
                 activity.step,
