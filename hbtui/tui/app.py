@@ -28,10 +28,10 @@ from textual.worker import Worker, WorkerState
 from hbtui import boxtext
 from hbtui.config import check_keymap
 from hbtui.tui.actions import MAIN, default_keys, in_scope, scopes
-from hbtui.tui.agents import Agents
+from hbtui.tui.agents.controller import Agents
+from hbtui.tui.boxes.screen import MainScreen
 from hbtui.tui.failure import describe
-from hbtui.tui.screens.main import MainScreen
-from hbtui.tui.work_actions import WorkActions
+from hbtui.tui.work.controller import WorkActions
 
 TEXTUAL_DUPLICATES = ("Quit", "Keys")  # Textual's palette entries the dashboard has its own of
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)

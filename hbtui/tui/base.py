@@ -26,8 +26,8 @@ from textual.worker import Worker
 from hbtui.config import Config
 from hbtui.core.foundation import BoxStats, BoxView
 from hbtui.tui.activity import Activity, BoxKey
+from hbtui.tui.boxes.screen import MainScreen
 from hbtui.tui.operations import Operation
-from hbtui.tui.screens.main import MainScreen
 from hbtui.tui.system import launch_interactive, open_in_browser
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from hbtui.tui.messages import (
 )
 
 if TYPE_CHECKING:
-    from hbtui.tui.screens.details import DetailsScreen
+    from hbtui.tui.boxes.details import DetailsScreen
 
 HISTORY = 60  # live figures kept per box: two minutes of the selected box's
 STATS_SECONDS = 10.0  # how often a box that is not selected has its figures read
@@ -103,7 +103,7 @@ class Queries(DashboardBase):
     # -- details and live figures --------------------------------------------------------------
 
     def action_show_details(self) -> None:
-        from hbtui.tui.screens.details import DetailsScreen
+        from hbtui.tui.boxes.details import DetailsScreen
 
         if view := self._need_box():
             key = (view.host, view.name)

@@ -199,7 +199,7 @@ class Running(Queries):
         elif operation.name == "extract":
             self.notify(f"extracted into {message.result}", title="extract: done", timeout=10)
         elif operation.name in ("pull", "keep"):  # what landed in the host repository
-            from hbtui.tui.landed import landed
+            from hbtui.tui.work.landed import landed
 
             self.notify(landed(message.result), title=f"{operation.label}: done", timeout=15)
         else:
@@ -248,7 +248,7 @@ class Running(Queries):
             run_again()
 
     def _show_progress(self, operation: Operation | None, title: str) -> None:
-        from hbtui.tui.screens.progress import ProgressScreen
+        from hbtui.tui.archives.progress import ProgressScreen
 
         if operation is not None:
             screen = ProgressScreen(operation, title)

@@ -225,7 +225,7 @@ async def measure(
     boxes: int, seconds: float, refreshes: int, stats: bool
 ) -> dict[str, float | int]:
     from hbtui.tui.app import HbtuiApp
-    from hbtui.tui.widgets.box_table import BoxTable
+    from hbtui.tui.boxes.table import BoxTable
     from hbtui.wiring import build_service
 
     class WithoutStats(HbtuiApp):

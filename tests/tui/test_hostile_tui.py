@@ -38,11 +38,11 @@ from hbtui.core.work.operations import PullResult
 from hbtui.errors import HbtuiError
 from hbtui.events import LogLine, Notice, Phase, Step
 from hbtui.names import LOCAL
+from hbtui.tui.archives.progress import ProgressScreen
+from hbtui.tui.boxes.details import DetailsScreen
 from hbtui.tui.dialogs.archive import ExtractRequest
-from hbtui.tui.screens.compare import TryScreen
-from hbtui.tui.screens.details import DetailsScreen
-from hbtui.tui.screens.diff import DiffScreen
-from hbtui.tui.screens.progress import ProgressScreen
+from hbtui.tui.work.compare import TryScreen
+from hbtui.tui.work.diff import DiffScreen
 
 from support import HBTUI_BIN, ROOT, SIM_RECIPE
 from support.cli import as_root, hbtui, ok

@@ -19,11 +19,11 @@ from textual.widgets._footer import FooterKey
 
 from hbtui.core.agents.sessions import IDLE, NEEDS_YOU, WORKING
 from hbtui.tui.activity import Activity, row_key
-from hbtui.tui.alerts import ALERT_MAX, alert_text, notify_send_argv, osc9
+from hbtui.tui.agents import panel as agents_panel
+from hbtui.tui.agents.alerts import ALERT_MAX, alert_text, notify_send_argv, osc9
+from hbtui.tui.agents.preview import PREVIEW_LINES, PREVIEW_WIDTH, screen_text
 from hbtui.tui.dialogs.agents import SendDialog, SessionPicker
 from hbtui.tui.messages import AgentsWanted
-from hbtui.tui.screens import agents_panel
-from hbtui.tui.widgets.agent_preview import PREVIEW_LINES, PREVIEW_WIDTH, screen_text
 from hbtui.tui.widgets.key_footer import KeyFooter
 
 from support.pilot import make_app, notes, rows, settled, until

@@ -15,7 +15,7 @@ import pytest
 from textual.widgets import Static
 
 from hbtui.core.agents.sessions import NEEDS_YOU
-from hbtui.tui.agent_state import lead
+from hbtui.tui.agents.state import lead
 from hbtui.tui.app import HbtuiApp
 
 from support import SIM_RECIPE

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Input
 from hbtui.events import LogLine
 from hbtui.tui.activity import MAX_LINES
 from hbtui.tui.app import HbtuiApp
-from hbtui.tui.screens.help import HelpScreen
+from hbtui.tui.help import HelpScreen
 from hbtui.tui.widgets.log_pane import LogView
 
 from support.pilot import SIZE, blink_off, make_app, settle, settled, until

@@ -256,7 +256,7 @@ async def test_the_dashboard_shows_needs_you_from_the_stream(box, sim_service):
     from textual.widgets import Static
 
     from hbtui.core.agents.sessions import NEEDS_YOU
-    from hbtui.tui.agent_state import lead
+    from hbtui.tui.agents.state import lead
     from hbtui.tui.app import HbtuiApp
 
     from support.pilot import rows

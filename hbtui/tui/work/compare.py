@@ -23,7 +23,7 @@ from hbtui import boxtext
 from hbtui.tui.actions import TRY
 from hbtui.tui.failure import Failure
 from hbtui.tui.keys import bindings
-from hbtui.tui.screens.diff import fill_table
+from hbtui.tui.work.diff import fill_table
 
 if TYPE_CHECKING:
     from hbtui.core.tries import CheckResult, TryRecord, TryRow

@@ -18,7 +18,7 @@ from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.failure import Failure
 from hbtui.tui.requests import StartRequest, StopRequest
-from hbtui.tui.web_shell import WebAndShell
+from hbtui.tui.shell.controller import WebAndShell
 
 if TYPE_CHECKING:
     from hbtui.tui.dialogs.archive import ExtractRequest, LoadRequest, SaveRequest
@@ -194,6 +194,6 @@ class BoxActions(WebAndShell):
         self._show_progress(operation, f"Extracting {request.archive.name}")
 
     def action_help(self) -> None:
-        from hbtui.tui.screens.help import HelpScreen
+        from hbtui.tui.help import HelpScreen
 
         self.push_screen(HelpScreen(self.keymap))

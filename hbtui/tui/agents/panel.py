@@ -21,11 +21,11 @@ from hbtui.core.agents import BoxAgents
 from hbtui.core.foundation import BoxListing
 from hbtui.events import MachineState
 from hbtui.tui.activity import Activity, BoxKey
-from hbtui.tui.agent_state import on_screen, waiting
+from hbtui.tui.agents.preview import AgentPreview
+from hbtui.tui.agents.state import on_screen, waiting
+from hbtui.tui.boxes.table import BoxTable
 from hbtui.tui.failure import Failure
 from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, AgentsWanted
-from hbtui.tui.widgets.agent_preview import AgentPreview
-from hbtui.tui.widgets.box_table import BoxTable
 from hbtui.tui.widgets.log_pane import LogPane
 
 AGENT_SECONDS = 2.0  # between two asks of what the agents do

@@ -23,9 +23,9 @@ from textual.worker import Worker
 from hbtui.core.agents import AgentSession, AgentsGone, BoxAgents
 from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
-from hbtui.tui.agent_state import live, waiting
-from hbtui.tui.alerts import alert_text, notify_send_argv, osc9, run_notify_send
-from hbtui.tui.box_actions import BoxActions
+from hbtui.tui.agents.alerts import alert_text, notify_send_argv, osc9, run_notify_send
+from hbtui.tui.agents.state import live, waiting
+from hbtui.tui.boxes.controller import BoxActions
 from hbtui.tui.failure import Failure, describe
 from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, AgentsWanted
 

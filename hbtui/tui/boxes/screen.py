@@ -34,6 +34,9 @@ from hbtui.events import MachineState
 from hbtui.names import LOCAL
 from hbtui.tui.actions import BY_ID, COMMANDS, MAIN
 from hbtui.tui.activity import Activity, BoxKey, row_key
+from hbtui.tui.agents.panel import AgentPanel
+from hbtui.tui.agents.preview import AgentPreview
+from hbtui.tui.boxes.table import BoxTable
 from hbtui.tui.keys import bindings
 from hbtui.tui.messages import (
     ListingLoaded,
@@ -47,9 +50,6 @@ from hbtui.tui.messages import (
     WorkloadLogLoaded,
     WorkloadLogWanted,
 )
-from hbtui.tui.screens.agents_panel import AgentPanel
-from hbtui.tui.widgets.agent_preview import AgentPreview
-from hbtui.tui.widgets.box_table import BoxTable
 from hbtui.tui.widgets.command_line import CommandLine
 from hbtui.tui.widgets.key_footer import KeyFooter
 from hbtui.tui.widgets.log_pane import LogPane

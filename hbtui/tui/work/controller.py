@@ -19,7 +19,7 @@ from hbtui.tui.requests import KeepRequest, PullRequest
 from hbtui.tui.running import Running
 
 if TYPE_CHECKING:
-    from hbtui.tui.screens.compare import TryScreen
+    from hbtui.tui.work.compare import TryScreen
 
 
 class WorkActions(Running):
@@ -33,7 +33,7 @@ class WorkActions(Running):
     async def _diff(self, key: BoxKey) -> None:
         """The box's diff in its view (prepared in a thread once the view is up); a box
         without work (or not running) is one notification, and no view opens."""
-        from hbtui.tui.screens.diff import DiffScreen, prepare
+        from hbtui.tui.work.diff import DiffScreen, prepare
 
         host, name = key
         try:
@@ -53,7 +53,7 @@ class WorkActions(Running):
 
     def action_show_try(self) -> None:
         """The compare view of the try the selected box belongs to (NAME-K)."""
-        from hbtui.tui.screens.compare import TryScreen
+        from hbtui.tui.work.compare import TryScreen
 
         view = self._need_box()
         if view is None:

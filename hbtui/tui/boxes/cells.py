@@ -16,7 +16,7 @@ from hbtui.core.foundation import BOX, MISSING, BoxStats, BoxView
 from hbtui.events import MachineState
 from hbtui.present import AGENT_ICON, AGENT_STYLE, PROVISION_STYLE, STATE_STYLE, age, elapsed
 from hbtui.tui.activity import Activity
-from hbtui.tui.agent_state import lead
+from hbtui.tui.agents.state import lead
 from hbtui.tui.requests import StartRequest, StopRequest
 
 COLUMNS = (
