@@ -24,7 +24,6 @@ from hbtui.tui.failure import Failure
 
 if TYPE_CHECKING:
     from hbtui.core.agents import BoxAgents
-    from hbtui.core.foundation import WebAccess
 
 # -- the main screen asks ----------------------------------------------------------------
 
@@ -97,14 +96,6 @@ class ProvisionLogLoaded(Message):
     key: BoxKey
     path: Path
     events: list[Event]
-
-
-@dataclass
-class WebReady(Message):
-    """A URL on this machine for a box's web UI (a remote box's is a kept forward)."""
-
-    key: BoxKey
-    access: WebAccess
 
 
 # -- live figures ------------------------------------------------------------------------

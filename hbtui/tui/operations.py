@@ -9,7 +9,8 @@ UI, after a start `o` asked for).
 Its `report` is the Report the core call gets; events reported in one burst
 (before the event loop next turns) travel together in one `OperationEvents`
 message, so a recipe printing thousands of lines costs one message per
-burst, not one per line.
+burst, not one per line. How its success is told (`Told`) the feature that
+runs it says.
 
 The requests that start one are in `hbtui.tui.requests`.
 """
@@ -31,11 +32,16 @@ from hbtui.tui.activity import Activity, BoxKey
 from hbtui.tui.failure import Failure
 
 if TYPE_CHECKING:
-    from textual.message_pump import MessagePump
     from textual.worker import Worker
 
 
 Call = Callable[[Report], Awaitable[object]]  # one Service call, given its Report
+
+
+class Poster(Protocol):
+    """Where an operation's messages go (the App)."""
+
+    def post_message(self, message: Message) -> bool: ...
 
 
 class ProgressView(Protocol):
@@ -61,7 +67,7 @@ class Operation:
     the dashboard keeps about it until it ends."""
 
     def __init__(
-        self, name: str, key: BoxKey | None, target: MessagePump, *, makes: bool = False
+        self, name: str, key: BoxKey | None, target: Poster, *, makes: bool = False
     ) -> None:
         self.name = name  # "new", "save", ...: the word the log and notifications use
         self.key = key  # the box it concerns; None when it concerns none (extract)
@@ -114,6 +120,18 @@ class Operation:
         """Cancel the worker; the core rolls back what the call made."""
         if self.worker is not None:
             self.worker.cancel()
+
+
+@dataclass(frozen=True)
+class Told:
+    """How an operation's success is told: a notification's words, title and timeout."""
+
+    message: str
+    title: str
+    timeout: float
+
+
+Teller = Callable[[Operation, object], Told]  # an operation and its result: how it is told
 
 
 @dataclass

@@ -250,7 +250,7 @@ async def test_enter_hands_the_terminal_to_the_shell(static_service):
     launched = []
 
     async def launcher(argv):
-        launched.append((argv, app._paused, app._batch_count))
+        launched.append((argv, app.paused, app._batch_count))
         return 0
 
     app = make_app(static_service, launcher=launcher, driver_class=SuspendableDriver)
@@ -265,7 +265,7 @@ async def test_enter_hands_the_terminal_to_the_shell(static_service):
         argv, paused, batching = launched[0]
         assert argv[-2:] == ["/opt/hermes-box/bin/hb-as-agent", "--tmux"] and "alpha" in argv
         assert paused and batching  # no refresh and no painting while the shell runs
-        assert suspended and resumed and not app._paused
+        assert suspended and resumed and not app.paused
 
 
 async def test_enter_without_a_suspendable_terminal_shows_the_command(static_service):

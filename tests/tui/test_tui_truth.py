@@ -76,7 +76,7 @@ async def test_a_failure_mark_goes_once_the_box_is_listed_otherwise():
         await until(pilot, lambda: "✗" in rows(app)["local/beta"])
         calls = service.list_calls
         app.main.action_refresh_now()  # the listing after the failure: still stopped
-        await until(pilot, lambda: service.list_calls > calls and not app._listing)
+        await until(pilot, lambda: service.list_calls > calls and not app.boxes._listing)
         await settled(pilot)
         assert "✗ start: RuntimeError" in rows(app)["local/beta"]
         del service.broken["start"]

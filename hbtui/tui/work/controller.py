@@ -10,25 +10,35 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.failure import Failure, describe
+from hbtui.tui.feature import Feature
+from hbtui.tui.operations import Operation, Teller, Told
 from hbtui.tui.requests import KeepRequest, PullRequest
-from hbtui.tui.running import Running
+from hbtui.tui.work.landed import landed
 
 if TYPE_CHECKING:
     from hbtui.tui.work.compare import TryScreen
 
 
-class WorkActions(Running):
-    def action_show_diff(self) -> None:
-        if view := self._need_box():
+def pulled(operation: Operation, result: object) -> Told:
+    """What a pull or keep brought into the host repository."""
+    return Told(landed(result), f"{operation.label}: done", 15)
+
+
+class Work(Feature):
+    # How each one's success is told (the App looks its operations up here).
+    TOLD: ClassVar[dict[str, Teller]] = {"pull": pulled, "keep": pulled}
+
+    def action_diff(self) -> None:
+        if view := self.need_box():
             self.open_diff((view.host, view.name))
 
     def open_diff(self, key: BoxKey) -> None:
-        self._start(partial(self._diff, key), "diff", exclusive=True)
+        self.app.start(partial(self._diff, key), "diff", exclusive=True)
 
     async def _diff(self, key: BoxKey) -> None:
         """The box's diff in its view (prepared in a thread once the view is up); a box
@@ -39,56 +49,53 @@ class WorkActions(Running):
         try:
             diff = await self.service.diff(name, host)
         except HbtuiError as exc:
-            self.notify(describe(exc), title=f"diff {name}", severity="error", timeout=8)
+            self.app.notify(describe(exc), title=f"diff {name}", severity="error", timeout=8)
             return
         screen = DiffScreen(key)
-        await self.push_screen(screen)
+        await self.app.push_screen(screen)
         shown = await asyncio.to_thread(prepare, diff)
-        if screen in self.screen_stack:  # (not closed meanwhile)
+        if screen in self.app.screen_stack:  # (not closed meanwhile)
             screen.show(shown)
 
-    def action_pull_box(self) -> None:
-        if view := self._need_box():
-            self.run_request(PullRequest(view.name, view.host))
+    def action_pull(self) -> None:
+        if view := self.need_box():
+            self.app.run_request(PullRequest(view.name, view.host))
 
-    def action_show_try(self) -> None:
+    def action_try(self) -> None:
         """The compare view of the try the selected box belongs to (NAME-K)."""
         from hbtui.tui.work.compare import TryScreen
 
-        view = self._need_box()
+        view = self.need_box()
         if view is None:
             return
         try:
             record, box = self.service.try_of(view.name, view.host)
         except HbtuiError as exc:
-            self.notify(describe(exc), title=f"try of {view.name}", severity="warning")
+            self.app.notify(describe(exc), title=f"try of {view.name}", severity="warning")
             return
-        self.push_screen(TryScreen(record.name, view.host, box))
+        self.app.push_screen(TryScreen(record.name, view.host, box))
 
-    def on_try_screen_wanted(self, message: TryScreen.Wanted) -> None:
-        self._start(partial(self._try_rows, message.screen), "try")
+    def ask_try_rows(self, screen: TryScreen) -> None:
+        self.app.start(partial(self._try_rows, screen), "try")
 
     async def _try_rows(self, screen: TryScreen) -> None:
         """The try's rows (its checks may run meanwhile); a view closed by then is left be."""
         try:
             record, rows = await self.service.try_rows(screen.try_name, screen.host)
-        except Exception as exc:  # the view says why, whatever the failure
-            if screen in self.screen_stack:
+        except Exception as exc:  # the view says why, whatever broke
+            if screen in self.app.screen_stack:
                 screen.show(None, [], Failure.of(exc))
             return
-        if screen in self.screen_stack:
+        if screen in self.app.screen_stack:
             screen.show(record, rows)
 
-    def on_try_screen_keep(self, message: TryScreen.Keep) -> None:
-        screen = message.screen
-        operation = self.run_request(KeepRequest(message.box, screen.host))
+    def keep(self, screen: TryScreen, box: str) -> None:
+        """Keep `box` (confirmed in the view): its work pulled, the try's other boxes removed."""
+        operation = self.app.run_request(KeepRequest(box, screen.host))
         if operation is not None:
             operation.then = partial(self._kept, screen)
 
     def _kept(self, screen: TryScreen) -> None:
         """The try is gone once a box was kept: back to the boxes."""
-        if self.screen is screen:
-            self.pop_screen()
-
-    def on_try_screen_diff_of(self, message: TryScreen.DiffOf) -> None:
-        self.open_diff((message.host, message.box))
+        if self.app.screen is screen:
+            self.app.pop_screen()
