@@ -1,6 +1,6 @@
 """The progress of an archive operation (save, load, extract): phase, bytes, rate, ETA.
 
-The App pushes it when it starts the operation and feeds it the operation's
+The archives feature pushes it when it starts the operation; the App feeds it the operation's
 events; Cancel cancels the worker, and the core rolls back what it made
 (the screen says so until the operation has wound up). A failure stays on
 screen until closed, with the bar stopped; success or a cancellation closes it.

@@ -1,8 +1,8 @@
 """The details view (`i`): one box in full, as `hbtui inspect` shows it, and its live CPU
 and memory as sparklines (k9s describe, lazydocker's stats tab).
 
-The App fetches `Service.details` and hands it over with `show()`; the live
-figures come from the App's stats poll (every refresh), kept per box in the
+The boxes feature fetches `Service.details` and hands it over with `show()`; the live
+figures come from its stats poll (every refresh), kept per box in the
 history this screen reads.
 """
 

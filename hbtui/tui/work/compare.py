@@ -1,9 +1,9 @@
 """The compare view (`T`): the boxes of a try side by side, as `hbtui try ls NAME` shows
 them — each box's agent status, its diffstat and its check — and `k` to keep one.
 
-The App asks `Service.try_rows` (which may run a settled box's check, so the answer can
+The work feature asks `Service.try_rows` (which may run a settled box's check, so the answer can
 take a while) and hands the answer over with `show()`. Keep asks first, then the App runs
-`Service.try_keep` as an operation (see WorkActions).
+`Service.try_keep` as an operation (see work/controller.py).
 """
 
 from __future__ import annotations
