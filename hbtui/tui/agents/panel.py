@@ -66,7 +66,7 @@ class AgentPanel(Vertical):
         self.status_changed = status_changed  # what `status` says has changed: redraw it
         self.activities = activities  # the App's, which operations feed; read here
         self.clock = clock
-        self.listing: BoxListing | None = None  # the last one the screen showed
+        self.listing: BoxListing | None = None  # the last one the screen showed (it sets it)
         self.agents: dict[BoxKey, BoxAgents] = {}  # running boxes', by the last ask
         self._said: dict[BoxKey, BoxAgents] = {}  # every row the last ask brought
         self.agents_failure: Failure | None = None  # why the last ask failed as a whole
@@ -97,10 +97,9 @@ class AgentPanel(Vertical):
             self._show_agents({})
             self.app.post_message(AgentsWanted())
 
-    def listing_shown(self, listing: BoxListing) -> None:
+    def listing_shown(self) -> None:
         """The first listing with a running box asks at once, not a tick later; a box
         listed stopped or gone loses what its agents said before."""
-        self.listing = listing
         if not self._agents_asked:
             self.want_agents()
         shown = self._running_only(self._said)

@@ -144,7 +144,7 @@ class MainScreen(Screen[None]):
             listing = BoxListing(self.listing.boxes if self.listing else [], {LOCAL: why})
         self.bases = message.bases
         self.show_listing(listing, message.asked_at)
-        self.agent_panel.listing_shown(listing)
+        self.agent_panel.listing_shown()
         running = {(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING}
         on_screen = [key for key in self.table.keys_on_screen() if key in running]
         self.post_message(StatsWanted(on_screen, self.table.selected_key()))
@@ -155,7 +155,7 @@ class MainScreen(Screen[None]):
 
     def show_listing(self, listing: BoxListing, asked_at: float | None = None) -> None:
         """Show a listing asked for at `asked_at` (time.monotonic(); None: just now)."""
-        self.listing = listing
+        self.listing = self.agent_panel.listing = listing
         since = time.monotonic() if asked_at is None else asked_at
         self._reported = {k: r for k, r in self._reported.items() if r[1] > since}
         self._listed = {(v.host, v.name): v for v in listing.boxes}
