@@ -2,7 +2,7 @@
 
 Each `Action` is one thing a key does, where it does it, and what it is
 called: its id (the `[keymap]` name a user remaps it by), its default keys,
-the Textual action it runs, its scope (the main screen, the box table, the
+the Textual action it runs (on the feature that owns it), its scope (the main screen, the box table, the
 log, the port grid), and its label, title and help. From this one table
 come the bindings of each scope (`hbtui.tui.keys.bindings`), the command
 palette, the help screen, the `:` command line, the `[keymap]` check and
@@ -22,6 +22,10 @@ PORTS = "ports"  # the port allocator's grid, while it has the focus
 DIFF = "diff"  # the diff view of a box's work
 TRY = "try"  # the compare view of a try's boxes
 
+# The App's features, each an action namespace (hbtui/tui/feature.py): "boxes.start" runs
+# `action_start` of the App's `boxes`.
+FEATURES = ("boxes", "archives", "agents", "work", "shell")
+
 SCOPE_NAMES = {
     MAIN: "",
     TABLE: "in the table",
@@ -36,7 +40,9 @@ SCOPE_NAMES = {
 class Action:
     id: str  # the [keymap] name
     keys: str  # the default keys, comma-separated, as Textual names them
-    action: str  # what it runs: "app.X" on the App, bare on its scope's widget or screen
+    # What it runs: "F.X" on the feature F the App composes (FEATURES), "app.X" on the App,
+    # bare on its scope's widget or screen.
+    action: str
     label: str  # the footer's word
     title: str  # the command palette's entry ("": none)
     help: str  # what it does
@@ -49,7 +55,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "enter",
         "enter",
-        "app.enter_box",
+        "shell.enter",
         "Shell",
         "Shell in the box",
         "Open a shell as agent in the box's tmux session (the dashboard steps aside)",
@@ -57,26 +63,26 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "open",
         "o",
-        "app.open_web",
+        "shell.open_web",
         "Web",
         "Open web UI",
         "Open the box's executor URL in a browser",
     ),
-    Action("new", "n", "app.new_box", "New", "New box", "Create and provision a new box"),
+    Action("new", "n", "boxes.new", "New", "New box", "Create and provision a new box"),
     Action(
         "branch",
         "b",
-        "app.branch_box",
+        "boxes.branch",
         "Branch",
         "Branch box",
         "A new box with the selected box's /data and installed state, its own name and port",
     ),
-    Action("start", "s", "app.start_box", "Start", "Start box", "Start the selected box"),
-    Action("stop", "x", "app.stop_box", "Stop", "Stop box", "Quiesce and stop the selected box"),
+    Action("start", "s", "boxes.start", "Start", "Start box", "Start the selected box"),
+    Action("stop", "x", "boxes.stop", "Stop", "Stop box", "Quiesce and stop the selected box"),
     Action(
         "remove",
         "d",
-        "app.remove_box",
+        "boxes.remove",
         "Remove",
         "Remove box",
         "Remove the selected box after typing its name",
@@ -84,16 +90,16 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "save",
         "w",
-        "app.save_box",
+        "archives.save",
         "Save",
         "Save box",
         "Save the selected box to an encrypted archive",
     ),
-    Action("load", "l", "app.load_box", "Load", "Load archive", "Make a new box from an archive"),
+    Action("load", "l", "archives.load", "Load", "Load archive", "Make a new box from an archive"),
     Action(
         "cancel",
         "c",
-        "app.cancel_operation",
+        "boxes.cancel",
         "Cancel op",
         "Cancel operation",
         "Cancel the selected box's running operation; what it did is rolled back",
@@ -102,7 +108,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "next-needs-you",
         "a",
-        "next_needs_you",
+        "agents.next_needs_you",
         "Needs you",
         "Next box that needs you",
         "Select the next box whose agent waits for you (a permission, a question)",
@@ -110,7 +116,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "agent",
         "v",
-        "toggle_agent",
+        "agents.toggle_agent",
         "Agent",
         "Agent screen",
         "The selected box's agent screen, live, in the log's place; v again brings the log back",
@@ -118,7 +124,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "approve",
         "A",
-        "app.approve_agent",
+        "agents.approve",
         "Approve",
         "Approve agent request",
         "Allow what the selected box's agent asks permission for",
@@ -126,7 +132,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "deny",
         "D",
-        "app.deny_agent",
+        "agents.deny",
         "Deny",
         "Deny agent request",
         "Refuse what the selected box's agent asks permission for",
@@ -134,7 +140,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "send",
         "m",
-        "app.send_agent",
+        "agents.send",
         "Send",
         "Send a line to the agent",
         "Type a line into the selected box's agent (an answer, or the next prompt) and Enter",
@@ -142,7 +148,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "extract",
         "e",
-        "app.extract_archive",
+        "archives.extract",
         "Extract",
         "Extract archive",
         "Unpack an archive's files into a folder",
@@ -150,7 +156,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "details",
         "i",
-        "app.show_details",
+        "boxes.details",
         "Info",
         "Box details",
         "Everything about the selected box, with its live CPU and memory",
@@ -159,7 +165,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "diff",
         "u",
-        "app.show_diff",
+        "work.diff",
         "Diff",
         "Diff of the box's work",
         "The selected box's work since its seed: changed files and the patch (new --repo)",
@@ -167,7 +173,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "pull",
         "P",
-        "app.pull_box",
+        "work.pull",
         "Pull",
         "Pull the box's work",
         "Fetch the box's branches into its host repository as refs/remotes/box/BOX/*",
@@ -175,7 +181,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "try",
         "T",
-        "app.show_try",
+        "work.try",
         "Try",
         "Compare the try's boxes",
         "The try the selected box belongs to: each box's agent, diffstat and check; keep one",

@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from hbtui.events import Event, LogLine, Notice, Phase, Step
+from hbtui.tui.failure import Failure
 
 MAX_LINES = 5000
 
@@ -34,7 +35,7 @@ class Activity:
     running: bool = False
     phase: str = ""
     step: Step | None = None
-    error: str = ""
+    failure: Failure | None = None  # why its last operation failed (a cancellation is none)
     lines: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LINES))
     written: int = 0  # lines appended ever, so a viewer can tell what it missed
     ended_at: float = 0.0  # time.monotonic() when the operation ended
@@ -48,7 +49,7 @@ class Activity:
         self.running = True
         self.phase = operation
         self.step = None
-        self.error = ""
+        self.failure = None
         self.failed_as = None
         self.append(f"\x1b[1m── {operation} ──\x1b[0m")
 
@@ -77,12 +78,12 @@ class Activity:
     def settle(self, state: str, provisioning: str, asked_at: float) -> None:
         """A listing asked for at `asked_at` shows the box so: the first after a failure
         says what the failure left."""
-        if self.error and self.failed_as is None and asked_at >= self.ended_at:
+        if self.failure is not None and self.failed_as is None and asked_at >= self.ended_at:
             self.failed_as = (state, provisioning)
 
-    def failure_stands(self, state: str, provisioning: str) -> bool:
+    def standing_failure(self, state: str, provisioning: str) -> Failure | None:
         """A failure shows on its row until the box is listed otherwise than it left it."""
-        return bool(self.error) and self.failed_as in (None, (state, provisioning))
+        return self.failure if self.failed_as in (None, (state, provisioning)) else None
 
     def hold(self, operation: str, by: str) -> None:
         """An operation making another box holds this one (a branch, its source)."""
@@ -95,14 +96,23 @@ class Activity:
         self.ended_at = time.monotonic()
         self.append(f"\x1b[2m{how}\x1b[0m")
 
-    def finish(self, error: str = "", *, cancelled: bool = False) -> None:
+    def finish(self, failure: Failure | None = None) -> None:
         """The operation ended; a cancelled one is no failure (the core rolled it back)."""
+        if failure is not None and failure.cancelled:
+            self.halt(failure.text)
+        elif failure is not None:
+            self._end(failure)
+            self.append(f"\x1b[31m✗ {self.operation} failed: {failure.text}\x1b[0m")
+        else:
+            self._end(None)
+            self.append(f"\x1b[32m✓ {self.operation} done\x1b[0m")
+
+    def halt(self, why: str) -> None:
+        """The operation stopped short of failing (cancelled, or waiting for a passphrase)."""
+        self._end(None)
+        self.append(f"\x1b[33m⊘ {self.operation}: {why or 'cancelled'}\x1b[0m")
+
+    def _end(self, failure: Failure | None) -> None:
         self.running = False
         self.ended_at = time.monotonic()
-        self.error = "" if cancelled else error
-        if cancelled:
-            self.append(f"\x1b[33m⊘ {self.operation}: {error or 'cancelled'}\x1b[0m")
-        elif error:
-            self.append(f"\x1b[31m✗ {self.operation} failed: {error}\x1b[0m")
-        else:
-            self.append(f"\x1b[32m✓ {self.operation} done\x1b[0m")
+        self.failure = failure

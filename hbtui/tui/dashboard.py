@@ -46,7 +46,7 @@ def _run(paths: Paths, config: Config, early: EarlyStart) -> int:
         from hbtui.core.keys import secrets_passphrase_without_prompt
         from hbtui.wiring import build_service
 
-        # Never a prompt on the terminal: the App asks in a dialog (see Running).
+        # Never a prompt on the terminal: the App asks in a dialog (see _ask_to_unlock).
         return build_service(
             paths, config, secrets_passphrase=secrets_passphrase_without_prompt, early=early
         )

@@ -20,10 +20,10 @@ from textual.message import Message
 from hbtui.core.foundation import BoxListing, BoxStats, PortSlot
 from hbtui.events import Event
 from hbtui.tui.activity import BoxKey
+from hbtui.tui.failure import Failure
 
 if TYPE_CHECKING:
     from hbtui.core.agents import BoxAgents
-    from hbtui.core.foundation import WebAccess
 
 # -- the main screen asks ----------------------------------------------------------------
 
@@ -59,14 +59,14 @@ class ProvisionLogWanted(Message):
 
 @dataclass
 class ListingLoaded(Message):
-    """A `list_boxes()` answer, or why there is none (only the newest one matters).
+    """A `list_boxes()` answer, or the failure that left none (only the newest one matters).
 
     `asked_at` (time.monotonic()) is when the question was asked: what an
     operation reported about a box after that is newer than this answer."""
 
     listing: BoxListing | None
     asked_at: float
-    error: str = ""
+    failure: Failure | None = None
     bases: int = 0  # how many bases there are, on every host
 
     def can_replace(self, message: Message) -> bool:
@@ -77,7 +77,7 @@ class ListingLoaded(Message):
 class PortsLoaded(Message):
     host: str
     slots: list[PortSlot]
-    error: str = ""
+    failure: Failure | None = None
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, PortsLoaded)
@@ -96,14 +96,6 @@ class ProvisionLogLoaded(Message):
     key: BoxKey
     path: Path
     events: list[Event]
-
-
-@dataclass
-class WebReady(Message):
-    """A URL on this machine for a box's web UI (a remote box's is a kept forward)."""
-
-    key: BoxKey
-    access: WebAccess
 
 
 # -- live figures ------------------------------------------------------------------------
@@ -138,10 +130,10 @@ class AgentsWanted(Message):
 @dataclass
 class AgentsLoaded(Message):
     """`Service.agents.listing()`: one row per running box (a box that could not be asked says
-    why in its row), or why there are none at all."""
+    why in its row), or the failure that left none at all."""
 
     rows: list[BoxAgents] | None
-    error: str = ""
+    failure: Failure | None = None
 
 
 @dataclass
@@ -159,4 +151,4 @@ class AgentPaneLoaded(Message):
     key: BoxKey
     pane: str
     text: str
-    error: str = ""
+    failure: Failure | None = None

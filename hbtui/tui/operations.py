@@ -9,7 +9,8 @@ UI, after a start `o` asked for).
 Its `report` is the Report the core call gets; events reported in one burst
 (before the event loop next turns) travel together in one `OperationEvents`
 message, so a recipe printing thousands of lines costs one message per
-burst, not one per line.
+burst, not one per line. How its success is told (`Told`) the feature that
+runs it says.
 
 The requests that start one are in `hbtui.tui.requests`.
 """
@@ -25,25 +26,21 @@ from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
-from hbtui import boxtext
-from hbtui.errors import HbtuiError
 from hbtui.events import Event, Report
 from hbtui.tui.activity import Activity, BoxKey
+from hbtui.tui.failure import Failure
 
 if TYPE_CHECKING:
-    from textual.message_pump import MessagePump
     from textual.worker import Worker
 
 
 Call = Callable[[Report], Awaitable[object]]  # one Service call, given its Report
 
 
-def describe_error(exc: BaseException) -> str:
-    """The one plain line the dashboard shows for a failure (a bug's type when it says
-    nothing): an error may quote what a box said (git's stderr, a file name in an archive)."""
-    if isinstance(exc, HbtuiError):
-        return boxtext.line(exc.message)
-    return boxtext.line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+class Poster(Protocol):
+    """Where an operation's messages go (the App)."""
+
+    def post_message(self, message: Message) -> bool: ...
 
 
 class ProgressView(Protocol):
@@ -51,7 +48,8 @@ class ProgressView(Protocol):
 
     def show(self, event: Event) -> None: ...
 
-    def finished(self, error: str, *, cancelled: bool = False) -> None: ...
+    def finished(self, failure: Failure | None) -> None:
+        """The operation ended: well (None), or with this failure."""
 
 
 class WaitingDialog(Protocol):
@@ -59,7 +57,8 @@ class WaitingDialog(Protocol):
 
     def close(self) -> None: ...
 
-    def refused(self, error: str, *, cancelled: bool = False) -> None: ...
+    def refused(self, failure: Failure, /) -> None:
+        """The operation ended before its box existed, for this reason."""
 
 
 class Operation:
@@ -67,7 +66,7 @@ class Operation:
     the dashboard keeps about it until it ends."""
 
     def __init__(
-        self, name: str, key: BoxKey | None, target: MessagePump, *, makes: bool = False
+        self, name: str, key: BoxKey | None, target: Poster, *, makes: bool = False
     ) -> None:
         self.name = name  # "new", "save", ...: the word the log and notifications use
         self.key = key  # the box it concerns; None when it concerns none (extract)
@@ -83,8 +82,8 @@ class Operation:
         self.then: Callable[[], None] | None = None  # run once it has ended well
         self.holds: BoxKey | None = None  # another box it holds while it runs (see run_request)
         self.call: Call | None = None  # the Service call, to run it again (once unlocked)
-        # Given the error, asks again for the passphrase the operation was refused with.
-        self.ask_again: Callable[[str], None] | None = None
+        # Given the failure, asks again for the passphrase the operation was refused with.
+        self.ask_again: Callable[[Failure], None] | None = None
         self._target = target
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
@@ -121,6 +120,18 @@ class Operation:
             self.worker.cancel()
 
 
+@dataclass(frozen=True)
+class Told:
+    """How an operation's success is told: a notification's words, title and timeout."""
+
+    message: str
+    title: str
+    timeout: float
+
+
+Teller = Callable[[Operation, object], Told]  # an operation and its result: how it is told
+
+
 @dataclass
 class OperationEvents(Message):
     """Progress events of one operation, in the order they were reported."""
@@ -131,15 +142,10 @@ class OperationEvents(Message):
 
 @dataclass
 class OperationFinished(Message):
-    """The operation returned `result`, or failed with the one-line `error` (and `hint`);
-    `cancelled`: it was cancelled and rolled back, and `error` says what was undone;
-    `locked`: it stopped before doing anything, for want of the secrets passphrase;
-    `wrong_passphrase`: the passphrase it was given does not open its archive."""
+    """The operation returned `result`, or ended with `failure` (what its error's class
+    says: cancelled and rolled back, waiting for the secrets passphrase, refused a
+    passphrase, or failed)."""
 
     operation: Operation
     result: object
-    error: str = ""
-    hint: str = ""
-    cancelled: bool = False
-    locked: bool = False  # it needs the secrets file's passphrase, which nobody gave
-    wrong_passphrase: bool = False
+    failure: Failure | None = None

@@ -1,7 +1,7 @@
 """What a dialog or a key asks the dashboard to run: one Service call for one box.
 
 A request knows the operation's word, whether it makes its box, the box it concerns and
-the Service call that runs it; the App only starts it (`Running.run_request`). Requests
+the Service call that runs it; the App only starts it (`HbtuiApp.run_request`). Requests
 that name a box by host and name share `BoxRequest`; those carrying a spec take their box
 from it (`SpecRequest`). Requests with more than a box live beside their dialogs.
 """

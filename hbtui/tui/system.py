@@ -53,7 +53,7 @@ def open_in_browser(url: str) -> bool:
         return False
     try:
         return webbrowser.open(url)
-    except Exception:  # webbrowser.Error, or a browser that cannot be started
+    except (webbrowser.Error, OSError):  # a browser that cannot be started
         return False
 
 

@@ -202,9 +202,9 @@ class Asks:
 
 async def all_shown(pilot, boxes: int) -> float:  # type: ignore[no-untyped-def]
     began = time.monotonic()
-    while sum(1 for r in pilot.app.main.agents.values() if r.sessions) < boxes:
+    while sum(1 for r in pilot.app.main.agent_panel.agents.values() if r.sessions) < boxes:
         if time.monotonic() > began + 300:
-            raise RuntimeError(f"only {len(pilot.app.main.agents)} boxes showed agents")
+            raise RuntimeError(f"only {len(pilot.app.main.agent_panel.agents)} boxes showed agents")
         await pilot.pause(0.1)
     return time.monotonic() - began
 
@@ -225,7 +225,7 @@ async def measure(
     boxes: int, seconds: float, refreshes: int, stats: bool
 ) -> dict[str, float | int]:
     from hbtui.tui.app import HbtuiApp
-    from hbtui.tui.widgets.box_table import BoxTable
+    from hbtui.tui.boxes.table import BoxTable
     from hbtui.wiring import build_service
 
     class WithoutStats(HbtuiApp):
@@ -240,7 +240,7 @@ async def measure(
         log(f"all {boxes} boxes' agents shown {shown_s:.1f} s after the dashboard started")
         await pilot.press("v")  # the selected box's agent screen, captured every second
         asks = Asks(app.main.query_one(BoxTable))
-        asks.start(app.main.agents)
+        asks.start(app.main.agent_panel.agents)
         in_boxes = watchers_cpu()
         before, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
         lags = await tick_lags(seconds)

@@ -286,14 +286,14 @@ async def refresh_cost(ticks: int) -> tuple[list[float], list[float]]:
     return apply_ms, total_ms
 
 
-# The dialogs the dashboard opens from the main screen, by the App's action that opens each.
+# The dialogs the dashboard opens from the main screen, by the feature's action that opens each.
 DIALOGS = {
-    "new": "new_box",
-    "branch": "branch_box",
-    "save": "save_box",
-    "load": "load_box",
-    "extract": "extract_archive",
-    "remove": "remove_box",
+    "new": ("boxes", "new"),
+    "branch": ("boxes", "branch"),
+    "save": ("archives", "save"),
+    "load": ("archives", "load"),
+    "extract": ("archives", "extract"),
+    "remove": ("boxes", "remove"),
 }
 
 
@@ -344,7 +344,8 @@ async def dialog_open(opens: int) -> dict[str, list[float]]:
                 if name == "bare":
                     app.push_screen(Bare())
                 else:
-                    getattr(app, f"action_{DIALOGS[name]}")()
+                    feature, action = DIALOGS[name]
+                    getattr(getattr(app, feature), f"action_{action}")()
                 deadline = time.monotonic() + 10
                 while not any(s is app.screen and s is not app.main for s, _ in shown[painted:]):
                     if time.monotonic() > deadline:

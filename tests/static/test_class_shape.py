@@ -17,22 +17,6 @@ MOST_BASES = 1
 KINDS = {"Protocol", "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "NamedTuple", "TypedDict"}
 EXCEPTIONS = ("BaseException", "Exception", "Error")  # how an exception class's name ends
 
-# The dashboard's classes still stacked while it is recomposed by feature. This must end
-# empty: each name goes as its class is composed instead (the test fails on a name that
-# is no longer stacked, so the set only shrinks).
-STILL_STACKED = {
-    "hbtui.tui.agents.Agents",
-    "hbtui.tui.app.HbtuiApp",
-    "hbtui.tui.box_actions.BoxActions",
-    "hbtui.tui.dialogs.archive.ArchiveForm",
-    "hbtui.tui.dialogs.archive.ExtractDialog",
-    "hbtui.tui.dialogs.archive.LoadDialog",
-    "hbtui.tui.dialogs.archive.SaveDialog",
-    "hbtui.tui.dialogs.bulk.BulkSaveDialog",
-    "hbtui.tui.web_shell.WebAndShell",
-    "hbtui.tui.work_actions.WorkActions",
-}
-
 
 @dataclass
 class Module:
@@ -138,19 +122,11 @@ def stacked(root: Path = ROOT) -> dict[str, str]:
     return found
 
 
-def test_no_class_is_stacked_beyond_the_dashboards_named_ones():
+def test_no_class_is_stacked():
     over = stacked()
-    unnamed = {name: why for name, why in over.items() if name not in STILL_STACKED}
-    assert not unnamed, "compose these instead of stacking them:\n" + "\n".join(
-        f"  {name}: {why}" for name, why in sorted(unnamed.items())
+    assert not over, "compose these instead of stacking them:\n" + "\n".join(
+        f"  {name}: {why}" for name, why in sorted(over.items())
     )
-
-
-def test_the_still_stacked_list_only_shrinks_and_only_holds_the_dashboard():
-    over = stacked()
-    assert all(name.startswith("hbtui.tui.") for name in STILL_STACKED)
-    composed = sorted(STILL_STACKED - set(over))
-    assert not composed, f"no longer stacked, take them out of STILL_STACKED: {composed}"
 
 
 def test_the_check_sees_a_tower_and_the_kinds_it_leaves_aside(tmp_path):

@@ -38,11 +38,11 @@ from hbtui.core.work.operations import PullResult
 from hbtui.errors import HbtuiError
 from hbtui.events import LogLine, Notice, Phase, Step
 from hbtui.names import LOCAL
+from hbtui.tui.archives.progress import ProgressScreen
+from hbtui.tui.boxes.details import DetailsScreen
 from hbtui.tui.dialogs.archive import ExtractRequest
-from hbtui.tui.screens.compare import TryScreen
-from hbtui.tui.screens.details import DetailsScreen
-from hbtui.tui.screens.diff import DiffScreen
-from hbtui.tui.screens.progress import ProgressScreen
+from hbtui.tui.work.compare import TryScreen
+from hbtui.tui.work.diff import DiffScreen
 
 from support import HBTUI_BIN, ROOT, SIM_RECIPE
 from support.cli import as_root, hbtui, ok
@@ -372,7 +372,7 @@ async def test_the_preview_and_the_answers_show_what_the_box_says_plainly():
         await started(pilot, service)
         await select(pilot, "alpha")
         await pilot.press("v")  # its screen: colours kept, nothing else
-        await until(pilot, lambda: "echo [/] missing" in app.main.preview.screen_text)
+        await until(pilot, lambda: "echo [/] missing" in app.main.agent_panel.preview.screen_text)
         screen = plain_screen(app)
         assert "waits for: https://github.com/org/repo big evil iso 2J 0;c1 title [@click" in screen
         assert "https://github.com/org/repo" in screen and "big" in screen
@@ -440,16 +440,16 @@ async def test_extract_shows_an_archives_names_plainly():
     request = ExtractRequest(Path("/backups/alpha.hbx"), None, passphrase=b"pw")
     async with app.run_test(size=SIZE, headless=False, notifications=True) as pilot:
         await started(pilot, service)
-        app._extract(request)
+        app.archives.extract(request)
         await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
         progress = app.screen
-        await until(pilot, lambda: progress.error, what="the extract to fail")
+        await until(pilot, lambda: progress.failure is not None, what="the extract to fail")
         await settled(pilot)
         assert "refused entry home/dev[/]null: https://github.com" in plain_screen(app)
         await said(pilot, app, "refused entry home/dev[/]null")
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main)
-        app._extract(replace(request, passphrase=b"pw"))
+        app.archives.extract(replace(request, passphrase=b"pw"))
         await said(pilot, app, "extract: done extracted into /tmp/out[/]dir")
         await operations_done(pilot, app)
         plain_screen(app)

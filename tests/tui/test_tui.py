@@ -20,11 +20,11 @@ from hbtui.core.service import Service
 from hbtui.events import LogLine, Phase
 from hbtui.tui.actions import ACTIONS, MAIN
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.archives.progress import ProgressScreen, TransferMeter
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.dialogs.remove import RemoveDialog
-from hbtui.tui.screens.help import HelpScreen
-from hbtui.tui.screens.progress import ProgressScreen, TransferMeter
+from hbtui.tui.help import HelpScreen
 from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE
@@ -165,7 +165,7 @@ async def test_new_box_streams_its_log_and_steps(static_service):
         )
         await until(pilot, lambda: not activity.running, what="new to finish")
         await until(pilot, lambda: app.main.table.selected_key() == ("local", "echo"))
-        assert activity.step.index == 3 and not activity.error
+        assert activity.step.index == 3 and activity.failure is None
         assert "base line" in "\n".join(activity.lines)
         await until(pilot, lambda: "ok tools line" in log_text(app))
         assert any("new echo: done" in n for n in notes(app))
@@ -178,7 +178,9 @@ async def test_a_failed_creation_shows_in_row_pane_and_notification(static_servi
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("n", *"fail-one", "enter")
         key = ("local", "fail-one")
-        await until(pilot, lambda: key in app.activities and app.activities[key].error)
+        await until(
+            pilot, lambda: key in app.activities and app.activities[key].failure is not None
+        )
         await until(pilot, lambda: column(app, "local/fail-one", 2) == "failed")
         assert "failed at step 3/3" in rows(app)["local/fail-one"]
         header = app.main.log_pane.query_one("#log-header")
@@ -271,7 +273,7 @@ async def test_enter_hands_the_terminal_to_the_shell(static_service):
     launched = []
 
     async def launcher(argv):
-        launched.append((argv, app._paused, app._batch_count))
+        launched.append((argv, app.paused, app._batch_count))
         return 0
 
     app = make_app(static_service, launcher=launcher, driver_class=SuspendableDriver)
@@ -286,7 +288,7 @@ async def test_enter_hands_the_terminal_to_the_shell(static_service):
         argv, paused, batching = launched[0]
         assert argv[-2:] == ["/opt/hermes-box/bin/hb-as-agent", "--tmux"] and "alpha" in argv
         assert paused and batching  # no refresh and no painting while the shell runs
-        assert suspended and resumed and not app._paused
+        assert suspended and resumed and not app.paused
 
 
 async def test_enter_without_a_suspendable_terminal_shows_the_command(static_service):
@@ -382,7 +384,7 @@ async def test_cancelling_an_archive_operation_cancels_its_worker(static_service
         await until(pilot, lambda: app.screen is not progress, what="progress to close")
         activity = app.activities[("local", "alpha")]
         await until(pilot, lambda: not activity.running)
-        assert not activity.error  # a cancellation is a notice, not a failure
+        assert activity.failure is None  # a cancellation is a notice, not a failure
         assert "cancelled" in activity.lines[-1]
         assert not app._running_operations()
         assert not any("saved to" in n for n in notes(app))
@@ -719,7 +721,7 @@ async def test_sim_new_with_live_log_then_stop_start_enter_delete(sim_service, m
         # The row says ready a moment before the operation has wound up; a key
         # pressed in between is refused as "busy" (by design), so wait for it.
         await until(pilot, lambda: not activity.running, timeout=30, what="new to finish")
-        assert not activity.error, "\n".join(activity.lines)
+        assert activity.failure is None, "\n".join(activity.lines)
         assert app.main.table.views["local/s1"].port == pick
         assert activity.step.index == activity.step.total
         assert len(app.main.log_pane.log_view.lines) > 5
@@ -796,7 +798,7 @@ async def test_sim_save_and_load_round_trip(sim_service, tmp_path, monkeypatch):
         await until(pilot, lambda: ("local", "copy") in app.activities, what="load to start")
         copy = app.activities[("local", "copy")]
         await until(pilot, lambda: not copy.running, timeout=300, what="load")
-        assert not copy.error, "\n".join(copy.lines)
+        assert copy.failure is None, "\n".join(copy.lines)
         await until(pilot, lambda: app.screen is app.main, what="the progress screen to close")
         await wait_ready(pilot, app, "local/copy", timeout=60)
         assert app.main.table.selected_key() == ("local", "copy")

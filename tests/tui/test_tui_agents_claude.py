@@ -15,7 +15,7 @@ import pytest
 from textual.widgets import Static
 
 from hbtui.core.agents.sessions import NEEDS_YOU
-from hbtui.tui.agent_state import lead
+from hbtui.tui.agents.state import lead
 from hbtui.tui.app import HbtuiApp
 
 from support import SIM_RECIPE
@@ -36,7 +36,7 @@ KEY = ("local", "b1")
 
 
 def status_of(app) -> str:
-    row = app.main.agents.get(KEY)
+    row = app.main.agent_panel.agents.get(KEY)
     session = lead(row) if row is not None else None
     return session.status if session is not None else ""
 
@@ -66,7 +66,7 @@ async def test_the_dashboard_shows_claude_asking_and_approves_and_denies(sim_env
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: status_of(app) == "idle", timeout=30, what="idle")
         await pilot.press("v")
-        preview = app.main.preview
+        preview = app.main.agent_panel.preview
         await until(pilot, lambda: "\n" in preview.screen_text, timeout=30, what="claude's screen")
         assert "\x1b" not in preview.screen_text
 
@@ -78,13 +78,14 @@ async def test_the_dashboard_shows_claude_asking_and_approves_and_denies(sim_env
         await until(
             pilot,
             lambda: (
-                status_of(app) == NEEDS_YOU and lead(app.main.agents[KEY]).waiting_for == command
+                status_of(app) == NEEDS_YOU
+                and lead(app.main.agent_panel.agents[KEY]).waiting_for == command
             ),
             timeout=60,
             what="needs-you with the command",
         )
         shown = time.time()
-        asked = lead(app.main.agents[KEY])
+        asked = lead(app.main.agent_panel.agents[KEY])
         assert asked is not None and asked.waiting_for == command
         print(f"needs-you shown {shown - (asked.since or shown):.2f} s after claude asked")
         assert "needs-you" in rows(app)["local/b1"]

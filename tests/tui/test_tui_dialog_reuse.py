@@ -137,7 +137,7 @@ async def test_the_new_dialog_opened_again_is_as_new():
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main, what="the dialog closed")
 
-        app.action_new_box(port=4794)  # picked in the port allocator
+        app.boxes.action_new(port=4794)  # picked in the port allocator
         picked = await shown(pilot, app)
         assert picked.query_one("#port", Input).value == "4794"
         assert picked.query_one(PortGrid).picked == 4794

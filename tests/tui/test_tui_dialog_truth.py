@@ -14,12 +14,13 @@ from textual.widgets._footer import FooterKey
 
 from hbtui.core.archives.backups import ArchiveEntry
 from hbtui.core.foundation.basebook import NewPlan
-from hbtui.errors import HbtuiError
+from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Phase, Reserved, Stage, Step, Transfer
+from hbtui.tui.archives.progress import ProgressScreen
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.failure import Failure
 from hbtui.tui.operations import Operation
-from hbtui.tui.screens.progress import ProgressScreen
 from hbtui.tui.widgets.port_grid import PortGrid
 
 from support.pilot import make_app, notes, settled, until
@@ -267,7 +268,7 @@ async def test_a_failed_operations_window_offers_close_not_cancel():
             return [k.description for k in screen.query(FooterKey)]
 
         await until(pilot, lambda: footer() == ["Cancel"], what="esc Cancel while it runs")
-        screen.finished("folder /nope does not exist")
+        screen.finished(Failure.of(UsageError("folder /nope does not exist")))
         await until(pilot, lambda: footer() == ["Close"], what=lambda: f"esc Close: {footer()}")
         assert str(screen.query_one("#cancel", Button).label) == "Close"
         await pilot.press("escape")

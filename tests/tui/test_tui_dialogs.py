@@ -15,14 +15,14 @@ from textual.widgets import Button, DataTable, Input
 
 from hbtui.core.foundation.views import Busy
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.boxes.cells import COLUMNS, cells
 from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
 from hbtui.tui.dialogs.confirm import ConfirmDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.dialogs.remove import RemoveDialog
 from hbtui.tui.dialogs.url import UrlDialog
-from hbtui.tui.screens.help import HelpScreen
+from hbtui.tui.help import HelpScreen
 from hbtui.tui.system import open_in_browser
-from hbtui.tui.widgets.box_cells import COLUMNS, cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE

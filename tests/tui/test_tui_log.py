@@ -9,7 +9,8 @@ from textual.widgets import DataTable, Input
 from hbtui.events import LogLine
 from hbtui.tui.activity import MAX_LINES
 from hbtui.tui.app import HbtuiApp
-from hbtui.tui.screens.help import HelpScreen
+from hbtui.tui.help import HelpScreen
+from hbtui.tui.messages import ListingWanted
 from hbtui.tui.widgets.log_pane import LogView
 
 from support.pilot import SIZE, blink_off, make_app, settle, settled, until
@@ -273,9 +274,9 @@ async def test_the_first_listing_is_asked_before_the_first_frame():
     service = FakeService()
 
     class Counting(FrameCounting):
-        def refresh_listing(self) -> None:
+        def on_listing_wanted(self, message: ListingWanted) -> None:
             asked_after.append(self.frames)
-            super().refresh_listing()
+            super().on_listing_wanted(message)
 
     app = Counting(service, clock=frozen_clock, refresh_seconds=60)
     async with app.run_test(size=SIZE) as pilot:

@@ -20,11 +20,11 @@ from hbtui.core.foundation.views import BOX, MISSING, BoxView
 from hbtui.events import Phase, Reserved, Stage, Step
 from hbtui.tui.actions import BY_ID, MAIN
 from hbtui.tui.activity import Activity
+from hbtui.tui.archives.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
+from hbtui.tui.boxes.cells import cells
 from hbtui.tui.dialogs.archive import LoadRequest, SaveDialog, SaveRequest
 from hbtui.tui.dialogs.confirm import ConfirmDialog, QuitScreen
 from hbtui.tui.dialogs.new import NewBoxDialog
-from hbtui.tui.screens.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
-from hbtui.tui.widgets.box_cells import cells
 from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE
@@ -226,7 +226,7 @@ async def test_a_name_taken_meanwhile_never_touches_that_box(service):
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("n", *"late")
         service.views.append(view("late", 4799))
-        app.refresh_listing()
+        app.boxes.refresh_listing()
         await until(pilot, lambda: app.main.listed(("local", "late")))
         before = rows(app)["local/late"]
         await pilot.press("enter")
@@ -238,7 +238,7 @@ async def test_a_name_taken_meanwhile_never_touches_that_box(service):
         assert rows(app)["local/late"] == before
         assert column(app, "local/late", 2) == "running"
         late = app.activities.get(("local", "late"))
-        assert late is None or ("new" not in late.operation and not late.error)
+        assert late is None or ("new" not in late.operation and late.failure is None)
         assert not any("failed" in n for n in notes(app))
 
 
@@ -307,7 +307,7 @@ async def test_load_progress_shows_its_stages_and_stops_on_failure(service, tmp_
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        app._load(LoadRequest(LoadSpec(archive, "copy"), passphrase=b"pw"))
+        app.archives.load(LoadRequest(LoadSpec(archive, "copy"), passphrase=b"pw"))
         await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
         screen = app.screen
         await until(pilot, lambda: "✗ decrypt+check" in str(screen.query_one("#stages").render()))
@@ -324,7 +324,7 @@ async def test_events_arriving_while_the_dashboard_closes_draw_nothing(service, 
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
-        app._save(SaveRequest(SaveSpec("alpha", output=tmp_path / "a.hbx"), b"pw"))
+        app.archives.save(SaveRequest(SaveSpec("alpha", output=tmp_path / "a.hbx"), b"pw"))
         await until(pilot, lambda: isinstance(app.screen, ProgressScreen))
         progress = app.screen
         await until(pilot, lambda: progress.query_one("#bytes", ProgressBar).progress > 0)
@@ -382,7 +382,7 @@ async def test_cancel_key_asks_then_rolls_back_as_a_notice(service):
         await pilot.press("c", "y")
         await until(pilot, lambda: not activity.running, what="the rollback")
         assert ("rolled back", "undo", "local") in service.calls
-        assert not activity.error  # no red failure
+        assert activity.failure is None  # no red failure
         await until(pilot, lambda: "local/undo" not in app.main.table.views)
         cancelled = [t for t in toasts(app) if "cancelled" in t[0]]
         assert cancelled and cancelled[-1][2] == "information"
@@ -392,7 +392,7 @@ async def test_cancel_key_asks_then_rolls_back_as_a_notice(service):
 
 def test_cancel_is_a_key_in_the_keymap():
     cancel = BY_ID["cancel"]
-    assert (cancel.keys, cancel.action, cancel.scope) == ("c", "app.cancel_operation", MAIN)
+    assert (cancel.keys, cancel.action, cancel.scope) == ("c", "boxes.cancel", MAIN)
 
 
 # -- against the simulator: the phases the dashboard reads ------------------------------------

@@ -50,7 +50,7 @@ async def test_starting_a_keyed_box_asks_for_the_passphrase_in_a_dialog(no_secre
         dialog = app.screen
         seen = len(ticks)
         await until(pilot, lambda: len(ticks) >= seen + 5, what="the loop to keep ticking")
-        assert app.activities[("local", "keyed")].error == ""  # waiting, not failed
+        assert app.activities[("local", "keyed")].failure is None  # waiting, not failed
 
         dialog.query_one("#passphrase", Input).value = "wrong"
         await pilot.press("enter")

@@ -13,9 +13,9 @@ from textual.widgets._footer import FooterKey
 
 from hbtui.core.archives.backups import ArchiveEntry
 from hbtui.core.foundation.views import MISSING
+from hbtui.tui.archives.progress import ProgressScreen
 from hbtui.tui.dialogs.archive import ExtractDialog
-from hbtui.tui.screens.help import HelpScreen
-from hbtui.tui.screens.progress import ProgressScreen
+from hbtui.tui.help import HelpScreen
 from hbtui.tui.widgets.command_line import CommandLine, listing
 from hbtui.tui.widgets.key_footer import KeyFooter
 
@@ -76,7 +76,7 @@ async def test_a_failure_mark_goes_once_the_box_is_listed_otherwise():
         await until(pilot, lambda: "✗" in rows(app)["local/beta"])
         calls = service.list_calls
         app.main.action_refresh_now()  # the listing after the failure: still stopped
-        await until(pilot, lambda: service.list_calls > calls and not app._listing)
+        await until(pilot, lambda: service.list_calls > calls and not app.boxes._listing)
         await settled(pilot)
         assert "✗ start: RuntimeError" in rows(app)["local/beta"]
         del service.broken["start"]

@@ -24,9 +24,9 @@ from hbtui.core.boxes.details import parse_stats
 from hbtui.core.foundation.specs import NewSpec
 from hbtui.core.foundation.views import BoxStats
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.boxes.details import DetailsScreen
 from hbtui.tui.dialogs.bulk import BulkSaveDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
-from hbtui.tui.screens.details import DetailsScreen
 from hbtui.tui.widgets.command_line import CommandLine
 
 from support import HBTUI_BIN, SIM_RECIPE
@@ -225,9 +225,9 @@ async def test_live_figures_are_read_for_rows_on_screen_and_seldom_but_the_selec
     """30 running boxes, a few rows of them on screen: each listing reads the selected box's
     figures; the other rows on screen are read once per STATS_SECONDS (here longer than
     the test) and keep their figures meanwhile; the rows below the screen are not read."""
-    from hbtui.tui import queries
+    from hbtui.tui.boxes import controller as boxes
 
-    monkeypatch.setattr(queries, "STATS_SECONDS", 3600.0)
+    monkeypatch.setattr(boxes, "STATS_SECONDS", 3600.0)
     fake = FakeService([view(f"box{i:02d}", 4800 + i) for i in range(30)])
     app = make_app(fake, refresh=0.1)
 
@@ -367,7 +367,7 @@ def test_details_snapshot(snap_compare, monkeypatch):
             await pilot.pause(0.05)
         await settled(pilot)
         wave = [(8 + 30 * ((i * 7) % 11) / 10, 280 + 4 * i) for i in range(60)]
-        app.usage_history[("local", "alpha")] = deque(
+        app.boxes.usage_history[("local", "alpha")] = deque(
             BoxStats(cpu, memory, 4096.0) for cpu, memory in wave
         )
         await pilot.press("i")

@@ -15,9 +15,9 @@ from hbtui.names import LOCAL
 from hbtui.tui.app import HbtuiApp
 from hbtui.tui.dialogs.confirm import ConfirmDialog
 from hbtui.tui.dialogs.new import NewBoxDialog
-from hbtui.tui.screens.compare import TryScreen
-from hbtui.tui.screens.diff import DiffScreen, PatchView, prepare
-from hbtui.tui.screens.help import HelpScreen
+from hbtui.tui.help import HelpScreen
+from hbtui.tui.work.compare import TryScreen
+from hbtui.tui.work.diff import DiffScreen, PatchView, prepare
 
 from support.pilot import (
     SIZE,

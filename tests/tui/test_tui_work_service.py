@@ -13,8 +13,8 @@ from textual.widgets import DataTable, Static
 
 from hbtui.names import LOCAL
 from hbtui.tui.dialogs.confirm import ConfirmDialog
-from hbtui.tui.screens.compare import TryScreen
-from hbtui.tui.screens.diff import DiffScreen, PatchView
+from hbtui.tui.work.compare import TryScreen
+from hbtui.tui.work.diff import DiffScreen, PatchView
 
 from support import SIM_RECIPE
 from support.cli import hbtui

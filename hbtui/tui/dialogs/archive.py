@@ -23,6 +23,7 @@ from hbtui.tui.requests import SpecRequest
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
+    from hbtui.tui.failure import Failure
 
 
 @dataclass(frozen=True)
@@ -134,12 +135,12 @@ class LoadDialog(Dialog[LoadRequest]):
         service: Service,
         taken: Collection[tuple[str, str]] = (),
         again: LoadRequest | None = None,
-        error: str = "",
+        failure: Failure | None = None,
     ) -> None:
         super().__init__()
         self.service = service
         self.taken = taken  # (host, name) of the boxes there are
-        self.fields = ArchiveFields(service, again, error)
+        self.fields = ArchiveFields(service, again, failure)
 
     def compose_body(self) -> ComposeResult:
         with Form("Load", lambda: self.fields.problem() or self._name_problem(), self.load):
@@ -192,10 +193,10 @@ class ExtractDialog(Dialog[ExtractRequest]):
         service: Service,
         taken: Collection[tuple[str, str]] = (),
         again: ExtractRequest | None = None,
-        error: str = "",
+        failure: Failure | None = None,
     ) -> None:
         super().__init__()
-        self.fields = ArchiveFields(service, again, error)
+        self.fields = ArchiveFields(service, again, failure)
 
     def compose_body(self) -> ComposeResult:
         with Form("Extract", self.fields.problem, self.extract):

@@ -22,6 +22,7 @@ from hbtui.tui.dialogs.base import Dialog, Field, Passphrase, R
 if TYPE_CHECKING:
     from hbtui.core.archives import ArchiveEntry
     from hbtui.core.service import Service
+    from hbtui.tui.failure import Failure
 
 
 def archive_problem(service: Service, text: str) -> str | None:
@@ -134,20 +135,21 @@ class ArchivePicker(Vertical):
 class ArchiveFields(Generic[R]):
     """What Load and Extract hold alike: the picker and the archive's passphrase. Given
     `again` (a request its archive's passphrase did not open), the form comes back as it
-    was sent, but for the passphrase, with `error` said once."""
+    was sent, but for the passphrase, with its `failure` said once."""
 
-    def __init__(self, service: Service, again: R | None, error: str) -> None:
+    def __init__(self, service: Service, again: R | None, failure: Failure | None) -> None:
         self.picker = ArchivePicker(service, focus_list=again is None)
         self.passphrase = Passphrase(twice=False)
         self.again = again
-        self.error = error
+        self.failure = failure
 
     def start(self, dialog: Dialog[R], fill: Callable[[R], None]) -> None:
         """Open `dialog`'s form: refilled by `fill` when asked again, the list read, the
         focus in the path field (asked again: the passphrase)."""
         if self.again is not None:
             fill(self.again)
-            dialog.query_one("#error", Label).update(self.error)
+            said = self.failure.text if self.failure is not None else ""
+            dialog.query_one("#error", Label).update(said)
         self.picker.list_archives()
         dialog.focus_field(self.picker.path if self.again is None else self.passphrase.field)
 

@@ -50,6 +50,7 @@ from hbtui.tui.widgets.port_grid import PortGrid
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
+    from hbtui.tui.failure import Failure
 
 
 W = TypeVar("W", bound=Widget)
@@ -495,15 +496,15 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         if not locked:
             self.check()  # Create as the fields allow
 
-    def refused(self, error: str, *, cancelled: bool = False) -> None:
+    def refused(self, failure: Failure) -> None:
         """The request ended before any box existed: say why and stay open (cancelled: close)."""
         self.pending = None
         self.cancel_request = None
-        if cancelled:
+        if failure.cancelled:
             self.close()
             return
         self._lock(False)
-        self.query_one("#request-status", Label).update(Text(error, "bold red"))
+        self.query_one("#request-status", Label).update(Text(failure.text, "bold red"))
         self.query_one("#name", Input).focus()
 
     def action_cancel(self) -> None:

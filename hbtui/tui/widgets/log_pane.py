@@ -559,9 +559,9 @@ class LogPane(Vertical):
                 header.append(f" @{self.key[0]}", style="dim")
         activity = self.activity
         if activity is not None:
-            if activity.error:
+            if activity.failure is not None:
                 header.append(
-                    f"  ✗ {activity.operation} failed: {activity.error}", style="bold red"
+                    f"  ✗ {activity.operation} failed: {activity.failure.text}", style="bold red"
                 )
             elif activity.running:
                 header.append(f"  {activity.phase}", style="cyan")

@@ -256,7 +256,7 @@ async def test_the_dashboard_shows_needs_you_from_the_stream(box, sim_service):
     from textual.widgets import Static
 
     from hbtui.core.agents.sessions import NEEDS_YOU
-    from hbtui.tui.agent_state import lead
+    from hbtui.tui.agents.state import lead
     from hbtui.tui.app import HbtuiApp
 
     from support.pilot import rows
@@ -271,11 +271,11 @@ async def test_the_dashboard_shows_needs_you_from_the_stream(box, sim_service):
     sim_service.agents.listing = no_poll  # what shows must come from the stream
     app = HbtuiApp(sim_service, refresh_seconds=1)
     async with app.run_test(size=(160, 45)) as pilot:
-        await pilot_until(pilot, lambda: ("local", "b1") in app.main.agents, timeout=60)
+        await pilot_until(pilot, lambda: ("local", "b1") in app.main.agent_panel.agents, timeout=60)
         await asyncio.to_thread(in_box, box, ASK)
 
         def asked() -> bool:
-            row = app.main.agents.get(("local", "b1"))
+            row = app.main.agent_panel.agents.get(("local", "b1"))
             first = lead(row) if row is not None else None
             return first is not None and first.status == NEEDS_YOU
 

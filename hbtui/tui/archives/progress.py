@@ -1,6 +1,6 @@
 """The progress of an archive operation (save, load, extract): phase, bytes, rate, ETA.
 
-The App pushes it when it starts the operation and feeds it the operation's
+The archives feature pushes it when it starts the operation; the App feeds it the operation's
 events; Cancel cancels the worker, and the core rolls back what it made
 (the screen says so until the operation has wound up). A failure stays on
 screen until closed, with the bar stopped; success or a cancellation closes it.
@@ -25,6 +25,7 @@ from hbtui.events import Event, LogLine, Notice, Phase, Stage, Step, Transfer
 from hbtui.present import duration, human_bytes
 from hbtui.tui import plain
 from hbtui.tui.dialogs.base import DIALOG_CSS, Closable
+from hbtui.tui.failure import Failure
 from hbtui.tui.operations import Operation
 from hbtui.tui.widgets.key_footer import KeyFooter
 
@@ -104,7 +105,7 @@ class ProgressScreen(Closable[None]):
         self.meter = TransferMeter()
         self.transfer = ""  # the label of the pass the bar and the rate are about
         self.cancelling = False
-        self.error = ""  # why the operation failed, once it has
+        self.failure: Failure | None = None  # why the operation failed, once it has
         self._early: list[Event] = []  # events that came before the widgets
         self.stage = 0  # of a load: an index in LOAD_STAGES
 
@@ -126,8 +127,8 @@ class ProgressScreen(Closable[None]):
         early, self._early = self._early, []
         for event in early:
             self.show(event)
-        if self.error:
-            self._show_failure()
+        if self.failure is not None:
+            self._show_failure(self.failure)
 
     def show(self, event: Event) -> None:
         if not self.is_mounted:
@@ -163,21 +164,21 @@ class ProgressScreen(Closable[None]):
         self.meter = TransferMeter()
         self.transfer = ""
 
-    def finished(self, error: str, *, cancelled: bool = False) -> None:
+    def finished(self, failure: Failure | None) -> None:
         """The operation is over: close, or show why it failed."""
-        if not error or cancelled or self.cancelling:
+        if failure is None or failure.cancelled or self.cancelling:
             self.close()
             return
-        self.error = error
+        self.failure = failure
         if self.is_mounted:
-            self._show_failure()
+            self._show_failure(failure)
 
-    def _show_failure(self) -> None:
+    def _show_failure(self, failure: Failure) -> None:
         self.query_one("#phase", Label).update(Text(f"{self.operation.label} failed", "bold red"))
         self.query_one("#bytes", ProgressBar).display = False  # nothing moves any more
         if self.operation.name == "load":
             self.query_one("#stages", Label).update(stages_text(self.stage, failed=True))
-        self.query_one("#error", Label).update(self.error)
+        self.query_one("#error", Label).update(failure.text)
         close = self.query_one("#cancel", Button)
         close.label = "Close"
         close.focus()  # now Enter may end it: nothing is left to lose
@@ -186,9 +187,9 @@ class ProgressScreen(Closable[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """One of esc's two meanings at a time, in the footer too."""
         if action == "cancel":
-            return not self.error
+            return self.failure is None
         if action == "close_failed":
-            return bool(self.error)
+            return self.failure is not None
         return True
 
     def action_close_failed(self) -> None:
@@ -199,7 +200,7 @@ class ProgressScreen(Closable[None]):
         self.action_cancel()
 
     def action_cancel(self) -> None:
-        if self.error:
+        if self.failure is not None:
             self.close()
         elif not self.cancelling:
             self.cancelling = True

@@ -1,9 +1,9 @@
 """The compare view (`T`): the boxes of a try side by side, as `hbtui try ls NAME` shows
 them — each box's agent status, its diffstat and its check — and `k` to keep one.
 
-The App asks `Service.tries.rows` (which may run a settled box's check, so the answer can
+The work feature asks `Service.tries.rows` (which may run a settled box's check, so the answer can
 take a while) and hands the answer over with `show()`. Keep asks first, then the App runs
-`Service.tries.keep` as an operation (see WorkActions).
+`Service.tries.keep` as an operation (see work/controller.py).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from hbtui import boxtext
 from hbtui.tui.actions import TRY
+from hbtui.tui.failure import Failure
 from hbtui.tui.keys import bindings
-from hbtui.tui.screens.diff import fill_table
+from hbtui.tui.work.diff import fill_table
 
 if TYPE_CHECKING:
     from hbtui.core.tries import CheckResult, TryRecord, TryRow
@@ -97,12 +98,15 @@ class TryScreen(Screen[None]):
             self.loading = True
             self.post_message(self.Wanted(self))
 
-    def show(self, record: TryRecord | None, rows: list[TryRow], error: str = "") -> None:
+    def show(
+        self, record: TryRecord | None, rows: list[TryRow], failure: Failure | None = None
+    ) -> None:
         """The try's boxes, or why they could not be asked."""
         self.loading = False
         summary = self.query_one("#try-summary", Static)
         if record is None:
-            summary.update(Text(f"try {self.try_name}: {error}", style="bold red"))
+            why = failure.text if failure is not None else ""
+            summary.update(Text(f"try {self.try_name}: {why}", style="bold red"))
             return
         selected = self.selected() or self.start_box  # (before the rows change)
         self.record, self.rows = record, rows

@@ -1,8 +1,8 @@
 """The details view (`i`): one box in full, as `hbtui inspect` shows it, and its live CPU
 and memory as sparklines (k9s describe, lazydocker's stats tab).
 
-The App fetches `Service.boxes.details` and hands it over with `show()`; the live
-figures come from the App's stats poll (every refresh), kept per box in the
+The boxes feature fetches `Service.boxes.details` and hands it over with `show()`; the live
+figures come from its stats poll (every refresh), kept per box in the
 history this screen reads.
 """
 
@@ -22,6 +22,7 @@ from textual.widgets import Footer, Header, Sparkline, Static
 from hbtui import boxtext
 from hbtui.core.foundation import BoxDetails, BoxStats, DetailSection
 from hbtui.tui.activity import BoxKey
+from hbtui.tui.failure import Failure
 
 History = deque[BoxStats]
 HISTORY = 60  # figures kept per box: two minutes at the default refresh
@@ -51,7 +52,8 @@ class DetailsScreen(Screen[None]):
         self.history = history  # the App's, which its stats poll feeds
         self.details: BoxDetails | None = None
         self._ready = False
-        self._early: tuple[BoxDetails | None, str] | None = None  # an answer before on_mount
+        # An answer before on_mount.
+        self._early: tuple[BoxDetails | None, Failure | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -77,14 +79,15 @@ class DetailsScreen(Screen[None]):
         if self._early is not None:
             self.show(*self._early)
 
-    def show(self, details: BoxDetails | None, error: str = "") -> None:
+    def show(self, details: BoxDetails | None, failure: Failure | None = None) -> None:
         """The box's details, or why they could not be had."""
         if not self._ready:
-            self._early = (details, error)
+            self._early = (details, failure)
             return
         body = self.query_one("#sections", Static)
         if details is None:
-            body.update(Text(f"no details for {self.key[1]}: {error}", style="bold red"))
+            why = failure.text if failure is not None else ""
+            body.update(Text(f"no details for {self.key[1]}: {why}", style="bold red"))
             return
         self.details = details
         text = Text()

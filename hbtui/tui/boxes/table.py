@@ -32,8 +32,8 @@ from hbtui.core.foundation import BoxStats, BoxView
 from hbtui.present import age
 from hbtui.tui.actions import TABLE
 from hbtui.tui.activity import Activity, BoxKey, row_key
+from hbtui.tui.boxes.cells import COLUMNS, USAGE_WIDTH, agent_text, cells, matches
 from hbtui.tui.keys import bindings
-from hbtui.tui.widgets.box_cells import COLUMNS, USAGE_WIDTH, agent_text, cells, matches
 
 # The widest a column grows; longer text ends in "…". Box names are at most 40 characters and
 # states short, so those two (and the port) always fit an 80-column terminal.
@@ -300,7 +300,7 @@ class BoxTable(ScrollView, can_focus=True):
             if activity is None
             else (
                 activity.running,
-                activity.error,
+                activity.failure,
                 activity.operation,
                 activity.phase,
                 activity.step,

@@ -16,7 +16,7 @@ from hbtui.core.foundation import BOX, MISSING, BoxStats, BoxView
 from hbtui.events import MachineState
 from hbtui.present import AGENT_ICON, AGENT_STYLE, PROVISION_STYLE, STATE_STYLE, age, elapsed
 from hbtui.tui.activity import Activity
-from hbtui.tui.agent_state import lead
+from hbtui.tui.agents.state import lead
 from hbtui.tui.requests import StartRequest, StopRequest
 
 COLUMNS = (
@@ -120,8 +120,11 @@ def cells(
     state = shown_state if view.kind in (BOX, MISSING) else f"{shown_state} ({view.kind})"
     if activity is not None and activity.running:
         prov = progress_text(activity)
-    elif activity is not None and activity.failure_stands(view.state, view.provisioning):
-        prov = Text(f"✗ {activity.operation}: {activity.error}", style="bold red")
+    elif (
+        activity is not None
+        and (failure := activity.standing_failure(view.state, view.provisioning)) is not None
+    ):
+        prov = Text(f"✗ {activity.operation}: {failure.text}", style="bold red")
     else:
         # The error names the step that failed, as the box's recipe called it.
         label = view.provisioning + (f": {boxtext.line(view.error)}" if view.error else "")

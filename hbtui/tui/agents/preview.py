@@ -21,6 +21,7 @@ from hbtui.names import LOCAL
 from hbtui.present import AGENT_STYLE, elapsed
 from hbtui.tui import plain
 from hbtui.tui.activity import BoxKey
+from hbtui.tui.failure import Failure
 
 PREVIEW_LINES = 200
 PREVIEW_WIDTH = 300
@@ -108,10 +109,10 @@ class AgentPreview(Vertical):
             self.key, self.pane = key, pane
             self.show_screen("" if pane else "(no screen to show)")
 
-    def show_screen(self, raw: str, error: str = "") -> None:
-        """The pane as just captured; unchanged, nothing is redrawn."""
-        if error:
-            raw = f"\x1b[31m{boxtext.line(error)}\x1b[0m"
+    def show_screen(self, raw: str, failure: Failure | None = None) -> None:
+        """The pane as just captured, or why it could not be; unchanged, nothing is redrawn."""
+        if failure is not None:
+            raw = f"\x1b[31m{failure.text}\x1b[0m"
         if raw == self._raw:
             return
         self._raw = raw

@@ -1,16 +1,17 @@
-"""The dashboard's main screen: box table, log pane, port allocator, status line.
+"""The dashboard's main screen: box table, log pane, agent panel, port allocator, status line.
 
 The screen owns its panels and what they show: the listing, the rows an
 operation adds while it makes a box, the selection, the filter and sort,
-which log tab is up. It never calls the Service: it asks the App with a
-`...Wanted` message and shows the `...Loaded` answer. The App tells it that
-an operation reported on a box (`box_changed`) or that it should follow a
-box an operation is making (`follow`).
+which log tab is up; the agent panel (hbtui/tui/agents/panel.py) keeps what the
+agents do. It never calls the Service: it asks with a `...Wanted` message, which
+the App hands to the feature that answers, and shows the `...Loaded` answer. The App
+tells it that an operation reported on a box (`box_changed`) or that it should follow
+a box an operation is making (`follow`).
 
-Its keys come from the actions table (hbtui/tui/actions.py, scope MAIN):
-the App's (operations, help, quit) as `app.X`, the screen's own (filter,
-sort, log tab, ports, refresh) bare. None is a priority binding: the
-focused widget's own keys (enter in the filter box or on a port of the
+Its keys come from the actions table (hbtui/tui/actions.py, scope MAIN): each
+feature's (`boxes.start`, `agents.approve`, ...) and the App's (help, quit), and
+the screen's own (filter, sort, log tab, ports, refresh) bare. None is a priority
+binding: the focused widget's own keys (enter in the filter box or on a port of the
 allocator) win over the screen's.
 """
 
@@ -26,6 +27,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
 from hbtui import boxtext
@@ -34,6 +36,8 @@ from hbtui.events import MachineState
 from hbtui.names import LOCAL
 from hbtui.tui.actions import BY_ID, COMMANDS, MAIN
 from hbtui.tui.activity import Activity, BoxKey, row_key
+from hbtui.tui.agents.panel import AgentPanel
+from hbtui.tui.boxes.table import BoxTable
 from hbtui.tui.keys import bindings
 from hbtui.tui.messages import (
     ListingLoaded,
@@ -47,9 +51,6 @@ from hbtui.tui.messages import (
     WorkloadLogLoaded,
     WorkloadLogWanted,
 )
-from hbtui.tui.screens.agents_panel import AgentPanel
-from hbtui.tui.widgets.agent_preview import AgentPreview
-from hbtui.tui.widgets.box_table import BoxTable
 from hbtui.tui.widgets.command_line import CommandLine
 from hbtui.tui.widgets.key_footer import KeyFooter
 from hbtui.tui.widgets.log_pane import LogPane
@@ -62,7 +63,7 @@ Clock = Callable[[], datetime]
 NO_ROW_OPERATIONS = ("", "remove")
 
 
-class MainScreen(AgentPanel):
+class MainScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = bindings(MAIN)
 
     def __init__(
@@ -80,14 +81,19 @@ class MainScreen(AgentPanel):
         self._reported: dict[BoxKey, tuple[BoxView | None, float]] = {}
         self._status = Content()
         self.bases = 0  # how many bases the last listing found (the status line says)
+        self.agent_panel: AgentPanel  # (composed with the table and log it is handed)
 
     def compose(self) -> ComposeResult:
+        table, log = BoxTable(id="boxes"), LogPane(id="log-pane")
+        self.agent_panel = AgentPanel(
+            table, log, self._agents_changed, self.activities, self.clock, id="agent-panel"
+        )
         yield Header()
         yield Input(placeholder="filter: words that must all appear (esc clears)", id="filter")
-        yield BoxTable(id="boxes")
+        yield table
         with Horizontal(id="lower"):
-            yield LogPane(id="log-pane")
-            yield AgentPreview(id="agent-preview")
+            yield log
+            yield self.agent_panel
             with Vertical(id="ports-panel"):
                 yield Static("Port allocator", classes="panel-title")
                 yield PortGrid(id="port-grid")
@@ -104,7 +110,6 @@ class MainScreen(AgentPanel):
         self.set_interval(
             self.refresh_seconds, lambda: self.post_message(ListingWanted()), name="refresh"
         )
-        self.start_agents()
 
     def on_screen_resume(self) -> None:
         """A screen above this one has closed: what Textual's class-wide render cache kept
@@ -135,10 +140,11 @@ class MainScreen(AgentPanel):
     def on_listing_loaded(self, message: ListingLoaded) -> None:
         listing = message.listing
         if listing is None:  # the listing failed as a whole: keep the rows, say why
-            listing = BoxListing(self.listing.boxes if self.listing else [], {LOCAL: message.error})
+            why = message.failure.text if message.failure is not None else ""
+            listing = BoxListing(self.listing.boxes if self.listing else [], {LOCAL: why})
         self.bases = message.bases
         self.show_listing(listing, message.asked_at)
-        self.listing_shown()
+        self.agent_panel.listing_shown()
         running = {(v.host, v.name) for v in listing.boxes if v.state == MachineState.RUNNING}
         on_screen = [key for key in self.table.keys_on_screen() if key in running]
         self.post_message(StatsWanted(on_screen, self.table.selected_key()))
@@ -149,7 +155,7 @@ class MainScreen(AgentPanel):
 
     def show_listing(self, listing: BoxListing, asked_at: float | None = None) -> None:
         """Show a listing asked for at `asked_at` (time.monotonic(); None: just now)."""
-        self.listing = listing
+        self.listing = self.agent_panel.listing = listing
         since = time.monotonic() if asked_at is None else asked_at
         self._reported = {k: r for k, r in self._reported.items() if r[1] > since}
         self._listed = {(v.host, v.name): v for v in listing.boxes}
@@ -159,7 +165,7 @@ class MainScreen(AgentPanel):
             else:
                 self._listed[key] = view
         for key, activity in self.activities.items():
-            if activity.error and (listed := self._listed.get(key)) is not None:
+            if activity.failure is not None and (listed := self._listed.get(key)) is not None:
                 activity.settle(listed.state, listed.provisioning, since)
         self.redraw()
         self._show_status(listing)
@@ -193,10 +199,15 @@ class MainScreen(AgentPanel):
                 ),
             )
         line += Content.assemble("  ", (f"· listed at {self.clock().astimezone():%H:%M:%S}", "dim"))
-        line += self.agents_status()
+        line += self.agent_panel.status()
         if line.markup != self._status.markup:  # (Content's == compares its text only)
             self._status = line
             self._draw_status()
+
+    def _agents_changed(self) -> None:
+        """The agent panel's part of the status line says something else now."""
+        if self.listing is not None:
+            self._show_status(self.listing)
 
     def _draw_status(self) -> None:
         """The status line is one line high whatever it says: no layout of the screen
@@ -213,9 +224,9 @@ class MainScreen(AgentPanel):
         activity = self.activities.get(key)
         if activity is None or activity.operation in NO_ROW_OPERATIONS:
             return None
-        if not (activity.running or activity.error):
+        failed = activity.failure is not None
+        if not (activity.running or failed):
             return None
-        failed = bool(activity.error)
         return BoxView(
             name=key[1],
             host=key[0],
@@ -277,8 +288,7 @@ class MainScreen(AgentPanel):
         self._selection_changed(self.table.selected_key())
 
     def _selection_changed(self, key: BoxKey | None) -> None:
-        if self.preview_visible and key != self.preview.key:
-            self.show_preview()
+        self.agent_panel.selection_changed(key)
         pane = self.log_pane
         if key == pane.key:
             return
@@ -321,8 +331,8 @@ class MainScreen(AgentPanel):
             self.log_pane.show_workload(message.text)
 
     def action_toggle_logs(self) -> None:
-        if self.preview_visible:  # the log comes back as it was
-            self.action_toggle_agent()
+        if self.agent_panel.display:  # the log comes back as it was
+            self.agent_panel.toggle()
             return
         self.log_pane.toggle_tab()
         if self.log_pane.workload_visible:
@@ -356,15 +366,15 @@ class MainScreen(AgentPanel):
 
     async def on_port_grid_picked(self, event: PortGrid.Picked) -> None:
         """Enter on a free port of the allocator: a new box on that port."""
-        await self.run_action(f"app.new_box({event.port})")
+        await self.run_action(f"boxes.new({event.port})")
 
     def _want_ports(self) -> None:
         view = self.selected_view()
         self.post_message(PortsWanted(view.host if view else LOCAL))
 
     def on_ports_loaded(self, message: PortsLoaded) -> None:
-        if message.error:
-            self.notify(message.error, title="port map", severity="error")
+        if message.failure is not None:
+            self.notify(message.failure.text, title="port map", severity="error")
         else:
             self.port_grid.set_slots(message.slots)
 
@@ -375,7 +385,7 @@ class MainScreen(AgentPanel):
         self._status = Content.styled("refreshing…", "bold")
         self._draw_status()
         self.post_message(ListingWanted())
-        self.want_agents()
+        self.agent_panel.want_agents()
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

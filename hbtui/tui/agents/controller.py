@@ -2,10 +2,10 @@
 
 What the agents do comes from the boxes' status streams (`Service.agents.watch`, one
 long-lived exec per running box, told which boxes run at each `AgentsWanted`): each change
-goes to the main screen as it happens. Where the watch cannot run at all, the main screen's
-`AgentsWanted` (every AGENT_SECONDS while boxes run) polls `Service.agents.listing()` instead, one
-worker, never two at once. `AgentPaneWanted` (every second while the preview shows) asks
-for the selected agent's screen. Approve, deny and send go
+goes to the agent panel (panel.py) as it happens. Where the watch cannot run at all, the
+panel's `AgentsWanted` (every AGENT_SECONDS while boxes run) polls `Service.agents.listing()`
+instead, one worker, never two at once. `AgentPaneWanted` (every second while the preview
+shows) asks for the selected agent's screen. Approve, deny and send go
 through the Service (`answer_agent`, `send_to_agent`), which checks in the box what is
 pending: approve and deny carry the request the dashboard shows, and one that changed
 since is refused; what it refuses is one notification. A box that turns needs-you rings the
@@ -21,41 +21,58 @@ from typing import TYPE_CHECKING
 from textual.worker import Worker
 
 from hbtui.core.agents import AgentSession, AgentsGone, BoxAgents
+from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
-from hbtui.tui.agent_state import live, waiting
-from hbtui.tui.alerts import alert_text, notify_send_argv, osc9, run_notify_send
-from hbtui.tui.box_actions import BoxActions
-from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, AgentsWanted
-from hbtui.tui.operations import describe_error
+from hbtui.tui.agents.alerts import alert_text, notify_send_argv, osc9, run_notify_send
+from hbtui.tui.agents.panel import AgentPanel
+from hbtui.tui.agents.state import live, waiting
+from hbtui.tui.failure import Failure, describe
+from hbtui.tui.feature import Dashboard, Feature
+from hbtui.tui.messages import AgentPaneLoaded, AgentsLoaded, AgentsWanted
 
 if TYPE_CHECKING:
     from hbtui.core.agents import AgentWatch
 
 ALLOW, DENY = "allow", "deny"
-ANSWERS = ("approve_agent", "deny_agent", "send_agent")
+# The keys left out of the footer while no box has an agent.
+AGENT_KEYS = ("approve", "deny", "send", "next_needs_you", "toggle_agent")
 
 
-class Agents(BoxActions):
-    _agents_worker: Worker[None] | None = None
-    _agents_again = False  # asked for while an ask was out
-    _pane_worker: Worker[None] | None = None
-    # (host, box, session) of every session that waited at the last ask; None: not asked yet
-    _waited: set[tuple[str, str, str]] | None = None
-    _alerted_boxes: frozenset[BoxKey] = frozenset()  # the boxes the last ask had a row for
-    _watch: AgentWatch | None = None
-    _watch_failed = False  # the streams cannot run here: poll
+class Agents(Feature):
+    def __init__(self, app: Dashboard) -> None:
+        super().__init__(app)
+        self._panel: AgentPanel | None = None
+        self._agents_worker: Worker[None] | None = None
+        self._agents_again = False  # asked for while an ask was out
+        self._pane_worker: Worker[None] | None = None
+        # (host, box, session) of every session that waited at the last ask; None: not yet
+        self._waited: set[tuple[str, str, str]] | None = None
+        self._alerted_boxes: frozenset[BoxKey] = frozenset()  # the last ask's boxes with a row
+        self._watch: AgentWatch | None = None
+        self._watch_failed = False  # the streams cannot run here: poll
+
+    @property
+    def panel(self) -> AgentPanel:
+        """The main screen's agent panel, which shows what the agents do."""
+        if self._panel is None:
+            self._panel = self.app.main.query_one(AgentPanel)
+        return self._panel
+
+    def _to_panel(self, message: AgentsLoaded | AgentPaneLoaded) -> None:
+        if self.app.screen_stack:  # (none: the dashboard has closed)
+            self.panel.post_message(message)
 
     # -- what the agents do ----------------------------------------------------------------
 
-    def on_agents_wanted(self, _message: AgentsWanted) -> None:
+    def wanted(self) -> None:
         """Tell the streams which boxes run; where they cannot run, ask now, or, while an
         ask is out, once more right after it (a tick is never lost: a slow box would
         otherwise halve the rate)."""
-        if self._paused or not self.screen_stack or self._stream_agents():
+        if self.app.paused or not self.app.screen_stack or self._stream_agents():
             return  # (no screen: the dashboard is closing)
         if self._agents_worker is None or self._agents_worker.is_finished:
             self._agents_again = False
-            self._agents_worker = self._start(self._agents, "agents")
+            self._agents_worker = self.app.start(self._agents, "agents")
         else:
             self._agents_again = True
 
@@ -63,12 +80,12 @@ class Agents(BoxActions):
         while True:
             try:
                 rows = await self.service.agents.listing()
-            except Exception as exc:  # the dashboard outlives a broken engine
-                self._to_main(AgentsLoaded(None, describe_error(exc)))
+            except HbtuiError as exc:  # the dashboard outlives a broken engine
+                self._to_panel(AgentsLoaded(None, Failure.of(exc)))
             else:
                 self._alert_new(rows)
-                self._to_main(AgentsLoaded(rows))
-            if not self._agents_again or self._paused:
+                self._to_panel(AgentsLoaded(rows))
+            if not self._agents_again or self.app.paused:
                 return
             self._agents_again = False
 
@@ -80,11 +97,11 @@ class Agents(BoxActions):
         if self._watch is None:
             try:
                 self._watch = self.service.agents.watch()
-            except Exception:  # a Service without streams: the poll does it
+            except AttributeError:  # a Service without streams: the poll does it
                 self._watch_failed = True
                 return False
-            self._start(partial(self._watching, self._watch), "agents-watch")
-        listing = self.main.listing
+            self.app.start(partial(self._watching, self._watch), "agents-watch")
+        listing = self.app.main.listing
         self._watch.track(listing.boxes if listing is not None else [])
         return True
 
@@ -99,12 +116,12 @@ class Agents(BoxActions):
                     rows[(event.row.host, event.row.box)] = event.row
                 shown = list(rows.values())
                 self._alert_new(shown)
-                self._to_main(AgentsLoaded(shown))
-        except Exception as exc:  # the dashboard outlives a broken watch: it polls
+                self._to_panel(AgentsLoaded(shown))
+        except Exception as exc:  # whatever broke the watch, the poll takes over
             self._watch, self._watch_failed = None, True
-            self._to_main(AgentsLoaded(None, describe_error(exc)))
+            self._to_panel(AgentsLoaded(None, Failure.of(exc)))
 
-    async def stop_watching_agents(self) -> None:
+    async def close(self) -> None:
         """The streams end with the dashboard (and none starts again)."""
         watch, self._watch, self._watch_failed = self._watch, None, True
         if watch is not None:
@@ -125,45 +142,50 @@ class Agents(BoxActions):
 
     def alert(self, text: str) -> None:
         """A toast always; the bell, OSC 9 and notify-send unless the config says no."""
-        self.notify(text, title="agent", severity="warning", timeout=10)
-        if not self.config.agent_alerts:
+        self.app.notify(text, title="agent", severity="warning", timeout=10)
+        if not self.app.config.agent_alerts:
             return
-        self.bell()
-        if not self.is_headless and self._driver is not None:
-            self._driver.write(osc9(text))
+        self.app.bell()
+        self.app.to_terminal(osc9(text))
         argv = notify_send_argv(text)
         if argv is not None:
-            self._start(partial(run_notify_send, argv), "notify-send")
+            self.app.start(partial(run_notify_send, argv), "notify-send")
 
     # -- the preview -----------------------------------------------------------------------
 
-    def on_agent_pane_wanted(self, message: AgentPaneWanted) -> None:
-        if self._paused:
+    def pane_wanted(self, key: BoxKey, pane: str) -> None:
+        if self.app.paused:
             return
         if self._pane_worker is None or self._pane_worker.is_finished:
-            work = partial(self._agent_pane, message.key, message.pane)
-            self._pane_worker = self._start(work, "agent-pane")
+            work = partial(self._agent_pane, key, pane)
+            self._pane_worker = self.app.start(work, "agent-pane")
 
     async def _agent_pane(self, key: BoxKey, pane: str) -> None:
         try:
             text = await self.service.agents.pane(key[1], pane, key[0])
-        except Exception as exc:
-            self._to_main(AgentPaneLoaded(key, pane, "", describe_error(exc)))
+        except HbtuiError as exc:
+            self._to_panel(AgentPaneLoaded(key, pane, "", Failure.of(exc)))
             return
-        self._to_main(AgentPaneLoaded(key, pane, text))
+        self._to_panel(AgentPaneLoaded(key, pane, text))
 
     # -- answering -------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Approve, deny and send are left out of the footer while no box has an agent.
-        if action in ANSWERS and self.screen_stack:
-            return self.main.any_agents
+        # The agent keys are left out of the footer while no box has an agent.
+        if action in AGENT_KEYS and self.app.screen_stack:
+            return self.panel.any_agents
         return True
 
-    def action_approve_agent(self) -> None:
+    def action_next_needs_you(self) -> None:
+        self.panel.next_needs_you()
+
+    def action_toggle_agent(self) -> None:
+        self.panel.toggle()
+
+    def action_approve(self) -> None:
         self._answer(ALLOW)
 
-    def action_deny_agent(self) -> None:
+    def action_deny(self) -> None:
         self._answer(DENY)
 
     def _answer(self, decision: str) -> None:
@@ -173,27 +195,27 @@ class Agents(BoxActions):
         shown as pending, nothing is guessed."""
         from hbtui.tui.dialogs.agents import SessionPicker
 
-        view = self._need_box()
+        view = self.need_box()
         if view is None:
             return
         key = (view.host, view.name)
-        pending = waiting(self.main.agents.get(key))
+        pending = waiting(self.panel.agents.get(key))
         if not pending:
             said = f"nothing is pending in box {view.name}"
-            self.notify(said, title="agent", severity="warning", markup=False)
+            self.app.notify(said, title="agent", severity="warning", markup=False)
         elif len(pending) > 1:
             what = "approve" if decision == ALLOW else "deny"
             picker = SessionPicker(view.name, what, pending)
-            self.push_screen(picker, partial(self._decide_picked, key, decision, pending))
+            self.app.push_screen(picker, partial(self._decide_picked, key, decision, pending))
         else:
-            self._start(partial(self._decide, key, decision, pending[0]), "agent-answer")
+            self.app.start(partial(self._decide, key, decision, pending[0]), "agent-answer")
 
     def _decide_picked(
         self, key: BoxKey, decision: str, shown: list[AgentSession], picked: str | None
     ) -> None:
         session = next((s for s in shown if s.session_id == picked), None)
         if session is not None:
-            self._start(partial(self._decide, key, decision, session), "agent-answer")
+            self.app.start(partial(self._decide, key, decision, session), "agent-answer")
 
     async def _decide(self, key: BoxKey, decision: str, shown: AgentSession) -> None:
         host, name = key
@@ -206,48 +228,48 @@ class Agents(BoxActions):
                 request=shown.request,
                 waiting_for=shown.waiting_for,
             )
-        except Exception as exc:
-            self.notify(describe_error(exc), title="agent", severity="warning", markup=False)
+        except HbtuiError as exc:
+            self.app.notify(describe(exc), title="agent", severity="warning", markup=False)
             return
         done = "approved" if decision == ALLOW else "denied"
         what = answer.session.waiting_for or f"session {answer.session.session_id[:8]}"
         how = "through its hook" if answer.via == "hook" else "at its prompt"
-        self.notify(f"{done} in {name} ({how}): {what}", title="agent", markup=False)
-        self.post_message(AgentsWanted())
+        self.app.notify(f"{done} in {name} ({how}): {what}", title="agent", markup=False)
+        self.app.post_message(AgentsWanted())
 
-    def action_send_agent(self) -> None:
+    def action_send(self) -> None:
         """A line for the selected box's agent (the session picked first when several run)."""
         from hbtui.tui.dialogs.agents import SessionPicker
 
-        view = self._need_box()
+        view = self.need_box()
         if view is None:
             return
         key = (view.host, view.name)
-        sessions = live(self.main.agents.get(key))
+        sessions = live(self.panel.agents.get(key))
         if len(sessions) > 1:
             picker = SessionPicker(view.name, "send a line to", sessions)
-            self.push_screen(picker, partial(self._send_dialog, key))
+            self.app.push_screen(picker, partial(self._send_dialog, key))
         else:
             self._send_dialog(key, sessions[0].session_id if sessions else None)
 
     def _send_dialog(self, key: BoxKey, session: str | None) -> None:
         from hbtui.tui.dialogs.agents import SendDialog
 
-        row = self.main.agents.get(key)
+        row = self.panel.agents.get(key)
         chosen = next((s for s in live(row) if s.session_id == session), None)
         dialog = SendDialog(key[1], chosen)
-        self.push_screen(dialog, partial(self._send_line, key, session))
+        self.app.push_screen(dialog, partial(self._send_line, key, session))
 
     def _send_line(self, key: BoxKey, session: str | None, text: str | None) -> None:
         if text is not None:
-            self._start(partial(self._send, key, text, session), "agent-answer")
+            self.app.start(partial(self._send, key, text, session), "agent-answer")
 
     async def _send(self, key: BoxKey, text: str, session: str | None) -> None:
         host, name = key
         try:
             sent = await self.service.agents.send(name, text, host, session=session)
-        except Exception as exc:
-            self.notify(describe_error(exc), title="agent", severity="warning")
+        except HbtuiError as exc:
+            self.app.notify(describe(exc), title="agent", severity="warning")
             return
-        self.notify(f"sent to {sent.agent} in {name}", title="agent")
-        self.post_message(AgentsWanted())
+        self.app.notify(f"sent to {sent.agent} in {name}", title="agent")
+        self.app.post_message(AgentsWanted())

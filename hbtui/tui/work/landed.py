@@ -1,5 +1,4 @@
-"""What a pull or keep brought into the host repository: the notification Running shows
-when one ends."""
+"""What a pull or keep brought into the host repository: the notification it ends with."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Archives: save, load and extract, and the window that shows their progress."""

@@ -1,1 +1,0 @@
-"""Screens of the dashboard: the main screen, the modal dialogs, help."""

@@ -1,0 +1,1 @@
+"""A box's work and the tries: the diff view, pull, the compare view and keep."""
