@@ -35,9 +35,9 @@ def no_secrets_passphrase(sim_env, monkeypatch):
 
 async def test_starting_a_keyed_box_asks_for_the_passphrase_in_a_dialog(no_secrets_passphrase):
     setup = build_service(secrets_passphrase=lambda _confirm: b"right")
-    setup.set_secret("anthropic", "sk-ant-test")
+    setup.secrets.set("anthropic", "sk-ant-test")
     await setup.new(NewSpec("keyed", credentials=("anthropic",)))
-    await setup.stop("keyed")
+    await setup.boxes.stop("keyed")
 
     service = build_service(secrets_passphrase=secrets_passphrase_without_prompt)
     app = make_app(service, refresh=60)
