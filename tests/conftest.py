@@ -472,6 +472,19 @@ def static_service():
     return FakeService()
 
 
+@pytest.fixture
+def short_tmp_path():
+    """A fresh folder right under the system's temporary folder, for a path a Pilot test
+    types key by key: tmp_path's runs to ~90 characters, and each key typed into a dialog
+    lays it out and paints it again (tens of milliseconds of CPU a key)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="hb"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 # ---- end tui ------------------------------------------------------------------------------
 
 

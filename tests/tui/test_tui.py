@@ -407,11 +407,11 @@ async def test_a_failed_archive_operation_stays_on_screen(static_service, tmp_pa
         await until(pilot, lambda: app.screen is app.main)
 
 
-async def test_load_dialog_checks_the_archive_then_the_box_follows(static_service, tmp_path):
+async def test_load_dialog_checks_the_archive_then_the_box_follows(static_service, short_tmp_path):
     static_service.step_delay = 0.1
-    archive = tmp_path / "orig.hbx"
+    archive = short_tmp_path / "orig.hbx"
     archive.write_bytes(b"not really an archive")
-    other = tmp_path / "notes.txt"
+    other = short_tmp_path / "notes.txt"
     other.write_text("hello")
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
@@ -419,7 +419,7 @@ async def test_load_dialog_checks_the_archive_then_the_box_follows(static_servic
         await pilot.press("l")
         dialog = app.screen
         assert isinstance(dialog, LoadDialog)
-        await pilot.press(*str(tmp_path / "missing.hbx"), "enter")
+        await pilot.press(*str(short_tmp_path / "missing.hbx"), "enter")
         assert "no such archive" in str(dialog.query_one("#error").render())
         dialog.query_one("#archive", Input).value = str(other)
         await pilot.click("#ok")
@@ -452,9 +452,9 @@ async def test_load_dialog_checks_the_archive_then_the_box_follows(static_servic
         )
 
 
-async def test_extract_dialog_unpacks_and_says_where(static_service, tmp_path):
+async def test_extract_dialog_unpacks_and_says_where(static_service, short_tmp_path):
     static_service.step_delay = 0.1
-    archive = tmp_path / "orig.hbx"
+    archive = short_tmp_path / "orig.hbx"
     archive.write_bytes(b"not really an archive")
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:

@@ -197,7 +197,7 @@ async def test_keys_typed_right_after_create_do_not_change_the_name(service):
     assert [c[1] for c in service.calls if c[0] == "new"] == ["rr2"]
 
 
-async def test_a_form_keeps_the_value_it_was_submitted_with(service, tmp_path):
+async def test_a_form_keeps_the_value_it_was_submitted_with(service, short_tmp_path):
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -207,12 +207,12 @@ async def test_a_form_keeps_the_value_it_was_submitted_with(service, tmp_path):
         dialog.query_one("#passphrase", Input).value = "pw"
         dialog.query_one("#passphrase2", Input).value = "pw"
         dialog.query_one("#output", Input).focus()
-        await pilot.press(*str(tmp_path / "a.hbx"))
+        await pilot.press(*str(short_tmp_path / "a.hbx"))
         app.post_message(events.Key("enter", "\r"))
         app.post_message(events.Key("z", "z"))
         await until(pilot, lambda: any(c[0] == "save" for c in service.calls))
     save = next(c for c in service.calls if c[0] == "save")
-    assert save[3] == tmp_path / "a.hbx"
+    assert save[3] == short_tmp_path / "a.hbx"
 
 
 # -- 4. an operation owns only the row of what it made ---------------------------------------
