@@ -77,11 +77,29 @@ def weight(item: pytest.Item) -> int:
     return 1 if boxes else 0
 
 
+# A fixture that runs an engine, and the markers one of which a test using it must carry: the
+# fast tier selects by marker (tests/README.md), so an unmarked one would boot boxes there.
+ENGINES = {"sim_smolvm": ("sim", "remote"), "real_smolvm": ("real_engine",)}
+
+
+def unmarked(items: list[pytest.Item]) -> list[str]:
+    return [
+        f"{item.nodeid} uses {fixture} but is not marked {' or '.join(marks)}"
+        for item in items
+        for fixture, marks in ENGINES.items()
+        if fixture in getattr(item, "fixturenames", ())
+        and not any(item.get_closest_marker(mark) for mark in marks)
+    ]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With N workers, --dist worksteal hands out the collection in N contiguous runs and an
+    """Every test that runs an engine says so by its marker (`unmarked`). Then, with N
+    workers, --dist worksteal hands out the collection in N contiguous runs and an
     idle worker steals from the end of another's. Dealt heaviest first, one per run in turn,
     each run starts with its share of the long tests and ends with short ones, so no worker
     is left at the end with a minute-long test while the others wait."""
+    if wrong := unmarked(items):
+        raise pytest.UsageError("\n".join(wrong))
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     if workers < 2:
         return

@@ -226,6 +226,7 @@ def test_new_with_the_real_engine_here_fails_cleanly(hbtui_home, real_smolvm, re
 
 
 @pytest.mark.needs_boot
+@pytest.mark.real_engine
 def test_a_real_box_end_to_end(hbtui_home, real_smolvm, real_state_dir):
     """The whole flow on a host that boots guests (network needed for the recipe)."""
     import os

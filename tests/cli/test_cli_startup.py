@@ -34,11 +34,13 @@ def loaded_by(argv: list[str], env: dict[str, str]) -> set[str]:
     return set(json.loads(line.removeprefix("LOADED ")))
 
 
+@pytest.mark.sim
 def test_version_loads_neither_the_core_nor_rich(sim_env):
     loaded = loaded_by(["--version"], sim_env)
     assert not loaded & {"rich", "asyncio", "textual", "asyncssh", "cryptography", "tomllib"}
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("argv", [["ls", "--json"], ["ports", "--json"]])
 def test_data_verbs_load_no_ui_crypto_or_ssh(sim_env, argv):
     loaded = loaded_by(argv, sim_env)

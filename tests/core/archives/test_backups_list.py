@@ -97,6 +97,7 @@ def test_the_box_comes_from_the_default_file_name(name, box):
     assert box_of(name) == box
 
 
+@pytest.mark.sim
 def test_save_and_verify_mark_the_archive_verified(sim_service):
     """The real flow: save with verify marks the archive; the listing says so."""
     import asyncio

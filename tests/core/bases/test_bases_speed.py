@@ -19,7 +19,7 @@ from hbtui.core.doctor.checks import boot_problems
 
 from support import ROOT
 
-pytestmark = pytest.mark.needs_boot
+pytestmark = [pytest.mark.needs_boot, pytest.mark.real_engine]
 
 GOAL = 5.0  # times faster than the whole recipe
 

@@ -14,7 +14,7 @@ from hbtui.core.doctor.checks import boot_problems
 from hbtui.core.keys.credentials import Preset
 from hbtui.engine import Engine, MachineSpec
 
-pytestmark = pytest.mark.needs_boot
+pytestmark = [pytest.mark.needs_boot, pytest.mark.real_engine]
 
 PROBE = Preset("probe", "PROBE_KEY", ("httpbin.org",), header="x-api-key")
 CURL = "apk add -q curl >/dev/null 2>&1; "
