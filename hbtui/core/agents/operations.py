@@ -25,6 +25,7 @@ from hbtui.core.agents.sessions import (
     PANE_ID,
     REQUEST_ID,
     SEND_MAX,
+    WORKING,
     AgentError,
     AgentSession,
     Answer,
@@ -133,6 +134,18 @@ async def _running(boxes: BoxCore, name: str, host: str) -> BoxView:
     if view.state != MachineState.RUNNING:
         raise AgentError(f"box {name} is {view.state}: start it first (hbtui start {name})")
     return view
+
+
+async def live_sessions(boxes: BoxCore, name: str, host: str = LOCAL) -> tuple[AgentSession, ...]:
+    """The sessions of box `name` that are in the middle of something (`working` or
+    `needs-you`): what ending the box, or the session, would cut off, so what a front
+    end asks about first. A box that is not running, or whose agents cannot be read,
+    has none (nothing hbtui can see would be ended)."""
+    view = await boxes.get(name, host)
+    if view.kind != BOX or view.state != MachineState.RUNNING:
+        return ()
+    row = await _box_agents(boxes, view, _Limits())
+    return tuple(s for s in row.sessions if s.status in (WORKING, NEEDS_YOU))
 
 
 def _named(live: list[AgentSession], name: str, wanted: str) -> AgentSession | None:
