@@ -11,6 +11,7 @@ from hbtui.core.agents.sessions import (
     NEEDS_YOU,
     SEND_MAX,
     WORKING,
+    AgentBusy,
     AgentSession,
     AgentsGone,
     BoxAgents,
@@ -18,6 +19,7 @@ from hbtui.core.agents.sessions import (
 from hbtui.core.foundation.lazy import later
 
 if TYPE_CHECKING:
+    from hbtui.core.agents.lifecycle import Stopped
     from hbtui.core.agents.watch import AgentWatch
 
 __all__ = [
@@ -27,11 +29,13 @@ __all__ = [
     "NEEDS_YOU",
     "SEND_MAX",
     "WORKING",
+    "AgentBusy",
     "AgentSession",
     "AgentWatch",
     "AgentsGone",
     "BoxAgents",
+    "Stopped",
 ]
 
 # These live beside the box operations or the archive format: each loads when first used.
-__getattr__ = later(__name__, {"AgentWatch": "watch"})
+__getattr__ = later(__name__, {"AgentWatch": "watch", "Stopped": "lifecycle"})
