@@ -321,6 +321,7 @@ def _resume(inv: Invocation, name: str) -> int:
 def _stop(inv: Invocation, name: str) -> int:
     """Stop a session; one that is working or waits for an answer is asked about at a
     terminal, refused without one (one line naming it) unless --yes."""
+    from hbtui.cli.output import print_json
     from hbtui.core.agents import AgentBusy
 
     session = inv.args.session
@@ -338,20 +339,24 @@ def _stop(inv: Invocation, name: str) -> int:
         if answer.lower() not in ("y", "yes"):
             raise UsageError(f"not confirmed; session {s.session_id[:8]} was not touched") from None
         stopped = inv.call(inv.service.agents.stop(name, inv.host, session=s.session_id, yes=True))
-    inv.show(stopped.to_json(), stopped.message)
-    return 0
+    if inv.json:
+        print_json(stopped.to_json())
+        return 0
+    return inv.done(stopped.message)
 
 
 def _forget(inv: Invocation, name: str) -> int:
+    from hbtui.cli.output import print_json
+
     gone = inv.call(inv.service.agents.forget(name, inv.host, session=inv.args.session))
+    if inv.json:
+        print_json([s.to_json() for s in gone])
+        return 0
+    if not gone:
+        inv.out.print(f"box {name} has no ended agent session to forget", markup=False)
+        return 0
     ids = ", ".join(s.session_id[:8] for s in gone)
-    said = (
-        f"forgot {len(gone)} ended session(s) of {name}: {ids}"
-        if gone
-        else (f"box {name} has no ended agent session to forget")
-    )
-    inv.show([s.to_json() for s in gone], said)
-    return 0
+    return inv.done(f"forgot {len(gone)} ended session(s) of {name}: {ids}")
 
 
 _ACTIONS: dict[str, Callable[[Invocation, str], int]] = {

@@ -35,9 +35,7 @@ def requests(env) -> list[dict]:
 
 
 @pytest.mark.timeout(900)
-def test_start_stop_resume_and_forget_the_real_claude_in_a_box_that_exists(
-    sim_env, tmp_path: Path
-):
+def test_start_stop_resume_and_forget_the_real_claude_in_a_box_that_exists(sim_env, tmp_path: Path):
     env = dict(sim_env, HBTUI_RECIPE=str(real_claude_recipe(tmp_path)))
     ok(hbtui("new", "b1", "-q", env=env))
     # Bad input: one line each, nothing started.
@@ -67,9 +65,8 @@ def test_start_stop_resume_and_forget_the_real_claude_in_a_box_that_exists(
 
     # 3. Stopped with --yes: the session ended, nothing ran.
     stopped = ok(hbtui("agents", "stop", "b1", "--yes", env=env))
-    assert stopped.stdout.startswith(f"stopped claude session {asked['session_id'][:8]} in b1 ("), (
-        stopped.stdout
-    )
+    said = f"✓ stopped claude session {asked['session_id'][:8]} in b1 ("
+    assert said in stopped.stdout, stopped.stdout
     wait_session(env, lambda s: s["session_id"] == asked["session_id"] and s["status"] == "ended")
     assert in_box(env, "ls /data/home/agent/workspace").strip() == ""
 
