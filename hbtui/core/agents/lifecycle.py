@@ -171,7 +171,7 @@ async def start(
     unkeyed = work_agent.unkeyed(boxes, name, host, agent)
     if unkeyed is not None:
         if not keyless:
-            raise AgentError(f"{unkeyed}; to start it anyway: --keyless")
+            raise AgentError(f"{unkeyed}; or start it without a credential (--keyless)")
         report(Notice(unkeyed))
     record = book.get(host, name)
     cwd = record.clone if record is not None else WORKSPACE
