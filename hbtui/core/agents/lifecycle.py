@@ -56,7 +56,7 @@ LAUNCHES = "/data/home/agent/.local/state/hermes-box/launch"
 STOP_GRACE_MS = 5000  # for the agent's own exit, after its exit keys
 STOP_TIMEOUT = 30.0  # the helper's keys, the grace, SIGTERM's 3 s and SIGKILL's 2 s, and room
 _STOPPED_HOW = {
-    "exit": "it exited at its own keys",
+    "exit": "it exited at its own command",
     "SIGTERM": "on SIGTERM",
     "SIGKILL": "on SIGKILL",
 }
