@@ -80,7 +80,10 @@ def _after(agent: str, folder: str) -> str:
 
 # The variable each agent reads its API key from: without a credential bound to it, the
 # agent asks to log in instead of working.
-_KEY_VARS = {"claude": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY"}
+_KEY_VARS = {
+    "claude": ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),  # a key, or a subscription
+    "codex": ("OPENAI_API_KEY",),
+}
 
 
 def launcher(agent: str, task_file: str, run: str | None = None) -> str:
@@ -101,13 +104,14 @@ def unkeyed(boxes: BoxCore, name: str, host_name: str, agent: str) -> str | None
     """What to tell the user when the box binds no credential to the variable its agent
     reads its key from (None: it does, or the agent reads none we know). Not refused: a
     user may log the agent in inside the box."""
-    var = _KEY_VARS.get(agent)
+    names = _KEY_VARS.get(agent)
     record = boxes.registry.read().get(name, host_name)
-    if var is None or record is None:
+    if names is None or record is None:
         return None
     known = creds.presets(boxes.config)
-    if any(known[n].env_var == var for n in record.credentials.split(",") if n in known):
+    if any(known[n].env_var in names for n in record.credentials.split(",") if n in known):
         return None
+    var = names[0]
     preset = next((p.name for p in known.values() if p.env_var == var), "")
     hint = f"--credential {preset} when making it, or" if preset else ""
     return (
