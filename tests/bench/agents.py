@@ -249,13 +249,14 @@ def until_status(hbtui: str, box: str, wanted: tuple[str, ...], limit: float = 1
 
 def resumes(hbtui: str, folder: Path, runs: int) -> list[float]:
     """Seconds from `agents resume` to the session shown idle or working, `runs` times."""
-    box = "resume"
+    box = "r1"
     made = run([hbtui, "new", box, "-q", "--recipe", str(real_claude_recipe(folder))], timeout=600)
     if made.returncode:
         raise RuntimeError(f"hbtui new {box}: {made.stderr.strip()[-500:]}")
     started = run([hbtui, "agents", "start", box, "--agent", "claude", "--keyless"], timeout=300)
     if started.returncode:
         raise RuntimeError(f"agents start: {started.stderr.strip()[-500:]}")
+    log(f"  {started.stdout.strip()}")
     until_status(hbtui, box, ("idle",))
     took = []
     for _ in range(runs):

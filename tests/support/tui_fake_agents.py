@@ -145,7 +145,7 @@ class FakeAgents:
         sid = f"new{len(sessions) + 1:05d}"
         status = WORKING if task else IDLE
         sessions.insert(0, session(name, sid, status, host=host, ago=0.0, agent=agent))
-        began = "" if task else "started"
+        began = "" if task else "started at its prompt"
         return AgentStart(name, agent, TOOK, 0.5, event="UserPromptSubmit", began=began)
 
     async def resume(

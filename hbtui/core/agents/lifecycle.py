@@ -175,7 +175,9 @@ async def start(
         report(Notice(unkeyed))
     record = book.get(host, name)
     cwd = record.clone if record is not None else WORKSPACE
-    return await _run(boxes, view, agent, cwd, task, None, "" if task else "started", report)
+    if task:
+        return await _run(boxes, view, agent, cwd, task, None, "", report)
+    return await _run(boxes, view, agent, cwd, "", agent, "started at its prompt", report)
 
 
 async def resume(

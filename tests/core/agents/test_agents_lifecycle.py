@@ -97,3 +97,26 @@ def test_start_stop_resume_and_forget_the_real_claude_in_a_box_that_exists(sim_e
     assert [s["session_id"] for s in json.loads(forgot.stdout)] == [asked["session_id"]]
     assert sessions(env) == []
     assert "no ended agent session" in ok(hbtui("agents", "forget", "b1", env=env)).stdout
+
+
+@pytest.mark.timeout(900)
+def test_a_branch_resumes_its_source_s_session_as_a_fork(sim_env, tmp_path: Path):
+    """The session the branch's copy of /data holds is its source's: resumed in the branch
+    it goes on under a new id (Claude's --fork-session), so the two never write one."""
+    env = dict(sim_env, HBTUI_RECIPE=str(real_claude_recipe(tmp_path)))
+    ok(hbtui("new", "b1", "-q", env=env))
+    ok(hbtui("agents", "start", "b1", "--agent", "claude", "--keyless", env=env))
+    [up] = [s for s in sessions(env) if s["status"] in ("idle", "working")]
+    ok(hbtui("agents", "stop", "b1", "--yes", env=env))
+    wait_session(env, lambda s: s["session_id"] == up["session_id"] and s["status"] == "ended")
+    ok(hbtui("branch", "b1", "b2", env=env))
+
+    resumed = ok(hbtui("agents", "resume", "b2", env=env))
+    said = f"claude resumed session {up['session_id'][:8]} as a fork (it ran in b1) in b2"
+    assert said in resumed.stdout, resumed.stdout
+    listed = json.loads(ok(hbtui("agents", "b2", "--json", env=env)).stdout)[0]["sessions"]
+    forked = [s for s in listed if s["session_id"] != up["session_id"] and s["status"] != "ended"]
+    assert forked and forked[0]["origin"] == "b2", listed
+    # The source's own resume is no fork: the session ran there.
+    again = ok(hbtui("agents", "resume", "b1", env=env))
+    assert f"claude resumed session {up['session_id'][:8]} in b1" in again.stdout, again.stdout
