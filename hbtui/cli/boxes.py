@@ -147,7 +147,7 @@ def _each(
             continue
         changed.append(view)
         if not inv.json:
-            inv.out.print(f"✓ {view.name} {verb}: {view.state}", markup=False)
+            inv.done(f"{view.name} {verb}: {view.state}")
     if inv.json:
         print_json([v.to_json() for v in changed])
     return failed
