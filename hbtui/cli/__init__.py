@@ -74,6 +74,9 @@ NO_SETUP = arg("--no-setup", action="store_true",
                help="do not run the repository's .hbtui/setup.sh in the clone")  # fmt: skip
 RECIPE = arg("--recipe", type=given, metavar="DIR", help="a recipe folder (provision/ + guest/)")
 FILE = arg("file")
+YES = arg("--yes", action="store_true",
+          help="go on even if it ends agents that are working or waiting for you "
+               "(otherwise asked at a terminal, refused without one)")  # fmt: skip
 BRANCHABLE = arg(
     "--branchable",
     action="store_true",
@@ -142,7 +145,7 @@ VERBS: tuple[Verb, ...] = (
                  help="branch a box made with --repo N ways, each with its own branch hb/NAME-K"),
              arg("--check", type=given, metavar="CMD",
                  help="with --count: run in each box once its agent is idle (see try ls)"),
-             BRANCHABLE, NO_SETUP, QUIET)),
+             BRANCHABLE, NO_SETUP, YES, QUIET)),
     Verb("secrets", "", "credential values, kept in the OS keyring or an encrypted file",
          host=False, sub=(
         Verb("set", "keys:cmd_secrets_set",
@@ -157,7 +160,7 @@ VERBS: tuple[Verb, ...] = (
          "a box's credentials; add or rm presets (the box is made again from its own disk)",
          json=True, args=(
              NAME, arg("action", nargs="?", choices=["add", "rm"]),
-             arg("presets", nargs="*", metavar="PRESET"), QUIET)),
+             arg("presets", nargs="*", metavar="PRESET"), YES, QUIET)),
     Verb("egress", "keys:cmd_egress", "a box's network policy and the connections it refused",
          json=True, args=(NAME,)),
     Verb("base", "", "bases: prepared boxes that new boxes are made from in seconds", sub=(
@@ -178,9 +181,15 @@ VERBS: tuple[Verb, ...] = (
              "(changes nothing)", host=False, json=True, args=(RECIPE,)),
     )),
     Verb("start", "boxes:cmd_start", "start a box", json=True, args=(NAME,)),
-    Verb("stop", "boxes:cmd_stop", "quiesce and stop a box", json=True, args=(NAME,)),
+    Verb("stop", "boxes:cmd_stop", "quiesce and stop a box", json=True, args=(NAME, YES)),
+    Verb("pause", "boxes:cmd_pause",
+         "pause boxes: the engine saves RAM and disks, processes and agents go on at resume",
+         json=True, args=(arg("names", nargs="+", metavar="NAME"),)),
+    Verb("resume", "boxes:cmd_resume", "go on with paused boxes where they were", json=True,
+         args=(arg("names", nargs="+", metavar="NAME"),)),
     Verb("rm", "boxes:cmd_rm", "delete a box and free its port", args=(
-        NAME, arg("-f", "--force", action="store_true", help="do not ask to type the name"))),
+        NAME, arg("-f", "--force", action="store_true",
+                  help="do not ask to type the name, nor before ending its agents"), YES)),
     Verb("enter", "boxes:cmd_enter", "a shell as agent in the box's tmux session main",
          args=(NAME,)),
     Verb("exec", "boxes:cmd_exec", "run a command in a box as agent: hbtui exec NAME -- CMD...",
@@ -203,7 +212,7 @@ VERBS: tuple[Verb, ...] = (
         arg("--tail", type=count, metavar="N"),
         arg("--provision", action="store_true", help="the last provisioning log instead"))),
     Verb("repair", "boxes:cmd_repair", "run the recipe again in a box",
-         args=(NAME, RECIPE, QUIET)),
+         args=(NAME, RECIPE, YES, QUIET)),
     Verb("adopt", "boxes:cmd_adopt", "take an orphaned hbtui machine back into the registry",
          args=(NAME,)),
     Verb("inspect", "boxes:cmd_inspect", "everything known about a box, and its CPU and memory",

@@ -367,6 +367,22 @@ class FakeBoxes:
         fake.views[i] = replace(fake.views[i], state="stopped")
         return fake.views[i]
 
+    async def pause(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        fake = self.fake
+        fake._called("pause", name, host)
+        i = fake._find(name, host)
+        report(Phase(f"pausing {name}"))
+        fake.views[i] = replace(fake.views[i], state="paused")
+        return fake.views[i]
+
+    async def resume(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        fake = self.fake
+        fake._called("resume", name, host)
+        i = fake._find(name, host)
+        report(Phase(f"resuming {name}"))
+        fake.views[i] = replace(fake.views[i], state="running")
+        return fake.views[i]
+
     async def enter_argv(
         self, name: str, host: str = LOCAL, *, report: Report = ignore
     ) -> list[str]:

@@ -14,6 +14,7 @@ from hbtui.core.agents.sessions import (
     AgentSession,
     AgentsGone,
     BoxAgents,
+    Ending,
 )
 from hbtui.core.foundation.lazy import later
 
@@ -31,6 +32,7 @@ __all__ = [
     "AgentWatch",
     "AgentsGone",
     "BoxAgents",
+    "Ending",
 ]
 
 # These live beside the box operations or the archive format: each loads when first used.

@@ -9,8 +9,8 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable
 
-from hbtui.core.agents.operations import decide, listing, pane, send
-from hbtui.core.agents.sessions import AgentSession, Answer, BoxAgents
+from hbtui.core.agents.operations import decide, listing, pane, send, sessions_ended_by
+from hbtui.core.agents.sessions import AgentSession, Answer, BoxAgents, Ending
 from hbtui.core.agents.watch import AgentWatch
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.boxes.guard import Guard
@@ -39,6 +39,12 @@ class Agents:
         what a live status stream of this feature said, else asked of the box now."""
         self._check(boxes or [], hosts or [])
         return await listing(self._core, boxes, hosts, self._streamed)
+
+    async def ended_by(self, operation: Ending, name: str, host: str = LOCAL) -> list[AgentSession]:
+        """The sessions working or waiting for the user that `operation` on the box would
+        end: what a front end names when it asks before going on."""
+        self._check([name], [host])
+        return await sessions_ended_by(self._core, operation, name, host, self._streamed)
 
     def watch(
         self,

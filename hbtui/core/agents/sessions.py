@@ -11,6 +11,7 @@ import json
 import math
 import re
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 
 from hbtui import boxtext
 from hbtui.errors import HbtuiError
@@ -31,6 +32,17 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 PANE_ID = re.compile(r"%[0-9]{1,6}")
 REQUEST_ID = re.compile(r"[0-9a-f]{4,32}")  # a hook's permission request
 _AGENTS = ("claude", "codex", "hermes")
+
+
+class Ending(StrEnum):
+    """The operations that end a box's processes, its agents among them: a front end
+    asks before one ends a live session (`Agents.ended_by`)."""
+
+    STOP = "stop"
+    REMOVE = "rm"
+    REPAIR = "repair"
+    CREDENTIALS = "credentials"  # the box is made again from its disk
+    BRANCH = "branch"  # its source is stopped to copy its disk, unless it runs branchable
 
 
 class AgentError(HbtuiError):

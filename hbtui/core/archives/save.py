@@ -118,6 +118,7 @@ async def save(  # noqa: C901 (named in pyproject.toml)
     if view.kind not in (BOX, ORPHAN):
         raise UsageError(f"box {name!r} has no machine to save ({view.kind})")
     boxes.refuse_unprovisioned(view)
+    boxes.refuse_paused(view, "save it")
     target = (output or default_archive_path(boxes, name)).expanduser().absolute()
     problem = output_problem(target)
     if problem and (output is not None or os.path.lexists(target.parent)):

@@ -338,6 +338,16 @@ class BoxCore:
                 f"box {view.name!r} is still being provisioned; wait until it is ready"
             )
 
+    def refuse_paused(self, view: BoxView, doing: str) -> None:
+        """A paused box holds its processes in the engine's saved execution: an operation
+        that needs it running or stopped says, in one line, to resume it first."""
+        if view.state in (MachineState.PAUSED, MachineState.PAUSING):
+            flag = host_flag(view.host)
+            raise UsageError(
+                f"box {view.name!r} is paused; resume it first (hbtui resume {view.name}{flag}),"
+                f" then {doing}"
+            )
+
     async def boot(self, host: Host, name: str) -> None:
         """Start the machine, branchable if the box was made so."""
         record = self.registry.read().get(name, host.name)

@@ -38,6 +38,11 @@ def live(row: BoxAgents | None) -> list[AgentSession]:
     return [s for s in row.sessions if s.status not in (ENDED, ERROR)] if row is not None else []
 
 
+def at_work(row: BoxAgents | None) -> list[AgentSession]:
+    """The sessions that stopping the box would cut off: working, or waiting for the user."""
+    return [s for s in row.sessions if s.status in (WORKING, NEEDS_YOU)] if row is not None else []
+
+
 def on_screen(row: BoxAgents | None) -> AgentSession | None:
     """The session whose pane the preview shows: the lead one, if it has a pane, else
     the first with one."""

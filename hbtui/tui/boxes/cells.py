@@ -17,7 +17,7 @@ from hbtui.events import MachineState
 from hbtui.present import AGENT_ICON, AGENT_STYLE, PROVISION_STYLE, STATE_STYLE, age, elapsed
 from hbtui.tui.activity import Activity
 from hbtui.tui.agents.state import lead
-from hbtui.tui.requests import StartRequest, StopRequest
+from hbtui.tui.requests import PauseRequest, ResumeRequest, StartRequest, StopRequest
 
 COLUMNS = (
     ("name", "Box"),
@@ -37,10 +37,12 @@ COLUMNS = (
 
 BAR_WIDTH = 8
 
-# What a row's state says while the dashboard's own start or stop of the box runs.
+# What a row's state says while the dashboard's own start, stop, pause or resume runs.
 PASSING = {
     StartRequest.operation: MachineState.STARTING,
     StopRequest.operation: MachineState.STOPPING,
+    PauseRequest.operation: MachineState.PAUSING,
+    ResumeRequest.operation: MachineState.STARTING,
 }
 
 
