@@ -41,6 +41,7 @@ from hbtui.core.work import agent as work_agent
 from hbtui.core.work import operations as work_ops
 from hbtui.core.work.book import WorkBook, WorkRecord
 from hbtui.core.work.door import Work
+from hbtui.core.work.travel import WorkLink
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL
@@ -77,7 +78,8 @@ class Service:
         leftovers.sweep(self._pool.local_bases_dir, core.bases, core.remakes)
         self.boxes = Boxes(self._ops)
         self.bases = Bases(self._ops)
-        self.archives = Archives(self._ops)
+        # A --repo box's work record travels in its archives (spans archives and work).
+        self.archives = Archives(self._ops, WorkLink(paths))
         self.secrets = Secrets(core.secrets, config, core.registry)
         self.hosts = HostBook(paths, config, self._pool, core.registry)
         self.agents = Agents(core)
