@@ -127,6 +127,7 @@ class Service:
                 await work_agent.started(core, spec.name, spec.host, clone, work.agent, report)
             except work_agent.AgentEnded as ended:
                 ended.view = view
+                self.agents.ended_at_start(spec.host, spec.name, work.agent, ended.start.words)
                 raise
         return view
 
@@ -179,6 +180,7 @@ class Service:
         async with self._guard.holding(name, host, "remove"):
             view = await self._ops.remove(name, host, report=report)
             WorkBook(self.paths).drop(host, name)
+            self.agents.forget_start(host, name)
             return view
 
     async def recipe_check(self, recipe: Path | None = None) -> RecipeCheck:
