@@ -238,7 +238,11 @@ VERBS: tuple[Verb, ...] = (
              arg("-o", "--output", metavar="FILE", help="default: <backups>/NAME-<UTC time>.hbx"),
              arg("--no-verify", action="store_true", help="skip the authentication pass"))),
     Verb("load", "archives:cmd_load", "a new box from an archive (.hbx or old .tar.gz.gpg)",
-         json=True, args=(FILE, NAME, RECIPE, QUIET)),
+         json=True, args=(
+             FILE, NAME, RECIPE, QUIET,
+             arg("--repo", type=given, metavar="PATH",
+                 help="the host repository a --repo box's archive links to (default: the "
+                      "one it was made from)"))),
     Verb("extract", "archives:cmd_extract", "unpack an archive's files into a folder (no VM)",
          host=False, args=(
              FILE, arg("dir", nargs="?", type=given,

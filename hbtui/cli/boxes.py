@@ -36,7 +36,10 @@ def cmd_ls(inv: Invocation) -> int:
         [b.to_json() for b in listing.boxes],
         lambda: (
             box_table(
-                listing.boxes, show_host=len(inv.service.hosts.names()) > 1, fit=sys.stdout.isatty()
+                listing.boxes,
+                show_host=len(inv.service.hosts.names()) > 1,
+                fit=sys.stdout.isatty(),
+                width=inv.out.width,
             )
             if listing.boxes
             else None

@@ -408,3 +408,24 @@ def test_compare_view_snapshot(snap_compare):
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+async def test_the_box_table_shows_each_box_s_branch_once_one_has_a_repository():
+    from dataclasses import replace
+
+    from support.pilot import rows
+    from support.tui_fakes import sample_boxes
+
+    app = make_app(FakeService())
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        assert "Branch" not in app.main.table.render_line(0).text.split()
+
+    boxes = sample_boxes()
+    boxes[0] = replace(boxes[0], repo="/home/u/proj", branch="hb/alpha", ahead=2)
+    app = make_app(FakeService(boxes))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: "Branch" in app.main.table.render_line(0).text.split())
+        drawn = rows(app)
+        assert "hb/alpha ↑2" in drawn["local/alpha"]
+        assert "hb/" not in drawn["local/beta"]

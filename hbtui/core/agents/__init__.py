@@ -9,12 +9,16 @@ from hbtui.core.agents.sessions import (
     ERROR,
     IDLE,
     NEEDS_YOU,
+    NO_AGENT,
     SEND_MAX,
     WORKING,
     AgentSession,
     AgentsGone,
     BoxAgents,
     Ending,
+    box_status,
+    in_story_order,
+    lead,
 )
 from hbtui.core.foundation.lazy import later
 
@@ -26,6 +30,7 @@ __all__ = [
     "ERROR",
     "IDLE",
     "NEEDS_YOU",
+    "NO_AGENT",
     "SEND_MAX",
     "WORKING",
     "AgentSession",
@@ -33,6 +38,9 @@ __all__ = [
     "AgentsGone",
     "BoxAgents",
     "Ending",
+    "box_status",
+    "in_story_order",
+    "lead",
 ]
 
 # These live beside the box operations or the archive format: each loads when first used.

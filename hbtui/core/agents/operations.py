@@ -34,6 +34,7 @@ from hbtui.core.agents.sessions import (
     clean_text,
     parse_listing,
 )
+from hbtui.core.agents.starts import StartBook
 from hbtui.core.boxes.core import BoxCore, BoxNotFound
 from hbtui.core.foundation import recipe as recipes
 from hbtui.core.foundation.views import BOX, BoxView
@@ -124,7 +125,8 @@ async def listing(
         known = streamed(view) if streamed is not None else None
         return known if known is not None else await _box_agents(boxes, view, limits)
 
-    rows.extend(await asyncio.gather(*(row(v) for v in targets)))
+    told = StartBook(boxes.paths).told  # an agent that ended at its start is its story
+    rows.extend(told(r) for r in await asyncio.gather(*(row(v) for v in targets)))
     return sorted(rows, key=lambda r: (r.host != LOCAL, r.host, r.box))
 
 

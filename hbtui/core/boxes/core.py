@@ -39,6 +39,7 @@ from hbtui.core.foundation.registry import (
     Rows,
 )
 from hbtui.core.foundation.views import MISSING, BoxListing, BoxView, Busy, ProvisionLog, view_of
+from hbtui.core.foundation.workbook import WorkBook
 from hbtui.core.keys import credentials as creds
 from hbtui.core.keys.passphrase import PassphraseSource, get_secrets_passphrase
 from hbtui.core.keys.secrets import SecretStore
@@ -93,6 +94,7 @@ class BoxCore:
         self.locks = BoxLocks(paths.locks_dir / "boxes")
         self.bases = BaseBook(paths.data_dir / "bases")
         self.remakes = RemakeJournal(paths.data_dir / "remakes")
+        self.work = WorkBook(paths)
         self.secrets = SecretStore(
             paths,
             config,
@@ -139,6 +141,15 @@ class BoxCore:
         missing = tuple(n for n in view.credentials if n not in stored)
         return replace(view, keys_missing=missing) if missing else view
 
+    async def _with_work(self, view: BoxView) -> BoxView:
+        """Where the box's work is: its repository and branch, and how far ahead of its
+        seed its last pull found it (the host's files only, never the box)."""
+        record = self.work.place(view.host, view.name)
+        if record is None:
+            return view
+        ahead = await self.work.ahead(record, view.name)
+        return replace(view, repo=record.repo, branch=record.branch, ahead=ahead)
+
     def _with_busy(self, view: BoxView) -> BoxView:
         busy = self.busy(view.name, view.host, view.state)
         return replace(view, busy=busy) if busy else view
@@ -152,10 +163,18 @@ class BoxCore:
         machines = {m.name: m for m in await host.engine.list()}
         rows = registry.on_host(host_name)
         stored = set(self.secrets.names()) if any(r.credentials for r in rows) else set()
-        views = [
-            self._with_keys(self._with_busy(view_of(r, machines.get(r.name), host)), stored)
-            for r in rows
-        ]
+        views = list(
+            await asyncio.gather(
+                *(
+                    self._with_work(
+                        self._with_keys(
+                            self._with_busy(view_of(r, machines.get(r.name), host)), stored
+                        )
+                    )
+                    for r in rows
+                )
+            )
+        )
         known = {r.name for r in rows}
         for m in machines.values():
             if m.name not in known and (m.is_hbtui or include_foreign):
@@ -200,7 +219,7 @@ class BoxCore:
                     f"{name!r}{where} is a smolvm machine hbtui did not make; manage it with smolvm"
                 )
             raise BoxNotFound(f"no box named {name!r}{where} (see: hbtui ls)")
-        return self._with_busy(view_of(record, machine, host))
+        return await self._with_work(self._with_busy(view_of(record, machine, host)))
 
     async def require(self, name: str, host_name: str) -> tuple[Host, BoxView]:
         """The box and its host, refusing a row whose machine is gone, and a box whose

@@ -65,3 +65,4 @@ class LoadSpec:
     name: str
     host: str = LOCAL
     recipe: Path | None = None
+    repo: Path | None = None  # the host repository a --repo box's archive links to

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from hbtui.core.agents import operations as agents_core
 from hbtui.core.agents.sessions import ENDED
+from hbtui.core.agents.starts import StartBook
 from hbtui.core.boxes.guard import Guard
 from hbtui.core.boxes.operations import BoxOperations
 from hbtui.core.foundation.specs import NewSpec, WorkRequest
@@ -101,6 +102,9 @@ class Tries:
             host, record, make, lambda box: self._door.remove(box, host), report, wait
         )
         record.ended = {box: s.message for box, s in starts.items() if s.ended}
+        for box, start in starts.items():
+            if start.ended:  # the box's story everywhere, not only in `try ls`
+                StartBook(self._core.paths).ended(host, box, start.agent, start.words)
         return self._book.settle(host, record, made), failed, starts
 
     async def _making(

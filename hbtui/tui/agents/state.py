@@ -9,23 +9,14 @@ from __future__ import annotations
 from hbtui.core.agents import (
     ENDED,
     ERROR,
-    IDLE,
     NEEDS_YOU,
     WORKING,
     AgentSession,
     BoxAgents,
+    lead,
 )
 
-# The session a box's row shows: the one that needs the user first, then a broken one,
-# then one at work.
-URGENCY = {NEEDS_YOU: 0, ERROR: 1, WORKING: 2, IDLE: 3, ENDED: 4}
-
-
-def lead(row: BoxAgents) -> AgentSession | None:
-    """The session the row and the preview show (the longest waiting first)."""
-    if not row.sessions:
-        return None
-    return min(row.sessions, key=lambda s: (URGENCY.get(s.status, 5), s.since or 0.0))
+__all__ = ["at_work", "lead", "live", "on_screen", "waiting"]  # lead: the core's one story
 
 
 def waiting(row: BoxAgents | None) -> list[AgentSession]:

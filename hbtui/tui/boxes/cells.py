@@ -25,6 +25,7 @@ COLUMNS = (
     ("state", "State"),
     ("port", "Port"),
     ("agent", "Agent"),
+    ("branch", "Branch"),
     ("url", "URL"),
     ("image", "Image"),
     ("cpus", "CPUs"),
@@ -88,6 +89,15 @@ def keys_text(view: BoxView) -> Text:
     return Text("")
 
 
+def branch_text(view: BoxView) -> Text:
+    """The branch of the box's clone (`new --repo`), and the commits its last pull found
+    past the seed (`hb/b1 ↑3`); nothing for a box without a repository."""
+    text = Text(view.branch)
+    if view.ahead:
+        text.append(f" ↑{view.ahead}", style="dim")
+    return text
+
+
 def agent_text(row: BoxAgents, now: datetime) -> Text:
     """The box's leading agent session: its mark, status and how long it has been so
     (`● needs-you 4s`), `+2` for more sessions; why the box could not be asked, in red."""
@@ -139,6 +149,7 @@ def cells(
         Text(state, style=STATE_STYLE.get(shown_state, STATE_STYLE.get(view.kind, ""))),
         Text(str(view.port or ""), justify="right"),
         agent or Text(""),
+        branch_text(view),
         Text(view.url or "", style=url_style(view)),
         Text(view.image or ""),
         Text(str(view.cpus or ""), justify="right"),
@@ -162,6 +173,7 @@ def matches(view: BoxView, needle: str) -> bool:
             view.image or "",
             view.provisioning,
             str(view.port or ""),
+            view.branch,
         )
     ).lower()
     return all(word in hay for word in needle.lower().split())
