@@ -43,6 +43,7 @@ from hbtui.core.keys.credentials import BUILT_IN, Preset
 from hbtui.core.keys.secrets import SecretInfo
 from hbtui.core.tries.book import CheckResult, TryRecord
 from hbtui.core.tries.operations import TryRow
+from hbtui.core.work.agent import ENDED, AgentEnded, AgentStart
 from hbtui.core.work.book import WorkError
 from hbtui.core.work.diff import Commit, FileChange, WorkDiff
 from hbtui.core.work.operations import PullResult
@@ -241,6 +242,10 @@ class FakeService:
         i = self._find(name, host)
         self.views[i] = replace(self.views[i], provisioning="ready")
         report(Phase(f"{name} is ready at {self.views[i].url}", Stage.DONE))
+        if spec.work and spec.work.agent and name.startswith("ends"):  # as Service.new says it
+            ended = AgentEnded(AgentStart(name, spec.work.agent, ENDED, 0.4, "", 1, "bad key"))
+            ended.view = self.views[i]
+            raise ended
         return self.views[i]
 
     async def _rollback(self, name: str, host: str, report: Report) -> None:

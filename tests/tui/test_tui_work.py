@@ -355,6 +355,33 @@ async def test_the_new_dialog_puts_a_repository_and_an_agent_on_a_task_in_the_bo
         await operations_done(pilot, app)
 
 
+async def test_a_new_box_whose_agent_ended_at_start_is_made_with_its_agent_ended(tmp_path):
+    """The box is made and ready: its row and log say so, and the notification says how
+    its agent ended (its last words), never that the new failed."""
+    service = FakeService()
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
+        dialog = app.screen
+        await pilot.press(*"ends1")
+        await open_section(pilot, dialog, "work")
+        dialog.query_one("#repo", Input).value = f"{tmp_path}@main"
+        dialog.query_one("#task", Input).value = "fix it"
+        dialog.query_one("#agent", Select).value = "claude"
+        await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled)
+        dialog.query_one("#ok", Button).press()
+        await operations_done(pilot, app)
+        said = " | ".join(notes(app))
+        assert "new ends1: made; its agent ended" in said and "bad key" in said, said
+        assert "failed" not in said, said
+        activity = app.activities[(LOCAL, "ends1")]
+        assert activity.failure is None
+        assert any("claude ended at once in ends1" in line for line in activity.lines)
+        assert service.views[service._find("ends1", LOCAL)].provisioning == "ready"
+
+
 async def test_footer_and_help_list_the_work_keys():
     app = make_app(FakeService())
     async with app.run_test(size=SIZE) as pilot:
