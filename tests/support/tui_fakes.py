@@ -45,7 +45,7 @@ from hbtui.core.tries.book import CheckResult, TryRecord
 from hbtui.core.tries.operations import TryRow
 from hbtui.core.work.book import WorkError
 from hbtui.core.work.diff import Commit, FileChange, WorkDiff
-from hbtui.core.work.operations import PullResult
+from hbtui.core.work.pull import PullResult
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import (
     Event,
