@@ -68,8 +68,7 @@ def cmd_extract(inv: Invocation) -> int:
         where = inv.call(
             inv.service.archives.extract(_archive(inv), dest, passphrase=passphrase, report=rep)
         )
-    inv.out.print(f"✓ extracted into {where}", markup=False)
-    return 0
+    return inv.done(f"extracted into {where}")
 
 
 def cmd_verify(inv: Invocation) -> int:
@@ -79,10 +78,7 @@ def cmd_verify(inv: Invocation) -> int:
         size = inv.call(
             inv.service.archives.verify(_archive(inv), passphrase=passphrase, report=rep)
         )
-    inv.out.print(
-        f"✓ {inv.args.file}: every chunk authentic ({size:,} bytes of payload)", markup=False
-    )
-    return 0
+    return inv.done(f"{inv.args.file}: every chunk authentic ({size:,} bytes of payload)")
 
 
 def cmd_archive_info(inv: Invocation) -> int:

@@ -85,8 +85,7 @@ def cmd_base_ls(inv: Invocation) -> int:
 
 def cmd_base_rm(inv: Invocation) -> int:
     base = inv.call(inv.service.bases.remove(inv.args.id, inv.host))
-    inv.out.print(f"✓ removed the base {base.id} ({human_bytes(base.size)} freed)", markup=False)
-    return 0
+    return inv.done(f"removed the base {base.id} ({human_bytes(base.size)} freed)")
 
 
 def cmd_base_verify(inv: Invocation) -> int:

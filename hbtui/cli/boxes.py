@@ -248,14 +248,12 @@ def cmd_repair(inv: Invocation) -> int:
             inv.service.boxes.repair(inv.args.name, inv.host, recipe=_recipe(inv), report=rep)
         )
         rep.finish_steps()
-    inv.out.print(f"✓ {view.name} repaired; executor: {view.url}", markup=False)
-    return 0
+    return inv.done(f"{view.name} repaired; executor: {view.url}")
 
 
 def cmd_adopt(inv: Invocation) -> int:
     view = inv.call(inv.service.boxes.adopt(inv.args.name, inv.host))
-    inv.out.print(f"✓ adopted {view.name} (port {view.port})", markup=False)
-    return 0
+    return inv.done(f"adopted {view.name} (port {view.port})")
 
 
 def cmd_inspect(inv: Invocation) -> int:

@@ -191,6 +191,11 @@ class Invocation:
             if shown is not None:
                 self.out.print(shown, markup=False)
 
+    def done(self, text: str) -> int:
+        """A verb that changed something says what, plain, after a tick; its exit code."""
+        self.out.print(f"✓ {text}", markup=False)
+        return 0
+
     def reporter(self) -> DeferredReporter:
         """Progress on stdout, or on stderr when stdout carries JSON."""
 

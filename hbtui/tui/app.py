@@ -62,7 +62,7 @@ from hbtui.tui.work.controller import Work
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
-    from hbtui.tui.dialogs.new import NewBoxDialog
+    from hbtui.tui.boxes.new import NewBoxDialog
     from hbtui.tui.work.compare import TryScreen
 
 Clock = Callable[[], datetime]

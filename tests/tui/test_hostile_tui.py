@@ -38,9 +38,9 @@ from hbtui.core.work.pull import PullResult
 from hbtui.errors import HbtuiError
 from hbtui.events import LogLine, Notice, Phase, Step
 from hbtui.names import LOCAL
+from hbtui.tui.archives.dialogs import ExtractRequest
 from hbtui.tui.archives.progress import ProgressScreen
 from hbtui.tui.boxes.details import DetailsScreen
-from hbtui.tui.dialogs.archive import ExtractRequest
 from hbtui.tui.work.compare import TryScreen
 from hbtui.tui.work.diff import DiffScreen
 

@@ -20,12 +20,12 @@ from hbtui.core.service import Service
 from hbtui.events import LogLine, Phase
 from hbtui.tui.actions import ACTIONS, MAIN
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.archives.dialogs import ExtractDialog, LoadDialog, SaveDialog
 from hbtui.tui.archives.progress import ProgressScreen, TransferMeter
-from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
-from hbtui.tui.dialogs.new import NewBoxDialog
-from hbtui.tui.dialogs.remove import RemoveDialog
+from hbtui.tui.boxes.new import NewBoxDialog
+from hbtui.tui.boxes.port_grid import PortGrid
+from hbtui.tui.boxes.remove import RemoveDialog
 from hbtui.tui.help import HelpScreen
-from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE
 from support.pilot import (

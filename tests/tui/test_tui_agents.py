@@ -21,8 +21,8 @@ from hbtui.core.agents.sessions import IDLE, NEEDS_YOU, WORKING
 from hbtui.tui.activity import Activity, row_key
 from hbtui.tui.agents import panel as agents_panel
 from hbtui.tui.agents.alerts import ALERT_MAX, alert_text, notify_send_argv, osc9
+from hbtui.tui.agents.dialogs import SendDialog, SessionPicker
 from hbtui.tui.agents.preview import PREVIEW_LINES, PREVIEW_WIDTH, screen_text
-from hbtui.tui.dialogs.agents import SendDialog, SessionPicker
 from hbtui.tui.messages import AgentsWanted
 from hbtui.tui.widgets.key_footer import KeyFooter
 

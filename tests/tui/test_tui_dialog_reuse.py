@@ -10,9 +10,9 @@ from textual._styles_cache import StylesCache
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.boxes.new import NewBoxDialog
+from hbtui.tui.boxes.port_grid import PortGrid
 from hbtui.tui.dialogs.base import LazySection
-from hbtui.tui.dialogs.new import NewBoxDialog
-from hbtui.tui.widgets.port_grid import PortGrid
 
 from support.pilot import make_app, open_section, rows, settled, until
 from support.tui_fakes import FakeService

@@ -16,12 +16,12 @@ from hbtui.core.archives.backups import ArchiveEntry
 from hbtui.core.foundation.basebook import NewPlan
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Phase, Reserved, Stage, Step, Transfer
+from hbtui.tui.archives.dialogs import ExtractDialog, LoadDialog
 from hbtui.tui.archives.progress import ProgressScreen
-from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog
-from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.boxes.new import NewBoxDialog
+from hbtui.tui.boxes.port_grid import PortGrid
 from hbtui.tui.failure import Failure
 from hbtui.tui.operations import Operation
-from hbtui.tui.widgets.port_grid import PortGrid
 
 from support.pilot import make_app, notes, settled, until
 from support.tui_fakes import FakeService

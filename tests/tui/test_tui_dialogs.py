@@ -15,15 +15,15 @@ from textual.widgets import Button, DataTable, Input
 
 from hbtui.core.foundation.views import Busy
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.archives.dialogs import ExtractDialog, LoadDialog, SaveDialog
 from hbtui.tui.boxes.cells import COLUMNS, cells
-from hbtui.tui.dialogs.archive import ExtractDialog, LoadDialog, SaveDialog
+from hbtui.tui.boxes.new import NewBoxDialog
+from hbtui.tui.boxes.port_grid import PortGrid
+from hbtui.tui.boxes.remove import RemoveDialog
 from hbtui.tui.dialogs.confirm import ConfirmDialog
-from hbtui.tui.dialogs.new import NewBoxDialog
-from hbtui.tui.dialogs.remove import RemoveDialog
-from hbtui.tui.dialogs.url import UrlDialog
 from hbtui.tui.help import HelpScreen
+from hbtui.tui.shell.url import UrlDialog
 from hbtui.tui.system import open_in_browser
-from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE
 from support.pilot import SIZE, make_app, notes, opened, operations_done, settled, text_of, until

@@ -8,8 +8,8 @@ from __future__ import annotations
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.core.foundation.basebook import Base, NewPlan
-from hbtui.tui.dialogs.branch import BranchDialog
-from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.boxes.branch import BranchDialog
+from hbtui.tui.boxes.new import NewBoxDialog
 
 from support.pilot import (
     SIZE,

@@ -20,12 +20,12 @@ from hbtui.core.foundation.views import BOX, MISSING, BoxView
 from hbtui.events import Phase, Reserved, Stage, Step
 from hbtui.tui.actions import BY_ID, MAIN
 from hbtui.tui.activity import Activity
+from hbtui.tui.archives.dialogs import LoadRequest, SaveDialog, SaveRequest
 from hbtui.tui.archives.progress import LOAD_STAGES, ProgressScreen, load_stage, stages_text
 from hbtui.tui.boxes.cells import cells
-from hbtui.tui.dialogs.archive import LoadRequest, SaveDialog, SaveRequest
+from hbtui.tui.boxes.new import NewBoxDialog
+from hbtui.tui.boxes.port_grid import PortGrid
 from hbtui.tui.dialogs.confirm import ConfirmDialog, QuitScreen
-from hbtui.tui.dialogs.new import NewBoxDialog
-from hbtui.tui.widgets.port_grid import PortGrid
 
 from support import SIM_RECIPE
 from support.pilot import (

@@ -13,8 +13,8 @@ from textual.widgets._footer import FooterKey
 
 from hbtui.core.archives.backups import ArchiveEntry
 from hbtui.core.foundation.views import MISSING
+from hbtui.tui.archives.dialogs import ExtractDialog
 from hbtui.tui.archives.progress import ProgressScreen
-from hbtui.tui.dialogs.archive import ExtractDialog
 from hbtui.tui.help import HelpScreen
 from hbtui.tui.widgets.command_line import CommandLine, listing
 from hbtui.tui.widgets.key_footer import KeyFooter

@@ -24,9 +24,9 @@ from hbtui.core.boxes.details import parse_stats
 from hbtui.core.foundation.specs import NewSpec
 from hbtui.core.foundation.views import BoxStats
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.archives.bulk import BulkSaveDialog
 from hbtui.tui.boxes.details import DetailsScreen
-from hbtui.tui.dialogs.bulk import BulkSaveDialog
-from hbtui.tui.dialogs.new import NewBoxDialog
+from hbtui.tui.boxes.new import NewBoxDialog
 from hbtui.tui.widgets.command_line import CommandLine
 
 from support import HBTUI_BIN, SIM_RECIPE

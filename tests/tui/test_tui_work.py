@@ -13,8 +13,8 @@ from hbtui.core.foundation.git import RepoSeed
 from hbtui.core.foundation.specs import WorkRequest
 from hbtui.names import LOCAL
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.boxes.new import NewBoxDialog
 from hbtui.tui.dialogs.confirm import ConfirmDialog
-from hbtui.tui.dialogs.new import NewBoxDialog
 from hbtui.tui.help import HelpScreen
 from hbtui.tui.work.compare import TryScreen
 from hbtui.tui.work.diff import DiffScreen, PatchView, prepare

@@ -193,7 +193,7 @@ class Agents(Feature):
         the user picks when it shows several): its session, request id and words go with
         the decision, and the box refuses it if it now asks anything else. With nothing
         shown as pending, nothing is guessed."""
-        from hbtui.tui.dialogs.agents import SessionPicker
+        from hbtui.tui.agents.dialogs import SessionPicker
 
         view = self.need_box()
         if view is None:
@@ -239,7 +239,7 @@ class Agents(Feature):
 
     def action_send(self) -> None:
         """A line for the selected box's agent (the session picked first when several run)."""
-        from hbtui.tui.dialogs.agents import SessionPicker
+        from hbtui.tui.agents.dialogs import SessionPicker
 
         view = self.need_box()
         if view is None:
@@ -253,7 +253,7 @@ class Agents(Feature):
             self._send_dialog(key, sessions[0].session_id if sessions else None)
 
     def _send_dialog(self, key: BoxKey, session: str | None) -> None:
-        from hbtui.tui.dialogs.agents import SendDialog
+        from hbtui.tui.agents.dialogs import SendDialog
 
         row = self.panel.agents.get(key)
         chosen = next((s for s in live(row) if s.session_id == session), None)

@@ -21,7 +21,7 @@ from hbtui.tui.feature import Feature
 from hbtui.tui.operations import Operation, Teller, Told
 
 if TYPE_CHECKING:
-    from hbtui.tui.dialogs.archive import ExtractRequest, LoadRequest, SaveRequest
+    from hbtui.tui.archives.dialogs import ExtractRequest, LoadRequest, SaveRequest
 
 
 def saved(operation: Operation, result: object) -> Told:
@@ -37,7 +37,7 @@ class Archives(Feature):
     TOLD: ClassVar[dict[str, Teller]] = {"save": saved, "extract": extracted}
 
     def action_save(self) -> None:
-        from hbtui.tui.dialogs.archive import SaveDialog
+        from hbtui.tui.archives.dialogs import SaveDialog
 
         views = self.chosen()
         if any(self.refuse_busy(view) for view in views):
@@ -45,7 +45,7 @@ class Archives(Feature):
         if len(views) == 1:
             self.app.push_screen(SaveDialog(self.service, views[0]), self.save)
         elif views:
-            from hbtui.tui.dialogs.bulk import BulkSaveDialog
+            from hbtui.tui.archives.bulk import BulkSaveDialog
 
             dialog = BulkSaveDialog(self.service, views)
             self.app.push_screen(dialog, partial(self._save_all, views))
@@ -68,7 +68,7 @@ class Archives(Feature):
     def action_load(self, again: LoadRequest | None = None, failure: Failure | None = None) -> None:
         """The Load dialog; `again`: the request whose passphrase was wrong, to ask for the
         passphrase once more (its archive, name and host kept, `failure` said)."""
-        from hbtui.tui.dialogs.archive import LoadDialog
+        from hbtui.tui.archives.dialogs import LoadDialog
 
         dialog = LoadDialog(self.service, self.taken(), again, failure)
         self.app.push_screen(dialog, self.load)
@@ -87,7 +87,7 @@ class Archives(Feature):
         self, again: ExtractRequest | None = None, failure: Failure | None = None
     ) -> None:
         """The Extract dialog (`again`, `failure`: as for Load)."""
-        from hbtui.tui.dialogs.archive import ExtractDialog
+        from hbtui.tui.archives.dialogs import ExtractDialog
 
         self.app.push_screen(ExtractDialog(self.service, (), again, failure), self.extract)
 

@@ -38,9 +38,9 @@ from hbtui.tui.requests import StartRequest, StopRequest
 if TYPE_CHECKING:
     from textual.worker import Worker
 
+    from hbtui.tui.boxes.branch import BranchRequest
     from hbtui.tui.boxes.details import DetailsScreen
-    from hbtui.tui.dialogs.branch import BranchRequest
-    from hbtui.tui.dialogs.new import NewBoxDialog
+    from hbtui.tui.boxes.new import NewBoxDialog
     from hbtui.tui.operations import Operation
     from hbtui.tui.requests import RemoveRequest
 
@@ -186,7 +186,7 @@ class Boxes(Feature):
         request (see `requested`) and stays until the box exists. It is composed once
         and kept (installed) for the next time: composing its widgets was most of what
         opening it cost; opened again, it starts as a new one would."""
-        from hbtui.tui.dialogs.new import NewBoxDialog
+        from hbtui.tui.boxes.new import NewBoxDialog
 
         dialog = self._new_dialog
         if dialog is not None and dialog not in self.app.screen_stack:
@@ -206,7 +206,7 @@ class Boxes(Feature):
             message.dialog.cancel_request = operation.cancel
 
     def action_branch(self) -> None:
-        from hbtui.tui.dialogs.branch import BranchDialog
+        from hbtui.tui.boxes.branch import BranchDialog
 
         view = self.need_box()
         if view is None or self.refuse_busy(view):
@@ -228,7 +228,7 @@ class Boxes(Feature):
         self.app.main.clear_marks()
 
     def action_remove(self) -> None:
-        from hbtui.tui.dialogs.remove import RemoveDialog
+        from hbtui.tui.boxes.remove import RemoveDialog
 
         view = self.need_box()
         if view is None:

@@ -37,6 +37,7 @@ from hbtui.names import LOCAL
 from hbtui.tui.actions import BY_ID, COMMANDS, MAIN
 from hbtui.tui.activity import Activity, BoxKey, row_key
 from hbtui.tui.agents.panel import AgentPanel
+from hbtui.tui.boxes.port_grid import PortGrid
 from hbtui.tui.boxes.table import BoxTable
 from hbtui.tui.keys import bindings
 from hbtui.tui.messages import (
@@ -54,7 +55,6 @@ from hbtui.tui.messages import (
 from hbtui.tui.widgets.command_line import CommandLine
 from hbtui.tui.widgets.key_footer import KeyFooter
 from hbtui.tui.widgets.log_pane import LogPane
-from hbtui.tui.widgets.port_grid import PortGrid
 
 Clock = Callable[[], datetime]
 

@@ -1,5 +1,5 @@
-"""The dashboard's dialogs, one module per feature: `new` (new box, branch), `archive`
-(save, load, extract; `archive_picker`: the archive Load and Extract start from),
-`remove`, `bulk` (save several), `confirm` (yes/no, quitting), `url` (no browser); `base`
-holds what they share. A dialog returns a request through `dismiss()`, defined next to
-it, that knows which Service call runs it."""
+"""What the dashboard's dialogs share: `base` (the frame, the text field, the form and its
+passphrase, the checks several dialogs make), `confirm` (yes/no, quitting) and `secrets`
+(the secrets file's passphrase, asked whatever the feature). Each feature's own dialogs live
+in its package (`tui/boxes/new.py`, `tui/archives/dialogs.py`, …). A dialog returns a
+request through `dismiss()`, defined next to it, that knows which Service call runs it."""

@@ -109,7 +109,7 @@ class Shell(Feature):
 
     async def _browse(self, name: str, url: str) -> None:
         """The browser is started off the event loop; with none, the URL is offered."""
-        from hbtui.tui.dialogs.url import UrlDialog
+        from hbtui.tui.shell.url import UrlDialog
 
         try:
             opened = await asyncio.to_thread(self.app.opener, url)

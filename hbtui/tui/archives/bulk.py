@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from hbtui.core.foundation import BoxView
-from hbtui.tui.dialogs.archive import SaveFields, SaveRequest
+from hbtui.tui.archives.dialogs import SaveFields, SaveRequest
 from hbtui.tui.dialogs.base import Dialog, Form
 
 if TYPE_CHECKING:

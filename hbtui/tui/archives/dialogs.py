@@ -1,6 +1,6 @@
 """The archive dialogs: save a box, load an archive into a new box, extract an archive;
 and the requests they return (each knows the Service call that runs it). Load and
-Extract pick their archive with archive_picker.py's ArchiveFields."""
+Extract pick their archive with picker.py's ArchiveFields."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from textual.widgets import Checkbox, Input, Label, Select, Static
 from hbtui.core.foundation import BoxView, LoadSpec, SaveSpec
 from hbtui.events import Report
 from hbtui.names import LOCAL, name_problem
-from hbtui.tui.dialogs.archive_picker import ArchiveFields
+from hbtui.tui.archives.picker import ArchiveFields
 from hbtui.tui.dialogs.base import Dialog, Field, Form, Passphrase, host_select, name_taken
 from hbtui.tui.requests import SpecRequest
 

@@ -23,6 +23,13 @@ from hbtui.core.foundation import NewSpec, WorkRequest
 from hbtui.errors import HbtuiError
 from hbtui.events import Report
 from hbtui.names import LOCAL, name_problem
+from hbtui.tui.boxes.new_options import (
+    allow_problem,
+    compose_options,
+    credentials_problem,
+    option_defaults,
+)
+from hbtui.tui.boxes.port_grid import PortGrid
 from hbtui.tui.dialogs.base import (
     Dialog,
     Field,
@@ -33,20 +40,13 @@ from hbtui.tui.dialogs.base import (
     ok_cancel,
     port_problem,
 )
-from hbtui.tui.dialogs.new_options import (
-    allow_problem,
-    compose_options,
-    credentials_problem,
-    option_defaults,
-)
-from hbtui.tui.dialogs.work_fields import (
+from hbtui.tui.requests import SpecRequest
+from hbtui.tui.work.fields import (
     WORK_DEFAULTS,
     compose_work_fields,
     work_fields,
     work_problem,
 )
-from hbtui.tui.requests import SpecRequest
-from hbtui.tui.widgets.port_grid import PortGrid
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
