@@ -15,7 +15,7 @@ from hbtui.core.boxes.guard import Guard
 from hbtui.core.foundation import git as gitops
 from hbtui.core.foundation.git import RepoSeed
 from hbtui.core.work import copy as work_copy
-from hbtui.core.work.book import WorkBook, WorkRecord, box_work, pick
+from hbtui.core.work.book import BoxWork, WorkBook, WorkRecord, box_work, pick
 from hbtui.core.work.diff import WorkDiff, diff
 from hbtui.core.work.operations import branch_name, check_seeds
 from hbtui.core.work.pr import PrRequest, PrResult, check_names, open_pr
@@ -46,6 +46,12 @@ class Work:
         """`new --copy PATH...` checked against the seed's work tree before any box is
         made: each one's place in it (a UsageError names the first refused)."""
         return tuple(c.place for c in await work_copy.check(seed.repo, paths))
+
+    def record(self, name: str, host: str = LOCAL) -> BoxWork:
+        """What the host recorded of the box's work: its repositories and its task (one
+        line for a box made without a repository)."""
+        self._guard.box(name, host)
+        return box_work(self._core, self._book, name, host)
 
     def _pick(self, name: str, host: str, repo: str | None) -> tuple[WorkRecord, Path | None]:
         return pick(box_work(self._core, self._book, name, host), name, repo)
