@@ -72,6 +72,13 @@ COPY = arg("--copy", type=given, action="append", metavar="PATH",
                 "clone as it is; repeatable")  # fmt: skip
 NO_SETUP = arg("--no-setup", action="store_true",
                help="do not run the repository's .hbtui/setup.sh in the clone")  # fmt: skip
+PICK_REPO = arg(
+    "--repo",
+    type=given,
+    metavar="NAME|PATH",
+    help="which of the box's repositories (its clone's folder name, or the host "
+    "repository's path; also where the repository is now, if it moved)",
+)
 RECIPE = arg("--recipe", type=given, metavar="DIR", help="a recipe folder (provision/ + guest/)")
 FILE = arg("file")
 YES = arg("--yes", action="store_true",
@@ -124,9 +131,9 @@ VERBS: tuple[Verb, ...] = (
         arg("--agent-permissions", choices=["ask", "skip"],
             help="ask (default): agents ask before running commands; skip: they ask nothing "
                  "(needs --egress allow-list and a --credential)"),
-        arg("--repo", type=given, metavar="PATH[@REF]",
+        arg("--repo", type=given, action="append", metavar="PATH[@REF]",
             help="clone this repository's REF (default: its current branch) in the box, "
-                 "on branch hb/NAME"),
+                 "on branch hb/NAME; repeatable (the agent works in the first)"),
         arg("--task", type=given, metavar="TEXT", help="the agent's first prompt (with --repo)"),
         arg("--task-file", type=given, metavar="FILE", help="the first prompt, from a file"),
         arg("--agent", choices=["claude", "codex", "hermes"],
@@ -288,21 +295,35 @@ VERBS: tuple[Verb, ...] = (
          args=(NAME, arg("text", metavar="TEXT"), SESSION)),
     Verb("diff", "work:cmd_diff",
          "what the box's agent did since the seed: commits, and every change as a patch",
-         json=True, args=(NAME, arg("--stat", action="store_true", help="files and counts only"))),
+         json=True, args=(NAME, arg("--stat", action="store_true", help="files and counts only"),
+                          PICK_REPO)),
     Verb("pull", "work:cmd_pull",
          "fetch the box's branches into the host repository as refs/remotes/box/NAME/*",
          json=True, args=(
              NAME,
              arg("--wip", action="store_true",
                  help="also its uncommitted changes, committed on a throwaway ref"),
-             arg("--repo", type=given, metavar="PATH",
-                 help="the host repository (default: the one the box was made from)"))),
+             PICK_REPO)),
+    Verb("pr", "work:cmd_pr",
+         "pull the box's work, push its branch to the repository's remote with your own git "
+         "and credentials (never forced), and open a pull request with gh when logged in",
+         json=True, args=(
+             NAME,
+             arg("--remote", type=given, default="origin", metavar="NAME",
+                 help="the host repository's remote to push to (default: origin)"),
+             arg("--branch", type=given, metavar="NAME",
+                 help="the branch's name on the remote (default: the box's own, hb/BOX)"),
+             arg("--title", type=given, metavar="TEXT",
+                 help="the pull request's title (default: the task's first line)"),
+             arg("--draft", action="store_true", help="open it as a draft"),
+             PICK_REPO)),
     Verb("try", "work:cmd_try",
          "best of N: try N NAME --repo PATH --task TEXT [--check CMD]; try ls NAME; "
          "try keep NAME-K [--yes]",
          json=True, args=(
              arg("words", nargs="+", metavar="N NAME | ls NAME | keep NAME-K"),
-             arg("--repo", type=given, metavar="PATH[@REF]", help="the repository (try N)"),
+             arg("--repo", type=given, action="append", metavar="PATH[@REF]",
+                 help="the repository (try N: one)"),
              arg("--task", type=given, metavar="TEXT", help="every agent's first prompt"),
              arg("--task-file", type=given, metavar="FILE", help="the first prompt, from a file"),
              arg("--agent", choices=["claude", "codex", "hermes"], default="claude",

@@ -39,7 +39,7 @@ from hbtui.core.keys.passphrase import PassphraseSource
 from hbtui.core.tries.door import Tries
 from hbtui.core.work import agent as work_agent
 from hbtui.core.work import operations as work_ops
-from hbtui.core.work.book import WorkBook, WorkRecord
+from hbtui.core.work.book import BoxWork, WorkBook
 from hbtui.core.work.door import Work
 from hbtui.core.work.travel import WorkLink
 from hbtui.errors import UsageError
@@ -104,6 +104,7 @@ class Service:
             if not spec.start:
                 raise UsageError("a box with a repository must start (leave out --no-start)")
             work_ops.check_task(work.task, work.agent)
+            work_ops.check_seeds(work.seeds)
         core = self._ops.core
         async with self._guard.holding(spec.name, spec.host, "new"):
             # With work the row stays "provisioning" until the clone is in: a `new` killed
@@ -115,7 +116,7 @@ class Service:
                 return view
             book = WorkBook(self.paths)
 
-            async def seed() -> WorkRecord:
+            async def seed() -> BoxWork:
                 return await work_ops.seed_box(core, book, spec.name, spec.host, work, report)
 
             await work_ops.work_into(self._ops, book, spec.name, spec.host, seed, report)

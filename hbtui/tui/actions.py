@@ -212,6 +212,16 @@ ACTIONS: tuple[Action, ...] = (
         "Fetch the box's branches into its host repository as refs/remotes/box/BOX/*",
     ),
     Action(
+        "pr",
+        "L",
+        "work.pr",
+        "PR",
+        "Push the box's work and open a pull request",
+        "Pull the box's work, push its branch hb/BOX to the repository's origin (your git, "
+        "your credentials, never forced) and open a pull request with gh (asks first)",
+        show=False,
+    ),
+    Action(
         "try",
         "T",
         "work.try",

@@ -128,6 +128,16 @@ class PullRequest(BoxRequest):
 
 
 @dataclass(frozen=True)
+class LandRequest(BoxRequest):
+    """`hbtui pr`: the box's work pulled, its branch pushed, a pull request opened."""
+
+    operation: ClassVar[str] = "pr"
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.work.pr(self.name, self.host, report=report)
+
+
+@dataclass(frozen=True)
 class KeepRequest(BoxRequest):
     """Keep one box of a try: its work pulled, the try's other boxes removed."""
 

@@ -456,3 +456,42 @@ async def test_the_box_table_shows_each_box_s_branch_once_one_has_a_repository()
         drawn = rows(app)
         assert "hb/alpha ↑2" in drawn["local/alpha"]
         assert "hb/" not in drawn["local/beta"]
+
+
+async def test_pr_asks_where_the_work_goes_then_pushes_and_says_the_request():
+    service = FakeService()
+    service.diffs[(LOCAL, "alpha")] = work_diff("alpha")
+    service.gh_url = "https://github.com/o/project/pull/3"
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        await select(pilot, app, "alpha")
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        question = str(app.screen.query_one("#question", Static).render())
+        assert "/src/project" in question and "push hb/alpha to origin as hb/alpha" in question
+        await pilot.press("n")  # not now: nothing runs
+        await until(pilot, lambda: app.screen is app.main, what="the question gone")
+        assert not [c for c in service.calls if c[0] == "pr"]
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        await pilot.press("y")
+        await until(pilot, lambda: any("pr alpha: done" in n for n in notes(app)))
+        await operations_done(pilot, app)
+        [note] = [n for n in notes(app) if "pr alpha: done" in n]
+        assert "hb/alpha → origin (new branch)" in note and service.gh_url in note
+        log = "\n".join(app.activities[(LOCAL, "alpha")].lines)
+        assert "bundling the work in alpha" in log and "pushing bbbbbbbbbbbb to origin" in log
+        # Without gh: the command to run; a box of several repositories: which, and how.
+        service.gh_url = ""
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        await pilot.press("y")
+        await until(pilot, lambda: len([n for n in notes(app) if "pr alpha: done" in n]) == 2)
+        await operations_done(pilot, app)
+        assert "gh is not installed; to open the pull request:" in notes(app)[-1]
+        service.more_repos[(LOCAL, "alpha")] = ("web",)
+        await pilot.press("L")
+        said = "alpha has 2 repositories (project, web): hbtui pr alpha --repo NAME"
+        await until(pilot, lambda: any(said in n for n in notes(app)), what=lambda: notes(app))
+        assert app.screen is app.main

@@ -144,11 +144,12 @@ class BoxCore:
     async def _with_work(self, view: BoxView) -> BoxView:
         """Where the box's work is: its repository and branch, and how far ahead of its
         seed its last pull found it (the host's files only, never the box)."""
-        record = self.work.place(view.host, view.name)
-        if record is None:
+        work = self.work.place(view.host, view.name)
+        if work is None:
             return view
-        ahead = await self.work.ahead(record, view.name)
-        return replace(view, repo=record.repo, branch=record.branch, ahead=ahead)
+        first = work.first  # where its agent works; `inspect` names every one
+        ahead = await self.work.ahead(first, view.name)
+        return replace(view, repo=first.repo, branch=first.branch, ahead=ahead)
 
     def _with_busy(self, view: BoxView) -> BoxView:
         busy = self.busy(view.name, view.host, view.state)

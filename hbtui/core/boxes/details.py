@@ -151,17 +151,19 @@ def _recipe_lines(boxes: BoxCore, made_with: str) -> list[tuple[str, str]]:
 
 def _work_lines(boxes: BoxCore, view: BoxView) -> list[tuple[str, str]]:
     """Where the box's work is: the host's record (`new --repo`), and its last pull."""
-    record = boxes.work.place(view.host, view.name)
-    if record is None:
+    work = boxes.work.place(view.host, view.name)
+    if work is None:
         return [("repository", "none: made without --repo")]
     ahead = "not pulled yet" if view.ahead is None else f"{view.ahead} (at its last pull)"
-    return [
-        ("repository", record.repo),
-        ("branch", record.branch),
-        ("seed", f"{record.seed} ({record.ref})"),
-        ("clone in the box", record.clone),
-        ("commits past the seed", ahead),
-    ]
+    lines = []
+    for record in work.repos:
+        lines += [
+            ("repository", record.repo),
+            ("branch", record.branch),
+            ("seed", f"{record.seed} ({record.ref})"),
+            ("clone in the box", record.clone),
+        ]
+    return [*lines, ("commits past the seed", ahead)]
 
 
 def _egress_line(record: BoxRecord | None) -> str:

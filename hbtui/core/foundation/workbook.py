@@ -1,5 +1,6 @@
-"""The host's record of each box made with a repository (`WorkBook`): the repository's
-path, the seed commit, the clone's folder in the box and its branch. The seed is the
+"""The host's record of each box made with a repository (`WorkBook`): for each repository
+in the box, its path, the seed commit, the clone's folder in the box and its branch; and
+the agent's task. The seed is the
 host's word, never the box's: it defines "what the agent did" and is what every pulled
 branch must contain. A foundation record, as the registry is: a box's listing shows where
 its work is; hbtui.core.work reads and writes it.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from hbtui.core.foundation import git as gitops
 from hbtui.errors import HbtuiError
@@ -41,9 +42,49 @@ class WorkRecord:
             return None
         return cls(**{k: str(v) for k, v in fields.items()})
 
+    @property
+    def name(self) -> str:
+        """What `--repo NAME` picks it by: its clone's folder name (unique in its box)."""
+        return PurePosixPath(self.clone).name
+
+
+@dataclass(frozen=True)
+class BoxWork:
+    """A box's work: each repository cloned in it (the first is where its agent works)
+    and the task it was given."""
+
+    repos: tuple[WorkRecord, ...]
+    task: str = ""
+
+    @property
+    def first(self) -> WorkRecord:
+        return self.repos[0]
+
+    def to_json(self) -> dict[str, object]:
+        return {"repos": [asdict(r) for r in self.repos], "task": self.task}
+
+    @classmethod
+    def from_json(cls, data: object) -> BoxWork | None:
+        """A record as written now ({"repos": [...], "task": ...}), or as one repository's
+        fields alone, as it was before a box could hold several."""
+        if not isinstance(data, dict):
+            return None
+        if "repos" not in data:
+            one = WorkRecord.from_json(data)
+            return None if one is None else cls((one,))
+        repos, task = data.get("repos"), data.get("task", "")
+        if not isinstance(repos, list) or not repos or not isinstance(task, str):
+            return None
+        records = [WorkRecord.from_json(r) for r in repos]
+        if any(r is None for r in records):
+            return None
+        return cls(tuple(r for r in records if r is not None), task)
+
 
 class WorkBook:
     """One JSON record per box made with a repository: `<data>/work/<host>/<box>.json`."""
+
+    MAX = 1 << 20  # a task may be 64 KiB, and JSON writes a control character as six
 
     def __init__(self, paths: Paths) -> None:
         self.root = paths.data_dir / "work"
@@ -52,12 +93,12 @@ class WorkBook:
     def _path(self, host: str, name: str) -> Path:
         return self.root / host / f"{name}.json"
 
-    def get(self, host: str, name: str) -> WorkRecord | None:
-        raw = read_state(self._path(host, name), 64 * 1024)
+    def get(self, host: str, name: str) -> BoxWork | None:
+        raw = read_state(self._path(host, name), self.MAX)
         if raw is None:
             return None
         try:
-            record = WorkRecord.from_json(json.loads(raw))
+            record = BoxWork.from_json(json.loads(raw))
         except (UnicodeDecodeError, ValueError):
             record = None
         if record is None:  # not "made without a repository": it was, and this is damaged
@@ -68,14 +109,14 @@ class WorkBook:
             )
         return record
 
-    def put(self, host: str, name: str, record: WorkRecord) -> None:
+    def put(self, host: str, name: str, work: BoxWork) -> None:
         make_folder(self.root / host)
-        write_atomic(self._path(host, name), json.dumps(asdict(record), indent=2).encode())
+        write_atomic(self._path(host, name), json.dumps(work.to_json(), indent=2).encode())
 
     def drop(self, host: str, name: str) -> None:
         self._path(host, name).unlink(missing_ok=True)
 
-    def place(self, host: str, name: str) -> WorkRecord | None:
+    def place(self, host: str, name: str) -> BoxWork | None:
         """The box's record for a listing: a damaged one shows as none (the verbs that
         need it say what is wrong)."""
         try:

@@ -33,10 +33,11 @@ from hbtui.core.tries.operations import (
 )
 from hbtui.core.work import agent as work_agent
 from hbtui.core.work.agent import AgentStart
-from hbtui.core.work.book import WorkBook, WorkError, work_record
+from hbtui.core.work.book import WorkBook, WorkError, box_work
 from hbtui.core.work.diff import diff
 from hbtui.core.work.door import Work
-from hbtui.core.work.operations import PullResult, branch_work, clone_dir
+from hbtui.core.work.operations import branch_work, clone_dir
+from hbtui.core.work.pull import PullResult
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Report, ignore
@@ -150,7 +151,7 @@ class Tries:
         names = box_names(name, count)
         self._refuse_live_try(host, name)
         book = WorkBook(self._core.paths)
-        seeded = work_record(self._core, book, source, host)
+        seeded = box_work(self._core, book, source, host)
         self._refuse_taken(names, name, host)
         async with contextlib.AsyncExitStack() as held:
             for box in sorted({source, *names}):  # one order: no two holders wait on each other
@@ -168,7 +169,7 @@ class Tries:
                     await self._ops.remove(box, host)
                     book.drop(host, box)
 
-                record = TryRecord(name, seeded.repo, seeded.seed, check, names)
+                record = TryRecord(name, seeded.first.repo, seeded.first.seed, check, names)
                 made, failed = await self._making(host, record, make, undo, report)
         return self._book.settle(host, record, made), failed
 
@@ -224,14 +225,14 @@ class Tries:
                 work = book.get(host, box)
                 if work is None:
                     raise WorkError(f"box {box} has no work record")
-                d = await diff(self._core, book, box, host, patch=False)
+                d = await diff(self._core, work.first, box, host, patch=False)
             except HbtuiError as exc:
                 last = record.checks.get(box)
                 return TryRow(box, shown, None, None, None, None, last, exc.message, note)
             checked = record.checks.get(box)
             now = fingerprint(d)
             if record.check and settled and not making and (checked is None or checked.work != now):
-                checked = await run_check(self._core, host, work, box, record.check, now)
+                checked = await run_check(self._core, host, work.first, box, record.check, now)
                 record.checks[box] = checked
             added = sum(f.added or 0 for f in d.files)
             deleted = sum(f.deleted or 0 for f in d.files)
