@@ -18,10 +18,8 @@ from typing import IO, TYPE_CHECKING, BinaryIO
 from hbtui.archive import note
 from hbtui.archive._proc import last_line, need
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError
-from hbtui.archive.header import DEFAULT_CHUNK_SIZE
-from hbtui.archive.kdf import DEFAULT_KDF, KdfParams
 from hbtui.archive.safetar import Source, run_extract, run_validate
-from hbtui.archive.stream import Decryptor, Encryptor, Progress
+from hbtui.archive.stream import SEALED, Decryptor, Encryptor, Progress, Sealing
 from hbtui.archive.tarpolicy import TarSummary
 from hbtui.environment import child_env
 from hbtui.statefile import atomic_output
@@ -210,11 +208,9 @@ def pack_dir(
     dest: str | os.PathLike[str],
     passphrase: bytes,
     *,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    kdf: KdfParams = DEFAULT_KDF,
+    sealing: Sealing = SEALED,
     progress: Progress | None = None,
     zstd_level: int = 3,
-    allow_weak_kdf: bool = False,
 ) -> int:
     """Make an HBX archive of a host folder: `tar -C DIR -cf - .` piped
     through `zstd -T0`, encrypted into `dest` (0600, atomic). Returns the
@@ -238,14 +234,7 @@ def pack_dir(
     tproc.stdout.close()
     try:
         with atomic_output(dest) as f:
-            enc = Encryptor(
-                f,
-                passphrase,
-                chunk_size=chunk_size,
-                kdf=kdf,
-                progress=progress,
-                allow_weak_kdf=allow_weak_kdf,
-            )
+            enc = Encryptor(f, passphrase, sealing=sealing, progress=progress)
             enc.feed_from(zproc.stdout)
             trc, zrc = tproc.wait(), zproc.wait()
             if trc != 0:

@@ -234,6 +234,19 @@ class BoxCore:
             )
         return await self.hosts.get(host_name), view
 
+    async def require_remakeable(
+        self, name: str, host_name: str, doing: str
+    ) -> tuple[Host, BoxView, BoxRecord]:
+        """The box, its host and its row, for an operation that packs it and makes it
+        again (a branch, a credentials change): a box made whole, not paused, not an orphan."""
+        host, view = await self.require(name, host_name)
+        self.refuse_unprovisioned(view)
+        self.refuse_paused(view, doing)
+        record = self.registry.read().get(name, host_name)
+        if record is None:
+            raise UsageError(f"{name!r} is an orphan; adopt it first: hbtui adopt {name}")
+        return host, view, record
+
     def refuse_pending_remake(self, name: str, host_name: str) -> None:
         remake = self.remakes.pending(host_name, name)
         if remake is not None:
