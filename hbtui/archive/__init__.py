@@ -20,6 +20,7 @@ from hbtui.archive.kdf import DEFAULT_KDF, Argon2idParams, ScryptParams
 from hbtui.archive.stream import (
     Decryptor,
     Encryptor,
+    Sealing,
     decrypt_stream,
     encrypt_stream,
     is_hbx,
@@ -40,6 +41,7 @@ __all__ = [
     "KdfLimitExceeded",
     "NotAnArchive",
     "ScryptParams",
+    "Sealing",
     "ToolMissing",
     "UnsafeArchive",
     "UnsupportedArchive",

@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hbtui.archive.errors import ArchiveError, ArchiveTruncated
-from hbtui.archive.header import DEFAULT_CHUNK_SIZE, HEADER_SIZE, TAG_SIZE
-from hbtui.archive.kdf import DEFAULT_KDF, KdfParams
+from hbtui.archive.header import HEADER_SIZE, TAG_SIZE
 from hbtui.archive.stream import (
+    SEALED,
     Decryptor,
     Encryptor,
     Progress,
+    Sealing,
     decrypt_stream,
     source_size,
     verify_stream,
@@ -28,23 +29,14 @@ def create_archive(
     path: str | os.PathLike[str],
     passphrase: bytes,
     *,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    kdf: KdfParams = DEFAULT_KDF,
+    sealing: Sealing = SEALED,
     progress: Progress | None = None,
-    allow_weak_kdf: bool = False,
 ) -> Iterator[Encryptor]:
     """Yield an Encryptor writing to a private temporary file; on normal exit
     finish it and move it to `path`, which it never replaces: if a file took
     that name meanwhile, FileExistsError. On error nothing is left behind."""
     with atomic_output(path, replace=False) as f:
-        enc = Encryptor(
-            f,
-            passphrase,
-            chunk_size=chunk_size,
-            kdf=kdf,
-            progress=progress,
-            allow_weak_kdf=allow_weak_kdf,
-        )
+        enc = Encryptor(f, passphrase, sealing=sealing, progress=progress)
         yield enc
         if not enc.finished:
             enc.finish()
@@ -55,22 +47,13 @@ def encrypt_file(
     dst_path: str | os.PathLike[str],
     passphrase: bytes,
     *,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    kdf: KdfParams = DEFAULT_KDF,
+    sealing: Sealing = SEALED,
     progress: Progress | None = None,
-    allow_weak_kdf: bool = False,
 ) -> int:
     """Encrypt a file into a new archive at `dst_path` (0600, atomic)."""
     with (
         open(src_path, "rb", buffering=0) as src,
-        create_archive(
-            dst_path,
-            passphrase,
-            chunk_size=chunk_size,
-            kdf=kdf,
-            progress=progress,
-            allow_weak_kdf=allow_weak_kdf,
-        ) as enc,
+        create_archive(dst_path, passphrase, sealing=sealing, progress=progress) as enc,
     ):
         return enc.feed_from(src)
 

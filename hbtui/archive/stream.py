@@ -13,6 +13,7 @@ import io
 import os
 import stat
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO, BinaryIO
 
 from cryptography.exceptions import InvalidTag
@@ -40,6 +41,20 @@ from hbtui.archive.kdf import DEFAULT_KDF, KdfParams
 _MAX_COUNTER = (1 << 88) - 1
 
 Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Sealing:
+    """How a writer seals an archive: its chunk size and its KDF's cost. KDF parameters
+    below the writer's minimum (`KdfParams.weakness()`) are refused with ValueError
+    unless `allow_weak_kdf` (tests, test vectors)."""
+
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    kdf: KdfParams = DEFAULT_KDF
+    allow_weak_kdf: bool = False
+
+
+SEALED = Sealing()  # what every archive hbtui writes is sealed with
 
 
 def _nonce(counter: int, final: bool) -> bytes:
@@ -96,8 +111,7 @@ class Encryptor:
     chunk. A full chunk is held back until more data arrives, so the final
     chunk is never empty unless the whole payload is. `progress`, if given,
     is called with the cumulative number of plaintext bytes taken so far.
-    KDF parameters below the writer's minimum (`KdfParams.weakness()`) are
-    refused with ValueError unless `allow_weak_kdf` (tests, test vectors).
+    `sealing`: the chunk size and KDF (see `Sealing`).
     """
 
     def __init__(
@@ -105,17 +119,16 @@ class Encryptor:
         dst: BinaryIO,
         passphrase: bytes,
         *,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        kdf: KdfParams = DEFAULT_KDF,
+        sealing: Sealing = SEALED,
         progress: Progress | None = None,
-        allow_weak_kdf: bool = False,
         _randomness: Randomness | None = None,
     ) -> None:
         check_passphrase(passphrase)
+        chunk_size, kdf = sealing.chunk_size, sealing.kdf
         exp = check_chunk_size(chunk_size)
         kdf.check()
         weak = kdf.weakness()
-        if weak is not None and not allow_weak_kdf:
+        if weak is not None and not sealing.allow_weak_kdf:
             raise ValueError(f"{weak}; pass allow_weak_kdf=True only for tests")
         rnd = _randomness if _randomness is not None else Randomness.fresh()
         rnd.check()
@@ -231,22 +244,12 @@ def encrypt_stream(
     dst: BinaryIO,
     passphrase: bytes,
     *,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    kdf: KdfParams = DEFAULT_KDF,
+    sealing: Sealing = SEALED,
     progress: Progress | None = None,
-    allow_weak_kdf: bool = False,
     _randomness: Randomness | None = None,
 ) -> int:
     """Encrypt all of `src` into `dst`; return the plaintext byte count."""
-    enc = Encryptor(
-        dst,
-        passphrase,
-        chunk_size=chunk_size,
-        kdf=kdf,
-        progress=progress,
-        allow_weak_kdf=allow_weak_kdf,
-        _randomness=_randomness,
-    )
+    enc = Encryptor(dst, passphrase, sealing=sealing, progress=progress, _randomness=_randomness)
     n = enc.feed_from(src)
     enc.finish()
     return n

@@ -46,10 +46,11 @@ def cmd_load(inv: Invocation) -> int:
     inv.service.archives.kind(_archive(inv))  # a missing or foreign file fails before the prompt
     passphrase = get_passphrase(confirm=False)
     recipe = Path(a.recipe) if a.recipe else None
+    repo = Path(a.repo).expanduser() if a.repo else None
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.archives.load(
-                LoadSpec(_archive(inv), a.name, inv.host, recipe=recipe),
+                LoadSpec(_archive(inv), a.name, inv.host, recipe=recipe, repo=repo),
                 passphrase=passphrase,
                 report=rep,
             )

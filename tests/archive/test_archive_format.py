@@ -40,7 +40,7 @@ def enc(data: bytes, cs: int = CS, kdf=KDF, pw: bytes = PW, rnd=None) -> bytes:
     """An archive with the tests' tiny KDF (below the writer's minimum: allowed here)."""
     out = io.BytesIO()
     AS.encrypt_stream(
-        io.BytesIO(data), out, pw, chunk_size=cs, kdf=kdf, allow_weak_kdf=True, _randomness=rnd
+        io.BytesIO(data), out, pw, sealing=AS.Sealing(cs, kdf, allow_weak_kdf=True), _randomness=rnd
     )
     return out.getvalue()
 
@@ -74,10 +74,10 @@ SIZES = [0, 1, CS - 1, CS, CS + 1, 2 * CS, 7 * CS + 13]
 def test_defaults_are_the_documented_ones():
     assert AH.DEFAULT_CHUNK_SIZE == 1 << 20
     assert AK.Argon2idParams(iterations=3, memory_kib=65536, lanes=4) == AK.DEFAULT_KDF
+    assert AS.SEALED.kdf is AK.DEFAULT_KDF and not AS.SEALED.allow_weak_kdf
+    assert AS.SEALED.chunk_size == AH.DEFAULT_CHUNK_SIZE
     for fn in (AS.encrypt_stream, AS.Encryptor.__init__, AF.create_archive, AF.encrypt_file):
-        params = inspect.signature(fn).parameters
-        assert params["kdf"].default is AK.DEFAULT_KDF
-        assert params["chunk_size"].default == AH.DEFAULT_CHUNK_SIZE
+        assert inspect.signature(fn).parameters["sealing"].default is AS.SEALED
     doc = DOCS.read_text()
     assert "t = 3, m = 65536 KiB (64 MiB), p = 4" in doc
     assert "2^20 = 1 MiB" in doc
@@ -117,7 +117,7 @@ def test_feed_in_any_pieces_equals_stream(data, cuts):
     rnd = AH.Randomness.fresh()
     ref = enc(data, rnd=rnd)
     out = io.BytesIO()
-    e = AS.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd)
+    e = AS.Encryptor(out, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True), _randomness=rnd)
     pos = 0
     for c in sorted(set(cuts)):
         e.feed(data[pos:c])
@@ -150,7 +150,7 @@ def test_short_reads_fill_whole_chunks(size):
     rnd = AH.Randomness.fresh()
     out = io.BytesIO()
     AS.encrypt_stream(
-        Trickle(data), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd
+        Trickle(data), out, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True), _randomness=rnd
     )
     assert out.getvalue() == enc(data, rnd=rnd)
     got = io.BytesIO()
@@ -162,7 +162,7 @@ def test_feed_then_feed_from_mixed():
     data = os.urandom(5 * CS + 9)
     rnd = AH.Randomness.fresh()
     out = io.BytesIO()
-    e = AS.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, _randomness=rnd)
+    e = AS.Encryptor(out, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True), _randomness=rnd)
     e.feed(data[:100])
     e.feed_from(io.BytesIO(data[100 : 3 * CS]))
     e.feed(data[3 * CS : 3 * CS + 1])
@@ -192,7 +192,11 @@ def test_progress_reports():
     seen: list[int] = []
     a = io.BytesIO()
     AS.encrypt_stream(
-        io.BytesIO(data), a, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True, progress=seen.append
+        io.BytesIO(data),
+        a,
+        PW,
+        sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True),
+        progress=seen.append,
     )
     assert seen == sorted(seen) and seen[-1] == len(data)
     seen2: list[int] = []
@@ -224,7 +228,7 @@ def test_memory_is_bounded_by_chunk_size():
             return len(b)
 
     tracemalloc.start()
-    AS.encrypt_stream(Gen(), Sink(), PW, chunk_size=cs, kdf=KDF, allow_weak_kdf=True)
+    AS.encrypt_stream(Gen(), Sink(), PW, sealing=AS.Sealing(cs, KDF, allow_weak_kdf=True))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 8 * cs + 512 * 1024, peak
@@ -237,7 +241,7 @@ def test_files_are_private_and_atomic(tmp_path):
     src = tmp_path / "plain"
     src.write_bytes(os.urandom(3000))
     arc = tmp_path / "a.hbx"
-    AF.encrypt_file(src, arc, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    AF.encrypt_file(src, arc, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True))
     assert stat.S_IMODE(arc.stat().st_mode) == 0o600
     assert AS.is_hbx(arc) and not AS.is_hbx(src)
     assert AS.read_header(arc).plaintext_size == 3000
@@ -251,7 +255,9 @@ def test_files_are_private_and_atomic(tmp_path):
 def test_create_archive_failure_leaves_nothing(tmp_path):
     with (
         pytest.raises(RuntimeError),
-        AF.create_archive(tmp_path / "x.hbx", PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as e,
+        AF.create_archive(
+            tmp_path / "x.hbx", PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True)
+        ) as e,
     ):
         e.feed(b"abc")
         raise RuntimeError("boom")
@@ -608,11 +614,11 @@ def test_chunk_counter_limit():
             AS._nonce(2**88, final)
     # the writer: the chunk with counter 2^88 - 1 is the last one it can seal
     out = io.BytesIO()
-    e = AS.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    e = AS.Encryptor(out, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True))
     e._counter = 2**88 - 1
     e.finish()
     out = io.BytesIO()
-    e = AS.Encryptor(out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    e = AS.Encryptor(out, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True))
     e._counter = 2**88 - 1
     e.feed(os.urandom(CS + 1))  # seals counter 2^88 - 1 (not final)
     with pytest.raises(ArchiveError):
@@ -698,19 +704,19 @@ def test_kdf_minimum(kdf, weak):
     assert (kdf.weakness() is not None) is weak
     if weak:
         with pytest.raises(ValueError, match="minimum"):
-            AS.Encryptor(io.BytesIO(), PW, chunk_size=CS, kdf=kdf)
+            AS.Encryptor(io.BytesIO(), PW, sealing=AS.Sealing(CS, kdf))
 
 
 def test_writer_refuses_weak_kdf_everywhere(tmp_path):
     src = tmp_path / "plain"
     src.write_bytes(b"x")
     with pytest.raises(ValueError):
-        AS.encrypt_stream(io.BytesIO(b"x"), io.BytesIO(), PW, chunk_size=CS, kdf=KDF)
+        AS.encrypt_stream(io.BytesIO(b"x"), io.BytesIO(), PW, sealing=AS.Sealing(CS, KDF))
     with pytest.raises(ValueError):
-        AF.encrypt_file(src, tmp_path / "a.hbx", PW, chunk_size=CS, kdf=KDF)
+        AF.encrypt_file(src, tmp_path / "a.hbx", PW, sealing=AS.Sealing(CS, KDF))
     with (
         pytest.raises(ValueError),
-        AF.create_archive(tmp_path / "b.hbx", PW, chunk_size=CS, kdf=KDF),
+        AF.create_archive(tmp_path / "b.hbx", PW, sealing=AS.Sealing(CS, KDF)),
     ):
         pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
@@ -738,7 +744,7 @@ def test_an_archive_never_replaces_a_file_that_appeared_meanwhile(tmp_path):
     target = tmp_path / "box.hbx"
     with (
         pytest.raises(FileExistsError),
-        AF.create_archive(target, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True) as enc,
+        AF.create_archive(target, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True)) as enc,
     ):
         enc.feed(b"second writer")
         target.write_bytes(b"the first writer's archive")

@@ -284,7 +284,7 @@ def zstd(data: bytes) -> bytes:
 def hbx(tar_bytes: bytes, path: Path) -> bytes:
     out = io.BytesIO()
     AS.encrypt_stream(
-        io.BytesIO(zstd(tar_bytes)), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True
+        io.BytesIO(zstd(tar_bytes)), out, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True)
     )
     path.write_bytes(out.getvalue())
     return out.getvalue()
@@ -296,7 +296,7 @@ def test_hbx_round_trip_with_pack_dir(tmp_path):
     extract_tar(io.BytesIO(make_tar(GOOD)), src)
     (src / "big.bin").write_bytes(os.urandom(300_000))
     arc = tmp_path / "box.hbx"
-    pack_dir(src, arc, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    pack_dir(src, arc, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True))
     assert (arc.stat().st_mode & 0o777) == 0o600
     s = validate_hbx(arc, PW)
     assert s.files == 3
@@ -361,9 +361,7 @@ def test_hbx_payload_not_zstd(tmp_path):
         io.BytesIO(b"plain text, not zstd" * 100),
         out,
         PW,
-        chunk_size=CS,
-        kdf=KDF,
-        allow_weak_kdf=True,
+        sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True),
     )
     arc.write_bytes(out.getvalue())
     with pytest.raises(ArchiveCorrupt):
@@ -443,7 +441,7 @@ def test_pack_dir_round_trip_keeps_destination_private(tmp_path):
     src.mkdir()
     (src / "f").write_text("x")
     os.chmod(src, 0o1777)  # the archive's `./` says 1777
-    pack_dir(src, tmp_path / "a.hbx", PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    pack_dir(src, tmp_path / "a.hbx", PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True))
     extract_hbx(tmp_path / "a.hbx", tmp_path / "out", PW)
     assert_root_untouched(tmp_path / "out")
 
@@ -670,7 +668,9 @@ def test_hbx_tar_stream_must_end_cleanly(tmp_path, name):
 
 def _encrypt(payload: bytes, path: Path) -> None:
     out = io.BytesIO()
-    AS.encrypt_stream(io.BytesIO(payload), out, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    AS.encrypt_stream(
+        io.BytesIO(payload), out, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True)
+    )
     path.write_bytes(out.getvalue())
 
 
@@ -707,7 +707,7 @@ def test_pack_dir_payload_shape(tmp_path):
     (src / "a").mkdir(parents=True)
     (src / "a/f").write_bytes(b"x" * 3000)
     arc = tmp_path / "a.hbx"
-    pack_dir(src, arc, PW, chunk_size=CS, kdf=KDF, allow_weak_kdf=True)
+    pack_dir(src, arc, PW, sealing=AS.Sealing(CS, KDF, allow_weak_kdf=True))
     compressed = io.BytesIO()
     with open(arc, "rb") as f:
         AS.decrypt_stream(f, compressed, PW)

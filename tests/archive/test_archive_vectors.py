@@ -56,9 +56,7 @@ def test_vector_reencrypts_identically(v):
         io.BytesIO(bytes.fromhex(v["plaintext_hex"])),
         out,
         pw,
-        chunk_size=v["chunk_size"],
-        kdf=kdf,
-        allow_weak_kdf=True,
+        sealing=AS.Sealing(v["chunk_size"], kdf, allow_weak_kdf=True),
         _randomness=rnd,
     )
     assert out.getvalue().hex() == v["archive_hex"]

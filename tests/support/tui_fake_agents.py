@@ -131,10 +131,6 @@ class FakeAgents:
             raise AgentError(f"box {name}: no pane {pane_id}")
         return screen
 
-    async def live(self, name: str, host: str = LOCAL) -> tuple[AgentSession, ...]:
-        sessions = self.fake.agent_sessions.get((host, name), [])
-        return tuple(s for s in sessions if s.status in (WORKING, NEEDS_YOU))
-
     async def start(
         self, name: str, agent: str, task: str = "", host: str = LOCAL, *,
         keyless: bool = False, report: Report = ignore,

@@ -9,12 +9,17 @@ from hbtui.core.agents.sessions import (
     ERROR,
     IDLE,
     NEEDS_YOU,
+    NO_AGENT,
     SEND_MAX,
     WORKING,
     AgentBusy,
     AgentSession,
     AgentsGone,
     BoxAgents,
+    Ending,
+    box_status,
+    in_story_order,
+    lead,
 )
 from hbtui.core.foundation.lazy import later
 
@@ -27,6 +32,7 @@ __all__ = [
     "ERROR",
     "IDLE",
     "NEEDS_YOU",
+    "NO_AGENT",
     "SEND_MAX",
     "WORKING",
     "AgentBusy",
@@ -34,7 +40,11 @@ __all__ = [
     "AgentWatch",
     "AgentsGone",
     "BoxAgents",
+    "Ending",
     "Stopped",
+    "box_status",
+    "in_story_order",
+    "lead",
 ]
 
 # These live beside the box operations or the archive format: each loads when first used.

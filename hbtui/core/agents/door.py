@@ -11,14 +11,15 @@ from collections.abc import Iterable
 
 from hbtui.core.agents import lifecycle
 from hbtui.core.agents.lifecycle import Stopped
-from hbtui.core.agents.operations import decide, listing, live_sessions, pane, send
-from hbtui.core.agents.sessions import AgentSession, Answer, BoxAgents
+from hbtui.core.agents.operations import decide, listing, pane, send, sessions_ended_by
+from hbtui.core.agents.sessions import AgentSession, Answer, BoxAgents, Ending
+from hbtui.core.agents.starts import StartBook
 from hbtui.core.agents.watch import AgentWatch
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.boxes.guard import Guard
 from hbtui.core.foundation.views import BoxView
+from hbtui.core.foundation.workbook import WorkBook
 from hbtui.core.work.agent import AgentEnded, AgentStart
-from hbtui.core.work.book import WorkBook
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
 
@@ -46,6 +47,12 @@ class Agents:
         self._check(boxes or [], hosts or [])
         return await listing(self._core, boxes, hosts, self._streamed)
 
+    async def ended_by(self, operation: Ending, name: str, host: str = LOCAL) -> list[AgentSession]:
+        """The sessions working or waiting for the user that `operation` on the box would
+        end: what a front end names when it asks before going on."""
+        self._check([name], [host])
+        return await sessions_ended_by(self._core, operation, name, host, self._streamed)
+
     def watch(
         self,
         *,
@@ -59,6 +66,16 @@ class Agents:
         watch = AgentWatch(self._core, relist=relist, hosts=hosts, names=names)
         self._watches.add(watch)
         return watch
+
+    def ended_at_start(self, host: str, box: str, agent: str, words: str) -> None:
+        """An agent started by `new` or a try ended before it took its task: every view
+        shows it as the box's ended session, with its last words, until the box has one
+        of its own (the box stays, ready)."""
+        StartBook(self._core.paths).ended(host, box, agent, words)
+
+    def forget_start(self, host: str, box: str) -> None:
+        """The box is gone (or starts an agent again): its ended start is no story."""
+        StartBook(self._core.paths).drop(host, box)
 
     def _streamed(self, view: BoxView) -> BoxAgents | None:
         for watch in list(self._watches):
@@ -96,12 +113,6 @@ class Agents:
         """An agent's screen, colours kept, every other terminal sequence removed."""
         self._check([name], [host])
         return await pane(self._core, name, host, pane_id)
-
-    async def live(self, name: str, host: str = LOCAL) -> tuple[AgentSession, ...]:
-        """The box's sessions that are working or wait for an answer (none when it is
-        not running): what ending the box or a session would cut off."""
-        self._check([name], [host])
-        return await live_sessions(self._core, name, host)
 
     async def start(
         self, name: str, agent: str, task: str = "", host: str = LOCAL, *,

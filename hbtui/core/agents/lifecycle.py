@@ -43,10 +43,10 @@ from hbtui.core.agents.sessions import (
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.foundation.scratch import scratch
 from hbtui.core.foundation.views import BoxView
+from hbtui.core.foundation.workbook import WorkBook
 from hbtui.core.work import agent as work_agent
 from hbtui.core.work import box as work_box
 from hbtui.core.work.agent import AgentEnded, AgentStart
-from hbtui.core.work.book import WorkBook
 from hbtui.core.work.operations import AGENTS, check_task
 from hbtui.errors import UsageError
 from hbtui.events import Notice, Phase, Report, ignore
@@ -174,7 +174,7 @@ async def start(
             raise AgentError(f"{unkeyed}; or start it without a credential (--keyless)")
         report(Notice(unkeyed))
     record = book.get(host, name)
-    cwd = record.clone if record is not None else WORKSPACE
+    cwd = record.first.clone if record is not None else WORKSPACE
     if task:
         return await _run(boxes, view, agent, cwd, task, None, "", report)
     return await _run(boxes, view, agent, cwd, "", agent, "started at its prompt", report)

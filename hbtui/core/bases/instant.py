@@ -231,11 +231,7 @@ async def branching(
         check_name(name)
     if port is not None and port_problem(port):
         raise UsageError(f"--port {port}: {port_problem(port)}")
-    host, view = await boxes.core.require(source, host_name)
-    boxes.core.refuse_unprovisioned(view)
-    src = boxes.core.registry.read().get(source, host_name)
-    if src is None:
-        raise UsageError(f"{source!r} is an orphan; adopt it first: hbtui adopt {source}")
+    host, view, src = await boxes.core.require_remakeable(source, host_name, "branch it")
     recipe_dir = _per_box_recipe(boxes, None, "branching")
 
     def wanted(name: str) -> BoxRecord:
@@ -273,8 +269,8 @@ async def branching(
         await _refuse_taken(boxes, host, wanted(name))
     report(
         Notice(
-            f"{source} is not running branchable: copying its disk (stop, pack, start again); "
-            "its running processes are not carried over"
+            f"{source} is not running branchable: it stops, its disk is copied, and it starts "
+            "again; its running processes (its agents too) end"
         )
     )
     was_running = view.state == "running"
@@ -373,11 +369,9 @@ async def change_credentials(
     """Bind or unbind credential presets. The engine binds credentials when it creates
     a machine (`update` cannot), so the box is packed and made again from its own disk,
     with everything else as it was; it runs again afterwards if it was running."""
-    host, view = await boxes.core.require(name, host_name)
-    boxes.core.refuse_unprovisioned(view)
-    record = boxes.core.registry.read().get(name, host_name)
-    if record is None:
-        raise UsageError(f"{name!r} is an orphan; adopt it first: hbtui adopt {name}")
+    host, view, record = await boxes.core.require_remakeable(
+        name, host_name, "change its credentials"
+    )
     if record.egress == creds.UNKNOWN:
         # Adopted from a machine that did not say: a remake would silently open it.
         raise UsageError(
@@ -411,8 +405,8 @@ async def change_credentials(
     report(
         Notice(
             f"credentials are bound when a machine is made: {name} is packed and made again "
-            "from its own disk (its /data and installed state are kept; running processes "
-            "are not)"
+            "from its own disk (its /data and installed state are kept; its running "
+            "processes, its agents too, end)"
         )
     )
     was_running = view.state == "running"

@@ -39,6 +39,7 @@ from hbtui.core.foundation.registry import (
     Rows,
 )
 from hbtui.core.foundation.views import MISSING, BoxListing, BoxView, Busy, ProvisionLog, view_of
+from hbtui.core.foundation.workbook import WorkBook
 from hbtui.core.keys import credentials as creds
 from hbtui.core.keys.passphrase import PassphraseSource, get_secrets_passphrase
 from hbtui.core.keys.secrets import SecretStore
@@ -93,6 +94,7 @@ class BoxCore:
         self.locks = BoxLocks(paths.locks_dir / "boxes")
         self.bases = BaseBook(paths.data_dir / "bases")
         self.remakes = RemakeJournal(paths.data_dir / "remakes")
+        self.work = WorkBook(paths)
         self.secrets = SecretStore(
             paths,
             config,
@@ -139,6 +141,16 @@ class BoxCore:
         missing = tuple(n for n in view.credentials if n not in stored)
         return replace(view, keys_missing=missing) if missing else view
 
+    async def _with_work(self, view: BoxView) -> BoxView:
+        """Where the box's work is: its repository and branch, and how far ahead of its
+        seed its last pull found it (the host's files only, never the box)."""
+        work = self.work.place(view.host, view.name)
+        if work is None:
+            return view
+        first = work.first  # where its agent works; `inspect` names every one
+        ahead = await self.work.ahead(first, view.name)
+        return replace(view, repo=first.repo, branch=first.branch, ahead=ahead)
+
     def _with_busy(self, view: BoxView) -> BoxView:
         busy = self.busy(view.name, view.host, view.state)
         return replace(view, busy=busy) if busy else view
@@ -152,10 +164,18 @@ class BoxCore:
         machines = {m.name: m for m in await host.engine.list()}
         rows = registry.on_host(host_name)
         stored = set(self.secrets.names()) if any(r.credentials for r in rows) else set()
-        views = [
-            self._with_keys(self._with_busy(view_of(r, machines.get(r.name), host)), stored)
-            for r in rows
-        ]
+        views = list(
+            await asyncio.gather(
+                *(
+                    self._with_work(
+                        self._with_keys(
+                            self._with_busy(view_of(r, machines.get(r.name), host)), stored
+                        )
+                    )
+                    for r in rows
+                )
+            )
+        )
         known = {r.name for r in rows}
         for m in machines.values():
             if m.name not in known and (m.is_hbtui or include_foreign):
@@ -200,7 +220,7 @@ class BoxCore:
                     f"{name!r}{where} is a smolvm machine hbtui did not make; manage it with smolvm"
                 )
             raise BoxNotFound(f"no box named {name!r}{where} (see: hbtui ls)")
-        return self._with_busy(view_of(record, machine, host))
+        return await self._with_work(self._with_busy(view_of(record, machine, host)))
 
     async def require(self, name: str, host_name: str) -> tuple[Host, BoxView]:
         """The box and its host, refusing a row whose machine is gone, and a box whose
@@ -213,6 +233,19 @@ class BoxCore:
                 f"hbtui); remove the row with: hbtui rm --force {name}{host_flag(host_name)}"
             )
         return await self.hosts.get(host_name), view
+
+    async def require_remakeable(
+        self, name: str, host_name: str, doing: str
+    ) -> tuple[Host, BoxView, BoxRecord]:
+        """The box, its host and its row, for an operation that packs it and makes it
+        again (a branch, a credentials change): a box made whole, not paused, not an orphan."""
+        host, view = await self.require(name, host_name)
+        self.refuse_unprovisioned(view)
+        self.refuse_paused(view, doing)
+        record = self.registry.read().get(name, host_name)
+        if record is None:
+            raise UsageError(f"{name!r} is an orphan; adopt it first: hbtui adopt {name}")
+        return host, view, record
 
     def refuse_pending_remake(self, name: str, host_name: str) -> None:
         remake = self.remakes.pending(host_name, name)
@@ -336,6 +369,16 @@ class BoxCore:
         if view.provisioning == PROVISIONING:
             raise HbtuiError(
                 f"box {view.name!r} is still being provisioned; wait until it is ready"
+            )
+
+    def refuse_paused(self, view: BoxView, doing: str) -> None:
+        """A paused box holds its processes in the engine's saved execution: an operation
+        that needs it running or stopped says, in one line, to resume it first."""
+        if view.state in (MachineState.PAUSED, MachineState.PAUSING):
+            flag = host_flag(view.host)
+            raise UsageError(
+                f"box {view.name!r} is paused; resume it first (hbtui resume {view.name}{flag}),"
+                f" then {doing}"
             )
 
     async def boot(self, host: Host, name: str) -> None:

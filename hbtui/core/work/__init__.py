@@ -9,9 +9,21 @@ from hbtui.core.foundation.lazy import later
 if TYPE_CHECKING:
     from hbtui.core.work.agent import AgentEnded, AgentStart
     from hbtui.core.work.diff import WorkDiff
-    from hbtui.core.work.operations import AGENTS, TASK_MAX, PullResult, check_task
+    from hbtui.core.work.operations import AGENTS, TASK_MAX, check_task
+    from hbtui.core.work.pr import PrRequest, PrResult
+    from hbtui.core.work.pull import PullResult
 
-__all__ = ["AGENTS", "TASK_MAX", "AgentEnded", "AgentStart", "PullResult", "WorkDiff", "check_task"]
+__all__ = [
+    "AGENTS",
+    "TASK_MAX",
+    "AgentEnded",
+    "AgentStart",
+    "PrRequest",
+    "PrResult",
+    "PullResult",
+    "WorkDiff",
+    "check_task",
+]
 
 # These live beside the box operations or the archive format: each loads when first used.
 __getattr__ = later(
@@ -20,7 +32,9 @@ __getattr__ = later(
         "AGENTS": "operations",
         "AgentEnded": "agent",
         "AgentStart": "agent",
-        "PullResult": "operations",
+        "PrRequest": "pr",
+        "PrResult": "pr",
+        "PullResult": "pull",
         "TASK_MAX": "operations",
         "WorkDiff": "diff",
         "check_task": "operations",
