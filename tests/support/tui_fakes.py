@@ -170,6 +170,7 @@ class FakeService:
         # which prints these lines, and fails once the box is made when `setup_fails`.
         self.setup_lines: list[str] | None = None
         self.setup_fails = False
+        self.tracked: set[str] = set()  # files git tracks in every repository (not to --copy)
         # The reads a dialog makes (new_plan, secrets, ...): (method, on the event loop's
         # thread?), so a test sees what runs on each key and what runs before a paint.
         self.reads: list[tuple[str, bool]] = []
@@ -665,6 +666,10 @@ class FakeWork:
         for text in paths:
             if not (seed.repo / text).exists():
                 raise UsageError(f"--copy {text}: {seed.repo / text} does not exist")
+            if text in self.fake.tracked:
+                raise UsageError(
+                    f"--copy {text}: {text} is tracked by git: it is in the clone already"
+                )
         return tuple(dict.fromkeys(paths))
 
     async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:

@@ -10,8 +10,18 @@ if TYPE_CHECKING:
     from hbtui.core.work.agent import AgentEnded, AgentStart
     from hbtui.core.work.diff import WorkDiff
     from hbtui.core.work.operations import AGENTS, TASK_MAX, PullResult, check_task
+    from hbtui.core.work.setup import SetupFailed
 
-__all__ = ["AGENTS", "TASK_MAX", "AgentEnded", "AgentStart", "PullResult", "WorkDiff", "check_task"]
+__all__ = [
+    "AGENTS",
+    "TASK_MAX",
+    "AgentEnded",
+    "AgentStart",
+    "PullResult",
+    "SetupFailed",
+    "WorkDiff",
+    "check_task",
+]
 
 # These live beside the box operations or the archive format: each loads when first used.
 __getattr__ = later(
@@ -21,6 +31,7 @@ __getattr__ = later(
         "AgentEnded": "agent",
         "AgentStart": "agent",
         "PullResult": "operations",
+        "SetupFailed": "setup",
         "TASK_MAX": "operations",
         "WorkDiff": "diff",
         "check_task": "operations",
