@@ -4,8 +4,12 @@ view's list of the box's forwards (this dashboard's and another process's)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import socket
+import urllib.request
 
+import pytest
 from textual.widgets import Button, Checkbox, DataTable, Input, Static
 
 from hbtui.core.foundation import Forwarded
@@ -14,10 +18,28 @@ from hbtui.tui.boxes.details import DetailsScreen
 from hbtui.tui.help import HelpScreen
 from hbtui.tui.shell.forward_dialog import ForwardDialog
 
-from support.pilot import SIZE, log_text, make_app, notes, settled, text_of, until
+from support import SIM_RECIPE
+from support.cli import hbtui, ok
+from support.devserver import Forward, relays_of, start_dev_server
+from support.pilot import (
+    SIZE,
+    log_text,
+    make_app,
+    notes,
+    operations_done,
+    settled,
+    text_of,
+    until,
+)
 from support.tui_fakes import FakeService
 
-ALPHA = (LOCAL, "alpha")
+WAIT = 120.0  # a box's answer on a loaded machine
+
+
+def port_free(port: int) -> bool:
+    """Nothing listens on 127.0.0.1:port any more."""
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
 
 
 async def listed(pilot, app) -> None:
@@ -44,7 +66,10 @@ async def test_f_forwards_a_port_of_a_running_box_says_its_url_and_ends_when_the
         await listed(pilot, app)
         dialog = await forward_dialog(pilot, app)
         ok = dialog.query_one("#ok", Button)
-        box_port, host_port = dialog.query_one("#box-port", Input), dialog.query_one("#host-port", Input)
+        box_port, host_port = (
+            dialog.query_one("#box-port", Input),
+            dialog.query_one("#host-port", Input),
+        )
 
         async def problem(is_now: str, *, blocked: bool = True) -> None:
             await until(
@@ -72,8 +97,10 @@ async def test_f_forwards_a_port_of_a_running_box_says_its_url_and_ends_when_the
         assert "alpha:3000 forwarded http://127.0.0.1:3000/" in notes(app)
         await until(
             pilot,
-            lambda: "forwarding http://127.0.0.1:3000/ to 127.0.0.1:3000 in alpha, until the "
-            "dashboard quits or alpha stops" in log_text(app),
+            lambda: (
+                "forwarding http://127.0.0.1:3000/ to 127.0.0.1:3000 in alpha, until the "
+                "dashboard quits or alpha stops" in log_text(app)
+            ),
             what="the forward in alpha's log",
         )
 
@@ -95,8 +122,10 @@ async def test_f_forwards_a_port_of_a_running_box_says_its_url_and_ends_when_the
         await until(pilot, lambda: service.forwards == [], what="the forward closed")
         await until(
             pilot,
-            lambda: "the forward http://127.0.0.1:3000/ to alpha:3000 ended: box alpha is no "
-            "longer running" in log_text(app),
+            lambda: (
+                "the forward http://127.0.0.1:3000/ to alpha:3000 ended: box alpha is no "
+                "longer running" in log_text(app)
+            ),
             what="the end in alpha's log",
         )
         assert ("forward closed", "alpha", (3000,)) in service.calls
@@ -117,8 +146,9 @@ async def test_a_taken_host_port_is_one_line_in_the_dialog_and_nothing_is_starte
         await pilot.click("#ok")
         await until(
             pilot,
-            lambda: text_of(dialog, "#problem")
-            == "port 8080 on 127.0.0.1 is taken on this machine",
+            lambda: (
+                text_of(dialog, "#problem") == "port 8080 on 127.0.0.1 is taken on this machine"
+            ),
             what="the refusal",
         )
         assert app.screen is dialog and not dialog.query_one("#host-port", Input).disabled
@@ -169,3 +199,63 @@ async def test_help_lists_the_forward_key():
         table = app.screen.query_one(DataTable)
         found = [table.get_row_at(y) for y in range(table.row_count)]
         assert any(str(row[0]) == "forward" and "F" in map(str, row) for row in found)
+
+
+# -- over the real Service: a dev server on a simulator box's own loopback --------------------
+
+
+def fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        return answer.read()
+
+
+@pytest.mark.sim
+@pytest.mark.timeout(600)
+async def test_the_dashboards_forward_reaches_a_dev_server_on_the_box_loopback(
+    sim_env, sim_service, free_port
+):
+    dev, here, cli_port = free_port(3)
+    ok(hbtui("new", "b1", "--recipe", str(SIM_RECIPE), "-q", env=sim_env))
+    start_dev_server(sim_env, "b1", dev)
+    cli = Forward("b1", str(dev), "--port", str(cli_port), env=sim_env)  # another process's
+    opened: list[str] = []
+    app = make_app(sim_service, refresh=1, opener=opened.append)
+    try:
+        assert cli.url() == f"http://127.0.0.1:{cli_port}/"
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.main.table.row_count == 1, timeout=WAIT)
+            dialog = await forward_dialog(pilot, app, "b1")
+            dialog.query_one("#box-port", Input).value = str(dev)
+            dialog.query_one("#host-port", Input).value = str(here)
+            await settled(pilot)
+            await pilot.press("enter")
+            url = f"http://127.0.0.1:{here}/"
+            await until(pilot, lambda: opened == [url], timeout=WAIT, what="the forward's URL")
+            assert app.screen is app.main
+            assert (await asyncio.to_thread(fetch, url + "conn")).isdigit()
+
+            await pilot.press("i")
+            await until(pilot, lambda: isinstance(app.screen, DetailsScreen))
+            body = app.screen.query_one("#sections", Static)
+            await until(pilot, lambda: "Forwards" in str(body.render()), timeout=WAIT)
+            shown = str(body.render())
+            assert f"port {dev}  {url} (this hbtui)" in shown
+            assert f"port {dev}  http://127.0.0.1:{cli_port}/ (pid {cli.proc.pid})" in shown
+            await pilot.press("escape")
+
+            await pilot.press("x")  # b1 stops: the forward ends, and its log says so
+            await until(
+                pilot,
+                lambda: (
+                    f"the forward {url} to b1:{dev} ended: box b1 is no longer running"
+                    in log_text(app)
+                ),
+                timeout=WAIT,
+                what=lambda: log_text(app),
+            )
+            await operations_done(pilot, app)
+        assert cli.proc.wait(60) == 1  # the CLI's forward ended with the box too
+        assert port_free(here)
+        assert relays_of(dev) == []
+    finally:
+        cli.stop()
