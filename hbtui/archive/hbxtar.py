@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, BinaryIO
 
+from hbtui.archive import note
 from hbtui.archive._proc import last_line, need
 from hbtui.archive.errors import ArchiveCorrupt, ArchiveError
 from hbtui.archive.header import DEFAULT_CHUNK_SIZE
@@ -41,11 +42,20 @@ class DecryptedReader(io.RawIOBase):
     """A readable view of an archive's verified plaintext. EOF is returned only
     after the final chunk verified; a damaged archive raises from read."""
 
-    def __init__(self, dec: Decryptor) -> None:
+    def __init__(self, dec: Decryptor, head: bytearray | None = None) -> None:
+        """`head`, when given, gets the payload's first bytes as they pass (up to
+        note.HEAD_BYTES): where the host's note is."""
         super().__init__()
         self._dec = dec
         self._it = dec.chunks()
         self._cur = memoryview(b"")
+        self._head = head
+
+    def _next(self) -> memoryview:
+        chunk = next(self._it)
+        if self._head is not None and len(self._head) < note.HEAD_BYTES:
+            self._head += chunk[: note.HEAD_BYTES - len(self._head)]
+        return chunk
 
     def readable(self) -> bool:
         return True
@@ -53,7 +63,7 @@ class DecryptedReader(io.RawIOBase):
     def readinto(self, b: WriteableBuffer) -> int:
         while not self._cur:
             try:
-                self._cur = next(self._it)
+                self._cur = self._next()
             except StopIteration:
                 return 0
         mv = memoryview(b).cast("B")
@@ -67,7 +77,11 @@ class DecryptedReader(io.RawIOBase):
         if self._cur:
             dst.write(self._cur)
             self._cur = memoryview(b"")
-        for chunk in self._it:
+        while True:
+            try:
+                chunk = self._next()
+            except StopIteration:
+                return
             dst.write(chunk)
 
 
@@ -179,12 +193,13 @@ def validate_hbx(
     *,
     progress: Progress | None = None,
     allow_external_symlinks: bool = False,
+    head: bytearray | None = None,
 ) -> TarSummary:
     """Authenticate an HBX archive and check its tar payload against the
-    extraction policy, writing nothing."""
+    extraction policy, writing nothing; `head` gets the payload's first bytes (its note)."""
     owned, dec = _open_hbx(src, passphrase, progress)
     try:
-        return run_validate(_ZstdSource(DecryptedReader(dec)), allow_external_symlinks)
+        return run_validate(_ZstdSource(DecryptedReader(dec, head)), allow_external_symlinks)
     finally:
         if owned is not None:
             owned.close()
@@ -255,10 +270,14 @@ HEAD = 1 << 20  # of a payload decompressed to find its first tar entry
 
 def payload_start_problem(first_part: str | os.PathLike[str]) -> str | None:
     """Why the start of a box's payload (its first zstd-compressed part, maybe cut
-    mid-frame) is not a tar of a folder: empty, not zstd, not a tar, or not opening with
-    the folder itself (`./`); None when it is. A save checks this before it keeps a
+    mid-frame) is not a tar of a folder: empty, not zstd (or opening with a skippable
+    frame, where the host's note goes), not a tar, or not opening with the folder itself
+    (`./`); None when it is. A save checks this before it keeps a
     byte: a box whose tar wrote nothing was saved, and verified, as a good archive."""
     zstd = need("zstd", "it checks what a box's save sends")
+    with open(first_part, "rb") as src:
+        if note.skippable(src.read(4)):  # where the host's note goes: the box may not
+            return "opens with a skippable frame, where only the host's note goes"
     with open(first_part, "rb") as src, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
             [zstd, "-d", "-c", "-q"], stdin=src, stdout=subprocess.PIPE, stderr=err,

@@ -72,8 +72,18 @@ COPY = arg("--copy", type=given, action="append", metavar="PATH",
                 "clone as it is; repeatable")  # fmt: skip
 NO_SETUP = arg("--no-setup", action="store_true",
                help="do not run the repository's .hbtui/setup.sh in the clone")  # fmt: skip
+PICK_REPO = arg(
+    "--repo",
+    type=given,
+    metavar="NAME|PATH",
+    help="which of the box's repositories (its clone's folder name, or the host "
+    "repository's path; also where the repository is now, if it moved)",
+)
 RECIPE = arg("--recipe", type=given, metavar="DIR", help="a recipe folder (provision/ + guest/)")
 FILE = arg("file")
+YES = arg("--yes", action="store_true",
+          help="go on even if it ends agents that are working or waiting for you "
+               "(otherwise asked at a terminal, refused without one)")  # fmt: skip
 BRANCHABLE = arg(
     "--branchable",
     action="store_true",
@@ -121,9 +131,9 @@ VERBS: tuple[Verb, ...] = (
         arg("--agent-permissions", choices=["ask", "skip"],
             help="ask (default): agents ask before running commands; skip: they ask nothing "
                  "(needs --egress allow-list and a --credential)"),
-        arg("--repo", type=given, metavar="PATH[@REF]",
+        arg("--repo", type=given, action="append", metavar="PATH[@REF]",
             help="clone this repository's REF (default: its current branch) in the box, "
-                 "on branch hb/NAME"),
+                 "on branch hb/NAME; repeatable (the agent works in the first)"),
         arg("--task", type=given, metavar="TEXT", help="the agent's first prompt (with --repo)"),
         arg("--task-file", type=given, metavar="FILE", help="the first prompt, from a file"),
         arg("--agent", choices=["claude", "codex", "hermes"],
@@ -142,7 +152,7 @@ VERBS: tuple[Verb, ...] = (
                  help="branch a box made with --repo N ways, each with its own branch hb/NAME-K"),
              arg("--check", type=given, metavar="CMD",
                  help="with --count: run in each box once its agent is idle (see try ls)"),
-             BRANCHABLE, NO_SETUP, QUIET)),
+             BRANCHABLE, NO_SETUP, YES, QUIET)),
     Verb("secrets", "", "credential values, kept in the OS keyring or an encrypted file",
          host=False, sub=(
         Verb("set", "keys:cmd_secrets_set",
@@ -157,7 +167,7 @@ VERBS: tuple[Verb, ...] = (
          "a box's credentials; add or rm presets (the box is made again from its own disk)",
          json=True, args=(
              NAME, arg("action", nargs="?", choices=["add", "rm"]),
-             arg("presets", nargs="*", metavar="PRESET"), QUIET)),
+             arg("presets", nargs="*", metavar="PRESET"), YES, QUIET)),
     Verb("egress", "keys:cmd_egress", "a box's network policy and the connections it refused",
          json=True, args=(NAME,)),
     Verb("base", "", "bases: prepared boxes that new boxes are made from in seconds", sub=(
@@ -178,9 +188,15 @@ VERBS: tuple[Verb, ...] = (
              "(changes nothing)", host=False, json=True, args=(RECIPE,)),
     )),
     Verb("start", "boxes:cmd_start", "start a box", json=True, args=(NAME,)),
-    Verb("stop", "boxes:cmd_stop", "quiesce and stop a box", json=True, args=(NAME,)),
+    Verb("stop", "boxes:cmd_stop", "quiesce and stop a box", json=True, args=(NAME, YES)),
+    Verb("pause", "boxes:cmd_pause",
+         "pause boxes: the engine saves RAM and disks, processes and agents go on at resume",
+         json=True, args=(arg("names", nargs="+", metavar="NAME"),)),
+    Verb("resume", "boxes:cmd_resume", "go on with paused boxes where they were", json=True,
+         args=(arg("names", nargs="+", metavar="NAME"),)),
     Verb("rm", "boxes:cmd_rm", "delete a box and free its port", args=(
-        NAME, arg("-f", "--force", action="store_true", help="do not ask to type the name"))),
+        NAME, arg("-f", "--force", action="store_true",
+                  help="do not ask to type the name, nor before ending its agents"), YES)),
     Verb("enter", "boxes:cmd_enter", "a shell as agent in the box's tmux session main",
          args=(NAME,)),
     Verb("exec", "boxes:cmd_exec", "run a command in a box as agent: hbtui exec NAME -- CMD...",
@@ -203,7 +219,7 @@ VERBS: tuple[Verb, ...] = (
         arg("--tail", type=count, metavar="N"),
         arg("--provision", action="store_true", help="the last provisioning log instead"))),
     Verb("repair", "boxes:cmd_repair", "run the recipe again in a box",
-         args=(NAME, RECIPE, QUIET)),
+         args=(NAME, RECIPE, YES, QUIET)),
     Verb("adopt", "boxes:cmd_adopt", "take an orphaned hbtui machine back into the registry",
          args=(NAME,)),
     Verb("inspect", "boxes:cmd_inspect", "everything known about a box, and its CPU and memory",
@@ -229,7 +245,11 @@ VERBS: tuple[Verb, ...] = (
              arg("-o", "--output", metavar="FILE", help="default: <backups>/NAME-<UTC time>.hbx"),
              arg("--no-verify", action="store_true", help="skip the authentication pass"))),
     Verb("load", "archives:cmd_load", "a new box from an archive (.hbx or old .tar.gz.gpg)",
-         json=True, args=(FILE, NAME, RECIPE, QUIET)),
+         json=True, args=(
+             FILE, NAME, RECIPE, QUIET,
+             arg("--repo", type=given, metavar="PATH",
+                 help="the host repository a --repo box's archive links to (default: the "
+                      "one it was made from)"))),
     Verb("extract", "archives:cmd_extract", "unpack an archive's files into a folder (no VM)",
          host=False, args=(
              FILE, arg("dir", nargs="?", type=given,
@@ -275,21 +295,35 @@ VERBS: tuple[Verb, ...] = (
          args=(NAME, arg("text", metavar="TEXT"), SESSION)),
     Verb("diff", "work:cmd_diff",
          "what the box's agent did since the seed: commits, and every change as a patch",
-         json=True, args=(NAME, arg("--stat", action="store_true", help="files and counts only"))),
+         json=True, args=(NAME, arg("--stat", action="store_true", help="files and counts only"),
+                          PICK_REPO)),
     Verb("pull", "work:cmd_pull",
          "fetch the box's branches into the host repository as refs/remotes/box/NAME/*",
          json=True, args=(
              NAME,
              arg("--wip", action="store_true",
                  help="also its uncommitted changes, committed on a throwaway ref"),
-             arg("--repo", type=given, metavar="PATH",
-                 help="the host repository (default: the one the box was made from)"))),
+             PICK_REPO)),
+    Verb("pr", "work:cmd_pr",
+         "pull the box's work, push its branch to the repository's remote with your own git "
+         "and credentials (never forced), and open a pull request with gh when logged in",
+         json=True, args=(
+             NAME,
+             arg("--remote", type=given, default="origin", metavar="NAME",
+                 help="the host repository's remote to push to (default: origin)"),
+             arg("--branch", type=given, metavar="NAME",
+                 help="the branch's name on the remote (default: the box's own, hb/BOX)"),
+             arg("--title", type=given, metavar="TEXT",
+                 help="the pull request's title (default: the task's first line)"),
+             arg("--draft", action="store_true", help="open it as a draft"),
+             PICK_REPO)),
     Verb("try", "work:cmd_try",
          "best of N: try N NAME --repo PATH --task TEXT [--check CMD]; try ls NAME; "
          "try keep NAME-K [--yes]",
          json=True, args=(
              arg("words", nargs="+", metavar="N NAME | ls NAME | keep NAME-K"),
-             arg("--repo", type=given, metavar="PATH[@REF]", help="the repository (try N)"),
+             arg("--repo", type=given, action="append", metavar="PATH[@REF]",
+                 help="the repository (try N: one)"),
              arg("--task", type=given, metavar="TEXT", help="every agent's first prompt"),
              arg("--task-file", type=given, metavar="FILE", help="the first prompt, from a file"),
              arg("--agent", choices=["claude", "codex", "hermes"], default="claude",

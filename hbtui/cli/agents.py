@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from hbtui.cli.output import Invocation, table
-from hbtui.core.agents import BoxAgents
+from hbtui.core.agents import BoxAgents, in_story_order
 from hbtui.errors import HbtuiError
 from hbtui.names import LOCAL
 from hbtui.present import AGENT_STYLE, elapsed
@@ -49,7 +49,7 @@ def agents_table(rows: list[BoxAgents], *, show_host: bool) -> Table:
         if not row.sessions:
             made.add_row(*lead, Text("-"), Text(""), Text("no agent", style="dim"))
             continue
-        for s in row.sessions:
+        for s in in_story_order(row):  # the box's status first, as every view tells it
             git = ""
             if s.git is not None:
                 git = f"{s.git.branch} ±{s.git.changed} +{s.git.commits}"

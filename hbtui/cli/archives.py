@@ -46,10 +46,11 @@ def cmd_load(inv: Invocation) -> int:
     inv.service.archives.kind(_archive(inv))  # a missing or foreign file fails before the prompt
     passphrase = get_passphrase(confirm=False)
     recipe = Path(a.recipe) if a.recipe else None
+    repo = Path(a.repo).expanduser() if a.repo else None
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.archives.load(
-                LoadSpec(_archive(inv), a.name, inv.host, recipe=recipe),
+                LoadSpec(_archive(inv), a.name, inv.host, recipe=recipe, repo=repo),
                 passphrase=passphrase,
                 report=rep,
             )
@@ -68,8 +69,7 @@ def cmd_extract(inv: Invocation) -> int:
         where = inv.call(
             inv.service.archives.extract(_archive(inv), dest, passphrase=passphrase, report=rep)
         )
-    inv.out.print(f"✓ extracted into {where}", markup=False)
-    return 0
+    return inv.done(f"extracted into {where}")
 
 
 def cmd_verify(inv: Invocation) -> int:
@@ -79,10 +79,7 @@ def cmd_verify(inv: Invocation) -> int:
         size = inv.call(
             inv.service.archives.verify(_archive(inv), passphrase=passphrase, report=rep)
         )
-    inv.out.print(
-        f"✓ {inv.args.file}: every chunk authentic ({size:,} bytes of payload)", markup=False
-    )
-    return 0
+    return inv.done(f"{inv.args.file}: every chunk authentic ({size:,} bytes of payload)")
 
 
 def cmd_archive_info(inv: Invocation) -> int:

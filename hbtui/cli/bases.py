@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from hbtui.cli.ask import confirm_ending
 from hbtui.cli.output import Invocation, table
+from hbtui.core.agents import Ending
 from hbtui.errors import UsageError
 from hbtui.names import host_flag
 from hbtui.present import age, human_bytes
@@ -17,14 +19,15 @@ def _recipe(inv: Invocation) -> Path | None:
 
 def cmd_branch(inv: Invocation) -> int:
     a = inv.args
+    if a.count is None and a.check is not None:
+        raise UsageError("--check runs in each box of a try: it needs --count N")
+    if a.count is None and a.name is None:
+        raise UsageError("branch SRC NAME, or branch SRC [NAME] --count N [--check CMD]")
+    confirm_ending(inv, Ending.BRANCH, a.source, answered=a.yes)
     if a.count is not None:
         from hbtui.cli.work import branch_ways
 
         return branch_ways(inv)
-    if a.check is not None:
-        raise UsageError("--check runs in each box of a try: it needs --count N")
-    if a.name is None:
-        raise UsageError("branch SRC NAME, or branch SRC [NAME] --count N [--check CMD]")
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.branch(
@@ -85,8 +88,7 @@ def cmd_base_ls(inv: Invocation) -> int:
 
 def cmd_base_rm(inv: Invocation) -> int:
     base = inv.call(inv.service.bases.remove(inv.args.id, inv.host))
-    inv.out.print(f"✓ removed the base {base.id} ({human_bytes(base.size)} freed)", markup=False)
-    return 0
+    return inv.done(f"removed the base {base.id} ({human_bytes(base.size)} freed)")
 
 
 def cmd_base_verify(inv: Invocation) -> int:

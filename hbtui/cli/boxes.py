@@ -1,4 +1,4 @@
-"""Box verbs: ls new start stop rm enter exec open logs repair adopt ports."""
+"""Box verbs: ls new start stop pause resume rm enter exec open logs repair adopt ports."""
 
 from __future__ import annotations
 
@@ -7,16 +7,18 @@ import contextlib
 import subprocess
 import sys
 import webbrowser
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hbtui import boxtext
+from hbtui.cli.ask import confirm_ending
 from hbtui.cli.output import Invocation, box_table, print_json
+from hbtui.core.agents import Ending
 from hbtui.core.foundation import NewSpec
 from hbtui.environment import child_env
-from hbtui.errors import UsageError
-from hbtui.events import LogLine, MachineState, Step
+from hbtui.errors import HbtuiError, UsageError
+from hbtui.events import LogLine, MachineState, Report, Step
 from hbtui.names import LOCAL
 
 if TYPE_CHECKING:
@@ -34,7 +36,10 @@ def cmd_ls(inv: Invocation) -> int:
         [b.to_json() for b in listing.boxes],
         lambda: (
             box_table(
-                listing.boxes, show_host=len(inv.service.hosts.names()) > 1, fit=sys.stdout.isatty()
+                listing.boxes,
+                show_host=len(inv.service.hosts.names()) > 1,
+                fit=sys.stdout.isatty(),
+                width=inv.out.width,
             )
             if listing.boxes
             else None
@@ -108,9 +113,47 @@ def cmd_start(inv: Invocation) -> int:
 
 
 def cmd_stop(inv: Invocation) -> int:
+    confirm_ending(inv, Ending.STOP, inv.args.name, answered=inv.args.yes)
     with inv.reporter() as rep:
         view = inv.call(inv.service.boxes.stop(inv.args.name, inv.host, report=rep))
     return _state_done(inv, view, MachineState.STOPPED)
+
+
+def cmd_pause(inv: Invocation) -> int:
+    return _each(
+        inv, "paused", lambda name, rep: inv.service.boxes.pause(name, inv.host, report=rep)
+    )
+
+
+def cmd_resume(inv: Invocation) -> int:
+    return _each(
+        inv, "resumed", lambda name, rep: inv.service.boxes.resume(name, inv.host, report=rep)
+    )
+
+
+def _each(
+    inv: Invocation, verb: str, change: Callable[[str, Report], Coroutine[Any, Any, BoxView]]
+) -> int:
+    """Change each named box in turn; one that fails is one error line, and the others
+    still go (status 1 if any failed). --json: the boxes changed."""
+    from hbtui.cli.output import print_error
+
+    changed: list[BoxView] = []
+    failed = 0
+    for name in dict.fromkeys(inv.args.names):
+        try:
+            with inv.reporter() as rep:
+                view = inv.call(change(name, rep))
+        except HbtuiError as exc:
+            print_error(exc)
+            failed = max(failed, exc.exit_code)
+            continue
+        changed.append(view)
+        if not inv.json:
+            inv.done(f"{view.name} {verb}: {view.state}")
+    if inv.json:
+        print_json([v.to_json() for v in changed])
+    return failed
 
 
 def _state_done(inv: Invocation, view: BoxView, verb: str) -> int:
@@ -128,6 +171,7 @@ def confirm_typed(name: str, what: str) -> None:
 
 def cmd_rm(inv: Invocation) -> int:
     a = inv.args
+    confirm_ending(inv, Ending.REMOVE, a.name, answered=a.yes or a.force)
     if not a.force:
         view = inv.call(inv.service.boxes.get(a.name, inv.host))
         if view.last_save:
@@ -243,19 +287,18 @@ def cmd_logs(inv: Invocation) -> int:
 
 
 def cmd_repair(inv: Invocation) -> int:
+    confirm_ending(inv, Ending.REPAIR, inv.args.name, answered=inv.args.yes)
     with inv.reporter() as rep:
         view = inv.call(
             inv.service.boxes.repair(inv.args.name, inv.host, recipe=_recipe(inv), report=rep)
         )
         rep.finish_steps()
-    inv.out.print(f"✓ {view.name} repaired; executor: {view.url}", markup=False)
-    return 0
+    return inv.done(f"{view.name} repaired; executor: {view.url}")
 
 
 def cmd_adopt(inv: Invocation) -> int:
     view = inv.call(inv.service.boxes.adopt(inv.args.name, inv.host))
-    inv.out.print(f"✓ adopted {view.name} (port {view.port})", markup=False)
-    return 0
+    return inv.done(f"adopted {view.name} (port {view.port})")
 
 
 def cmd_inspect(inv: Invocation) -> int:

@@ -18,10 +18,7 @@ def cmd_hosts_add(inv: Invocation) -> int:
         state_dir=a.state_dir or "",
         ports=a.ports or "",
     )
-    inv.out.print(
-        f"✓ added host {a.name} ({settings.ssh}); next: hbtui hosts check {a.name}", markup=False
-    )
-    return 0
+    return inv.done(f"added host {a.name} ({settings.ssh}); next: hbtui hosts check {a.name}")
 
 
 def cmd_hosts_ls(inv: Invocation) -> int:
@@ -55,8 +52,7 @@ def cmd_hosts_rm(inv: Invocation) -> int:
     name = inv.args.name
     boxes = inv.call(inv.service.hosts.remove(name, force=inv.args.force))
     extra = f" and its {len(boxes)} registry row(s); the machines stay on it" if boxes else ""
-    inv.out.print(f"✓ removed host {name}{extra}", markup=False)
-    return 0
+    return inv.done(f"removed host {name}{extra}")
 
 
 def cmd_hosts_check(inv: Invocation) -> int:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from hbtui.cli.ask import confirm_ending
 from hbtui.cli.output import Invocation, table
+from hbtui.core.agents import Ending
 from hbtui.errors import UsageError
 from hbtui.present import age
 
@@ -70,6 +72,7 @@ def cmd_credentials(inv: Invocation) -> int:
             raise UsageError(f"credentials {a.name} {a.action} needs at least one PRESET")
         add = a.presets if a.action == "add" else []
         remove = a.presets if a.action == "rm" else []
+        confirm_ending(inv, Ending.CREDENTIALS, a.name, answered=a.yes)
         with inv.reporter() as rep:
             inv.call(
                 inv.service.bases.change_credentials(

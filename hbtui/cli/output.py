@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Collection, Coroutine, Iterable, Sequence
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hbtui import boxtext
@@ -191,6 +192,11 @@ class Invocation:
             if shown is not None:
                 self.out.print(shown, markup=False)
 
+    def done(self, text: str) -> int:
+        """A verb that changed something says what, plain, after a tick; its exit code."""
+        self.out.print(f"✓ {text}", markup=False)
+        return 0
+
     def reporter(self) -> DeferredReporter:
         """Progress on stdout, or on stderr when stdout carries JSON."""
 
@@ -274,18 +280,33 @@ def table(
     return made
 
 
-def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:
+def work_cell(b: BoxView) -> str:
+    """Where a box's work is, in a cell: its repository's folder, its branch, and the
+    commits its last pull found past the seed (`proj hb/b1 ↑3`); "" without one."""
+    if not b.repo:
+        return ""
+    ahead = f" ↑{b.ahead}" if b.ahead else ""
+    return f"{PurePosixPath(b.repo).name} {b.branch}{ahead}"
+
+
+def box_table(
+    boxes: list[BoxView], *, show_host: bool, fit: bool, width: int | None = None
+) -> Table:
     """`hbtui ls`: with `fit` (a terminal) the image column gives way when
-    narrow; otherwise every column is whole."""
+    narrow; otherwise every column is whole. WORK (where a box's work is) is last, or,
+    on a terminal narrower than the whole table (`width`), second: the columns at the
+    end are the ones a narrow terminal cuts."""
     from rich.text import Text
 
     from hbtui.core.foundation import BOX, MISSING
     from hbtui.present import PROVISION_STYLE, STATE_STYLE, age
 
+    work = any(b.repo for b in boxes)
     headers = (
         ["BOX"]
         + (["HOST"] if show_host else [])
         + ["STATE", "PORT", "URL", "IMAGE", "CPUS", "MEM", "AGE", "PROVISIONING"]
+        + (["WORK"] if work else [])
     )
     rows: list[list[Text]] = []
     for b in boxes:
@@ -306,7 +327,14 @@ def box_table(boxes: list[BoxView], *, show_host: bool, fit: bool) -> Table:
                 Text(b.provisioning, style=PROVISION_STYLE.get(b.provisioning, ""))
                 + (Text(f" · {b.busy}", style="yellow") if b.busy else Text()),
             ]
+            + ([Text(work_cell(b))] if work else [])
         )
+    if work and fit and width is not None:
+        widest = [max([len(h)] + [r[i].cell_len for r in rows]) for i, h in enumerate(headers)]
+        if sum(widest) + 2 * (len(headers) - 1) > width:
+            headers.insert(1, headers.pop())
+            for r in rows:
+                r.insert(1, r.pop())
     # Rich shrinks only wrappable columns: a long image in a no_wrap one took the room
     # of every other column (they were dropped whole); its cells stay one line.
     return table(headers, rows, wrap=("IMAGE",) if fit else (), whole=True)

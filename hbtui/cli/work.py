@@ -40,16 +40,16 @@ def work_request(inv: Invocation) -> WorkRequest | None:
             raise UsageError(f"the task file {exc.path}: {why}") from None
         except UnicodeDecodeError:
             raise UsageError(f"the task file {path} is not UTF-8 text") from None
-    if a.repo is None:
+    if not a.repo:
         if task or a.agent:
             raise UsageError("--task and --agent need --repo PATH (the work to do them in)")
         if a.copy or a.no_setup:
             raise UsageError("--copy and --no-setup need --repo PATH (the clone they are for)")
         return None
     check_task(task, a.agent or "")
-    seed = inv.call(inv.service.work.repo_seed(a.repo))
+    seed, *more = inv.call(inv.service.work.repo_seeds(a.repo))
     copy = inv.call(inv.service.work.repo_copies(seed, a.copy)) if a.copy else ()
-    return WorkRequest(seed, task, a.agent or "", copy=copy, setup=not a.no_setup)
+    return WorkRequest(seed, task, a.agent or "", copy=copy, setup=not a.no_setup, more=tuple(more))
 
 
 def _stat_lines(diff: WorkDiff) -> list[str]:
@@ -65,7 +65,8 @@ def _stat_lines(diff: WorkDiff) -> list[str]:
 
 
 def cmd_diff(inv: Invocation) -> int:
-    diff = inv.call(inv.service.work.diff(inv.args.name, inv.host, patch=not inv.args.stat))
+    a = inv.args
+    diff = inv.call(inv.service.work.diff(a.name, inv.host, patch=not a.stat, repo=a.repo))
 
     def text() -> None:  # as git gives it, unwrapped: not through rich
         out = sys.stdout
@@ -87,9 +88,10 @@ def cmd_diff(inv: Invocation) -> int:
 
 def cmd_pull(inv: Invocation) -> int:
     a = inv.args
-    repo = Path(a.repo) if a.repo else None
     with inv.reporter() as rep:
-        result = inv.call(inv.service.work.pull(a.name, inv.host, wip=a.wip, repo=repo, report=rep))
+        result = inv.call(
+            inv.service.work.pull(a.name, inv.host, wip=a.wip, repo=a.repo, report=rep)
+        )
 
     def text() -> None:
         if not result.refs:
@@ -101,12 +103,39 @@ def cmd_pull(inv: Invocation) -> int:
     return 0
 
 
+def cmd_pr(inv: Invocation) -> int:
+    from hbtui.core.work import PrRequest
+
+    a = inv.args
+    request = PrRequest(a.remote, a.branch or "", a.title or "", a.draft, prompt=sys.stdin.isatty())
+    with inv.reporter() as rep:
+        result = inv.call(inv.service.work.pr(a.name, inv.host, request, repo=a.repo, report=rep))
+
+    def text() -> None:
+        out = sys.stdout
+        for ref, commit in result.pull.refs:
+            out.write(f"{ref} -> {commit[:12]} in {result.pull.repo}\n")
+        out.write(
+            f"pushed {result.commit[:12]} ({len(result.commits)} commit(s)) to {result.remote} "
+            f"as {result.branch}: {result.pushed}\n"
+        )
+        if result.url:
+            out.write(f"{result.url}\n")
+        else:
+            out.write(f"{result.no_gh}; to open the pull request: {result.command}\n")
+
+    inv.show(result.to_json(), text)
+    return 0
+
+
 def _try_new(inv: Invocation, words: list[str]) -> int:
     a = inv.args
     if len(words) != 2 or not words[0].isdigit():
         raise UsageError("try N NAME --repo PATH --task TEXT (see: hbtui try --help)")
-    if a.repo is None or (a.task is None and a.task_file is None):
+    if not a.repo or (a.task is None and a.task_file is None):
         raise UsageError("try N NAME needs --repo PATH and --task TEXT (or --task-file FILE)")
+    if len(a.repo) > 1:
+        raise UsageError("try N NAME takes one --repo: each box works on one repository")
     request = work_request(inv)
     assert request is not None
     with inv.reporter() as rep:

@@ -39,8 +39,9 @@ from hbtui.core.keys.passphrase import PassphraseSource
 from hbtui.core.tries.door import Tries
 from hbtui.core.work import agent as work_agent
 from hbtui.core.work import operations as work_ops
-from hbtui.core.work.book import WorkBook, WorkRecord
+from hbtui.core.work.book import BoxWork, WorkBook
 from hbtui.core.work.door import Work
+from hbtui.core.work.travel import WorkLink
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL
@@ -77,7 +78,8 @@ class Service:
         leftovers.sweep(self._pool.local_bases_dir, core.bases, core.remakes)
         self.boxes = Boxes(self._ops)
         self.bases = Bases(self._ops)
-        self.archives = Archives(self._ops)
+        # A --repo box's work record travels in its archives (spans archives and work).
+        self.archives = Archives(self._ops, WorkLink(paths))
         self.secrets = Secrets(core.secrets, config, core.registry)
         self.hosts = HostBook(paths, config, self._pool, core.registry)
         self.agents = Agents(core)
@@ -102,6 +104,7 @@ class Service:
             if not spec.start:
                 raise UsageError("a box with a repository must start (leave out --no-start)")
             work_ops.check_task(work.task, work.agent)
+            work_ops.check_seeds(work.seeds)
         core = self._ops.core
         async with self._guard.holding(spec.name, spec.host, "new"):
             # With work the row stays "provisioning" until the clone is in: a `new` killed
@@ -113,7 +116,7 @@ class Service:
                 return view
             book = WorkBook(self.paths)
 
-            async def seed() -> WorkRecord:
+            async def seed() -> BoxWork:
                 return await work_ops.seed_box(core, book, spec.name, spec.host, work, report)
 
             await work_ops.work_into(self._ops, book, spec.name, spec.host, seed, report)
@@ -125,6 +128,7 @@ class Service:
                 await work_agent.started(core, spec.name, spec.host, clone, work.agent, report)
             except work_agent.AgentEnded as ended:
                 ended.view = view
+                self.agents.ended_at_start(spec.host, spec.name, work.agent, ended.start.words)
                 raise
         return view
 
@@ -177,6 +181,7 @@ class Service:
         async with self._guard.holding(name, host, "remove"):
             view = await self._ops.remove(name, host, report=report)
             WorkBook(self.paths).drop(host, name)
+            self.agents.forget_start(host, name)
             return view
 
     async def recipe_check(self, recipe: Path | None = None) -> RecipeCheck:

@@ -19,7 +19,13 @@ from hbtui.tui.widgets.key_footer import KeyFooter
 
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = DIALOG_CSS
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "Close")]
+    # The table's own End and Home move sideways (to its last column): here they, and
+    # G and g as in a pager, go to the end and the top of the keys.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "dismiss", "Close"),
+        Binding("end,G", "to_end", "End", show=False, priority=True),
+        Binding("home,g", "to_top", "Top", show=False, priority=True),
+    ]
 
     def __init__(self, keymap: dict[str, str]) -> None:
         super().__init__()
@@ -48,6 +54,12 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self._fill(self.app.size.width)
+
+    def action_to_end(self) -> None:
+        self.query_one(DataTable).scroll_end(animate=False)
+
+    def action_to_top(self) -> None:
+        self.query_one(DataTable).scroll_home(animate=False)
 
     def on_resize(self) -> None:
         self._fill(self.app.size.width)

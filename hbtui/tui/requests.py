@@ -96,6 +96,22 @@ class StopRequest(BoxRequest):
 
 
 @dataclass(frozen=True)
+class PauseRequest(BoxRequest):
+    operation: ClassVar[str] = "pause"
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.boxes.pause(self.name, self.host, report=report)
+
+
+@dataclass(frozen=True)
+class ResumeRequest(BoxRequest):
+    operation: ClassVar[str] = "resume"
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.boxes.resume(self.name, self.host, report=report)
+
+
+@dataclass(frozen=True)
 class RemoveRequest(BoxRequest):
     operation: ClassVar[str] = "remove"
 
@@ -109,6 +125,16 @@ class PullRequest(BoxRequest):
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
         return service.work.pull(self.name, self.host, report=report)
+
+
+@dataclass(frozen=True)
+class LandRequest(BoxRequest):
+    """`hbtui pr`: the box's work pulled, its branch pushed, a pull request opened."""
+
+    operation: ClassVar[str] = "pr"
+
+    def call(self, service: Service, report: Report) -> Awaitable[object]:
+        return service.work.pr(self.name, self.host, report=report)
 
 
 @dataclass(frozen=True)

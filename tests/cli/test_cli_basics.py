@@ -321,3 +321,40 @@ def test_ls_at_a_terminal_gives_a_long_image_s_room_to_the_state_and_port():
     assert first.split()[:3] == ["b1", "running", "4937"] and "x…" in first
     assert second.split()[:3] == ["b2", "stopped", "4938"] and "ubuntu:24.04" in second
     assert max(len(line) for line in (header, first, second)) <= 100
+
+
+def _work_rows():
+    from hbtui.core.foundation.views import BOX, BoxView
+
+    return [
+        BoxView("b1", "local", BOX, "running", 4937, "http://127.0.0.1:4937/", "ubuntu:24.04", 2,
+                4096, "2026-01-01T00:00:00Z", provisioning="ready", repo="/home/u/src/proj",
+                branch="hb/b1", ahead=3),
+        BoxView("b2", "local", BOX, "stopped", 4938, "http://127.0.0.1:4938/", "ubuntu:24.04", 2,
+                4096, "2026-01-01T00:00:00Z", provisioning="ready"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_ls_shows_where_each_box_s_work_is_first_when_narrow(width: int):
+    from rich.console import Console
+
+    from hbtui.cli.output import box_table
+
+    console = Console(width=width, color_system=None)
+    with console.capture() as shown:
+        console.print(box_table(_work_rows(), show_host=False, fit=True, width=width))
+    header, first, second = shown.get().splitlines()
+    assert max(len(line) for line in (header, first, second)) <= width
+    columns = header.split()
+    # At 80 columns the end of the table is cut: WORK comes right after BOX there.
+    assert columns.index("WORK") == (1 if width == 80 else len(columns) - 1), header
+    assert "proj hb/b1 ↑3" in first and "hb/" not in second
+    if width == 160:
+        assert columns[-2] == "PROVISIONING"
+
+
+def test_ls_json_carries_each_box_s_repository_branch_and_commits_ahead():
+    row, bare = (b.to_json() for b in _work_rows())
+    assert (row["repo"], row["branch"], row["ahead"]) == ("/home/u/src/proj", "hb/b1", 3)
+    assert (bare["repo"], bare["branch"], bare["ahead"]) == ("", "", None)

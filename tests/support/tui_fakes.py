@@ -49,9 +49,11 @@ from hbtui.core.keys.credentials import BUILT_IN, Preset
 from hbtui.core.keys.secrets import SecretInfo
 from hbtui.core.tries.book import CheckResult, TryRecord
 from hbtui.core.tries.operations import TryRow
-from hbtui.core.work.book import WorkError
+from hbtui.core.work.agent import ENDED, AgentEnded, AgentStart
+from hbtui.core.work.book import BoxWork, WorkError, WorkRecord
 from hbtui.core.work.diff import Commit, FileChange, WorkDiff
-from hbtui.core.work.operations import PullResult
+from hbtui.core.work.pr import PrRequest, PrResult
+from hbtui.core.work.pull import PullResult
 from hbtui.core.work.setup import SetupFailed
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import (
@@ -176,6 +178,8 @@ class FakeService:
         self.reads: list[tuple[str, bool]] = []
         self.base_list: list[Base] = []
         self.diffs: dict[tuple[str, str], WorkDiff] = {}  # (host, box) -> its work (new --repo)
+        self.more_repos: dict[tuple[str, str], tuple[str, ...]] = {}  # clones past the first
+        self.gh_url = ""  # the pull request `pr` opens ("": gh is not installed)
         self.try_records: dict[tuple[str, str], TryRecord] = {}  # (host, try name) -> the try
         self.agent_status: dict[str, str] = {}  # box -> its agent's status (default idle)
         self.checks_gate: asyncio.Event | None = None  # try_rows waits for it (checks running)
@@ -269,6 +273,10 @@ class FakeService:
                 f"the setup .hbtui/setup.sh in box {name} failed (exit status 1); its last "
                 f"lines: {last}; the box stays, made with its clone: hbtui enter {name}"
             )
+        if spec.work and spec.work.agent and name.startswith("ends"):  # as Service.new says it
+            ended = AgentEnded(AgentStart(name, spec.work.agent, ENDED, 0.4, "", 1, "bad key"))
+            ended.view = self.views[i]
+            raise ended
         return self.views[i]
 
     async def _rollback(self, name: str, host: str, report: Report) -> None:
@@ -405,6 +413,22 @@ class FakeBoxes:
         report(Phase(f"stopping {name}"))
         fake.views[i] = replace(fake.views[i], state="stopped")
         fake.box_stopped.pop((host, name), asyncio.Event()).set()
+        return fake.views[i]
+
+    async def pause(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        fake = self.fake
+        fake._called("pause", name, host)
+        i = fake._find(name, host)
+        report(Phase(f"pausing {name}"))
+        fake.views[i] = replace(fake.views[i], state="paused")
+        return fake.views[i]
+
+    async def resume(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        fake = self.fake
+        fake._called("resume", name, host)
+        i = fake._find(name, host)
+        report(Phase(f"resuming {name}"))
+        fake.views[i] = replace(fake.views[i], state="running")
         return fake.views[i]
 
     async def enter_argv(
@@ -683,7 +707,7 @@ class FakeWork:
         host: str = LOCAL,
         *,
         wip: bool = False,
-        repo: Path | None = None,
+        repo: str | None = None,
         report: Report = ignore,
     ) -> PullResult:
         """The box's branch as the core names it in the host repository, or nothing when it
@@ -698,6 +722,40 @@ class FakeWork:
         return PullResult(
             name, host, str(repo) if repo else work.repo, refs, work.uncommitted, "", 4096
         )
+
+    def record(self, name: str, host: str = LOCAL) -> BoxWork:
+        """One repository, the diff's (several: `more_repos` of the box)."""
+        work = self.fake._work_of(name, host)
+        folders = ("project", *self.fake.more_repos.get((host, name), ()))
+        clones = [f"/data/home/agent/work/{f}" for f in folders]
+        return BoxWork(
+            tuple(
+                WorkRecord(work.repo, work.seed, "refs/heads/main", c, work.branch) for c in clones
+            )
+        )
+
+    async def pr(
+        self,
+        name: str,
+        host: str = LOCAL,
+        request: PrRequest | None = None,
+        *,
+        repo: str | None = None,
+        report: Report = ignore,
+    ) -> PrResult:
+        """The pull, then the push said in the box's log; gh's URL when `gh_url` is set."""
+        request = request or PrRequest()
+        self.fake._called("pr", name, host, request, repo)
+        pulled = await self.pull(name, host, repo=repo, report=report)
+        work = self.fake._work_of(name, host)
+        report(Phase(f"pushing {work.head[:12]} to {request.remote} as {work.branch}"))
+        url = self.fake.gh_url
+        command = "" if url else f"cd {work.repo} && gh pr create --head {work.branch}"
+        return PrResult(
+            pulled, request.remote, work.branch, work.head,
+            tuple(f"{c.id[:7]} {c.subject}" for c in work.commits), "new branch", url,
+            "" if url else "gh is not installed", command,
+        )  # fmt: skip
 
 
 class FakeTries:

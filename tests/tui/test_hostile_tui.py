@@ -34,7 +34,7 @@ from hbtui.core.tries.book import CheckResult, TryRecord
 from hbtui.core.tries.operations import TryRow
 from hbtui.core.work.book import WorkError
 from hbtui.core.work.diff import Commit, FileChange, WorkDiff
-from hbtui.core.work.operations import PullResult
+from hbtui.core.work.pull import PullResult
 from hbtui.errors import HbtuiError
 from hbtui.events import LogLine, Notice, Phase, Step
 from hbtui.names import LOCAL

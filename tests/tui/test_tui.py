@@ -831,3 +831,17 @@ async def test_one_box_is_counted_as_one_box(static_service):
         assert app.main.sub_title.startswith("1 of 1 box · sort:"), app.main.sub_title
         status = str(app.main.query_one("#host-status").render())
         assert " 1 box · refresh" in status, status
+
+
+@pytest.mark.parametrize("key", ["end", "G"])
+async def test_end_reaches_the_end_of_the_help_and_home_its_top(static_service, key: str):
+    app = make_app(static_service)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        table = app.screen.query_one("#keys")
+        await until(pilot, lambda: table.max_scroll_y > 0)
+        await pilot.press(key)
+        await until(pilot, lambda: table.scroll_y == table.max_scroll_y)
+        await pilot.press("g")
+        await until(pilot, lambda: table.scroll_y == 0)

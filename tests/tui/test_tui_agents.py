@@ -689,3 +689,28 @@ def test_agents_snapshot(snap_compare, utc, scene):
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_the_selected_box_s_agent_keys_lead_the_footer_at_120_columns():
+    """At 120 columns the footer ended at `v A`: Deny and Send never showed. With the
+    selected box's agent, its keys come first, all of them before the pinned keys; a box
+    without an agent leaves the footer in its own order."""
+    service = FakeService()
+    service.agent_sessions = {("local", "alpha"): [session("alpha", "s1", NEEDS_YOU)]}
+    app = make_app(service, refresh=60)
+    agent_keys = ["a", "v", "A", "D", "m"]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await listed(pilot)
+        app.main.table.select(("local", "alpha"))
+        footer = app.main.query_one(KeyFooter)
+
+        def order() -> list[str]:
+            return [k.key for k in footer.query(FooterKey) if k.parent is footer]
+
+        await until(pilot, lambda: order()[:5] == agent_keys, what=lambda: order())
+        await settled(pilot)
+        pinned = footer.query_one("#pinned")
+        shown = [k for k in footer.query(FooterKey) if k.key in agent_keys]
+        assert len(shown) == 5 and all(k.region.right <= pinned.region.x for k in shown)
+        app.main.table.select(("local", "beta"))  # stopped: no agent
+        await until(pilot, lambda: order()[0] == "enter", what=lambda: order())

@@ -356,6 +356,33 @@ async def test_the_new_dialog_puts_a_repository_and_an_agent_on_a_task_in_the_bo
         await operations_done(pilot, app)
 
 
+async def test_a_new_box_whose_agent_ended_at_start_is_made_with_its_agent_ended(tmp_path):
+    """The box is made and ready: its row and log say so, and the notification says how
+    its agent ended (its last words), never that the new failed."""
+    service = FakeService()
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
+        dialog = app.screen
+        await pilot.press(*"ends1")
+        await open_section(pilot, dialog, "work")
+        dialog.query_one("#repo", Input).value = f"{tmp_path}@main"
+        dialog.query_one("#task", Input).value = "fix it"
+        dialog.query_one("#agent", Select).value = "claude"
+        await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled)
+        dialog.query_one("#ok", Button).press()
+        await operations_done(pilot, app)
+        said = " | ".join(notes(app))
+        assert "new ends1: made; its agent ended" in said and "bad key" in said, said
+        assert "failed" not in said, said
+        activity = app.activities[(LOCAL, "ends1")]
+        assert activity.failure is None
+        assert any("claude ended at once in ends1" in line for line in activity.lines)
+        assert service.views[service._find("ends1", LOCAL)].provisioning == "ready"
+
+
 async def new_dialog_with_work(pilot, app, name: str) -> NewBoxDialog:
     await pilot.press("n")
     await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
@@ -506,3 +533,63 @@ def test_compare_view_snapshot(snap_compare):
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+async def test_the_box_table_shows_each_box_s_branch_once_one_has_a_repository():
+    from dataclasses import replace
+
+    from support.pilot import rows
+    from support.tui_fakes import sample_boxes
+
+    app = make_app(FakeService())
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        assert "Branch" not in app.main.table.render_line(0).text.split()
+
+    boxes = sample_boxes()
+    boxes[0] = replace(boxes[0], repo="/home/u/proj", branch="hb/alpha", ahead=2)
+    app = make_app(FakeService(boxes))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: "Branch" in app.main.table.render_line(0).text.split())
+        drawn = rows(app)
+        assert "hb/alpha ↑2" in drawn["local/alpha"]
+        assert "hb/" not in drawn["local/beta"]
+
+
+async def test_pr_asks_where_the_work_goes_then_pushes_and_says_the_request():
+    service = FakeService()
+    service.diffs[(LOCAL, "alpha")] = work_diff("alpha")
+    service.gh_url = "https://github.com/o/project/pull/3"
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        await select(pilot, app, "alpha")
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        question = str(app.screen.query_one("#question", Static).render())
+        assert "/src/project" in question and "push hb/alpha to origin as hb/alpha" in question
+        await pilot.press("n")  # not now: nothing runs
+        await until(pilot, lambda: app.screen is app.main, what="the question gone")
+        assert not [c for c in service.calls if c[0] == "pr"]
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        await pilot.press("y")
+        await until(pilot, lambda: any("pr alpha: done" in n for n in notes(app)))
+        await operations_done(pilot, app)
+        [note] = [n for n in notes(app) if "pr alpha: done" in n]
+        assert "hb/alpha → origin (new branch)" in note and service.gh_url in note
+        log = "\n".join(app.activities[(LOCAL, "alpha")].lines)
+        assert "bundling the work in alpha" in log and "pushing bbbbbbbbbbbb to origin" in log
+        # Without gh: the command to run; a box of several repositories: which, and how.
+        service.gh_url = ""
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        await pilot.press("y")
+        await until(pilot, lambda: len([n for n in notes(app) if "pr alpha: done" in n]) == 2)
+        await operations_done(pilot, app)
+        assert "gh is not installed; to open the pull request:" in notes(app)[-1]
+        service.more_repos[(LOCAL, "alpha")] = ("web",)
+        await pilot.press("L")
+        said = "alpha has 2 repositories (project, web): hbtui pr alpha --repo NAME"
+        await until(pilot, lambda: any(said in n for n in notes(app)), what=lambda: notes(app))
+        assert app.screen is app.main

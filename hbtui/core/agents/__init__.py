@@ -9,11 +9,16 @@ from hbtui.core.agents.sessions import (
     ERROR,
     IDLE,
     NEEDS_YOU,
+    NO_AGENT,
     SEND_MAX,
     WORKING,
     AgentSession,
     AgentsGone,
     BoxAgents,
+    Ending,
+    box_status,
+    in_story_order,
+    lead,
 )
 from hbtui.core.foundation.lazy import later
 
@@ -25,12 +30,17 @@ __all__ = [
     "ERROR",
     "IDLE",
     "NEEDS_YOU",
+    "NO_AGENT",
     "SEND_MAX",
     "WORKING",
     "AgentSession",
     "AgentWatch",
     "AgentsGone",
     "BoxAgents",
+    "Ending",
+    "box_status",
+    "in_story_order",
+    "lead",
 ]
 
 # These live beside the box operations or the archive format: each loads when first used.

@@ -9,8 +9,9 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable
 
-from hbtui.core.agents.operations import decide, listing, pane, send
-from hbtui.core.agents.sessions import AgentSession, Answer, BoxAgents
+from hbtui.core.agents.operations import decide, listing, pane, send, sessions_ended_by
+from hbtui.core.agents.sessions import AgentSession, Answer, BoxAgents, Ending
+from hbtui.core.agents.starts import StartBook
 from hbtui.core.agents.watch import AgentWatch
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.boxes.guard import Guard
@@ -40,6 +41,12 @@ class Agents:
         self._check(boxes or [], hosts or [])
         return await listing(self._core, boxes, hosts, self._streamed)
 
+    async def ended_by(self, operation: Ending, name: str, host: str = LOCAL) -> list[AgentSession]:
+        """The sessions working or waiting for the user that `operation` on the box would
+        end: what a front end names when it asks before going on."""
+        self._check([name], [host])
+        return await sessions_ended_by(self._core, operation, name, host, self._streamed)
+
     def watch(
         self,
         *,
@@ -53,6 +60,16 @@ class Agents:
         watch = AgentWatch(self._core, relist=relist, hosts=hosts, names=names)
         self._watches.add(watch)
         return watch
+
+    def ended_at_start(self, host: str, box: str, agent: str, words: str) -> None:
+        """An agent started by `new` or a try ended before it took its task: every view
+        shows it as the box's ended session, with its last words, until the box has one
+        of its own (the box stays, ready)."""
+        StartBook(self._core.paths).ended(host, box, agent, words)
+
+    def forget_start(self, host: str, box: str) -> None:
+        """The box is gone (or starts an agent again): its ended start is no story."""
+        StartBook(self._core.paths).drop(host, box)
 
     def _streamed(self, view: BoxView) -> BoxAgents | None:
         for watch in list(self._watches):

@@ -25,13 +25,16 @@ from hbtui.core.agents.sessions import (
     PANE_ID,
     REQUEST_ID,
     SEND_MAX,
+    WORKING,
     AgentError,
     AgentSession,
     Answer,
     BoxAgents,
+    Ending,
     clean_text,
     parse_listing,
 )
+from hbtui.core.agents.starts import StartBook
 from hbtui.core.boxes.core import BoxCore, BoxNotFound
 from hbtui.core.foundation import recipe as recipes
 from hbtui.core.foundation.views import BOX, BoxView
@@ -122,8 +125,43 @@ async def listing(
         known = streamed(view) if streamed is not None else None
         return known if known is not None else await _box_agents(boxes, view, limits)
 
-    rows.extend(await asyncio.gather(*(row(v) for v in targets)))
+    told = StartBook(boxes.paths).told  # an agent that ended at its start is its story
+    rows.extend(told(r) for r in await asyncio.gather(*(row(v) for v in targets)))
     return sorted(rows, key=lambda r: (r.host != LOCAL, r.host, r.box))
+
+
+async def live_sessions(
+    boxes: BoxCore,
+    name: str,
+    host: str = LOCAL,
+    streamed: Callable[[BoxView], BoxAgents | None] | None = None,
+) -> list[AgentSession]:
+    """The box's sessions that are working or wait for the user: what ending its processes
+    would cut off. A box that is not running has none; one whose agents cannot be read
+    names none (the operation is then not held up by a box that does not answer)."""
+    view = await boxes.get(name, host)
+    if view.kind != BOX or view.state != MachineState.RUNNING:
+        return []
+    known = streamed(view) if streamed is not None else None
+    row = known if known is not None else await _box_agents(boxes, view, _Limits())
+    return [s for s in row.sessions if s.status in (WORKING, NEEDS_YOU)]
+
+
+async def sessions_ended_by(
+    boxes: BoxCore,
+    operation: Ending,
+    name: str,
+    host: str = LOCAL,
+    streamed: Callable[[BoxView], BoxAgents | None] | None = None,
+) -> list[AgentSession]:
+    """The live sessions `operation` on the box would end: every one for a stop, rm,
+    repair or credentials change; for a branch, only when the source must be stopped to
+    copy its disk (a source running branchable goes on running)."""
+    if operation == Ending.BRANCH:
+        view = await boxes.get(name, host)
+        if view.branchable and view.state == MachineState.RUNNING:
+            return []
+    return await live_sessions(boxes, name, host, streamed)
 
 
 async def _running(boxes: BoxCore, name: str, host: str) -> BoxView:

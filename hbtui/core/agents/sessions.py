@@ -11,6 +11,7 @@ import json
 import math
 import re
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 
 from hbtui import boxtext
 from hbtui.errors import HbtuiError
@@ -31,6 +32,17 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 PANE_ID = re.compile(r"%[0-9]{1,6}")
 REQUEST_ID = re.compile(r"[0-9a-f]{4,32}")  # a hook's permission request
 _AGENTS = ("claude", "codex", "hermes")
+
+
+class Ending(StrEnum):
+    """The operations that end a box's processes, its agents among them: a front end
+    asks before one ends a live session (`Agents.ended_by`)."""
+
+    STOP = "stop"
+    REMOVE = "rm"
+    REPAIR = "repair"
+    CREDENTIALS = "credentials"  # the box is made again from its disk
+    BRANCH = "branch"  # its source is stopped to copy its disk, unless it runs branchable
 
 
 class AgentError(HbtuiError):
@@ -83,6 +95,35 @@ class BoxAgents:
             "error": self.error,
             "sessions": [s.to_json() for s in self.sessions],
         }
+
+
+# The session a box's story is told by: the one that needs the user first, then a broken
+# one, then one at work, then an idle one; an ended one only when nothing else is left.
+URGENCY = {NEEDS_YOU: 0, ERROR: 1, WORKING: 2, IDLE: 3, ENDED: 4}
+NO_AGENT = "no agent"
+
+
+def in_story_order(row: BoxAgents) -> list[AgentSession]:
+    """The box's sessions, the one that tells its story first (the longest waiting first
+    among equals): the order every view lists them in."""
+    return sorted(row.sessions, key=lambda s: (URGENCY.get(s.status, 5), s.since or 0.0))
+
+
+def lead(row: BoxAgents | None) -> AgentSession | None:
+    """The session that tells the box's story."""
+    if row is None or not row.sessions:
+        return None
+    return in_story_order(row)[0]
+
+
+def box_status(row: BoxAgents | None) -> str:
+    """The one status of a box's agents that every view gives (`agents`, `--watch`,
+    `try ls`, the dashboard's Agent column): its leading session's, NO_AGENT when it has
+    none, ERROR when it could not be asked."""
+    if row is not None and row.error:
+        return ERROR
+    first = lead(row)
+    return first.status if first is not None else NO_AGENT
 
 
 @dataclass(frozen=True)
@@ -168,7 +209,15 @@ def parse_listing(box: str, host: str, output: bytes) -> tuple[AgentSession, ...
     if not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
         raise AgentError("the box's answer has no session list")
     entries = data["sessions"][:SESSIONS_MAX]
-    return tuple(parse_session(box, host, entry) for entry in entries)
+    # One row per session: a box can report one session from several of its sources (its
+    # hook's file, Claude's own folder, a pane), which showed one ended session three times.
+    once: dict[tuple[str, str], AgentSession] = {}
+    for entry in entries:
+        session = parse_session(box, host, entry)
+        key = (session.agent, session.session_id)
+        if session.status == ERROR or key not in once:
+            once[key if session.status != ERROR else (ERROR, str(len(once)))] = session
+    return tuple(once.values())
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from hbtui.core.agents.sessions import (
     BoxAgents,
     parse_listing,
 )
+from hbtui.core.agents.starts import StartBook
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.foundation.views import BOX, BoxView
 from hbtui.engine import EngineError, EngineLineTooLong
@@ -93,6 +94,7 @@ class AgentWatch:
         names: Iterable[str] | None = None,
     ) -> None:
         self._boxes = boxes
+        self._starts = StartBook(boxes.paths)
         self._relist = relist
         self._hosts = hosts  # what `relist` lists: these hosts (None: all) ...
         self._names = set(names) if names is not None else None  # ... these boxes (None: all)
@@ -148,6 +150,7 @@ class AgentWatch:
 
     def _put(self, key: Key, event: AgentEvent) -> None:
         if isinstance(event, AgentsChanged):
+            event = AgentsChanged(self._starts.told(event.row), event.via)
             if self._last.get(key) == event.row:
                 return
             self._last[key] = event.row

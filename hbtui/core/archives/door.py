@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hbtui.core.archives import backups
+from hbtui.core.archives import backups, carried
 from hbtui.core.archives.backups import ArchiveEntry
+from hbtui.core.archives.carried import Carrier
 from hbtui.core.boxes.guard import Guard
 from hbtui.core.boxes.operations import BoxOperations
 from hbtui.core.foundation.specs import LoadSpec, SaveSpec
@@ -23,8 +24,10 @@ from hbtui.events import Report, ignore
 class Archives:
     """Save, load, extract, verify, and the backups folder."""
 
-    def __init__(self, ops: BoxOperations) -> None:
+    def __init__(self, ops: BoxOperations, carrier: Carrier | None = None) -> None:
+        """`carrier`: the feature whose records travel with a box's archive (its work)."""
         self._ops = ops
+        self._carrier = carrier
         self._paths = ops.core.paths
         self._config = ops.core.config
         self._guard = Guard(ops.core)
@@ -80,12 +83,14 @@ class Archives:
         from hbtui.core.archives import save as archive_save
 
         async with self._guard.holding(spec.name, spec.host, "save"):
+            note = {} if self._carrier is None else self._carrier.note(spec.host, spec.name, report)
             saved = await archive_save.save(
                 self._ops.core,
                 spec.name,
                 spec.host,
                 output=spec.output,
                 passphrase=passphrase,
+                note=carried.encode(note),
                 verify_after=spec.verify,
                 report=report,
             )
@@ -105,6 +110,8 @@ class Archives:
                 spec.host,
                 passphrase=passphrase,
                 recipe=spec.recipe,
+                carrier=self._carrier,
+                repo=spec.repo,
                 report=report,
             )
 

@@ -109,16 +109,21 @@ def archive_kind(archive: Path) -> str:
 
 def check_contents(
     archive: Path, kind: str, passphrase: bytes, progress: Callable[[int], None]
-) -> None:
+) -> bytes | None:
+    """Every entry checked, writing nothing; the host's note the archive carries, if any
+    (an old gpg backup has none)."""
+    from hbtui.archive import note
     from hbtui.archive.hbxtar import validate_hbx
     from hbtui.archive.legacy import validate_legacy
 
     # Links to absolute paths (a venv's python -> /usr/bin/python3) are normal in a
     # box and resolve inside the guest; nothing is ever written through a link.
-    if kind == HBX:
-        validate_hbx(archive, passphrase, progress=progress, allow_external_symlinks=True)
-    else:
+    if kind != HBX:
         validate_legacy(archive, passphrase, allow_external_symlinks=True)
+        return None
+    head = bytearray()
+    validate_hbx(archive, passphrase, progress=progress, allow_external_symlinks=True, head=head)
+    return note.read(head)
 
 
 async def extract(  # noqa: C901 (named in pyproject.toml)

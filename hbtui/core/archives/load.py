@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from hbtui.core.archives import carried
+from hbtui.core.archives.carried import Carrier
 from hbtui.core.archives.files import (
     HBX,
     archive_kind,
@@ -23,6 +25,7 @@ from hbtui.core.archives.files import (
 )
 from hbtui.core.boxes import guest
 from hbtui.core.boxes.operations import BoxOperations
+from hbtui.core.foundation import git as gitops
 from hbtui.core.foundation import scratch as scratches
 from hbtui.core.foundation.hosts import Host
 from hbtui.core.foundation.registry import FAILED, READY
@@ -196,18 +199,27 @@ async def load(
     *,
     passphrase: bytes,
     recipe: Path | None = None,
+    carrier: Carrier | None = None,
+    repo: Path | None = None,
     report: Report = ignore,
 ) -> BoxView:
+    """`carrier` checks what the archive's note carries before the box is made and keeps
+    it once the box is ready; `repo` is `load --repo PATH`, handed to it."""
     check_name(name)
     archive = Path(archive).expanduser().absolute()
     kind = archive_kind(archive)
     if boxes.core.registry.read().get(name, host_name) is not None:
         raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
+    if repo is not None:  # a --repo that is no repository fails before the long check
+        repo = await gitops.repo_top(Path(repo).expanduser().absolute())
     size = archive.stat().st_size
     progress = progress_from_thread(report, size, "checking")
 
     report(Phase(f"decrypting and checking {archive.name} before creating anything", Stage.CHECK))
-    await asyncio.to_thread(check_contents, archive, kind, passphrase, progress)
+    note = carried.decode(
+        await asyncio.to_thread(check_contents, archive, kind, passphrase, progress)
+    )
+    landing = None if carrier is None else await carrier.arriving(note, repo, report)
 
     view = await boxes.making.new(
         NewSpec(name, host=host_name, recipe=recipe), report=report, keep_provisioning=True
@@ -220,6 +232,8 @@ async def load(
         if view.port:
             await guest.wait_ready(host, name, view.port, report)
         await boxes.core.registry.update(name, host_name, status=READY, owner_pid=0)
+        if landing is not None:
+            landing(host_name, name, report)
     except BaseException as exc:
         report(Notice(f"load failed; removing the new box {name}"))
         await asyncio.shield(_remove_quietly(boxes, name, host_name))

@@ -110,14 +110,18 @@ async def save(  # noqa: C901 (named in pyproject.toml)
     *,
     output: Path | None = None,
     passphrase: bytes,
+    note: bytes = b"{}",
     verify_after: bool = True,
     report: Report = ignore,
 ) -> Path:
+    """`note`: the host's word about the box, written ahead of its /data
+    (hbtui.archive.note; always, so a note at the start is never the box's)."""
     view = await boxes.get(name, host_name)
     host = await boxes.hosts.get(host_name)
     if view.kind not in (BOX, ORPHAN):
         raise UsageError(f"box {name!r} has no machine to save ({view.kind})")
     boxes.refuse_unprovisioned(view)
+    boxes.refuse_paused(view, "save it")
     target = (output or default_archive_path(boxes, name)).expanduser().absolute()
     problem = output_problem(target)
     if problem and (output is not None or os.path.lexists(target.parent)):
@@ -140,7 +144,9 @@ async def save(  # noqa: C901 (named in pyproject.toml)
     try:
         parts = Announcements(part_bytes, most_bytes(await host.engine.find(name)))
         async with guest.quiesced(host, name, report) as lease:
-            await _save_parts(host, name, target, passphrase, parts, lease, boxes.paths, report)
+            await _save_parts(
+                host, name, target, passphrase, note, parts, lease, boxes.paths, report
+            )
     except FileExistsError as exc:
         if str(target) not in (exc.filename, exc.filename2):  # not the archive's own name
             raise
@@ -178,6 +184,7 @@ async def _save_parts(
     name: str,
     target: Path,
     passphrase: bytes,
+    note: bytes,
     parts: Announcements,
     lease: guest.Lease,
     paths: Paths,
@@ -194,11 +201,13 @@ async def _save_parts(
     stream = host.engine.exec_stream(name, ["bash", "-c", script], timeout=None)
     with scratch(paths, "save") as tmp:
         local_part = tmp / "part"
+        from hbtui.archive import note as notes
         from hbtui.archive.files import create_archive
         from hbtui.archive.hbxtar import payload_start_problem
 
         # A SIGKILL leaves the archive's temporary file beside it: the next run sweeps it.
         with staged_beside(paths, target, "save"), create_archive(target, passphrase) as enc:
+            enc.feed(notes.frame(note))
             idle = guest.idle_bound()
             lines = guest.progressing(
                 aiter(stream), idle, _moved_on(total_box), lambda: _silent(name, idle)

@@ -233,6 +233,7 @@ async def branching(
         raise UsageError(f"--port {port}: {port_problem(port)}")
     host, view = await boxes.core.require(source, host_name)
     boxes.core.refuse_unprovisioned(view)
+    boxes.core.refuse_paused(view, "branch it")
     src = boxes.core.registry.read().get(source, host_name)
     if src is None:
         raise UsageError(f"{source!r} is an orphan; adopt it first: hbtui adopt {source}")
@@ -273,8 +274,8 @@ async def branching(
         await _refuse_taken(boxes, host, wanted(name))
     report(
         Notice(
-            f"{source} is not running branchable: copying its disk (stop, pack, start again); "
-            "its running processes are not carried over"
+            f"{source} is not running branchable: it stops, its disk is copied, and it starts "
+            "again; its running processes (its agents too) end"
         )
     )
     was_running = view.state == "running"
@@ -375,6 +376,7 @@ async def change_credentials(
     with everything else as it was; it runs again afterwards if it was running."""
     host, view = await boxes.core.require(name, host_name)
     boxes.core.refuse_unprovisioned(view)
+    boxes.core.refuse_paused(view, "change its credentials")
     record = boxes.core.registry.read().get(name, host_name)
     if record is None:
         raise UsageError(f"{name!r} is an orphan; adopt it first: hbtui adopt {name}")
@@ -411,8 +413,8 @@ async def change_credentials(
     report(
         Notice(
             f"credentials are bound when a machine is made: {name} is packed and made again "
-            "from its own disk (its /data and installed state are kept; running processes "
-            "are not)"
+            "from its own disk (its /data and installed state are kept; its running "
+            "processes, its agents too, end)"
         )
     )
     was_running = view.state == "running"

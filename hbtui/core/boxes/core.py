@@ -40,6 +40,7 @@ from hbtui.core.foundation.registry import (
     Rows,
 )
 from hbtui.core.foundation.views import MISSING, BoxListing, BoxView, Busy, ProvisionLog, view_of
+from hbtui.core.foundation.workbook import WorkBook
 from hbtui.core.keys import credentials as creds
 from hbtui.core.keys.passphrase import PassphraseSource, get_secrets_passphrase
 from hbtui.core.keys.secrets import SecretStore
@@ -95,6 +96,7 @@ class BoxCore:
         self.bases = BaseBook(paths.data_dir / "bases")
         self.remakes = RemakeJournal(paths.data_dir / "remakes")
         self.forwards = ForwardBook(paths.data_dir / "forwards")
+        self.work = WorkBook(paths)
         self.secrets = SecretStore(
             paths,
             config,
@@ -141,6 +143,16 @@ class BoxCore:
         missing = tuple(n for n in view.credentials if n not in stored)
         return replace(view, keys_missing=missing) if missing else view
 
+    async def _with_work(self, view: BoxView) -> BoxView:
+        """Where the box's work is: its repository and branch, and how far ahead of its
+        seed its last pull found it (the host's files only, never the box)."""
+        work = self.work.place(view.host, view.name)
+        if work is None:
+            return view
+        first = work.first  # where its agent works; `inspect` names every one
+        ahead = await self.work.ahead(first, view.name)
+        return replace(view, repo=first.repo, branch=first.branch, ahead=ahead)
+
     def _with_busy(self, view: BoxView) -> BoxView:
         busy = self.busy(view.name, view.host, view.state)
         return replace(view, busy=busy) if busy else view
@@ -154,10 +166,18 @@ class BoxCore:
         machines = {m.name: m for m in await host.engine.list()}
         rows = registry.on_host(host_name)
         stored = set(self.secrets.names()) if any(r.credentials for r in rows) else set()
-        views = [
-            self._with_keys(self._with_busy(view_of(r, machines.get(r.name), host)), stored)
-            for r in rows
-        ]
+        views = list(
+            await asyncio.gather(
+                *(
+                    self._with_work(
+                        self._with_keys(
+                            self._with_busy(view_of(r, machines.get(r.name), host)), stored
+                        )
+                    )
+                    for r in rows
+                )
+            )
+        )
         known = {r.name for r in rows}
         for m in machines.values():
             if m.name not in known and (m.is_hbtui or include_foreign):
@@ -202,7 +222,7 @@ class BoxCore:
                     f"{name!r}{where} is a smolvm machine hbtui did not make; manage it with smolvm"
                 )
             raise BoxNotFound(f"no box named {name!r}{where} (see: hbtui ls)")
-        return self._with_busy(view_of(record, machine, host))
+        return await self._with_work(self._with_busy(view_of(record, machine, host)))
 
     async def require(self, name: str, host_name: str) -> tuple[Host, BoxView]:
         """The box and its host, refusing a row whose machine is gone, and a box whose
@@ -338,6 +358,16 @@ class BoxCore:
         if view.provisioning == PROVISIONING:
             raise HbtuiError(
                 f"box {view.name!r} is still being provisioned; wait until it is ready"
+            )
+
+    def refuse_paused(self, view: BoxView, doing: str) -> None:
+        """A paused box holds its processes in the engine's saved execution: an operation
+        that needs it running or stopped says, in one line, to resume it first."""
+        if view.state in (MachineState.PAUSED, MachineState.PAUSING):
+            flag = host_flag(view.host)
+            raise UsageError(
+                f"box {view.name!r} is paused; resume it first (hbtui resume {view.name}{flag}),"
+                f" then {doing}"
             )
 
     async def boot(self, host: Host, name: str) -> None:

@@ -21,7 +21,7 @@ from hbtui.config import split_list
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.foundation import recipe as recipes
 from hbtui.core.foundation.registry import BoxRecord
-from hbtui.core.foundation.views import BoxDetails, BoxStats, DetailSection
+from hbtui.core.foundation.views import BoxDetails, BoxStats, BoxView, DetailSection
 from hbtui.core.keys import credentials as creds
 from hbtui.engine import EngineError
 from hbtui.errors import HbtuiError
@@ -149,6 +149,23 @@ def _recipe_lines(boxes: BoxCore, made_with: str) -> list[tuple[str, str]]:
     return lines
 
 
+def _work_lines(boxes: BoxCore, view: BoxView) -> list[tuple[str, str]]:
+    """Where the box's work is: the host's record (`new --repo`), and its last pull."""
+    work = boxes.work.place(view.host, view.name)
+    if work is None:
+        return [("repository", "none: made without --repo")]
+    ahead = "not pulled yet" if view.ahead is None else f"{view.ahead} (at its last pull)"
+    lines = []
+    for record in work.repos:
+        lines += [
+            ("repository", record.repo),
+            ("branch", record.branch),
+            ("seed", f"{record.seed} ({record.ref})"),
+            ("clone in the box", record.clone),
+        ]
+    return [*lines, ("commits past the seed", ahead)]
+
+
 def _egress_line(record: BoxRecord | None) -> str:
     if record is None or not record.egress:
         return "open (made before hbtui set egress policies)"
@@ -197,6 +214,7 @@ async def details(boxes: BoxCore, backups: Path, name: str, host_name: str = LOC
         ("branched from", view.parent or "none"),
         ("branchable now", "yes" if view.branchable else "no"),
     ]
+    work = _work_lines(boxes, view)
     keys = [("egress", _egress_line(record))]
     stored = set(boxes.secrets.names())
     for preset in view.credentials:
@@ -216,6 +234,7 @@ async def details(boxes: BoxCore, backups: Path, name: str, host_name: str = LOC
             "Forwards", forwards or [("none", f"hbtui forward {name} PORT{host_flag(host_name)}")]
         ),
         DetailSection("Made from", origin),
+        DetailSection("Work", work),
         DetailSection("Keys and network", keys),
         DetailSection("Labels", labels or [("none", "")]),
         DetailSection("Recipe", await asyncio.to_thread(_recipe_lines, boxes, made_with)),

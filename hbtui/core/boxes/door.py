@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 
 class Boxes:
-    """Listing, reading and changing boxes: start, stop, adopt, repair, the ways in."""
+    """Listing, reading and changing boxes: start, stop, pause, resume, adopt, repair, the
+    ways in."""
 
     def __init__(self, ops: BoxOperations) -> None:
         self._ops = ops
@@ -111,6 +112,17 @@ class Boxes:
         """Quiesce the box's services, then stop its machine."""
         async with self._guard.holding(name, host, "stop"):
             return await self._ops.stop(name, host, report=report)
+
+    async def pause(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        """Save the box's RAM and disks in the engine and stop it there: its processes,
+        tmux and agents go on at `resume`."""
+        async with self._guard.holding(name, host, "pause"):
+            return await self._ops.pause(name, host, report=report)
+
+    async def resume(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        """Go on with a paused box where it was paused."""
+        async with self._guard.holding(name, host, "resume"):
+            return await self._ops.resume(name, host, report=report)
 
     async def adopt(self, name: str, host: str = LOCAL) -> BoxView:
         """Take an orphan (an hbtui machine without a row) back into the registry."""

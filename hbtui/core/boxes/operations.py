@@ -75,8 +75,12 @@ class BoxOperations:
     # -- start / stop / rm / adopt ------------------------------------------------
 
     async def start(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        """Boot the box and bring its services back; a paused box is resumed instead,
+        every process going on where it was."""
         host, view = await self.core.require(name, host_name)
         self.core.refuse_unprovisioned(view)
+        if view.state == MachineState.PAUSED:
+            return await self._resume(host, view, report)
         report(Phase(f"starting {name}"))
         await self.core.boot(host, name)
         await guest.resume(host, name, report)
@@ -86,6 +90,9 @@ class BoxOperations:
 
     async def stop(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
         host, view = await self.core.require(name, host_name)
+        self.core.refuse_paused(
+            view, f"stop it, or remove it: hbtui rm {name}{host_flag(host_name)}"
+        )
         if view.state == MachineState.RUNNING:
             if view.provisioning == FAILED:
                 # Its recipe may not have installed the guest tools: no quiesce to ask for.
@@ -98,6 +105,39 @@ class BoxOperations:
         else:
             report(Notice(f"{name} is not running ({view.state})"))
         return await self.core.get(name, host_name)
+
+    async def pause(self, name: str, host_name: str = LOCAL, *, report: Report = ignore) -> BoxView:
+        """Pause a running box: the engine saves its RAM and disks and stops it there, so
+        its processes, tmux and agents go on at `resume` as after a laptop's sleep."""
+        host, view = await self.core.require(name, host_name)
+        if view.state == MachineState.PAUSED:
+            report(Notice(f"{name} is paused already"))
+            return view
+        if view.state != MachineState.RUNNING:
+            raise UsageError(f"box {name!r} is {view.state}: only a running box can be paused")
+        report(Phase(f"pausing {name}"))
+        await host.engine.pause(name)
+        return await self.core.get(name, host_name)
+
+    async def resume(
+        self, name: str, host_name: str = LOCAL, *, report: Report = ignore
+    ) -> BoxView:
+        """Go on with a paused box's saved execution."""
+        host, view = await self.core.require(name, host_name)
+        if view.state == MachineState.RUNNING:
+            report(Notice(f"{name} is running, not paused"))
+            return view
+        if view.state != MachineState.PAUSED:
+            raise UsageError(
+                f"box {name!r} is {view.state}, not paused; start it with: "
+                f"hbtui start {name}{host_flag(host_name)}"
+            )
+        return await self._resume(host, view, report)
+
+    async def _resume(self, host: Host, view: BoxView, report: Report) -> BoxView:
+        report(Phase(f"resuming {view.name}"))
+        await host.engine.resume(view.name)
+        return await self.core.get(view.name, view.host)
 
     async def remove(
         self, name: str, host_name: str = LOCAL, *, report: Report = ignore
@@ -168,6 +208,7 @@ class BoxOperations:
             raise UsageError(f"{name!r} has no port; adopt it first: hbtui adopt {name}")
         if view.provisioning == FAILED and view.error == WORK_MISSING:
             self.core.refuse_unprovisioned(view)  # the recipe cannot put its repository in
+        self.core.refuse_paused(view, "repair it")
         recipe_dir = self.core.recipe_dir(recipe)
         version = recipes.recipe_version(recipe_dir)  # every file read before a change
         if view.state != MachineState.RUNNING:

@@ -266,19 +266,25 @@ def target_ref(box: str, ref: str) -> str:
     return box_ref_prefix(box) + ref.removeprefix("refs/heads/")
 
 
+def plain_branch(branch: str) -> bool:
+    """A branch name of plain characters that git takes as it is: no option (`-x`), no
+    `..`, no lock file, not HEAD (no branch of git's; refs/remotes/box/BOX/HEAD would be
+    box/BOX)."""
+    return (
+        _BRANCH.fullmatch(branch) is not None
+        and ".." not in branch
+        and not branch.endswith((".lock", "."))
+        and "/." not in branch
+        and branch != "HEAD"
+    )
+
+
 def check_ref_name(ref: str, *, wip: bool) -> None:
     """A box may offer its branches (and, for --wip, the WIP ref), nothing else."""
     if wip and ref == WIP_REF:
         return
     branch = ref.removeprefix("refs/heads/")
-    if (
-        branch == ref
-        or not _BRANCH.fullmatch(branch)
-        or ".." in branch
-        or branch.endswith((".lock", "."))
-        or "/." in branch
-        or branch == "HEAD"  # no branch of git's; refs/remotes/box/BOX/HEAD would be box/BOX
-    ):
+    if branch == ref or not plain_branch(branch):
         raise BundleRefused(
             f"the box's bundle names ref {boxtext.line(ref)[:120]!r}, outside its branches "
             "(refs/heads/...): refused, nothing fetched"

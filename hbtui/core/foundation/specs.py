@@ -17,13 +17,19 @@ from hbtui.names import LOCAL
 
 @dataclass(frozen=True)
 class WorkRequest:
-    """`new --repo`: the seed to put in the box, and the agent to start on the task."""
+    """`new --repo`: the seed to put in the box (and `more`, each another repository's,
+    cloned beside it), and the agent to start on the task in the first."""
 
     seed: RepoSeed
     task: str = ""
     agent: str = ""
-    copy: tuple[str, ...] = ()  # git-ignored files of the work tree copied into the clone
-    setup: bool = True  # run the repository's .hbtui/setup.sh in the clone before the agent
+    copy: tuple[str, ...] = ()  # git-ignored files of the first work tree copied into its clone
+    setup: bool = True  # run each repository's .hbtui/setup.sh in its clone before the agent
+    more: tuple[RepoSeed, ...] = ()
+
+    @property
+    def seeds(self) -> tuple[RepoSeed, ...]:
+        return (self.seed, *self.more)
 
 
 @dataclass(frozen=True)
@@ -65,3 +71,4 @@ class LoadSpec:
     name: str
     host: str = LOCAL
     recipe: Path | None = None
+    repo: Path | None = None  # the host repository a --repo box's archive links to

@@ -76,6 +76,9 @@ class BoxView:
     keys_missing: tuple[str, ...] = ()  # of those, the ones with no secret stored
     egress: str = ""  # open | private-blocked | allow-list ("" : unknown, made elsewhere)
     agent_permissions: str = ""  # ask | skip: what its agents may do unasked ("" : unknown)
+    repo: str = ""  # the host repository its work came from ("" : made without one)
+    branch: str = ""  # its clone's branch, hb/BOX
+    ahead: int | None = None  # commits past its seed at its last pull (None: not pulled)
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "busy": str(self.busy) if self.busy else ""}

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from hbtui.core.agents import operations as agents_core
 from hbtui.core.agents.sessions import ENDED
+from hbtui.core.agents.starts import StartBook
 from hbtui.core.boxes.guard import Guard
 from hbtui.core.boxes.operations import BoxOperations
 from hbtui.core.foundation.specs import NewSpec, WorkRequest
@@ -32,10 +33,11 @@ from hbtui.core.tries.operations import (
 )
 from hbtui.core.work import agent as work_agent
 from hbtui.core.work.agent import AgentStart
-from hbtui.core.work.book import WorkBook, WorkError, work_record
+from hbtui.core.work.book import WorkBook, WorkError, box_work
 from hbtui.core.work.diff import diff
 from hbtui.core.work.door import Work
-from hbtui.core.work.operations import PullResult, branch_work, clone_dir
+from hbtui.core.work.operations import branch_work, clone_dir
+from hbtui.core.work.pull import PullResult
 from hbtui.environment import pid_alive
 from hbtui.errors import HbtuiError, UsageError
 from hbtui.events import Notice, Report, ignore
@@ -101,6 +103,9 @@ class Tries:
             host, record, make, lambda box: self._door.remove(box, host), report, wait
         )
         record.ended = {box: s.message for box, s in starts.items() if s.ended}
+        for box, start in starts.items():
+            if start.ended:  # the box's story everywhere, not only in `try ls`
+                StartBook(self._core.paths).ended(host, box, start.agent, start.words)
         return self._book.settle(host, record, made), failed, starts
 
     async def _making(
@@ -146,7 +151,7 @@ class Tries:
         names = box_names(name, count)
         self._refuse_live_try(host, name)
         book = WorkBook(self._core.paths)
-        seeded = work_record(self._core, book, source, host)
+        seeded = box_work(self._core, book, source, host)
         self._refuse_taken(names, name, host)
         async with contextlib.AsyncExitStack() as held:
             for box in sorted({source, *names}):  # one order: no two holders wait on each other
@@ -164,7 +169,7 @@ class Tries:
                     await self._ops.remove(box, host)
                     book.drop(host, box)
 
-                record = TryRecord(name, seeded.repo, seeded.seed, check, names)
+                record = TryRecord(name, seeded.first.repo, seeded.first.seed, check, names)
                 made, failed = await self._making(host, record, make, undo, report)
         return self._book.settle(host, record, made), failed
 
@@ -220,14 +225,14 @@ class Tries:
                 work = book.get(host, box)
                 if work is None:
                     raise WorkError(f"box {box} has no work record")
-                d = await diff(self._core, book, box, host, patch=False)
+                d = await diff(self._core, work.first, box, host, patch=False)
             except HbtuiError as exc:
                 last = record.checks.get(box)
                 return TryRow(box, shown, None, None, None, None, last, exc.message, note)
             checked = record.checks.get(box)
             now = fingerprint(d)
             if record.check and settled and not making and (checked is None or checked.work != now):
-                checked = await run_check(self._core, host, work, box, record.check, now)
+                checked = await run_check(self._core, host, work.first, box, record.check, now)
                 record.checks[box] = checked
             added = sum(f.added or 0 for f in d.files)
             deleted = sum(f.deleted or 0 for f in d.files)

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 
 from hbtui import boxtext
-from hbtui.core.agents.sessions import ENDED, ERROR, IDLE, STATUSES, BoxAgents
+from hbtui.core.agents.sessions import ENDED, ERROR, IDLE, BoxAgents, box_status
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.foundation.shield import to_the_end
 from hbtui.core.tries.book import CheckResult
@@ -169,17 +169,15 @@ def fingerprint(d: WorkDiff) -> str:
 
 
 def agent_status(row: BoxAgents | None) -> tuple[str, bool]:
-    """(what to show, whether the box is settled enough to check)."""
+    """(what to show: the box's one status, as every view gives it; whether the box is
+    settled enough to check: no session at work or waiting)."""
     if row is None:
         return "unknown", False
-    if row.error:
-        return "error", False
-    live = [s for s in row.sessions if s.status not in (ENDED, ERROR)]
-    if not live:
-        return ("ended" if row.sessions else "no agent"), True
-    statuses = {s.status for s in live}
-    shown = next(s for s in STATUSES if s in statuses)
-    return shown, statuses == {IDLE}
+    shown = box_status(row)
+    if shown == ERROR and row.error:
+        return shown, False
+    live = {s.status for s in row.sessions if s.status not in (ENDED, ERROR)}
+    return shown, live <= {IDLE}
 
 
 async def run_check(

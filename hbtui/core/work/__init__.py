@@ -9,7 +9,9 @@ from hbtui.core.foundation.lazy import later
 if TYPE_CHECKING:
     from hbtui.core.work.agent import AgentEnded, AgentStart
     from hbtui.core.work.diff import WorkDiff
-    from hbtui.core.work.operations import AGENTS, TASK_MAX, PullResult, check_task
+    from hbtui.core.work.operations import AGENTS, TASK_MAX, check_task
+    from hbtui.core.work.pr import PrRequest, PrResult
+    from hbtui.core.work.pull import PullResult
     from hbtui.core.work.setup import SetupFailed
 
 __all__ = [
@@ -17,6 +19,8 @@ __all__ = [
     "TASK_MAX",
     "AgentEnded",
     "AgentStart",
+    "PrRequest",
+    "PrResult",
     "PullResult",
     "SetupFailed",
     "WorkDiff",
@@ -30,7 +34,9 @@ __getattr__ = later(
         "AGENTS": "operations",
         "AgentEnded": "agent",
         "AgentStart": "agent",
-        "PullResult": "operations",
+        "PrRequest": "pr",
+        "PrResult": "pr",
+        "PullResult": "pull",
         "SetupFailed": "setup",
         "TASK_MAX": "operations",
         "WorkDiff": "diff",

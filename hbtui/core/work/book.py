@@ -1,85 +1,35 @@
-"""The host's record of each box made with a repository (`WorkBook`): the repository's
-path, the seed commit and the clone's folder in the box. The seed is the host's word, never
-the box's: it defines "what the agent did" and is what every pulled branch must contain.
-"""
+"""A box's work record as the work verbs need it: one that is not there, or a box that
+cannot be reached, is one line. The record itself (`BoxWork`, `WorkRecord`, `WorkBook`) is the
+foundation's (hbtui.core.foundation.workbook), re-exported here."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hbtui.core.boxes.core import BoxCore, BoxNotFound
 from hbtui.core.foundation.registry import FAILED, WORK_MISSING
+from hbtui.core.foundation.workbook import SHA, BoxWork, WorkBook, WorkRecord
 from hbtui.engine import MachineNotFound, MachineNotRunning
-from hbtui.errors import HbtuiError
+from hbtui.errors import HbtuiError, UsageError
 from hbtui.names import LOCAL, host_flag
-from hbtui.paths import Paths, UnreadableFile, make_folder, read_state
-from hbtui.statefile import write_atomic
 
-SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+__all__ = [
+    "SHA",
+    "BoxWork",
+    "WorkBook",
+    "WorkError",
+    "WorkRecord",
+    "box_work",
+    "count_said",
+    "pick",
+    "reaching",
+]
 
 
 class WorkError(HbtuiError):
     """A box has no work hbtui knows of, or its clone cannot be read."""
-
-
-@dataclass(frozen=True)
-class WorkRecord:
-    """Where a box's work came from, as the host recorded it at `new --repo`."""
-
-    repo: str
-    seed: str
-    ref: str  # what the seed was resolved from (refs/heads/main, HEAD, a commit)
-    clone: str  # the clone's folder in the box
-    branch: str  # hb/BOX
-
-    @classmethod
-    def from_json(cls, data: object) -> WorkRecord | None:
-        if not isinstance(data, dict):
-            return None
-        fields = {k: data.get(k) for k in ("repo", "seed", "ref", "clone", "branch")}
-        if not all(isinstance(v, str) for v in fields.values()):
-            return None
-        if not SHA.fullmatch(str(fields["seed"])):
-            return None
-        return cls(**{k: str(v) for k, v in fields.items()})
-
-
-class WorkBook:
-    """One JSON record per box made with a repository: `<data>/work/<host>/<box>.json`."""
-
-    def __init__(self, paths: Paths) -> None:
-        self.root = paths.data_dir / "work"
-
-    def _path(self, host: str, name: str) -> Path:
-        return self.root / host / f"{name}.json"
-
-    def get(self, host: str, name: str) -> WorkRecord | None:
-        raw = read_state(self._path(host, name), 64 * 1024)
-        if raw is None:
-            return None
-        try:
-            record = WorkRecord.from_json(json.loads(raw))
-        except (UnicodeDecodeError, ValueError):
-            record = None
-        if record is None:  # not "made without a repository": it was, and this is damaged
-            raise UnreadableFile(
-                self._path(host, name),
-                "not a work record (damaged?): restore it from a copy, or remove it and the "
-                "box's diff and pull with it (its clone in the box is untouched)",
-            )
-        return record
-
-    def put(self, host: str, name: str, record: WorkRecord) -> None:
-        make_folder(self.root / host)
-        write_atomic(self._path(host, name), json.dumps(asdict(record), indent=2).encode())
-
-    def drop(self, host: str, name: str) -> None:
-        self._path(host, name).unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -94,7 +44,7 @@ def reaching(name: str) -> Iterator[None]:
         raise WorkError(f"box {name} is not there (see: hbtui ls)") from None
 
 
-def work_record(boxes: BoxCore, book: WorkBook, name: str, host: str) -> WorkRecord:
+def box_work(boxes: BoxCore, book: WorkBook, name: str, host: str) -> BoxWork:
     """The box's work record; a box that does not exist, or has none, is one line."""
     record = book.get(host, name)
     row = boxes.registry.read().get(name, host) if record is None else None
@@ -114,3 +64,39 @@ def work_record(boxes: BoxCore, book: WorkBook, name: str, host: str) -> WorkRec
 
 def count_said(text: str | None) -> int:
     return int(text) if text is not None and text.strip().isdigit() else 0
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return a.samefile(b)
+    return False
+
+
+def pick(work: BoxWork, name: str, which: str | None) -> tuple[WorkRecord, Path | None]:
+    """The repository `--repo NAME|PATH` picks among the box's, and the host repository
+    to use when PATH is not the one recorded (one moved since `new`: a one-repository
+    box takes any PATH, as `pull --repo` always did; a box with several, one of the same
+    folder name). Missing, or matching none, with several: one line naming them."""
+    repos = work.repos
+    names = ", ".join(r.name for r in repos)
+    if which is None:
+        if len(repos) == 1:
+            return repos[0], None
+        raise UsageError(
+            f"box {name} has {len(repos)} repositories ({names}): pick one with --repo NAME"
+        )
+    path = Path(which).expanduser().absolute()
+    if path.is_dir():
+        for r in repos:
+            if _same_folder(path, Path(r.repo)):
+                return r, None
+        moved = [r for r in repos if len(repos) == 1 or r.name == path.name]
+        if len(moved) == 1:
+            return moved[0], path
+    else:
+        for r in repos:
+            if which == r.name:
+                return r, None
+        if len(repos) == 1:
+            return repos[0], path  # "not there", said where the path is used
+    raise UsageError(f"box {name} has no repository {which!r}: it has {names} (--repo NAME)")

@@ -9,15 +9,7 @@ from dataclasses import asdict, dataclass
 from hbtui import boxtext
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.work import box as work_box
-from hbtui.core.work.book import (
-    SHA,
-    WorkBook,
-    WorkError,
-    WorkRecord,
-    count_said,
-    reaching,
-    work_record,
-)
+from hbtui.core.work.book import SHA, WorkError, WorkRecord, count_said, reaching
 
 DIFF_MAX = 32 << 20
 _NUM = re.compile(r"(-|\d+)\t(-|\d+)\t(.+)")
@@ -115,9 +107,9 @@ def _parse_diff(name: str, host: str, record: WorkRecord, answer: work_box.Answe
 
 
 async def diff(
-    boxes: BoxCore, book: WorkBook, name: str, host_name: str, *, patch: bool
+    boxes: BoxCore, record: WorkRecord, name: str, host_name: str, *, patch: bool
 ) -> WorkDiff:
-    record = work_record(boxes, book, name, host_name)
+    """The work in the box's clone `record` since its seed."""
     host = await boxes.hosts.get(host_name)
     with reaching(name):
         answer = await work_box.run_step(

@@ -26,6 +26,7 @@ from textual.widget import Widget
 from hbtui.core.agents import BoxAgents
 from hbtui.core.foundation import BoxListing
 from hbtui.events import MachineState
+from hbtui.tui.actions import ACTIONS
 from hbtui.tui.activity import Activity, BoxKey
 from hbtui.tui.agents.preview import AgentPreview
 from hbtui.tui.agents.state import on_screen, waiting
@@ -34,6 +35,8 @@ from hbtui.tui.messages import AgentPaneLoaded, AgentPaneWanted, AgentsLoaded, A
 
 AGENT_SECONDS = 2.0  # between two asks of what the agents do
 PREVIEW_SECONDS = 1.0  # between two captures of the previewed agent's screen
+# The agent keys, as the footer's bindings name their actions.
+LEADING = frozenset(a.action for a in ACTIONS if a.action.startswith("agents."))
 
 
 class Rows(Protocol):
@@ -67,6 +70,7 @@ class AgentPanel(Vertical):
         self.activities = activities  # the App's, which operations feed; read here
         self.clock = clock
         self.listing: BoxListing | None = None  # the last one the screen showed (it sets it)
+        self._led = False  # the footer last put the agent keys first
         self.agents: dict[BoxKey, BoxAgents] = {}  # running boxes', by the last ask
         self._said: dict[BoxKey, BoxAgents] = {}  # every row the last ask brought
         self.agents_failure: Failure | None = None  # why the last ask failed as a whole
@@ -138,9 +142,10 @@ class AgentPanel(Vertical):
         several a second with many boxes (the status line and the preview are redrawn
         only when what they show changed)."""
         before, had, waited = self.agents, self.any_agents, self._waiting_count()
+        first = self.selected_has_agent
         self.agents = agents
-        if self.any_agents != had:
-            self.app.refresh_bindings()  # the agent keys come into the footer, or go
+        if self.any_agents != had or self.selected_has_agent != first:
+            self.app.refresh_bindings()  # the agent keys come into the footer, go, or lead
         self.rows.set_agents(agents, self.activities, self.clock())
         if self._waiting_count() != waited:
             self.status_changed()
@@ -210,8 +215,23 @@ class AgentPanel(Vertical):
             self._preview_timer.pause()
 
     def selection_changed(self, key: BoxKey | None) -> None:
+        if self._led != self.selected_has_agent:
+            self.app.refresh_bindings()  # the agent keys lead the footer, or no longer
         if self.display and key != self.preview.key:
             self.show_preview()
+
+    @property
+    def selected_has_agent(self) -> bool:
+        """The selected box has an agent session: its keys lead the footer."""
+        key = self.rows.selected_key()
+        row = self.agents.get(key) if key is not None else None
+        return row is not None and bool(row.sessions)
+
+    def footer_first(self) -> frozenset[str]:
+        """The actions the footer shows first: the agent keys, while the selected box
+        has an agent (at 120 columns the footer used to end before Deny and Send)."""
+        self._led = self.selected_has_agent
+        return LEADING if self._led else frozenset()
 
     def show_preview(self) -> None:
         """The selected box's session in the preview, and its screen asked for now."""

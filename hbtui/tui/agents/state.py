@@ -9,23 +9,14 @@ from __future__ import annotations
 from hbtui.core.agents import (
     ENDED,
     ERROR,
-    IDLE,
     NEEDS_YOU,
     WORKING,
     AgentSession,
     BoxAgents,
+    lead,
 )
 
-# The session a box's row shows: the one that needs the user first, then a broken one,
-# then one at work.
-URGENCY = {NEEDS_YOU: 0, ERROR: 1, WORKING: 2, IDLE: 3, ENDED: 4}
-
-
-def lead(row: BoxAgents) -> AgentSession | None:
-    """The session the row and the preview show (the longest waiting first)."""
-    if not row.sessions:
-        return None
-    return min(row.sessions, key=lambda s: (URGENCY.get(s.status, 5), s.since or 0.0))
+__all__ = ["at_work", "lead", "live", "on_screen", "waiting"]  # lead: the core's one story
 
 
 def waiting(row: BoxAgents | None) -> list[AgentSession]:
@@ -36,6 +27,11 @@ def waiting(row: BoxAgents | None) -> list[AgentSession]:
 def live(row: BoxAgents | None) -> list[AgentSession]:
     """The sessions a line can be sent to."""
     return [s for s in row.sessions if s.status not in (ENDED, ERROR)] if row is not None else []
+
+
+def at_work(row: BoxAgents | None) -> list[AgentSession]:
+    """The sessions that stopping the box would cut off: working, or waiting for the user."""
+    return [s for s in row.sessions if s.status in (WORKING, NEEDS_YOU)] if row is not None else []
 
 
 def on_screen(row: BoxAgents | None) -> AgentSession | None:

@@ -11,10 +11,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import Button, Input, Label, Static
 
+from hbtui.core.agents import AgentSession
 from hbtui.core.foundation import BoxView, PortSlot
 from hbtui.events import Report
 from hbtui.names import name_problem
 from hbtui.tui.activity import BoxKey
+from hbtui.tui.boxes.ending import sessions_text
 from hbtui.tui.dialogs.base import Dialog, Field, int_or_none, name_taken, ok_cancel, port_problem
 from hbtui.tui.requests import BoxRequest
 
@@ -44,11 +46,19 @@ class BranchDialog(Dialog[BranchRequest]):
 
     TITLE_TEXT = "Branch box"
 
-    def __init__(self, service: Service, view: BoxView, taken: Collection[tuple[str, str]]) -> None:
+    def __init__(
+        self,
+        service: Service,
+        view: BoxView,
+        taken: Collection[tuple[str, str]],
+        *,
+        ending: list[AgentSession] | None = None,
+    ) -> None:
         super().__init__()
         self.service = service
         self.view = view
         self.taken = taken
+        self.ending = ending or []  # the agents at work that restarting the source ends
         self.slots: list[PortSlot] = []
 
     def compose_body(self) -> ComposeResult:
@@ -62,11 +72,17 @@ class BranchDialog(Dialog[BranchRequest]):
         else:
             how = Text.assemble(
                 ("⚠ ", "yellow"),
-                f"{v.name} is not branchable: it is stopped, its disk packed, and started "
-                "again; its running processes are not carried over. "
+                f"{v.name} is not branchable: it stops, its disk is copied, and it starts "
+                "again; its running processes (its agents too) end. "
                 "(Make boxes with --branchable to branch them at once.)",
             )
         yield Static(how, classes="hint", markup=False)
+        if self.ending:
+            yield Static(
+                Text(f"Its agents at work end when {v.name} stops:", style="bold yellow"),
+                markup=False,
+            )
+            yield Static(sessions_text(self.ending), id="ending", markup=False)
         yield Label("Name of the new box")
         yield Field(value=f"{v.name}-b", placeholder="a-z, 0-9 and -", id="name")
         yield Label("", id="name-problem", classes="problem", markup=False)

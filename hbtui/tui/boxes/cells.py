@@ -17,7 +17,7 @@ from hbtui.events import MachineState
 from hbtui.present import AGENT_ICON, AGENT_STYLE, PROVISION_STYLE, STATE_STYLE, age, elapsed
 from hbtui.tui.activity import Activity
 from hbtui.tui.agents.state import lead
-from hbtui.tui.requests import StartRequest, StopRequest
+from hbtui.tui.requests import PauseRequest, ResumeRequest, StartRequest, StopRequest
 
 COLUMNS = (
     ("name", "Box"),
@@ -25,6 +25,7 @@ COLUMNS = (
     ("state", "State"),
     ("port", "Port"),
     ("agent", "Agent"),
+    ("branch", "Branch"),
     ("url", "URL"),
     ("image", "Image"),
     ("cpus", "CPUs"),
@@ -37,10 +38,12 @@ COLUMNS = (
 
 BAR_WIDTH = 8
 
-# What a row's state says while the dashboard's own start or stop of the box runs.
+# What a row's state says while the dashboard's own start, stop, pause or resume runs.
 PASSING = {
     StartRequest.operation: MachineState.STARTING,
     StopRequest.operation: MachineState.STOPPING,
+    PauseRequest.operation: MachineState.PAUSING,
+    ResumeRequest.operation: MachineState.STARTING,
 }
 
 
@@ -84,6 +87,15 @@ def keys_text(view: BoxView) -> Text:
     if view.credentials:
         return Text(f"🔒 {len(view.credentials)}", style="green")
     return Text("")
+
+
+def branch_text(view: BoxView) -> Text:
+    """The branch of the box's clone (`new --repo`), and the commits its last pull found
+    past the seed (`hb/b1 ↑3`); nothing for a box without a repository."""
+    text = Text(view.branch)
+    if view.ahead:
+        text.append(f" ↑{view.ahead}", style="dim")
+    return text
 
 
 def agent_text(row: BoxAgents, now: datetime) -> Text:
@@ -137,6 +149,7 @@ def cells(
         Text(state, style=STATE_STYLE.get(shown_state, STATE_STYLE.get(view.kind, ""))),
         Text(str(view.port or ""), justify="right"),
         agent or Text(""),
+        branch_text(view),
         Text(view.url or "", style=url_style(view)),
         Text(view.image or ""),
         Text(str(view.cpus or ""), justify="right"),
@@ -160,6 +173,7 @@ def matches(view: BoxView, needle: str) -> bool:
             view.image or "",
             view.provisioning,
             str(view.port or ""),
+            view.branch,
         )
     ).lower()
     return all(word in hay for word in needle.lower().split())

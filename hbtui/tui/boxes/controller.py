@@ -5,8 +5,9 @@ Service, and the answer goes back to the screen as a `...Loaded` message. None o
 questions changes anything, and a failure is shown where the answer would be (the status
 line, the log pane, the details view).
 
-The keys (new, branch, start, stop, remove, cancel, details) each open a dialog (or act
-at once) and run the request it returns as an operation. Dialogs are imported when first
+The keys (new, branch, start, stop, pause, resume, remove, cancel, details) each open a
+dialog (or act at once) and run the request it returns as an operation; stop, remove and
+a branch that restarts its source name the agents at work they would end first. Dialogs are imported when first
 used: the first frame does not need them. A box busy with an operation, here or in
 another hbtui process, is refused before any dialog is filled.
 """
@@ -16,13 +17,18 @@ from __future__ import annotations
 import time
 from collections import deque
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 
-from hbtui.core.foundation import BoxStats
+from hbtui.core.agents import AgentSession
+from hbtui.core.foundation import BoxStats, BoxView
 from hbtui.errors import HbtuiError
+from hbtui.events import MachineState
 from hbtui.tui.activity import MAX_LINES, BoxKey
+from hbtui.tui.agents.panel import AgentPanel
+from hbtui.tui.agents.state import at_work
+from hbtui.tui.boxes.made import made
 from hbtui.tui.failure import Failure, describe
 from hbtui.tui.feature import Dashboard, Feature
 from hbtui.tui.messages import (
@@ -33,7 +39,8 @@ from hbtui.tui.messages import (
     StatsWanted,
     WorkloadLogLoaded,
 )
-from hbtui.tui.requests import StartRequest, StopRequest
+from hbtui.tui.operations import Teller
+from hbtui.tui.requests import PauseRequest, ResumeRequest, StartRequest, StopRequest
 
 if TYPE_CHECKING:
     from textual.worker import Worker
@@ -49,6 +56,9 @@ STATS_SECONDS = 10.0  # how often a box that is not selected has its figures rea
 
 
 class Boxes(Feature):
+    # How a new box's success is told (the App looks its operations up here).
+    TOLD: ClassVar[dict[str, Teller]] = {"new": made}
+
     def __init__(self, app: Dashboard) -> None:
         super().__init__(app)
         self._listing = False  # a list_boxes() worker is running
@@ -211,21 +221,62 @@ class Boxes(Feature):
         view = self.need_box()
         if view is None or self.refuse_busy(view):
             return
-        self.app.push_screen(BranchDialog(self.service, view, self.taken()), self._branch)
+        ending = [] if view.branchable else self.at_work(view)
+        self.app.push_screen(
+            BranchDialog(self.service, view, self.taken(), ending=ending), self._branch
+        )
 
     def _branch(self, request: BranchRequest | None) -> None:
         if request is not None:
             self.app.run_request(request)
 
     def action_start(self) -> None:
-        for view in self.chosen():
-            self.app.run_request(StartRequest(view.name, view.host))
-        self.app.main.clear_marks()
+        """Start the chosen boxes (a paused one is resumed: the core does it)."""
+        self._run_each(self.chosen(), StartRequest)
 
     def action_stop(self) -> None:
-        for view in self.chosen():
-            self.app.run_request(StopRequest(view.name, view.host))
-        self.app.main.clear_marks()
+        """Stop the chosen boxes; when that would end an agent at work, ask first, offering
+        to pause them instead."""
+        from hbtui.tui.boxes.ending import StopAskDialog
+
+        views = self.chosen()
+        sessions = [s for v in views for s in self.at_work(v)]
+        if not sessions:
+            self._run_each(views, StopRequest)
+            return
+        names = [v.name for v in views]
+        self.app.push_screen(StopAskDialog(names, sessions), partial(self._stop_answered, views))
+
+    def _stop_answered(self, views: list[BoxView], what: str | None) -> None:
+        from hbtui.tui.boxes.ending import PAUSE, STOP
+
+        if what == STOP:
+            self._run_each(views, StopRequest)
+        elif what == PAUSE:
+            self._run_each([v for v in views if v.state == MachineState.RUNNING], PauseRequest)
+
+    def action_pause(self) -> None:
+        self._run_each(self.chosen(), PauseRequest)
+
+    def action_resume(self) -> None:
+        self._run_each(self.chosen(), ResumeRequest)
+
+    def _run_each(
+        self,
+        views: list[BoxView],
+        request: type[StartRequest | StopRequest | PauseRequest | ResumeRequest],
+    ) -> None:
+        for view in views:
+            self.app.run_request(request(view.name, view.host))
+        if views:
+            self.app.main.clear_marks()
+
+    def at_work(self, view: BoxView) -> list[AgentSession]:
+        """The box's agent sessions that ending its processes would cut off, as the agent
+        panel last heard them (a box that is not running has none)."""
+        if view.state != MachineState.RUNNING:
+            return []
+        return at_work(self.app.main.query_one(AgentPanel).agents.get((view.host, view.name)))
 
     def action_remove(self) -> None:
         from hbtui.tui.boxes.remove import RemoveDialog
@@ -246,7 +297,7 @@ class Boxes(Feature):
                 self.app.main.redraw()
             return
         if not self.refuse_busy(view):
-            self.app.push_screen(RemoveDialog(view), self._remove)
+            self.app.push_screen(RemoveDialog(view, ending=self.at_work(view)), self._remove)
 
     def _remove(self, request: RemoveRequest | None) -> None:
         if request is not None:

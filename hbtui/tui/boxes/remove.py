@@ -7,8 +7,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import Button, Input, Label, Static
 
+from hbtui.core.agents import AgentSession
 from hbtui.core.foundation import BoxView
 from hbtui.names import LOCAL
+from hbtui.tui.boxes.ending import sessions_text
 from hbtui.tui.dialogs.base import Dialog, Field, ok_cancel
 from hbtui.tui.requests import RemoveRequest
 
@@ -18,9 +20,10 @@ class RemoveDialog(Dialog[RemoveRequest]):
 
     TITLE_TEXT = "Remove box"
 
-    def __init__(self, view: BoxView) -> None:
+    def __init__(self, view: BoxView, *, ending: list[AgentSession] | None = None) -> None:
         super().__init__()
         self.view = view
+        self.ending = ending or []  # the agents at work that removing it ends
 
     def compose_body(self) -> ComposeResult:
         v = self.view
@@ -39,6 +42,9 @@ class RemoveDialog(Dialog[RemoveRequest]):
             yield Static(f"Last save: {v.last_save}", classes="hint", markup=False)
         else:
             yield Static(Text("This box was never saved.", style="bold yellow"), markup=False)
+        if self.ending:
+            yield Static(Text("Its agents at work end with it:", style="bold yellow"), markup=False)
+            yield Static(sessions_text(self.ending), id="ending", markup=False)
         yield Label(f"Type {v.name} to confirm", markup=False)
         yield Field(placeholder=v.name, id="confirm")
         yield from ok_cancel("Remove", variant="error", disabled=True)

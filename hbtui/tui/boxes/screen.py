@@ -280,6 +280,10 @@ class MainScreen(Screen[None]):
 
     # -- selection and logs ------------------------------------------------------------------
 
+    def footer_first(self) -> frozenset[str]:
+        """What the footer shows first (KeyFooter asks): the selected box's agent keys."""
+        return self.agent_panel.footer_first()
+
     def selected_view(self) -> BoxView | None:
         key = self.table.selected_key()
         return self.table.views.get(row_key(key)) if key else None

@@ -37,15 +37,16 @@ from hbtui.tui.keys import bindings
 
 # The widest a column grows; longer text ends in "…". Box names are at most 40 characters and
 # states short, so those two (and the port) always fit an 80-column terminal.
-CAPS = {"host": 16, "url": 32, "image": 24, "keys": 16, "agent": 30}
+CAPS = {"host": 16, "url": 32, "image": 24, "keys": 16, "agent": 30, "branch": 28}
 # Provisioning (an error can be long) takes up to PROV_CAP while the columns are placed,
 # then whatever room is left over, up to its whole text.
 PROV_CAP = 40
 
 # When the table is too narrow, columns go in this order (name and state always stay);
 # Provisioning first narrows to what is left, down to PROV_MIN, before it goes. The Agent
-# column shows once some box has said something of its agents.
-_GO_FIRST = ("url", "image", "age", "cpus", "mem", "keys", "host", "live")
+# column shows once some box has said something of its agents, the Branch column once
+# some box has a repository.
+_GO_FIRST = ("url", "image", "age", "cpus", "mem", "keys", "host", "live", "branch")
 COLLAPSE_ORDER = (*_GO_FIRST, "prov", "agent", "port")
 PROV_MIN = 12
 
@@ -63,6 +64,7 @@ _IDS = [ident for ident, _ in COLUMNS]
 _CAPS = [CAPS.get(ident, 1 << 16) for ident in _IDS]
 _PROV = _IDS.index("prov")
 _AGENT = _IDS.index("agent")
+_BRANCH = _IDS.index("branch")
 _LIVE = _IDS.index("live")
 
 # What a row is drawn from: the box, its age, what of its activity shows, its CPU and
@@ -150,6 +152,7 @@ class BoxTable(ScrollView, can_focus=True):
         self._empty_said = ""  # what the empty table said when last drawn
         self.usage: dict[BoxKey, BoxStats] = {}  # running boxes' CPU and memory
         self.agents: dict[BoxKey, BoxAgents] = {}  # running boxes' agents, by the last ask
+        self._branched = False  # some box listed has a repository: the Branch column shows
         self.marked: set[str] = set()  # row keys picked for a bulk action (space)
 
     # -- what is shown -------------------------------------------------------------
@@ -268,6 +271,12 @@ class BoxTable(ScrollView, can_focus=True):
             self._refit = True
         for key, view in wanted.items():
             self._put(key, view, activities, now)
+        branched = any(v.branch for v in self.views.values())
+        if branched != self._branched:
+            self._branched = branched
+            self._look += 1
+            self._resize()
+            self.refresh()
         self._fit()
         self._reorder()
         if not self._order and self._empty_said != self._empty_text():
@@ -381,6 +390,8 @@ class BoxTable(ScrollView, can_focus=True):
         """Hide columns, least useful first, until the rest fit the table's width."""
         room = self.scrollable_content_region.width
         hidden: set[int] = set() if self.agents else {_AGENT}
+        if not self._branched:
+            hidden.add(_BRANCH)
         drawn = list(self._widths)
         drawn[_PROV] = min(drawn[_PROV], max(PROV_CAP, self._least[_PROV]))
 

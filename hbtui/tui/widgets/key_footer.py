@@ -42,7 +42,7 @@ class KeyFooter(Footer):
         if not self._bindings_ready:
             return ()
         typing = isinstance(self.screen.focused, Input)
-        shown = []
+        shown: list[Any] = [self._first()]
         for _, b, enabled, tip in self.screen.active_bindings.values():
             if not (b.show or b.action == "app.command_palette"):
                 continue
@@ -65,9 +65,16 @@ class KeyFooter(Footer):
         self._shown = self._keys()
         yield from self._compose_pinned()
 
+    def _first(self) -> frozenset[str]:
+        """The actions the screen wants shown first (`footer_first`: the selected box's
+        agent keys), where a narrow footer cannot cut them off."""
+        first = getattr(self.screen, "footer_first", None)
+        return first() if callable(first) else frozenset()
+
     def _compose_pinned(self) -> ComposeResult:
-        pinned = []
+        pinned, leading, rest = [], [], []
         typing = isinstance(self.screen.focused, Input)
+        first = self._first()
         for widget in super().compose():
             if typing and isinstance(widget, FooterKey) and _typed(widget.key_display):
                 continue
@@ -75,8 +82,12 @@ class KeyFooter(Footer):
                 widget.action in PINNED or widget.has_class("-command-palette")
             ):
                 pinned.append(widget)
+            elif isinstance(widget, FooterKey) and widget.action in first:
+                leading.append(widget)
             else:
-                yield widget
+                rest.append(widget)
+        yield from leading
+        yield from rest
         if pinned:
             yield HorizontalGroup(*pinned, id="pinned")
 

@@ -1,9 +1,11 @@
 """The keys for a box's work (docs/work.md): its diff (`u`), pulling it into the host
-repository (`P`), and the compare view of the try it belongs to (`T`, keep with `k`).
+repository (`P`), pushing it as a pull request (`L`, asked first), and the compare view
+of the try it belongs to (`T`, keep with `k`).
 
 Reading a diff or a try changes nothing and runs in a worker like the other questions;
-pull and keep change the host repository (keep removes boxes too), so they run as
-operations, in the box's row and log, cancellable, and say what landed when they end.
+pull, pr and keep change the host repository (pr the remote too, keep removes boxes), so
+they run as operations, in the box's row and log, cancellable, and say what landed when
+they end.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from hbtui.tui.activity import BoxKey
 from hbtui.tui.failure import Failure, describe
 from hbtui.tui.feature import Feature
 from hbtui.tui.operations import Operation, Teller, Told
-from hbtui.tui.requests import KeepRequest, PullRequest
-from hbtui.tui.work.landed import landed
+from hbtui.tui.requests import KeepRequest, LandRequest, PullRequest
+from hbtui.tui.work.landed import landed, pushed
 
 if TYPE_CHECKING:
     from hbtui.tui.work.compare import TryScreen
@@ -29,9 +31,17 @@ def pulled(operation: Operation, result: object) -> Told:
     return Told(landed(result), f"{operation.label}: done", 15)
 
 
+def landed_pr(operation: Operation, result: object) -> Told:
+    """What a pr pushed, and its pull request's URL or the command that opens one."""
+    from hbtui.core.work import PrResult
+
+    said = pushed(result) if isinstance(result, PrResult) else "done"
+    return Told(said, f"{operation.label}: done", 30)
+
+
 class Work(Feature):
     # How each one's success is told (the App looks its operations up here).
-    TOLD: ClassVar[dict[str, Teller]] = {"pull": pulled, "keep": pulled}
+    TOLD: ClassVar[dict[str, Teller]] = {"pull": pulled, "keep": pulled, "pr": landed_pr}
 
     def action_diff(self) -> None:
         if view := self.need_box():
@@ -60,6 +70,44 @@ class Work(Feature):
     def action_pull(self) -> None:
         if view := self.need_box():
             self.app.run_request(PullRequest(view.name, view.host))
+
+    def action_pr(self) -> None:
+        """Asks first, naming where the work goes: it changes the remote."""
+        from rich.text import Text
+
+        from hbtui.tui.dialogs.confirm import ConfirmDialog
+
+        view = self.need_box()
+        if view is None:
+            return
+        try:
+            work = self.service.work.record(view.name, view.host)
+        except HbtuiError as exc:
+            self.app.notify(describe(exc), title=f"pr {view.name}", severity="error", timeout=8)
+            return
+        if len(work.repos) > 1:
+            names = ", ".join(r.name for r in work.repos)
+            self.app.notify(
+                f"{view.name} has {len(work.repos)} repositories ({names}): "
+                f"hbtui pr {view.name} --repo NAME",
+                title=f"pr {view.name}",
+                severity="warning",
+                timeout=8,
+            )
+            return
+        question = Text.assemble(
+            "Pull ", (view.name, "bold"), f"'s work into {work.first.repo}, push ",
+            (work.first.branch, "bold"), " to ", ("origin", "bold"), " as ",
+            (work.first.branch, "bold"), " and open a pull request (with gh, when logged in)?",
+        )  # fmt: skip
+        self.app.push_screen(
+            ConfirmDialog(f"Pull request from {view.name}", question, yes="Push", no="Not now"),
+            partial(self._land, LandRequest(view.name, view.host)),
+        )
+
+    def _land(self, request: LandRequest, yes: bool | None) -> None:
+        if yes:
+            self.app.run_request(request)
 
     def action_try(self) -> None:
         """The compare view of the try the selected box belongs to (NAME-K)."""

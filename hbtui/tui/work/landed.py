@@ -1,11 +1,12 @@
-"""What a pull or keep brought into the host repository: the notification it ends with."""
+"""What a pull, keep or pr brought into the host repository (and pushed): the
+notification it ends with."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hbtui.core.work import PullResult
+    from hbtui.core.work import PrResult, PullResult
 
 
 def _pulled(result: PullResult) -> str:
@@ -29,3 +30,14 @@ def landed(result: object) -> str:
         removed = ", ".join(result[1]) or "nothing"
         return f"{_pulled(result[0])}\nremoved {removed}"
     return "done"
+
+
+def pushed(result: PrResult) -> str:
+    """What a pr pushed, and the pull request it opened (or the command that opens it)."""
+    said = (
+        f"{result.branch} → {result.remote} ({result.pushed}): {len(result.commits)} "
+        f"commit(s), {result.commit[:12]}"
+    )
+    if result.url:
+        return f"{said}\n{result.url}"
+    return f"{said}\n{result.no_gh}; to open the pull request:\n{result.command}"

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from hbtui.archive import note
 from hbtui.archive.hbxtar import payload_start_problem
 from hbtui.core.archives.parts import (
     SAVE_DIR,
@@ -168,6 +169,12 @@ def test_a_payload_that_is_not_a_tar_of_a_folder_says_why(
 def test_a_payload_that_is_not_zstd_says_so(tmp_path: Path) -> None:
     (tmp_path / "part").write_bytes(tar_of("./"))
     assert (payload_start_problem(tmp_path / "part") or "").startswith("is not zstd data")
+
+
+def test_a_payload_opening_with_a_note_of_its_own_is_refused(tmp_path: Path) -> None:
+    real = zstd(tar_of("./"), tmp_path / "real").read_bytes()
+    (tmp_path / "part").write_bytes(note.frame(b'{"work": {}}') + real)
+    assert "only the host's note" in (payload_start_problem(tmp_path / "part") or "")
 
 
 def test_the_first_part_of_a_tar_of_a_folder_passes_even_cut_mid_frame(tmp_path: Path) -> None:

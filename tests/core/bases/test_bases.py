@@ -205,7 +205,7 @@ def test_branch_of_a_box_not_running_branchable_copies_its_disk(sim_env, tmp_pat
     run_ok("new", "b2", "-q", env=env)
     in_box("b2", "sh", "-c", "echo kept > /data/home/agent/workspace/note", env=env)
     out = run_ok("branch", "b2", "b3", env=env)
-    assert "running processes are not carried over" in out
+    assert "it starts again; its running processes (its agents too) end" in out
     boxes = {b["name"]: b for b in ls_json(env)}
     assert boxes["b3"]["parent"] == "b2" and boxes["b3"]["provisioning"] == "ready"
     assert boxes["b2"]["state"] == "running" and answers(boxes["b2"]["port"])

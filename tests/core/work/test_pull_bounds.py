@@ -22,7 +22,7 @@ from hbtui.core.work import book as work_book
 from hbtui.core.work import box as work_box
 from hbtui.core.work import diff as work_diff
 from hbtui.core.work import intake
-from hbtui.core.work import operations as work
+from hbtui.core.work import pull as work
 from hbtui.engine.client import EngineStream
 from hbtui.engine.runner import LocalStream
 from hbtui.paths import Paths
@@ -72,7 +72,7 @@ def box_with_git(tmp_path: Path, git_first: str) -> SimpleNamespace:
 
 
 def operations(engine_host: SimpleNamespace, host: Path, box: Path, seed: str):
-    """The box operations and work book work.pull and work_diff.diff need, for box b1
+    """The box operations and work record work.pull and work_diff.diff need, for box b1
     (its clone `box`) made from `host`."""
 
     async def get(name: str) -> SimpleNamespace:
@@ -81,12 +81,12 @@ def operations(engine_host: SimpleNamespace, host: Path, box: Path, seed: str):
     record = work_book.WorkRecord(str(host), seed, "refs/heads/main", str(box), "hb/b1")
     paths = Paths(host.parent, host.parent, host.parent)
     boxes = SimpleNamespace(hosts=SimpleNamespace(get=get), paths=paths)
-    return boxes, SimpleNamespace(get=lambda host_name, name: record)
+    return boxes, record
 
 
 async def pull(engine_host: SimpleNamespace, host: Path, box: Path, seed: str, *, wip=False):
-    boxes, book = operations(engine_host, host, box, seed)
-    return await work.pull(boxes, book, "b1", "local", wip=wip, repo=None)  # type: ignore[arg-type]
+    boxes, record = operations(engine_host, host, box, seed)
+    return await work.pull(boxes, record, host, "b1", "local", wip=wip)  # type: ignore[arg-type]
 
 
 def repository_files(repo: Path) -> dict[str, bytes | None]:
@@ -261,12 +261,12 @@ async def test_a_diff_of_a_box_that_goes_silent_is_given_up(
     repos, tmp_path: Path, idle: float, git_first: str
 ):
     host, box, seed = repos
-    boxes, book = operations(box_with_git(tmp_path, git_first), host, box, seed)
+    boxes, record = operations(box_with_git(tmp_path, git_first), host, box, seed)
     began = time.monotonic()
     with pytest.raises(
         work_box.BoxAnswerRefused, match=r"^box b1 went silent while reading its work for diff "
     ):
-        await work_diff.diff(boxes, book, "b1", "local", patch=True)  # type: ignore[arg-type]
+        await work_diff.diff(boxes, record, "b1", "local", patch=True)  # type: ignore[arg-type]
     assert time.monotonic() - began < 60
 
 
@@ -280,11 +280,11 @@ async def test_a_box_at_work_is_not_given_up_however_long_it_takes(
         commit(box, f"c{n}.txt")
     # 80 lines of some 75 bytes, 20 a second: 1.5 KiB a second, for 4 s.
     slow = '/usr/bin/git "$@" | while read -r l; do echo "$l"; sleep 0.05; done; exit'
-    boxes, book = operations(
+    boxes, record = operations(
         box_with_git(tmp_path, f'case " $* " in *" log "*) {slow} ;; esac'), host, box, seed
     )
     began = time.monotonic()
-    shown = await work_diff.diff(boxes, book, "b1", "local", patch=False)  # type: ignore[arg-type]
+    shown = await work_diff.diff(boxes, record, "b1", "local", patch=False)  # type: ignore[arg-type]
     assert len(shown.commits) == 80
     assert time.monotonic() - began > idle  # longer than the bound, and not given up
 

@@ -181,7 +181,7 @@ async def test_the_pack_is_indexed_while_the_rest_of_it_is_still_on_its_way(repo
 async def pull_from(engine_host: SimpleNamespace, host: Path, box: Path, seed: str, report):
     """work.pull of box b1 (its clone `box`) into `host`, through `engine_host`."""
     from hbtui.core.work import book as work_book
-    from hbtui.core.work import operations as work
+    from hbtui.core.work import pull as work
     from hbtui.paths import Paths
 
     async def get(name: str) -> SimpleNamespace:
@@ -190,14 +190,13 @@ async def pull_from(engine_host: SimpleNamespace, host: Path, box: Path, seed: s
     record = work_book.WorkRecord(str(host), seed, "refs/heads/main", str(box), "hb/b1")
     paths = Paths(host.parent, host.parent, host.parent)
     boxes = SimpleNamespace(hosts=SimpleNamespace(get=get), paths=paths)
-    book = SimpleNamespace(get=lambda host_name, name: record)
     return await work.pull(
         boxes,
-        book,
+        record,
+        host,
         "b1",
         "local",
         wip=False,
-        repo=None,
         report=report,  # type: ignore[arg-type]
     )
 

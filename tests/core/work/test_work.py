@@ -16,6 +16,7 @@ from hbtui.core.work import book as work_book
 from hbtui.core.work import box as work_box
 from hbtui.core.work import diff as work_diff
 from hbtui.core.work import operations as work
+from hbtui.core.work import pull as work_pull
 from hbtui.errors import UsageError
 from hbtui.names import LOCAL
 
@@ -103,14 +104,14 @@ def test_repo_and_ref_split_at_the_last_at_unless_the_path_exists(tmp_path: Path
 
 
 def test_the_pull_cap_is_a_number_of_bytes(monkeypatch):
-    monkeypatch.setenv(work.PULL_MAX_ENV, "1024")
-    assert work.pull_max() == 1024
+    monkeypatch.setenv(work_pull.PULL_MAX_ENV, "1024")
+    assert work_pull.pull_max() == 1024
     for bad in ("0", "-1", "1G", " "):
-        monkeypatch.setenv(work.PULL_MAX_ENV, bad)
-        with pytest.raises(UsageError, match=work.PULL_MAX_ENV):
-            work.pull_max()
-    monkeypatch.delenv(work.PULL_MAX_ENV)
-    assert work.pull_max() == work.PULL_MAX_DEFAULT
+        monkeypatch.setenv(work_pull.PULL_MAX_ENV, bad)
+        with pytest.raises(UsageError, match=work_pull.PULL_MAX_ENV):
+            work_pull.pull_max()
+    monkeypatch.delenv(work_pull.PULL_MAX_ENV)
+    assert work_pull.pull_max() == work_pull.PULL_MAX_DEFAULT
 
 
 def test_a_diff_from_the_box_reaches_the_terminal_without_escapes():
