@@ -172,6 +172,7 @@ class FakeService:
         # which prints these lines, and fails once the box is made when `setup_fails`.
         self.setup_lines: list[str] | None = None
         self.setup_fails = False
+        self.branch_setups: dict[str, bool] = {}  # branch -> whether its setup was to run
         self.tracked: set[str] = set()  # files git tracks in every repository (not to --copy)
         # The reads a dialog makes (new_plan, secrets, ...): (method, on the event loop's
         # thread?), so a test sees what runs on each key and what runs before a paint.
@@ -300,6 +301,7 @@ class FakeService:
     ) -> BoxView:
         check_name(name)
         self._called("branch", source, name, host, port)
+        self.branch_setups[name] = setup
         src = self.views[self._find(source, host)]
         if any((b.name, b.host) == (name, host) for b in self.views):
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")

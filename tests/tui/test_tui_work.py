@@ -5,6 +5,7 @@ pull (`P`), and a try's compare view with keep (`T`, `k`), driven with Pilot ove
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 from textual.widgets._footer import FooterKey
@@ -13,6 +14,7 @@ from hbtui.core.foundation.git import RepoSeed
 from hbtui.core.foundation.specs import WorkRequest
 from hbtui.names import LOCAL
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.boxes.branch import BranchDialog
 from hbtui.tui.boxes.new import NewBoxDialog
 from hbtui.tui.dialogs.confirm import ConfirmDialog
 from hbtui.tui.help import HelpScreen
@@ -478,6 +480,31 @@ async def test_the_setup_prints_in_the_log_and_a_failed_one_leaves_a_made_box(tm
         assert activity.failure is None and not activity.running
         assert any(n.startswith("new w1: made, its setup failed the setup") for n in notes(app))
         assert not any("new w1 failed" in n for n in notes(app))
+
+
+async def test_the_branch_dialog_of_a_box_with_a_repository_may_skip_its_setup():
+    service = FakeService()
+    service.views[0] = replace(service.views[0], repo="/src/app")  # alpha, made with one
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        for source, untick, branch in (("alpha", True, "a1"), ("alpha", False, "a2")):
+            await select(pilot, app, source)
+            await pilot.press("b")
+            await until(pilot, lambda: isinstance(app.screen, BranchDialog))
+            dialog = app.screen
+            dialog.query_one("#name", Input).value = branch
+            if untick:
+                dialog.query_one("#setup", Checkbox).value = False
+            await settled(pilot)
+            dialog.query_one("#ok", Button).press()
+            await until(pilot, lambda b=branch: b in service.branch_setups, what="branch")
+            await operations_done(pilot, app)
+        assert service.branch_setups == {"a1": False, "a2": True}
+        await select(pilot, app, "gamma")  # made without a repository: nothing to set up
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, BranchDialog))
+        assert not app.screen.query("#setup")
 
 
 async def test_footer_and_help_list_the_work_keys():
