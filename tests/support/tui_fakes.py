@@ -698,7 +698,9 @@ class FakeWork:
                 )
         return tuple(dict.fromkeys(paths))
 
-    async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
+    async def diff(
+        self, name: str, host: str = LOCAL, *, patch: bool = True, repo: str | None = None
+    ) -> WorkDiff:
         self.fake._called("diff", name, host, patch)
         work = self.fake._work_of(name, host)
         return work if patch else replace(work, patch=None)
