@@ -460,6 +460,11 @@ class HbtuiApp(App[None]):
     def _tell_failure(self, operation: Operation, failure: Failure) -> None:
         if failure.cancelled:  # a notice: the core has undone what the operation did
             self.notify(failure.text, title=f"{operation.label}: cancelled", timeout=6)
+        elif failure.made:  # the box is made and stays: a warning, not a failed operation
+            self.notify(
+                failure.text, title=f"{operation.label}: made, its setup failed",
+                severity="warning", timeout=10,
+            )  # fmt: skip
         else:
             self.notify(
                 failure.text, title=f"{operation.label} failed", severity="error", timeout=10

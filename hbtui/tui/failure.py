@@ -48,6 +48,14 @@ class Failure:
         return issubclass(self.kind, Cancelled | asyncio.CancelledError)
 
     @property
+    def made(self) -> bool:
+        """Only what followed the making failed (the repository's setup): the box is made,
+        whole, and stays; the operation is told as done, with what failed said."""
+        from hbtui.core.work import SetupFailed  # loaded with the Service that raised it
+
+        return issubclass(self.kind, SetupFailed)
+
+    @property
     def locked(self) -> bool:
         """It stopped before doing anything, for want of the secrets file's passphrase."""
         return issubclass(self.kind, SecretsPassphraseNeeded)
