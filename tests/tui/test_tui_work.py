@@ -377,11 +377,11 @@ async def test_a_new_box_whose_agent_ended_at_start_is_made_with_its_agent_ended
         dialog.query_one("#ok", Button).press()
         await operations_done(pilot, app)
         said = " | ".join(notes(app))
-        assert "new ends1: made; its agent ended" in said and "bad key" in said, said
-        assert "failed" not in said, said
+        assert "new ends1: made, its agent ended" in said and "bad key" in said, said
+        assert "new ends1 failed" not in said, said
         activity = app.activities[(LOCAL, "ends1")]
         assert activity.failure is None
-        assert any("claude ended at once in ends1" in line for line in activity.lines)
+        assert any("new done, but claude ended at once" in line for line in activity.lines)
         assert service.views[service._find("ends1", LOCAL)].provisioning == "ready"
 
 

@@ -20,11 +20,9 @@ from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.config import split_list
 from hbtui.core.foundation import NewSpec
-from hbtui.core.work import AgentEnded
 from hbtui.errors import HbtuiError
-from hbtui.events import Notice, Report
+from hbtui.events import Report
 from hbtui.names import LOCAL, name_problem
-from hbtui.tui.boxes.made import AgentEndedAtStart
 from hbtui.tui.boxes.new_options import (
     allow_problem,
     compose_options,
@@ -69,13 +67,7 @@ class NewBoxRequest(SpecRequest):
         one is refused before any box exists, and the dialog says why."""
         work = await self.work.request(service)
         spec = replace(self.spec, work=work) if work is not None else self.spec
-        try:
-            return await service.new(spec, report=report)
-        except AgentEnded as ended:
-            if ended.view is None:
-                raise
-            report(Notice(ended.start.message))
-            return AgentEndedAtStart(ended.view, ended.start.message)
+        return await service.new(spec, report=report)
 
 
 # The folded sections' fields and problem lines, by the id of their section.
