@@ -231,6 +231,16 @@ ACTIONS: tuple[Action, ...] = (
         "Box details",
         "Everything about the selected box, with its live CPU and memory",
     ),
+    Action(
+        "forward",
+        "F",
+        "shell.forward",
+        "Forward",
+        "Forward a port",
+        "Reach a port on the selected box's own loopback (a dev server) from 127.0.0.1 here, "
+        "while the dashboard and the box run",
+        show=False,
+    ),
     # -- work in and out of boxes (docs/work.md) ------------------------------------------
     Action(
         "diff",

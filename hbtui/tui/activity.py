@@ -97,9 +97,13 @@ class Activity:
         self.append(f"\x1b[2m{how}\x1b[0m")
 
     def finish(self, failure: Failure | None = None) -> None:
-        """The operation ended; a cancelled one is no failure (the core rolled it back)."""
+        """The operation ended; a cancelled one is no failure (the core rolled it back), nor
+        one whose box was made whole before a later part failed (its setup)."""
         if failure is not None and failure.cancelled:
             self.halt(failure.text)
+        elif failure is not None and failure.made:  # the box is there: not a failed operation
+            self._end(None)
+            self.append(f"\x1b[33m⚠ {self.operation} done, but {failure.text}\x1b[0m")
         elif failure is not None:
             self._end(failure)
             self.append(f"\x1b[31m✗ {self.operation} failed: {failure.text}\x1b[0m")

@@ -42,7 +42,6 @@ from hbtui.tui.activity import Activity, BoxKey
 from hbtui.tui.agents.controller import Agents
 from hbtui.tui.archives.controller import Archives
 from hbtui.tui.boxes.controller import Boxes
-from hbtui.tui.boxes.made import AgentEndedAtStart
 from hbtui.tui.boxes.screen import MainScreen
 from hbtui.tui.failure import Failure, describe
 from hbtui.tui.feature import Job
@@ -129,7 +128,7 @@ class HbtuiApp(App[None]):
         self.work = Work(self)
         self.shell = Shell(self)
         self._action_targets |= set(FEATURES)  # Textual's namespaces: app, screen, focused
-        self._told: dict[str, Teller] = {**Boxes.TOLD, **Archives.TOLD, **Work.TOLD}
+        self._told: dict[str, Teller] = {**Archives.TOLD, **Work.TOLD}
 
     # -- what the features stand on (hbtui/tui/feature.py's Dashboard) ----------------------
 
@@ -449,8 +448,6 @@ class HbtuiApp(App[None]):
             if operation.name == "remove" and failure is None:
                 self.activities.pop(key, None)  # the box is gone, and its log with it
                 self.main.box_reported(key, None)
-            elif isinstance(result, AgentEndedAtStart):
-                self.main.box_reported(key, result.view)
             elif isinstance(result, BoxView):  # the box as the call left it
                 self.main.box_reported(key, result)
             else:
@@ -460,6 +457,11 @@ class HbtuiApp(App[None]):
     def _tell_failure(self, operation: Operation, failure: Failure) -> None:
         if failure.cancelled:  # a notice: the core has undone what the operation did
             self.notify(failure.text, title=f"{operation.label}: cancelled", timeout=6)
+        elif failure.made:  # the box is made and stays: a warning, not a failed operation
+            self.notify(
+                failure.text, title=f"{operation.label}: made, {failure.after_making}",
+                severity="warning", timeout=10,
+            )  # fmt: skip
         else:
             self.notify(
                 failure.text, title=f"{operation.label} failed", severity="error", timeout=10

@@ -48,6 +48,24 @@ class Failure:
         return issubclass(self.kind, Cancelled | asyncio.CancelledError)
 
     @property
+    def made(self) -> bool:
+        """Only what followed the making failed: the box is made, whole, and stays; the
+        operation is told as done, with what failed said (`after_making`)."""
+        return bool(self.after_making)
+
+    @property
+    def after_making(self) -> str:
+        """What failed once the box was made ("its setup failed": the repository's setup;
+        "its agent ended": the agent ended before it took its task), else ""."""
+        from hbtui.core.work import AgentEnded, SetupFailed  # loaded with the Service
+
+        if issubclass(self.kind, SetupFailed):
+            return "its setup failed"
+        if issubclass(self.kind, AgentEnded):
+            return "its agent ended"
+        return ""
+
+    @property
     def locked(self) -> bool:
         """It stopped before doing anything, for want of the secrets file's passphrase."""
         return issubclass(self.kind, SecretsPassphraseNeeded)

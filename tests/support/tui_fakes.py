@@ -14,17 +14,23 @@ feature objects, as the tests read them).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import threading
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from hbtui.archive.errors import WrongPassphrase
 from hbtui.config import Config
 from hbtui.core.agents.sessions import AgentSession
 from hbtui.core.archives.backups import ArchiveEntry
+from hbtui.core.boxes.forward import BoxNotRunning, BoxStopped
+from hbtui.core.boxes.listener import HostPortTaken
 from hbtui.core.foundation.basebook import Base, NewPlan
+from hbtui.core.foundation.forwardbook import Forwarded, check_port
 from hbtui.core.foundation.git import RepoSeed, split_repo_ref
 from hbtui.core.foundation.hosts import WebAccess
 from hbtui.core.foundation.ports import BUSY, FREE, USED, PortSlot
@@ -48,6 +54,7 @@ from hbtui.core.work.book import BoxWork, WorkError, WorkRecord
 from hbtui.core.work.diff import Commit, FileChange, WorkDiff
 from hbtui.core.work.pr import PrRequest, PrResult
 from hbtui.core.work.pull import PullResult
+from hbtui.core.work.setup import SetupFailed
 from hbtui.errors import Cancelled, HbtuiError, UsageError
 from hbtui.events import (
     Event,
@@ -64,6 +71,9 @@ from hbtui.events import (
 from hbtui.names import LOCAL, check_name
 
 from support.tui_fake_agents import FakeAgents
+
+if TYPE_CHECKING:
+    from hbtui.core.boxes.forward import BoxForwards
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 
@@ -145,6 +155,9 @@ class FakeService:
         self.calls: list[tuple[Any, ...]] = []
         self.list_calls = 0
         self.closed_forwards: list[str] = []
+        self.forwards: list[Forwarded] = []  # the running port forwards, of every process
+        self.taken_host_ports: set[int] = set()  # host ports a forward cannot listen on
+        self.box_stopped: dict[tuple[str, str], asyncio.Event] = {}  # ends its forwards
         self.usage: dict[str, list[tuple[float, float]]] = {}  # name -> (CPU %, MiB) per call
         self.stats_calls = 0
         self.recipe = Path("/opt/hbtui/recipe")  # the configured recipe, as resolved
@@ -155,6 +168,12 @@ class FakeService:
         self.passphrase: bytes | None = None  # what opens the archives (None: anything)
         self.plan = NewPlan(None, "full provisioning: no base of ubuntu:24.04 for this recipe")
         self.stored_secrets: list[str] = ["anthropic"]
+        # A box made with a repository runs its setup (None: the repository has none),
+        # which prints these lines, and fails once the box is made when `setup_fails`.
+        self.setup_lines: list[str] | None = None
+        self.setup_fails = False
+        self.branch_setups: dict[str, bool] = {}  # branch -> whether its setup was to run
+        self.tracked: set[str] = set()  # files git tracks in every repository (not to --copy)
         # The reads a dialog makes (new_plan, secrets, ...): (method, on the event loop's
         # thread?), so a test sees what runs on each key and what runs before a paint.
         self.reads: list[tuple[str, bool]] = []
@@ -237,6 +256,10 @@ class FakeService:
                 await self._pause()
             if name.startswith("fail"):
                 raise HbtuiError(f"provisioning {name} failed at step 3/3 tools (exit status 1)")
+            if spec.work is not None and spec.work.setup and self.setup_lines is not None:
+                report(Phase(f"running the repository's .hbtui/setup.sh in {name}"))
+                for line in self.setup_lines:
+                    report(LogLine(line))
         except BaseException as exc:
             await asyncio.shield(self._rollback(name, host, report))
             if isinstance(exc, asyncio.CancelledError):
@@ -245,6 +268,12 @@ class FakeService:
         i = self._find(name, host)
         self.views[i] = replace(self.views[i], provisioning="ready")
         report(Phase(f"{name} is ready at {self.views[i].url}", Stage.DONE))
+        if spec.work is not None and spec.work.setup and self.setup_fails:
+            last = " | ".join((self.setup_lines or [])[-3:])
+            raise SetupFailed(
+                f"the setup .hbtui/setup.sh in box {name} failed (exit status 1); its last "
+                f"lines: {last}; the box stays, made with its clone: hbtui enter {name}"
+            )
         if spec.work and spec.work.agent and name.startswith("ends"):  # as Service.new says it
             ended = AgentEnded(AgentStart(name, spec.work.agent, ENDED, 0.4, "", 1, "bad key"))
             ended.view = self.views[i]
@@ -272,6 +301,7 @@ class FakeService:
     ) -> BoxView:
         check_name(name)
         self._called("branch", source, name, host, port)
+        self.branch_setups[name] = setup
         src = self.views[self._find(source, host)]
         if any((b.name, b.host) == (name, host) for b in self.views):
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")
@@ -313,6 +343,17 @@ class FakeBoxes:
             DetailSection("Box", [("name", box.name), ("host", box.host), ("state", box.state)]),
             DetailSection("Resources", [("image", box.image or ""), ("CPUs", str(box.cpus))]),
             DetailSection("Network", [("port", str(box.port)), ("URL", box.url or "")]),
+            DetailSection(
+                "Forwards",
+                [
+                    (
+                        f"port {f.box_port}",
+                        f"{f.url} ({'this hbtui' if f.mine else f'pid {f.pid}'})",
+                    )
+                    for f in self.forward(name, host).running()
+                ]
+                or [("none", f"hbtui forward {name} PORT")],
+            ),
             DetailSection("Labels", [("hbtui", "1"), ("hbtui.port", str(box.port))]),
             DetailSection(
                 "Recipe",
@@ -373,6 +414,7 @@ class FakeBoxes:
         i = fake._find(name, host)
         report(Phase(f"stopping {name}"))
         fake.views[i] = replace(fake.views[i], state="stopped")
+        fake.box_stopped.pop((host, name), asyncio.Event()).set()
         return fake.views[i]
 
     async def pause(self, name: str, host: str = LOCAL, *, report: Report = ignore) -> BoxView:
@@ -422,6 +464,10 @@ class FakeBoxes:
 
         return WebAccess(f"http://127.0.0.1:{40000 + forwards}/", close, forwarded=True)
 
+    def forward(self, name: str, host: str = LOCAL) -> BoxForwards:
+        self.fake._find(name, host)
+        return FakeForwards(self.fake, name, host)  # type: ignore[return-value]
+
     async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
         self.fake._called("workload_logs", name, host)
         return f"\x1b[36mexecutor\x1b[0m listening on 0.0.0.0 for {name}\n"
@@ -457,6 +503,52 @@ class FakeBoxes:
         self.fake._read("recipe_dir")
         configured = self.fake.recipe
         return configured if recipe in (None, configured) else check_recipe(recipe)
+
+
+class FakeForwards:
+    """`service.boxes.forward(name, host)`: forwards that listen nowhere, kept in the fake's
+    `forwards` (as the forward book keeps them), ended by the box's stop."""
+
+    def __init__(self, fake: FakeService, name: str, host: str) -> None:
+        self.fake = fake
+        self.name = name
+        self.host = host
+
+    def running(self) -> list[Forwarded]:
+        return [f for f in self.fake.forwards if (f.box, f.host) == (self.name, self.host)]
+
+    @contextlib.asynccontextmanager
+    async def open(
+        self, ports: Sequence[int], *, local_port: int | None = None
+    ) -> AsyncIterator[FakeForwarding]:
+        fake = self.fake
+        fake._called("forward", self.name, self.host, tuple(ports), local_port)
+        for port in ports:
+            check_port(port)
+        box = fake.views[fake._find(self.name, self.host)]
+        if box.state != "running":
+            raise BoxNotRunning(f"box {self.name} is not running ({box.state}): start it first")
+        if local_port in fake.taken_host_ports:
+            raise HostPortTaken(f"port {local_port} on 127.0.0.1 is taken on this machine")
+        made = [Forwarded(self.name, self.host, p, local_port or p, os.getpid()) for p in ports]
+        stopped = fake.box_stopped.setdefault((self.host, self.name), asyncio.Event())
+        fake.forwards += made
+        try:
+            yield FakeForwarding(tuple(made), stopped, self.name)
+        finally:
+            fake.forwards = [f for f in fake.forwards if f not in made]
+            fake.calls.append(("forward closed", self.name, tuple(ports)))
+
+
+class FakeForwarding:
+    def __init__(self, forwards: tuple[Forwarded, ...], stopped: asyncio.Event, name: str):
+        self.forwards = forwards
+        self._stopped = stopped
+        self._name = name
+
+    async def wait(self) -> NoReturn:
+        await self._stopped.wait()
+        raise BoxStopped(f"box {self._name} is no longer running (stopped): its forward ended")
 
 
 class FakeBases:
@@ -594,7 +686,21 @@ class FakeWork:
             raise UsageError(f"{path} is not a folder")
         return RepoSeed(path.absolute(), ref, ref or "refs/heads/main", "c" * 40)
 
-    async def diff(self, name: str, host: str = LOCAL, *, patch: bool = True) -> WorkDiff:
+    async def repo_copies(self, seed: RepoSeed, paths: Sequence[str]) -> tuple[str, ...]:
+        """Each path must be in the seed's work tree (the real one asks git too)."""
+        self.fake._called("repo_copies", seed.repo, tuple(paths))
+        for text in paths:
+            if not (seed.repo / text).exists():
+                raise UsageError(f"--copy {text}: {seed.repo / text} does not exist")
+            if text in self.fake.tracked:
+                raise UsageError(
+                    f"--copy {text}: {text} is tracked by git: it is in the clone already"
+                )
+        return tuple(dict.fromkeys(paths))
+
+    async def diff(
+        self, name: str, host: str = LOCAL, *, patch: bool = True, repo: str | None = None
+    ) -> WorkDiff:
         self.fake._called("diff", name, host, patch)
         work = self.fake._work_of(name, host)
         return work if patch else replace(work, patch=None)

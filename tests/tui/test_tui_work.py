@@ -5,14 +5,16 @@ pull (`P`), and a try's compare view with keep (`T`, `k`), driven with Pilot ove
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
-from textual.widgets import Button, DataTable, Input, Select, Static
+from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 from textual.widgets._footer import FooterKey
 
 from hbtui.core.foundation.git import RepoSeed
 from hbtui.core.foundation.specs import WorkRequest
 from hbtui.names import LOCAL
 from hbtui.tui.app import HbtuiApp
+from hbtui.tui.boxes.branch import BranchDialog
 from hbtui.tui.boxes.new import NewBoxDialog
 from hbtui.tui.dialogs.confirm import ConfirmDialog
 from hbtui.tui.help import HelpScreen
@@ -21,6 +23,7 @@ from hbtui.tui.work.diff import DiffScreen, PatchView, prepare
 
 from support.pilot import (
     SIZE,
+    log_text,
     make_app,
     notes,
     open_section,
@@ -374,12 +377,134 @@ async def test_a_new_box_whose_agent_ended_at_start_is_made_with_its_agent_ended
         dialog.query_one("#ok", Button).press()
         await operations_done(pilot, app)
         said = " | ".join(notes(app))
-        assert "new ends1: made; its agent ended" in said and "bad key" in said, said
-        assert "failed" not in said, said
+        assert "new ends1: made, its agent ended" in said and "bad key" in said, said
+        assert "new ends1 failed" not in said, said
         activity = app.activities[(LOCAL, "ends1")]
         assert activity.failure is None
-        assert any("claude ended at once in ends1" in line for line in activity.lines)
+        assert any("new done, but claude ended at once" in line for line in activity.lines)
         assert service.views[service._find("ends1", LOCAL)].provisioning == "ready"
+
+
+async def new_dialog_with_work(pilot, app, name: str) -> NewBoxDialog:
+    await pilot.press("n")
+    await until(pilot, lambda: isinstance(app.screen, NewBoxDialog))
+    dialog = app.screen
+    await pilot.press(*name)
+    await open_section(pilot, dialog, "work")
+    return dialog
+
+
+async def test_the_new_dialog_copies_ignored_files_into_the_clone_and_may_skip_its_setup(
+    tmp_path,
+):
+    repo = tmp_path / "app"
+    repo.mkdir()
+    (tmp_path / "outside").write_text("")
+    service = FakeService()
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        dialog = await new_dialog_with_work(pilot, app, "w1")
+        ok = dialog.query_one("#ok", Button)
+        copy, setup = dialog.query_one("#copy", Input), dialog.query_one("#setup", Checkbox)
+        assert setup.value  # the repository's setup runs unless told not to
+
+        async def problem(is_now: str) -> None:
+            await until(
+                pilot,
+                lambda: text_of(dialog, "#work-problem") == is_now,
+                what=lambda: f"{is_now!r}, not {text_of(dialog, '#work-problem')!r}",
+            )
+            assert ok.disabled == bool(is_now)
+
+        copy.value = ".env"
+        await problem("files to copy need a repository (the clone they go into)")
+        dialog.query_one("#repo", Input).value = str(repo)
+        await problem(f"copy .env: {repo / '.env'} does not exist")
+        (repo / ".env").write_text("KEY=1\n")
+        copy.value = ".env, ../outside"
+        await problem(f"copy ../outside: {tmp_path / 'outside'} is not inside the work tree {repo}")
+        copy.value = ".env, .env"
+        await problem("")
+        setup.value = False
+        ok.press()
+        await until(pilot, lambda: "w1" in service.new_specs, what="new called")
+        seed = RepoSeed(repo, "", "refs/heads/main", "c" * 40)
+        assert service.new_specs["w1"].work == WorkRequest(seed, copy=(".env",), setup=False)
+        await operations_done(pilot, app)
+
+
+async def test_a_copy_git_refuses_is_said_in_the_dialog_before_any_box_is_made(tmp_path):
+    (tmp_path / "tracked.txt").write_text("")
+    service = FakeService()
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        dialog = await new_dialog_with_work(pilot, app, "w1")
+        dialog.query_one("#repo", Input).value = str(tmp_path)
+        dialog.query_one("#copy", Input).value = "tracked.txt"
+        service.tracked = {"tracked.txt"}
+        await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled)
+        dialog.query_one("#ok", Button).press()
+        await until(
+            pilot,
+            lambda: "tracked.txt is tracked by git" in text_of(dialog, "#request-status"),
+            what="the refusal in the dialog",
+        )
+        assert app.screen is dialog and "w1" not in service.new_specs
+        await operations_done(pilot, app)
+
+
+async def test_the_setup_prints_in_the_log_and_a_failed_one_leaves_a_made_box(tmp_path):
+    service = FakeService()
+    service.setup_lines = ["npm install", "npm ERR! missing script: prepare"]
+    service.setup_fails = True
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        dialog = await new_dialog_with_work(pilot, app, "w1")
+        dialog.query_one("#repo", Input).value = str(tmp_path)
+        await until(pilot, lambda: not dialog.query_one("#ok", Button).disabled)
+        dialog.query_one("#ok", Button).press()
+        await operations_done(pilot, app)
+        await select(pilot, app, "w1")
+        log = log_text(app)
+        assert "running the repository's .hbtui/setup.sh in w1" in log
+        assert "npm ERR! missing script: prepare" in log
+        assert (
+            "new done, but the setup .hbtui/setup.sh in box w1 failed (exit status 1); its "
+            "last lines: npm install | npm ERR! missing script: prepare; the box stays" in log
+        )
+        assert "new failed" not in log
+        activity = app.activities[(LOCAL, "w1")]
+        assert activity.failure is None and not activity.running
+        assert any(n.startswith("new w1: made, its setup failed the setup") for n in notes(app))
+        assert not any("new w1 failed" in n for n in notes(app))
+
+
+async def test_the_branch_dialog_of_a_box_with_a_repository_may_skip_its_setup():
+    service = FakeService()
+    service.views[0] = replace(service.views[0], repo="/src/app")  # alpha, made with one
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot, app)
+        for source, untick, branch in (("alpha", True, "a1"), ("alpha", False, "a2")):
+            await select(pilot, app, source)
+            await pilot.press("b")
+            await until(pilot, lambda: isinstance(app.screen, BranchDialog))
+            dialog = app.screen
+            dialog.query_one("#name", Input).value = branch
+            if untick:
+                dialog.query_one("#setup", Checkbox).value = False
+            await settled(pilot)
+            dialog.query_one("#ok", Button).press()
+            await until(pilot, lambda b=branch: b in service.branch_setups, what="branch")
+            await operations_done(pilot, app)
+        assert service.branch_setups == {"a1": False, "a2": True}
+        await select(pilot, app, "gamma")  # made without a repository: nothing to set up
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, BranchDialog))
+        assert not app.screen.query("#setup")
 
 
 async def test_footer_and_help_list_the_work_keys():

@@ -27,6 +27,7 @@ from hbtui.core.boxes import remakes
 from hbtui.core.boxes.remakes import RemakeJournal
 from hbtui.core.foundation import recipe as recipes
 from hbtui.core.foundation.basebook import BaseBook, NewPlan
+from hbtui.core.foundation.forwardbook import ForwardBook
 from hbtui.core.foundation.hosts import Host, HostPool
 from hbtui.core.foundation.oplock import BoxLocks
 from hbtui.core.foundation.ports import PortSlot, port_map
@@ -94,6 +95,7 @@ class BoxCore:
         self.locks = BoxLocks(paths.locks_dir / "boxes")
         self.bases = BaseBook(paths.data_dir / "bases")
         self.remakes = RemakeJournal(paths.data_dir / "remakes")
+        self.forwards = ForwardBook(paths.data_dir / "forwards")
         self.work = WorkBook(paths)
         self.secrets = SecretStore(
             paths,

@@ -25,7 +25,7 @@ from hbtui.core.foundation.views import BoxDetails, BoxStats, BoxView, DetailSec
 from hbtui.core.keys import credentials as creds
 from hbtui.engine import EngineError
 from hbtui.errors import HbtuiError
-from hbtui.names import LOCAL
+from hbtui.names import LOCAL, host_flag
 from hbtui.present import human_bytes
 
 MIB = 1024 * 1024
@@ -198,6 +198,10 @@ async def details(boxes: BoxCore, backups: Path, name: str, host_name: str = LOC
     if record is not None and record.guest_port and record.guest_port != record.port:
         network.append(("port inside the box", str(record.guest_port)))
     labels = sorted(machine.labels.items()) if machine is not None else []
+    forwards = [
+        (f"port {f.box_port}", f"{f.url} ({'this hbtui' if f.mine else f'pid {f.pid}'})")
+        for f in boxes.forwards.running(name, host_name)
+    ]
     save: list[tuple[str, str]] = [("when", view.last_save or "never")]
     archive = await asyncio.to_thread(newest_archive, backups, name)
     if archive is not None:
@@ -226,6 +230,9 @@ async def details(boxes: BoxCore, backups: Path, name: str, host_name: str = LOC
         DetailSection("Box", box),
         DetailSection("Resources", resources),
         DetailSection("Network", network),
+        DetailSection(
+            "Forwards", forwards or [("none", f"hbtui forward {name} PORT{host_flag(host_name)}")]
+        ),
         DetailSection("Made from", origin),
         DetailSection("Work", work),
         DetailSection("Keys and network", keys),

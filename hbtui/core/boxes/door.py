@@ -167,11 +167,9 @@ class Boxes:
         """A box's port forwards (`hbtui forward`, `hbtui open BOX:PORT`): `open(ports)`
         holds new ones while its block lasts, `running()` lists those of every process."""
         from hbtui.core.boxes.forward import BoxForwards
-        from hbtui.core.foundation.forwardbook import ForwardBook
 
         self._guard.box(name, host)
-        book = ForwardBook(self._core.paths.data_dir / "forwards")
-        return BoxForwards(self._core, book, name, host)
+        return BoxForwards(self._core, self._core.forwards, name, host)
 
     async def workload_logs(self, name: str, host: str = LOCAL, *, tail: int | None = None) -> str:
         """The box's workload output, only its colours kept."""

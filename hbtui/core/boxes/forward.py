@@ -20,7 +20,7 @@ from typing import NoReturn
 from hbtui.core.boxes import relay
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.boxes.listener import AGENT, ForwardError, Listener
-from hbtui.core.foundation.forwardbook import ForwardBook, Forwarded
+from hbtui.core.foundation.forwardbook import ForwardBook, Forwarded, check_port
 from hbtui.core.foundation.hosts import Host
 from hbtui.core.foundation.shield import to_the_end
 from hbtui.errors import HbtuiError, UsageError
@@ -36,12 +36,6 @@ class BoxNotRunning(ForwardError):
 
 class BoxStopped(ForwardError):
     """The box stopped while forwarded: every connection has ended."""
-
-
-def check_port(port: int, what: str = "port") -> int:
-    if not 1 <= port <= 65535:
-        raise UsageError(f"{what} {port} is out of range: 1 to 65535")
-    return port
 
 
 class Forwarding:

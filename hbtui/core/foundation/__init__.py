@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hbtui.core.foundation.forwardbook import Forwarded
+from hbtui.core.foundation.forwardbook import Forwarded, check_port
 from hbtui.core.foundation.git import split_repo_ref
 from hbtui.core.foundation.hosts import WebAccess
 from hbtui.core.foundation.ports import BUSY, FREE, USED, PortSlot
@@ -35,5 +35,6 @@ __all__ = [
     "SaveSpec",
     "WebAccess",
     "WorkRequest",
+    "check_port",
     "split_repo_ref",
 ]

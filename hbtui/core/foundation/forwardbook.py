@@ -13,8 +13,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from hbtui.errors import UsageError
 from hbtui.paths import make_folder
 from hbtui.statefile import write_atomic
+
+
+def check_port(port: int, what: str = "port") -> int:
+    """A TCP port number (a box's, or a host port asked for): the dashboard's forward
+    dialog checks its fields with this too."""
+    if not 1 <= port <= 65535:
+        raise UsageError(f"{what} {port} is out of range: 1 to 65535")
+    return port
 
 
 @dataclass(frozen=True)

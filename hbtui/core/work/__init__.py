@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from hbtui.core.work.operations import AGENTS, TASK_MAX, check_task
     from hbtui.core.work.pr import PrRequest, PrResult
     from hbtui.core.work.pull import PullResult
+    from hbtui.core.work.setup import SetupFailed
 
 __all__ = [
     "AGENTS",
@@ -21,6 +22,7 @@ __all__ = [
     "PrRequest",
     "PrResult",
     "PullResult",
+    "SetupFailed",
     "WorkDiff",
     "check_task",
 ]
@@ -35,6 +37,7 @@ __getattr__ = later(
         "PrRequest": "pr",
         "PrResult": "pr",
         "PullResult": "pull",
+        "SetupFailed": "setup",
         "TASK_MAX": "operations",
         "WorkDiff": "diff",
         "check_task": "operations",

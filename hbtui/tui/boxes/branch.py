@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Checkbox, Input, Label, Static
 
 from hbtui.core.agents import AgentSession
 from hbtui.core.foundation import BoxView, PortSlot
@@ -19,6 +19,7 @@ from hbtui.tui.activity import BoxKey
 from hbtui.tui.boxes.ending import sessions_text
 from hbtui.tui.dialogs.base import Dialog, Field, int_or_none, name_taken, ok_cancel, port_problem
 from hbtui.tui.requests import BoxRequest
+from hbtui.tui.work.fields import SETUP_LABEL
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 class BranchRequest(BoxRequest):
     source: str
     port: int | None  # None: any free port
+    setup: bool = True  # the repository's .hbtui/setup.sh runs in a branch of a box with one
 
     operation: ClassVar[str] = "branch"
     makes: ClassVar[bool] = True
@@ -37,7 +39,9 @@ class BranchRequest(BoxRequest):
         return (self.host, self.source)
 
     def call(self, service: Service, report: Report) -> Awaitable[object]:
-        return service.branch(self.source, self.name, self.host, port=self.port, report=report)
+        return service.branch(
+            self.source, self.name, self.host, port=self.port, setup=self.setup, report=report
+        )
 
 
 class BranchDialog(Dialog[BranchRequest]):
@@ -89,6 +93,8 @@ class BranchDialog(Dialog[BranchRequest]):
         yield Label("Port")
         yield Field(value="auto", id="port")
         yield Label("", id="port-problem", classes="problem", markup=False)
+        if v.repo:  # its clone goes with it, and the repository's setup runs there
+            yield Checkbox(SETUP_LABEL, value=True, id="setup")
         yield from ok_cancel("Branch")
 
     def on_mount(self) -> None:
@@ -134,5 +140,6 @@ class BranchDialog(Dialog[BranchRequest]):
                     host=self.view.host,
                     source=self.view.name,
                     port=int_or_none(self.query_one("#port", Input).value),
+                    setup=all(c.value for c in self.query("#setup").results(Checkbox)),
                 )
             )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from functools import partial
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -28,7 +28,6 @@ from hbtui.events import MachineState
 from hbtui.tui.activity import MAX_LINES, BoxKey
 from hbtui.tui.agents.panel import AgentPanel
 from hbtui.tui.agents.state import at_work
-from hbtui.tui.boxes.made import made
 from hbtui.tui.failure import Failure, describe
 from hbtui.tui.feature import Dashboard, Feature
 from hbtui.tui.messages import (
@@ -39,7 +38,6 @@ from hbtui.tui.messages import (
     StatsWanted,
     WorkloadLogLoaded,
 )
-from hbtui.tui.operations import Teller
 from hbtui.tui.requests import PauseRequest, ResumeRequest, StartRequest, StopRequest
 
 if TYPE_CHECKING:
@@ -56,9 +54,6 @@ STATS_SECONDS = 10.0  # how often a box that is not selected has its figures rea
 
 
 class Boxes(Feature):
-    # How a new box's success is told (the App looks its operations up here).
-    TOLD: ClassVar[dict[str, Teller]] = {"new": made}
-
     def __init__(self, app: Dashboard) -> None:
         super().__init__(app)
         self._listing = False  # a list_boxes() worker is running

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -19,12 +19,10 @@ from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.config import split_list
-from hbtui.core.foundation import NewSpec, WorkRequest
-from hbtui.core.work import AgentEnded
+from hbtui.core.foundation import NewSpec
 from hbtui.errors import HbtuiError
-from hbtui.events import Notice, Report
+from hbtui.events import Report
 from hbtui.names import LOCAL, name_problem
-from hbtui.tui.boxes.made import AgentEndedAtStart
 from hbtui.tui.boxes.new_options import (
     allow_problem,
     compose_options,
@@ -43,12 +41,7 @@ from hbtui.tui.dialogs.base import (
     port_problem,
 )
 from hbtui.tui.requests import SpecRequest
-from hbtui.tui.work.fields import (
-    WORK_DEFAULTS,
-    compose_work_fields,
-    work_fields,
-    work_problem,
-)
+from hbtui.tui.work.fields import WORK_DEFAULTS, WorkFields, compose_work_fields
 
 if TYPE_CHECKING:
     from hbtui.core.service import Service
@@ -61,9 +54,7 @@ W = TypeVar("W", bound=Widget)
 @dataclass(frozen=True)
 class NewBoxRequest(SpecRequest):
     spec: NewSpec
-    repo: str = ""  # PATH[@REF] to put in the box (new --repo), resolved when it runs
-    task: str = ""
-    agent: str = ""
+    work: WorkFields = field(default_factory=WorkFields)  # a repository, resolved as it runs
 
     operation: ClassVar[str] = "new"
     makes: ClassVar[bool] = True
@@ -72,19 +63,11 @@ class NewBoxRequest(SpecRequest):
         return self._new(service, report)
 
     async def _new(self, service: Service, report: Report) -> object:
-        """The repository's seed is read first (it runs git): a wrong one is refused
-        before any box exists, and the dialog says why."""
-        spec = self.spec
-        if self.repo:
-            seed = await service.work.repo_seed(self.repo)
-            spec = replace(spec, work=WorkRequest(seed, self.task, self.agent))
-        try:
-            return await service.new(spec, report=report)
-        except AgentEnded as ended:
-            if ended.view is None:
-                raise
-            report(Notice(ended.start.message))
-            return AgentEndedAtStart(ended.view, ended.start.message)
+        """The repository's seed and the files to copy are read first (git runs): a wrong
+        one is refused before any box exists, and the dialog says why."""
+        work = await self.work.request(service)
+        spec = replace(self.spec, work=work) if work is not None else self.spec
+        return await service.new(spec, report=report)
 
 
 # The folded sections' fields and problem lines, by the id of their section.
@@ -310,7 +293,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             "#recipe-problem": self._recipe_problem(recipe),
             "#credentials-problem": self._credentials_problem(),
             "#allow-problem": self._allow_problem(),
-            "#work-problem": work_problem(*work_fields(self.value)),
+            "#work-problem": WorkFields.read(self.value).problem(),
             "#port-problem": port_problem(
                 self.query_one("#port", Input).value.strip(),
                 self.query_one(PortGrid).slots,
@@ -421,6 +404,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
     @on(Input.Changed, "#allow")
     @on(Input.Changed, "#repo")
     @on(Input.Changed, "#task")
+    @on(Input.Changed, "#copy")
     @on(Select.Changed, "#agent")
     @on(Select.Changed, "#egress")
     @on(Checkbox.Changed, "#use-base")
@@ -463,7 +447,6 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             return
         value = self.value
         egress = str(value("#egress"))
-        repo, task, agent = work_fields(value)
         self._send(
             NewBoxRequest(
                 NewSpec(
@@ -482,9 +465,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
                     egress=egress or None,
                     allow=(tuple(split_list(value("#allow"))) if egress == "allow-list" else None),
                 ),
-                repo,
-                task,
-                agent,
+                WorkFields.read(value),
             )
         )
 

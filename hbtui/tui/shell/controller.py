@@ -1,4 +1,5 @@
-"""A box's web UI (`o`) and a shell in it (`enter`): the two ways into a box.
+"""A box's web UI (`o`), a shell in it (`enter`) and its ports forwarded (`F`,
+forward.py): the ways into a box.
 
 The browser and the terminal hand-over themselves are system helpers
 (system.py, and the App's `hand_over`); here is when to use them: start a stopped box
@@ -26,6 +27,7 @@ from hbtui.tui.feature import Dashboard, Feature
 from hbtui.tui.messages import ListingWanted
 from hbtui.tui.operations import Operation
 from hbtui.tui.requests import StartRequest
+from hbtui.tui.shell.forward import PortForwards
 from hbtui.tui.system import no_browser_reason
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ class Shell(Feature):
     def __init__(self, app: Dashboard) -> None:
         super().__init__(app)
         self.web: dict[BoxKey, WebAccess] = {}  # forwards kept until the dashboard ends
+        self.forwards = PortForwards(app, self._open)  # ports forwarded (F), held as long
 
     # -- the web UI ----------------------------------------------------------------------------
 
@@ -99,7 +102,8 @@ class Shell(Feature):
             await access.close()
 
     async def close(self) -> None:
-        """Let go of the web forwards kept while the dashboard ran."""
+        """Let go of the port and web forwards kept while the dashboard ran."""
+        await self.forwards.close()
         kept, self.web = list(self.web.values()), {}
         for access in kept:
             await self._let_go(access)
@@ -119,6 +123,18 @@ class Shell(Feature):
             self.app.push_screen(UrlDialog(name, url, no_browser_reason()))
         else:
             self.app.notify(url, title=f"opening {name}")
+
+    # -- a port forwarded ----------------------------------------------------------------------
+
+    def action_forward(self) -> None:
+        view = self.need_box()
+        if view is None:
+            return
+        if view.state != MachineState.RUNNING:
+            said = f"{view.name} is {view.state}: a forward reaches a running box (start it first)"
+            self.app.notify(said, severity="warning")
+            return
+        self.forwards.ask(view)
 
     # -- the shell -----------------------------------------------------------------------------
 
