@@ -208,7 +208,7 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         "agent-forget",
-        "F",
+        "X",
         "agents.forget_agents",
         "Forget ended",
         "Forget the box's ended agents",

@@ -551,7 +551,7 @@ async def test_K_asks_before_it_stops_a_session_that_needs_you_and_stops_it_on_y
         assert service.agent_sessions[("local", "alpha")][0].status == ENDED
 
 
-async def test_an_idle_session_stops_without_asking_then_C_resumes_it_and_F_forgets():
+async def test_an_idle_session_stops_without_asking_then_C_resumes_it_and_X_forgets():
     service = with_agents()
     service.agent_sessions[("local", "alpha")] = [session("alpha", "s-alpha-1", IDLE)]
     app = make_app(service, refresh=60)
@@ -566,7 +566,7 @@ async def test_an_idle_session_stops_without_asking_then_C_resumes_it_and_F_forg
         assert ("resume_agent", "alpha", "local", None) in service.calls
         assert service.agent_sessions[("local", "alpha")][0].status == IDLE
         service.agent_sessions[("local", "alpha")].append(session("alpha", "s-old", ENDED))
-        await pilot.press("F")
+        await pilot.press("X")
         await until(
             pilot, lambda: any("forgot 1 ended session(s) of alpha" in n for n in notes(app))
         )
