@@ -181,7 +181,7 @@ ACTIONS: tuple[Action, ...] = (
     # The life of an agent session (in the help and the palette; the footer has no room).
     Action(
         "agent-start",
-        "V",
+        "Y",
         "agents.start_agent",
         "New agent",
         "Start an agent in the box",

@@ -513,13 +513,13 @@ async def test_m_sends_a_line_to_the_agent():
 # -- a session's life: start, resume, stop, forget -----------------------------------------
 
 
-async def test_V_starts_an_agent_from_a_small_dialog():
+async def test_Y_starts_an_agent_from_a_small_dialog():
     service = with_agents()
     app = make_app(service, refresh=60)
     async with app.run_test(size=SIZE) as pilot:
         await listed(pilot)
         await until(pilot, lambda: app.main.table.agents)
-        await pilot.press("V")
+        await pilot.press("Y")
         await until(pilot, lambda: isinstance(app.screen, StartAgentDialog))
         await pilot.press(*"fix the build", "enter")
         await until(pilot, lambda: app.screen is app.main)
