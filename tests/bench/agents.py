@@ -253,7 +253,10 @@ def resumes(hbtui: str, folder: Path, runs: int) -> list[float]:
     made = run([hbtui, "new", box, "-q", "--recipe", str(real_claude_recipe(folder))], timeout=600)
     if made.returncode:
         raise RuntimeError(f"hbtui new {box}: {made.stderr.strip()[-500:]}")
-    started = run([hbtui, "agents", "start", box, "--agent", "claude", "--keyless"], timeout=300)
+    started = run(
+        [hbtui, "agents", "start", box, "--agent", "claude", "--keyless", "--task", "say hi"],
+        timeout=300,
+    )  # a conversation to resume (a session never asked anything has none)
     if started.returncode:
         raise RuntimeError(f"agents start: {started.stderr.strip()[-500:]}")
     log(f"  {started.stdout.strip()}")

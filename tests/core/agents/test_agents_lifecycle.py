@@ -105,8 +105,9 @@ def test_a_branch_resumes_its_source_s_session_as_a_fork(sim_env, tmp_path: Path
     it goes on under a new id (Claude's --fork-session), so the two never write one."""
     env = dict(sim_env, HBTUI_RECIPE=str(real_claude_recipe(tmp_path)))
     ok(hbtui("new", "b1", "-q", env=env))
-    ok(hbtui("agents", "start", "b1", "--agent", "claude", "--keyless", env=env))
-    [up] = [s for s in sessions(env) if s["status"] in ("idle", "working")]
+    # A conversation to go on with (a session that was never asked anything has none).
+    ok(hbtui("agents", "start", "b1", "--agent", "claude", "--keyless", "--task", "hi", env=env))
+    up = wait_session(env, lambda s: s["status"] == "idle")
     ok(hbtui("agents", "stop", "b1", "--yes", env=env))
     wait_session(env, lambda s: s["session_id"] == up["session_id"] and s["status"] == "ended")
     ok(hbtui("branch", "b1", "b2", env=env))
