@@ -397,7 +397,7 @@ def main() -> None:
         json.dumps(
             {
                 **figures,
-                "boxes": args.boxes,
+                "boxes": 1 if args.resume_only else args.boxes + 1,
                 "load_before": load_before[0],
                 "load_after": load_after[0],
             }
