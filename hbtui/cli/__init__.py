@@ -283,10 +283,25 @@ VERBS: tuple[Verb, ...] = (
                            help="trust without asking, only if the key has this fingerprint"))),
     )),
     Verb("agents", "agents:cmd_agents",
-         "the coding agents in running boxes: working, needs you, idle, ended", json=True,
-         args=(arg("boxes", nargs="*", metavar="BOX"),
+         "the coding agents in running boxes (working, needs you, idle, ended), and their "
+         "sessions' life: agents [ls] [BOX...]; agents start BOX --agent A [--task TEXT]; "
+         "agents resume|stop|forget BOX [--session ID]. A first word start, resume, stop or "
+         "forget is that action: list a box of that name with agents ls NAME", json=True,
+         args=(arg("words", nargs="*", metavar="[ls|start|resume|stop|forget] BOX"),
                arg("--watch", action="store_true",
-                   help="show each change as the boxes report it, until Ctrl-C"))),
+                   help="show each change as the boxes report it, until Ctrl-C (listing)"),
+               arg("--agent", choices=["claude", "codex", "hermes"],
+                   help="the agent to start (start)"),
+               arg("--task", type=given, metavar="TEXT", help="its first prompt (start)"),
+               arg("--task-file", type=given, metavar="FILE",
+                   help="its first prompt, from a file (start)"),
+               arg("--keyless", action="store_true",
+                   help="start it though the box binds no credential for its key: it logs "
+                        "in inside the box (start)"),
+               arg("--session", type=given, metavar="ID",
+                   help="the session (an id or its first characters): resume, stop, forget"),
+               arg("--yes", action="store_true",
+                   help="stop a session that is working or waits for you without asking"))),
     Verb("approve", "agents:cmd_approve", "allow what a box's agent asks permission for",
          args=(NAME, SESSION, *PINS)),
     Verb("deny", "agents:cmd_deny", "refuse what a box's agent asks permission for",

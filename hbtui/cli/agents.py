@@ -1,4 +1,5 @@
-"""Agent verbs: agents (a table across boxes and hosts), approve, deny, send."""
+"""Agent verbs: agents (a table across boxes and hosts; its actions start, resume, stop
+and forget a session), approve, deny, send."""
 
 from __future__ import annotations
 
@@ -8,12 +9,20 @@ from typing import TYPE_CHECKING
 
 from hbtui.cli.output import Invocation, table
 from hbtui.core.agents import BoxAgents, in_story_order
-from hbtui.errors import HbtuiError
+from hbtui.errors import HbtuiError, UsageError
 from hbtui.names import LOCAL
 from hbtui.present import AGENT_STYLE, elapsed
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+    from typing import Any
+
     from rich.table import Table
+
+    from hbtui.core.work import AgentStart
+    from hbtui.events import Report
+
+    Starting = Callable[[Report], Coroutine[Any, Any, AgentStart]]
 
 WATCH_SECONDS = 2.0
 COALESCE = 0.05  # --watch: changes this close together are drawn once
@@ -75,8 +84,37 @@ def _show(inv: Invocation, rows: list[BoxAgents]) -> None:
     )
 
 
+# Each action's options (besides --host and --json); any other given is refused.
+_OPTIONS = {
+    "ls": ("watch",),
+    "start": ("agent", "task", "task_file", "keyless"),
+    "resume": ("session",),
+    "stop": ("session", "yes"),
+    "forget": ("session",),
+}
+_FLAGS = ("watch", "agent", "task", "task_file", "keyless", "session", "yes")
+
+
+def _action(inv: Invocation) -> tuple[str, list[str]]:
+    """The action and its boxes: a first word start, resume, stop or forget is that
+    action (with exactly one box), `ls` or any other word a listing; each option checked
+    against the action it belongs to."""
+    words = list(inv.args.words)
+    action = words.pop(0) if words and words[0] in _OPTIONS else "ls"
+    for flag in _FLAGS:
+        if flag not in _OPTIONS[action] and getattr(inv.args, flag) not in (None, False):
+            what = "a listing" if action == "ls" else f"agents {action}"
+            raise UsageError(f"--{flag.replace('_', '-')} does not apply to {what}")
+    if action != "ls" and len(words) != 1:
+        raise UsageError(f"agents {action} takes one box: hbtui agents {action} BOX")
+    return action, words
+
+
 def cmd_agents(inv: Invocation) -> int:
-    boxes = inv.args.boxes or None
+    action, words = _action(inv)
+    if action != "ls":
+        return _ACTIONS[action](inv, words[0])
+    boxes = words or None
     hosts = [inv.args.host] if inv.args.host else None
     if not inv.args.watch:
         rows = inv.call(inv.service.agents.listing(boxes, hosts))
@@ -236,3 +274,94 @@ def cmd_send(inv: Invocation) -> int:
     )
     sys.stdout.write(f"sent to {s.agent} session {s.session_id[:8]} (pane {s.pane})\n")
     return 0
+
+
+def _started(inv: Invocation, starting: Starting) -> int:
+    """Run a start or resume (`starting(report)`), its progress as `new --agent`'s; an
+    agent that ended at once is one line and status 1 (with --json, printed with the
+    box, as `new --json` prints it)."""
+    from hbtui.cli.output import print_json
+    from hbtui.core.work import AgentEnded
+
+    try:
+        with inv.reporter() as rep:
+            start = inv.call(starting(rep))
+    except AgentEnded as ended:
+        if not inv.json or ended.view is None:
+            raise
+        print_json({**ended.view.to_json(), "agent": ended.start.to_json()})
+        return 1
+    if inv.json:
+        print_json(start.to_json())
+    return 0
+
+
+def _start(inv: Invocation, name: str) -> int:
+    from hbtui.cli.work import task_text
+
+    a = inv.args
+    if a.agent is None:
+        raise UsageError("agents start needs the agent: --agent claude|codex|hermes")
+    task = task_text(inv)
+    return _started(
+        inv,
+        lambda rep: inv.service.agents.start(
+            name, a.agent, task, inv.host, keyless=a.keyless, report=rep
+        ),
+    )
+
+
+def _resume(inv: Invocation, name: str) -> int:
+    return _started(
+        inv,
+        lambda rep: inv.service.agents.resume(name, inv.host, session=inv.args.session, report=rep),
+    )
+
+
+def _stop(inv: Invocation, name: str) -> int:
+    """Stop a session; one that is working or waits for an answer is asked about at a
+    terminal, refused without one (one line naming it) unless --yes."""
+    from hbtui.cli.output import print_json
+    from hbtui.core.agents import AgentBusy
+
+    session = inv.args.session
+    try:
+        stopped = inv.call(
+            inv.service.agents.stop(name, inv.host, session=session, yes=inv.args.yes)
+        )
+    except AgentBusy as busy:
+        if not sys.stdin.isatty():
+            raise HbtuiError(
+                f"{busy.message}: not stopped without a terminal to ask; add --yes"
+            ) from None
+        s = busy.session
+        answer = input(f"{busy.message}. Stop it? [y/N] ").strip()
+        if answer.lower() not in ("y", "yes"):
+            raise UsageError(f"not confirmed; session {s.session_id[:8]} was not touched") from None
+        stopped = inv.call(inv.service.agents.stop(name, inv.host, session=s.session_id, yes=True))
+    if inv.json:
+        print_json(stopped.to_json())
+        return 0
+    return inv.done(stopped.message)
+
+
+def _forget(inv: Invocation, name: str) -> int:
+    from hbtui.cli.output import print_json
+
+    gone = inv.call(inv.service.agents.forget(name, inv.host, session=inv.args.session))
+    if inv.json:
+        print_json([s.to_json() for s in gone])
+        return 0
+    if not gone:
+        inv.out.print(f"box {name} has no ended agent session to forget", markup=False)
+        return 0
+    ids = ", ".join(s.session_id[:8] for s in gone)
+    return inv.done(f"forgot {len(gone)} ended session(s) of {name}: {ids}")
+
+
+_ACTIONS: dict[str, Callable[[Invocation, str], int]] = {
+    "start": _start,
+    "resume": _resume,
+    "stop": _stop,
+    "forget": _forget,
+}

@@ -17,17 +17,15 @@ if TYPE_CHECKING:
     from hbtui.core.work import AgentStart, WorkDiff
 
 
-def work_request(inv: Invocation) -> WorkRequest | None:
-    """`new`'s --repo, --task/--task-file, --agent, --copy and --no-setup, checked before
-    any box is made."""
-    from hbtui.core.foundation import WorkRequest
-    from hbtui.core.work import TASK_MAX, check_task
+def task_text(inv: Invocation) -> str:
+    """The first prompt, from --task TEXT or --task-file FILE (one of them, or none)."""
+    from hbtui.core.work import TASK_MAX
     from hbtui.paths import UnreadableFile, read_state
 
     a = inv.args
     if a.task is not None and a.task_file is not None:
         raise UsageError("give the task as --task TEXT or --task-file FILE, not both")
-    task = a.task or ""
+    task: str = a.task or ""
     if a.task_file is not None:
         path = Path(a.task_file).expanduser()
         try:  # a FIFO or a device is refused before a byte is read, a huge file after 64 KiB
@@ -40,6 +38,17 @@ def work_request(inv: Invocation) -> WorkRequest | None:
             raise UsageError(f"the task file {exc.path}: {why}") from None
         except UnicodeDecodeError:
             raise UsageError(f"the task file {path} is not UTF-8 text") from None
+    return task
+
+
+def work_request(inv: Invocation) -> WorkRequest | None:
+    """`new`'s --repo, --task/--task-file, --agent, --copy and --no-setup, checked before
+    any box is made."""
+    from hbtui.core.foundation import WorkRequest
+    from hbtui.core.work import check_task
+
+    a = inv.args
+    task = task_text(inv)
     if not a.repo:
         if task or a.agent:
             raise UsageError("--task and --agent need --repo PATH (the work to do them in)")

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Agents at a glance with many boxes: refresh cost, the dashboard's CPU, UI tick, ask→shown.
+"""Agents at a glance with many boxes: refresh cost, the dashboard's CPU, UI tick, ask→shown;
+and how long `hbtui agents resume` takes.
 
     .venv/bin/python tests/bench/agents.py [--boxes 30] [--seconds 60] [--period 10]
-                                           [--refreshes 5] [--no-stats]
+                                           [--refreshes 5] [--no-stats] [--resumes 3]
+                                           [--resume-only]
 
 On the simulator (tests/sim/smolvm), in a private HBTUI_HOME and engine state dir: makes
 --boxes boxes (`hbtui new`, the sim recipe, four at once) and starts an agent stand-in in
@@ -36,11 +38,19 @@ then, with the dashboard still running:
                           the simulator each exec is an engine process and the box's
                           helper (bash, node) on the same cores, about 0.25 s of CPU
 
+then, in a box of its own with the real `claude` (the agent tests' stand-in: the host's
+claude against the fake Messages API in the box), started at its prompt by `hbtui agents
+start`:
+
+  resume_s                `hbtui agents resume` of the stopped session (`agents stop`)
+                          until `hbtui agents` shows it idle or working, the slowest of
+                          --resumes (3); -1 without claude. --resume-only measures only this
+
 --no-stats leaves out the dashboard's `machine stats` (the CPU and memory of the rows on
 screen: the selected box's after each listing, the others' every 10 s, four at once), to
 see their share of the load.
 
-Goals: ≤ 1000 ms, ≤ 15 %, ≤ 16 ms, ≤ 1000 ms. Boxes are removed at the end, even on
+Goals: ≤ 1000 ms, ≤ 15 %, ≤ 16 ms, ≤ 1000 ms, ≤ 10 s. Boxes are removed at the end, even on
 Ctrl-C. The LAST line is one JSON object with the figures and the load average.
 """
 
@@ -66,6 +76,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from support import SIM_RECIPE, SIM_SMOLVM, sim_usable  # noqa: E402
+from support.agents import CLAUDE, real_claude_recipe  # noqa: E402
 
 # The stand-in, run as the agent in tmux: one session whose status file says `working`,
 # then `needs-you` at a known time (its `since`), then `working` again, every period.
@@ -221,6 +232,51 @@ async def refreshed(service, boxes: int, refreshes: int) -> list[float]:  # type
     return times
 
 
+def session_status(hbtui: str, box: str) -> str:
+    """The status of the box's newest claude session, as `hbtui agents` says it."""
+    done = run([hbtui, "agents", box, "--json"], timeout=120)
+    rows = json.loads(done.stdout or "[]")
+    found = [s for r in rows for s in r["sessions"] if s["agent"] == "claude"]
+    return max(found, key=lambda s: s["since"] or 0)["status"] if found else "none"
+
+
+def until_status(hbtui: str, box: str, wanted: tuple[str, ...], limit: float = 120) -> None:
+    deadline = time.monotonic() + limit
+    while (now := session_status(hbtui, box)) not in wanted:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{box}'s agent never became {' or '.join(wanted)} (is {now})")
+
+
+def resumes(hbtui: str, folder: Path, runs: int) -> list[float]:
+    """Seconds from `agents resume` to the session shown idle or working, `runs` times."""
+    box = "r1"
+    made = run([hbtui, "new", box, "-q", "--recipe", str(real_claude_recipe(folder))], timeout=600)
+    if made.returncode:
+        raise RuntimeError(f"hbtui new {box}: {made.stderr.strip()[-500:]}")
+    started = run(
+        [hbtui, "agents", "start", box, "--agent", "claude", "--keyless", "--task", "say hi"],
+        timeout=300,
+    )  # a conversation to resume (a session never asked anything has none)
+    if started.returncode:
+        raise RuntimeError(f"agents start: {started.stderr.strip()[-500:]}")
+    log(f"  {started.stdout.strip()}")
+    until_status(hbtui, box, ("idle",))
+    took = []
+    for _ in range(runs):
+        stopped = run([hbtui, "agents", "stop", box, "--yes"], timeout=120)
+        if stopped.returncode:
+            raise RuntimeError(f"agents stop: {stopped.stderr.strip()[-500:]}")
+        until_status(hbtui, box, ("ended",))
+        t0 = time.monotonic()
+        resumed = run([hbtui, "agents", "resume", box], timeout=300)
+        if resumed.returncode:
+            raise RuntimeError(f"agents resume: {resumed.stderr.strip()[-500:]}")
+        until_status(hbtui, box, ("idle", "working"))
+        took.append(time.monotonic() - t0)
+        log(f"  resumed, shown idle or working after {took[-1]:.1f} s")
+    return took
+
+
 async def measure(
     boxes: int, seconds: float, refreshes: int, stats: bool
 ) -> dict[str, float | int]:
@@ -277,6 +333,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--period", type=float, default=10.0)
     parser.add_argument("--refreshes", type=int, default=5, help="Service.agents.listing() calls")
+    parser.add_argument("--resumes", type=int, default=3, help="agents resume runs (resume_s)")
+    parser.add_argument(
+        "--resume-only", action="store_true", help="measure only resume_s (one box, no dashboard)"
+    )
     parser.add_argument(
         "--no-stats",
         action="store_true",
@@ -297,11 +357,20 @@ def main() -> None:
     names = [f"agent{i:02d}" for i in range(args.boxes)]
     load_before = os.getloadavg()
     try:
-        log(f"making {args.boxes} boxes with an agent stand-in each (load {load_before[0]:.1f})")
-        t0 = time.monotonic()
-        make_boxes(hbtui, names, args.period)
-        log(f"made in {time.monotonic() - t0:.0f} s; the dashboard runs {args.seconds:g} s")
-        figures = asyncio.run(measure(args.boxes, args.seconds, args.refreshes, not args.no_stats))
+        figures: dict[str, float | int] = {}
+        if not args.resume_only:
+            log(
+                f"making {args.boxes} boxes with an agent stand-in each (load {load_before[0]:.1f})"
+            )
+            t0 = time.monotonic()
+            make_boxes(hbtui, names, args.period)
+            log(f"made in {time.monotonic() - t0:.0f} s; the dashboard runs {args.seconds:g} s")
+            figures = asyncio.run(
+                measure(args.boxes, args.seconds, args.refreshes, not args.no_stats)
+            )
+        took = resumes(hbtui, folder, args.resumes) if CLAUDE is not None else []
+        figures["resume_s"] = round(max(took), 1) if took else -1
+        figures["resume_median_s"] = round(statistics.median(took), 1) if took else -1
     finally:
         listed = run([str(SIM_SMOLVM), "--state-dir", str(state), "machine", "ls", "--json"])
         for machine in json.loads(listed.stdout or "[]"):
@@ -314,16 +383,21 @@ def main() -> None:
         "dashboard_cpu_percent": 15,
         "tick_p95_ms": 16,
         "ask_to_shown_p95_ms": 1000,
+        "resume_s": 10,
     }
     for key, goal in goals.items():
+        if key not in figures:
+            continue
         mark = "ok" if 0 <= figures[key] <= goal else "MISSED"
         log(f"  {key:26} {figures[key]:>8}   goal ≤ {goal}  {mark}")
-    log(f"  ({figures['asks']} asks; load average {load_before[0]:.1f} → {load_after[0]:.1f})")
+    log(
+        f"  ({figures.get('asks', 0)} asks; load average {load_before[0]:.1f} → {load_after[0]:.1f})"
+    )
     print(
         json.dumps(
             {
                 **figures,
-                "boxes": args.boxes,
+                "boxes": 1 if args.resume_only else args.boxes + 1,
                 "load_before": load_before[0],
                 "load_after": load_after[0],
             }

@@ -11,7 +11,8 @@ What it answers, from the last user message of a request:
 - otherwise a tool_result -> the text "done" (the turn ends);
 - anything else -> the text "ok".
 
-Usage: fake_anthropic.py PORT [LOG]   (LOG gets one JSON line per request)
+Usage: fake_anthropic.py PORT [LOG]   (LOG gets one JSON line per request: its reply, and
+the texts of the request's user messages)
 """
 
 from __future__ import annotations
@@ -143,7 +144,15 @@ class Handler(BaseHTTPRequestHandler):
         blocks, stop = reply_for(body)
         if _LOG:
             with open(_LOG, "a") as log:
-                log.write(json.dumps({"stream": bool(body.get("stream")), "reply": blocks}) + "\n")
+                said = [
+                    b.get("text", "")
+                    for m in body.get("messages") or []
+                    if m.get("role") == "user"
+                    for b in _blocks(m.get("content"))
+                    if b.get("type") == "text"
+                ]
+                entry = {"stream": bool(body.get("stream")), "reply": blocks, "user": said}
+                log.write(json.dumps(entry) + "\n")
         model = str(body.get("model") or "claude-fake")
         if not body.get("stream"):
             message = {

@@ -14,7 +14,8 @@ What it answers, from the end of a request's input:
   (for chat completions: a `terminal` tool call of CMD, Hermes's shell tool);
 - anything else -> the message "ok".
 
-Usage: fake_openai.py PORT
+Usage: fake_openai.py PORT [LOG]   (LOG gets one JSON line per Responses request: the texts
+of its user messages)
 """
 
 from __future__ import annotations
@@ -25,6 +26,17 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 _ids = itertools.count(1)
+_LOG: str | None = None
+
+
+def _user_texts(body: dict) -> list[str]:
+    said = []
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("role") == "user":
+            content = item.get("content")
+            parts = content if isinstance(content, list) else [{"text": str(content or "")}]
+            said += [c.get("text", "") for c in parts if isinstance(c, dict)]
+    return said
 
 
 def _last(body: dict) -> tuple[str, bool]:
@@ -104,6 +116,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/chat/completions"):
             self.chat(body)
             return
+        if _LOG:
+            with open(_LOG, "a") as log:
+                log.write(json.dumps({"user": _user_texts(body)}) + "\n")
         rid = f"resp_{next(_ids)}"
         usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
         events = [
@@ -150,6 +165,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
+    global _LOG
+    _LOG = sys.argv[2] if len(sys.argv) > 2 else None
     ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 
 

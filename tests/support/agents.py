@@ -10,11 +10,38 @@ import subprocess
 import time
 from pathlib import Path
 
+from support import recipe_with
 from support.cli import hbtui
+from support.work import stand_in
 
 FAKE_API = Path(__file__).parents[1] / "sim" / "fake_anthropic.py"
 WORKSPACE = "/data/home/agent/workspace"
 KEY = "sk-ant-fake-0123456789abcdefghijklmnop"
+API_LOG = "/data/home/agent/api.log"  # the fake API's: one JSON line per request
+
+# Run as the box's `claude`: the real one against the fake Messages API in the box (started
+# here, on the box's loopback, once: a second start finds its port taken and ends), its
+# first-run dialogs answered ahead for the folder it runs in.
+REAL_CLAUDE = stand_in(
+    "export ANTHROPIC_BASE_URL=http://127.0.0.1:18555 ANTHROPIC_API_KEY=" + KEY,
+    "export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1",
+    'mkdir -p "$CLAUDE_CONFIG_DIR"',
+    'printf \'{"hasCompletedOnboarding": true, "projects": {"%s": {"hasTrustDialogAccepted":'
+    ' true}}, "customApiKeyResponses": {"approved": ["' + KEY[-20:] + '"], "rejected":'
+    ' []}}\' "$PWD" > "$CLAUDE_CONFIG_DIR/.claude.json"',
+    f"setsid python3 /usr/local/lib/fake_api.py 18555 {API_LOG} >/dev/null 2>&1 </dev/null &",
+    'exec /usr/bin/claude --permission-mode default "$@"',
+)
+
+
+def real_claude_recipe(folder: Path) -> Path:
+    """The simulator's recipe, with the real `claude` (REAL_CLAUDE) and its fake API."""
+    fake = (
+        "mkdir -p /usr/local/lib && cat > /usr/local/lib/fake_api.py <<'FAKE'\n"
+        f"{FAKE_API.read_text()}\nFAKE"
+    )
+    return recipe_with(folder, f"{fake}\n{REAL_CLAUDE}")
+
 
 # Run as agent in the box: Claude's first-run dialogs answered ahead (onboarding, trust
 # in ~/workspace, the API key), the fake API started, claude started in tmux "main".

@@ -8,17 +8,22 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from hbtui.core.agents.lifecycle import Stopped, ended_session
 from hbtui.core.agents.operations import pending_request
 from hbtui.core.agents.sessions import (
     ENDED,
     ERROR,
+    IDLE,
     NEEDS_YOU,
     WORKING,
+    AgentBusy,
     AgentError,
     AgentSession,
     Answer,
     BoxAgents,
 )
+from hbtui.core.work.agent import TOOK, AgentStart
+from hbtui.events import Report, ignore
 from hbtui.names import LOCAL
 
 if TYPE_CHECKING:
@@ -125,3 +130,47 @@ class FakeAgents:
         if screen is None:
             raise AgentError(f"box {name}: no pane {pane_id}")
         return screen
+
+    async def start(
+        self, name: str, agent: str, task: str = "", host: str = LOCAL, *,
+        keyless: bool = False, report: Report = ignore,
+    ) -> AgentStart:  # fmt: skip
+        """A new session, idle (or working on `task`) at once."""
+        self.fake._called("start_agent", name, agent, task, host, keyless)
+        sessions = self.fake.agent_sessions.setdefault((host, name), [])
+        sid = f"new{len(sessions) + 1:05d}"
+        status = WORKING if task else IDLE
+        sessions.insert(0, session(name, sid, status, host=host, ago=0.0, agent=agent))
+        began = "" if task else "started at its prompt"
+        return AgentStart(name, agent, TOOK, 0.5, event="UserPromptSubmit", began=began)
+
+    async def resume(
+        self, name: str, host: str = LOCAL, *, session: str | None = None,
+        report: Report = ignore,
+    ) -> AgentStart:  # fmt: skip
+        """The core's own choice (`ended_session`), made idle again."""
+        self.fake._called("resume_agent", name, host, session)
+        chosen = ended_session(tuple(self.fake.agent_sessions.get((host, name), ())), name, session)
+        self._set(name, host, replace(chosen, status=IDLE, since=NOW_TS))
+        began = f"resumed session {chosen.session_id[:8]}"
+        return AgentStart(name, chosen.agent, TOOK, 0.5, event="SessionStart", began=began)
+
+    async def stop(
+        self, name: str, host: str = LOCAL, *, session: str | None = None, yes: bool = False
+    ) -> Stopped:
+        """AgentBusy as the core says it, else the session ended."""
+        self.fake._called("stop_agent", name, host, session, yes)
+        chosen = self._pick(name, host, session, pending=False)
+        if chosen.status in (WORKING, NEEDS_YOU) and not yes:
+            raise AgentBusy(chosen)
+        self._set(name, host, replace(chosen, status=ENDED, waiting_for="", request=""))
+        return Stopped(chosen, "exit")
+
+    async def forget(
+        self, name: str, host: str = LOCAL, *, session: str | None = None
+    ) -> tuple[AgentSession, ...]:
+        self.fake._called("forget_agents", name, host, session)
+        sessions = self.fake.agent_sessions.get((host, name), [])
+        gone = tuple(s for s in sessions if s.status == ENDED and session in (None, s.session_id))
+        sessions[:] = [s for s in sessions if s not in gone]
+        return gone

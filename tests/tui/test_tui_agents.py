@@ -17,12 +17,13 @@ from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import OptionList, Static
 from textual.widgets._footer import FooterKey
 
-from hbtui.core.agents.sessions import IDLE, NEEDS_YOU, WORKING
+from hbtui.core.agents.sessions import ENDED, IDLE, NEEDS_YOU, WORKING
 from hbtui.tui.activity import Activity, row_key
 from hbtui.tui.agents import panel as agents_panel
 from hbtui.tui.agents.alerts import ALERT_MAX, alert_text, notify_send_argv, osc9
-from hbtui.tui.agents.dialogs import SendDialog, SessionPicker
+from hbtui.tui.agents.dialogs import SendDialog, SessionPicker, StartAgentDialog
 from hbtui.tui.agents.preview import PREVIEW_LINES, PREVIEW_WIDTH, screen_text
+from hbtui.tui.dialogs.confirm import ConfirmDialog
 from hbtui.tui.messages import AgentsWanted
 from hbtui.tui.widgets.key_footer import KeyFooter
 
@@ -507,6 +508,69 @@ async def test_m_sends_a_line_to_the_agent():
         call = ("send_to_agent", "alpha", "yes, go on", "local", "s-alpha-1")
         await until(pilot, lambda: call in service.calls)
         await until(pilot, lambda: any("sent to claude" in n for n in notes(app)))
+
+
+# -- a session's life: start, resume, stop, forget -----------------------------------------
+
+
+async def test_Y_starts_an_agent_from_a_small_dialog():
+    service = with_agents()
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: app.main.table.agents)
+        await pilot.press("Y")
+        await until(pilot, lambda: isinstance(app.screen, StartAgentDialog))
+        await pilot.press(*"fix the build", "enter")
+        await until(pilot, lambda: app.screen is app.main)
+        call = ("start_agent", "alpha", "claude", "fix the build", "local", False)
+        await until(pilot, lambda: call in service.calls)
+        await until(
+            pilot, lambda: any("claude started on the task in alpha" in n for n in notes(app))
+        )
+
+
+async def test_K_asks_before_it_stops_a_session_that_needs_you_and_stops_it_on_yes():
+    service = with_agents()
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: "needs-you" in rows(app)["local/alpha"])
+        await pilot.press("K")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        assert ("stop_agent", "alpha", "local", "s-alpha-1", False) in service.calls
+        await pilot.press("n")  # kept: nothing stopped
+        await until(pilot, lambda: app.screen is app.main)
+        assert service.agent_sessions[("local", "alpha")][0].status == NEEDS_YOU
+        await pilot.press("K")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.press("y")
+        call = ("stop_agent", "alpha", "local", "s-alpha-1", True)
+        await until(pilot, lambda: call in service.calls)
+        await until(pilot, lambda: any("stopped claude session s-alpha-" in n for n in notes(app)))
+        assert service.agent_sessions[("local", "alpha")][0].status == ENDED
+
+
+async def test_an_idle_session_stops_without_asking_then_C_resumes_it_and_X_forgets():
+    service = with_agents()
+    service.agent_sessions[("local", "alpha")] = [session("alpha", "s-alpha-1", IDLE)]
+    app = make_app(service, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await listed(pilot)
+        await until(pilot, lambda: "idle" in rows(app)["local/alpha"])
+        await pilot.press("K")
+        await until(pilot, lambda: any("stopped claude session" in n for n in notes(app)))
+        assert not isinstance(app.screen, ConfirmDialog)
+        await pilot.press("C")
+        await until(pilot, lambda: any("resumed session s-alpha-" in n for n in notes(app)))
+        assert ("resume_agent", "alpha", "local", None) in service.calls
+        assert service.agent_sessions[("local", "alpha")][0].status == IDLE
+        service.agent_sessions[("local", "alpha")].append(session("alpha", "s-old", ENDED))
+        await pilot.press("X")
+        await until(
+            pilot, lambda: any("forgot 1 ended session(s) of alpha" in n for n in notes(app))
+        )
+        assert [s.session_id for s in service.agent_sessions[("local", "alpha")]] == ["s-alpha-1"]
 
 
 # -- the alert -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from hbtui.core.agents.sessions import (
     NO_AGENT,
     SEND_MAX,
     WORKING,
+    AgentBusy,
     AgentSession,
     AgentsGone,
     BoxAgents,
@@ -23,6 +24,7 @@ from hbtui.core.agents.sessions import (
 from hbtui.core.foundation.lazy import later
 
 if TYPE_CHECKING:
+    from hbtui.core.agents.lifecycle import Stopped
     from hbtui.core.agents.watch import AgentWatch
 
 __all__ = [
@@ -33,15 +35,17 @@ __all__ = [
     "NO_AGENT",
     "SEND_MAX",
     "WORKING",
+    "AgentBusy",
     "AgentSession",
     "AgentWatch",
     "AgentsGone",
     "BoxAgents",
     "Ending",
+    "Stopped",
     "box_status",
     "in_story_order",
     "lead",
 ]
 
 # These live beside the box operations or the archive format: each loads when first used.
-__getattr__ = later(__name__, {"AgentWatch": "watch"})
+__getattr__ = later(__name__, {"AgentWatch": "watch", "Stopped": "lifecycle"})

@@ -9,6 +9,8 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable
 
+from hbtui.core.agents import lifecycle
+from hbtui.core.agents.lifecycle import Stopped
 from hbtui.core.agents.operations import decide, listing, pane, send, sessions_ended_by
 from hbtui.core.agents.sessions import AgentSession, Answer, BoxAgents, Ending
 from hbtui.core.agents.starts import StartBook
@@ -16,6 +18,9 @@ from hbtui.core.agents.watch import AgentWatch
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.boxes.guard import Guard
 from hbtui.core.foundation.views import BoxView
+from hbtui.core.foundation.workbook import WorkBook
+from hbtui.core.work.agent import AgentEnded, AgentStart
+from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
 
 
@@ -25,6 +30,7 @@ class Agents:
     def __init__(self, core: BoxCore) -> None:
         self._core = core
         self._guard = Guard(core)
+        self._book = WorkBook(core.paths)
         self._watches: weakref.WeakSet[AgentWatch] = weakref.WeakSet()  # while referenced
 
     def _check(self, names: Iterable[str], hosts: Iterable[str]) -> None:
@@ -107,3 +113,46 @@ class Agents:
         """An agent's screen, colours kept, every other terminal sequence removed."""
         self._check([name], [host])
         return await pane(self._core, name, host, pane_id)
+
+    async def start(
+        self, name: str, agent: str, task: str = "", host: str = LOCAL, *,
+        keyless: bool = False, report: Report = ignore,
+    ) -> AgentStart:  # fmt: skip
+        """A new session of `agent` in the box's clone (or workspace), in tmux "main",
+        waited for as `new --agent` is: AgentEnded (its view set) when it ended at once."""
+        self._check([name], [host])
+        try:
+            return await lifecycle.start(
+                self._core, self._book, name, host, agent, task, keyless=keyless, report=report
+            )
+        except AgentEnded as ended:
+            ended.view = await self._core.get(name, host)
+            raise
+
+    async def resume(
+        self, name: str, host: str = LOCAL, *, session: str | None = None,
+        report: Report = ignore,
+    ) -> AgentStart:  # fmt: skip
+        """Start an ended session again with its conversation (the most recent ended one
+        unless `session` names one); a fork where it came from another box."""
+        self._check([name], [host])
+        try:
+            return await lifecycle.resume(self._core, name, host, session, report=report)
+        except AgentEnded as ended:
+            ended.view = await self._core.get(name, host)
+            raise
+
+    async def stop(
+        self, name: str, host: str = LOCAL, *, session: str | None = None, yes: bool = False
+    ) -> Stopped:
+        """End one live session, its own exit first; AgentBusy (nothing done) for one that
+        is working or waits for an answer, unless `yes`."""
+        self._check([name], [host])
+        return await lifecycle.stop(self._core, name, host, session, yes=yes)
+
+    async def forget(
+        self, name: str, host: str = LOCAL, *, session: str | None = None
+    ) -> tuple[AgentSession, ...]:
+        """Drop ended sessions (the named one, else all) from every view."""
+        self._check([name], [host])
+        return await lifecycle.forget(self._core, name, host, session)

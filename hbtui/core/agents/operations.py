@@ -62,20 +62,20 @@ def _why(exc: BaseException) -> str:
     return clean_text(str(exc) or type(exc).__name__, 200)
 
 
-async def _exec(
-    boxes: BoxCore, view: BoxView, argv: list[str], bound: Bound = ANSWER
-) -> tuple[int, bytes, str]:
+async def run_helper(
+    boxes: BoxCore, view: BoxView, argv: list[str], bound: Bound = ANSWER,
+    timeout: float = EXEC_TIMEOUT,
+) -> tuple[int, bytes, str]:  # fmt: skip
+    """`hb agents ARGV` in the box: its exit status, output and one safe line of stderr."""
     host = await boxes.hosts.get(view.host)
-    done = await host.engine.exec(
-        view.name, [HB, "agents", *argv], timeout=EXEC_TIMEOUT, bound=bound
-    )
+    done = await host.engine.exec(view.name, [HB, "agents", *argv], timeout=timeout, bound=bound)
     return done.returncode, done.stdout, clean_text(done.stderr.decode(errors="replace"), 200)
 
 
 async def _box_agents(boxes: BoxCore, view: BoxView, limits: _Limits) -> BoxAgents:
     async with limits.semaphore:
         try:
-            code, out, err = await _exec(boxes, view, ["--json"])
+            code, out, err = await run_helper(boxes, view, ["--json"])
         except EngineOutputTooLong:
             why = f"the box answered more than {human_bytes(OUTPUT_MAX)}; hbtui stopped reading it"
             return BoxAgents(view.name, view.host, error=why)
@@ -164,7 +164,7 @@ async def sessions_ended_by(
     return await live_sessions(boxes, name, host, streamed)
 
 
-async def _running(boxes: BoxCore, name: str, host: str) -> BoxView:
+async def running_box(boxes: BoxCore, name: str, host: str) -> BoxView:
     view = await boxes.get(name, host)
     if view.kind != BOX:
         raise AgentError(f"box {name} is {view.kind}: hbtui cannot reach its agents")
@@ -173,7 +173,7 @@ async def _running(boxes: BoxCore, name: str, host: str) -> BoxView:
     return view
 
 
-def _named(live: list[AgentSession], name: str, wanted: str) -> AgentSession | None:
+def named_session(live: list[AgentSession], name: str, wanted: str) -> AgentSession | None:
     """The live session named by its id or a prefix of at least 4 characters; None when
     there is none, one line when the prefix names several."""
     chosen = [s for s in live if s.session_id == wanted] or [
@@ -184,14 +184,14 @@ def _named(live: list[AgentSession], name: str, wanted: str) -> AgentSession | N
     return chosen[0] if chosen else None
 
 
-def _pick(
+def pick_session(
     sessions: tuple[AgentSession, ...], name: str, wanted: str | None, pending: bool
 ) -> AgentSession:
     """The session to act on: the named one (an id or a prefix of at least 4 characters),
     or the only candidate; anything else is one line naming the choices."""
     live = [s for s in sessions if s.status not in (ENDED, ERROR)]
     if wanted:
-        session = _named(live, name, wanted)
+        session = named_session(live, name, wanted)
         if session is None:
             raise AgentError(f"box {name} has no live agent session {wanted!r}")
         if pending and session.status != NEEDS_YOU:
@@ -257,9 +257,9 @@ def pending_request(
     hook's request id, "" for none, and its words); when the box now says anything else,
     one line says what it is now and that nothing was decided."""
     if request is None and waiting_for is None:
-        return _pick(sessions, name, wanted, pending=True)
+        return pick_session(sessions, name, wanted, pending=True)
     live = [s for s in sessions if s.status not in (ENDED, ERROR)]
-    mine = _named(live, name, wanted) if wanted else None
+    mine = named_session(live, name, wanted) if wanted else None
     candidates = ([mine] if mine is not None else []) if wanted else live
     hits = [
         s
@@ -279,7 +279,7 @@ def pending_request(
     return hits[0]
 
 
-async def _sessions(boxes: BoxCore, view: BoxView) -> tuple[AgentSession, ...]:
+async def read_sessions(boxes: BoxCore, view: BoxView) -> tuple[AgentSession, ...]:
     row = await _box_agents(boxes, view, _Limits())
     if row.error:
         raise AgentError(f"box {view.name}: {row.error}")
@@ -309,15 +309,15 @@ async def decide(
         raise UsageError(
             f"not a request id: {clean_text(request, 60)!r} (as `hbtui agents --json` shows it)"
         )
-    view = await _running(boxes, name, host)
-    chosen = pending_request(await _sessions(boxes, view), name, session, request, waiting_for)
+    view = await running_box(boxes, name, host)
+    chosen = pending_request(await read_sessions(boxes, view), name, session, request, waiting_for)
     if not chosen.request and not chosen.pane:  # no hook waits, no screen to press keys in
         raise AgentError(
             f"session {chosen.session_id[:8]} in box {name} waits for you in no tmux pane "
             f"hbtui can reach: answer it inside the box (hbtui enter {name})"
         )
     argv = ["decide", chosen.session_id, chosen.request or "-", decision, chosen.waiting_for]
-    code, out, err = await _exec(boxes, view, argv)
+    code, out, err = await run_helper(boxes, view, argv)
     if code == 3:  # the box's word for why (its request changed, or it shows no prompt)
         raise AgentError(f"box {name}: {err}")
     if code == 2:  # a helper from before it was told what was shown
@@ -346,11 +346,11 @@ async def send(
         raise UsageError(f"the text is {len(text)} characters, over {SEND_MAX}: nothing sent")
     if _CONTROL.search(text):
         raise UsageError("the text holds a control character (one line, no tabs): nothing sent")
-    view = await _running(boxes, name, host)
-    chosen = _pick(await _sessions(boxes, view), name, session, pending=False)
+    view = await running_box(boxes, name, host)
+    chosen = pick_session(await read_sessions(boxes, view), name, session, pending=False)
     if not chosen.pane:
         raise AgentError(f"session {chosen.session_id[:8]} in box {name} runs in no tmux pane")
-    code, _out, err = await _exec(boxes, view, ["send", chosen.pane, text])
+    code, _out, err = await run_helper(boxes, view, ["send", chosen.pane, text])
     if code != 0:
         raise AgentError(f"box {name}: {err or f'hb agents send exited with {code}'}")
     return chosen
@@ -360,10 +360,12 @@ async def pane(boxes: BoxCore, name: str, host: str, pane_id: str) -> str:
     """The pane's screen with only its colours kept (safe to draw on the host)."""
     if not PANE_ID.fullmatch(pane_id):
         raise UsageError(f"not a tmux pane id: {pane_id!r} (like %3)")
-    view = await _running(boxes, name, host)
+    view = await running_box(boxes, name, host)
     # One byte over PANE_MAX kept says the screen was cut: screen_text drops its first,
     # partial line.
-    code, out, err = await _exec(boxes, view, ["pane", pane_id], Bound(PANE_MAX + 1, tail=True))
+    code, out, err = await run_helper(
+        boxes, view, ["pane", pane_id], Bound(PANE_MAX + 1, tail=True)
+    )
     if code != 0:
         raise AgentError(f"box {name}: {err or f'hb agents pane exited with {code}'}")
     return screen_text(out)

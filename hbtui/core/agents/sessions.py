@@ -31,6 +31,7 @@ SEND_MAX = 4096
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 PANE_ID = re.compile(r"%[0-9]{1,6}")
 REQUEST_ID = re.compile(r"[0-9a-f]{4,32}")  # a hook's permission request
+_BOX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _AGENTS = ("claude", "codex", "hermes")
 
 
@@ -74,9 +75,22 @@ class AgentSession:
     tokens_out: int | None = None
     git: GitState | None = None
     error: str = ""
+    origin: str = ""  # the box its status file says it ran in ("": it does not say)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
+
+
+class AgentBusy(AgentError):
+    """Stopping this session would cut off what it does (it is working, or waits for an
+    answer): a front end asks first, and stops it only when told to (`yes`)."""
+
+    def __init__(self, session: AgentSession) -> None:
+        super().__init__(
+            f"{session.agent} session {session.session_id[:8]} in box {session.box} is "
+            f"{session.status}: stopping it ends what it is doing"
+        )
+        self.session = session
 
 
 @dataclass(frozen=True)
@@ -195,6 +209,7 @@ def parse_session(box: str, host: str, raw: object) -> AgentSession:
         tokens_out=_count(tokens.get("output")),
         git=_git(raw.get("git")),
         error=clean_text(raw.get("error")),
+        origin=_match(_BOX_NAME, raw.get("origin")),
     )
 
 

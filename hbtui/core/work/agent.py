@@ -1,6 +1,8 @@
 """The agent a box made with `--repo --agent` starts on its task: the launcher that runs
 it in tmux "main" (and keeps its window when it ends), the word before it starts when
 the box holds no key for it, and the wait that sees it alive on the task, or ended.
+`hbtui agents start|resume` (hbtui.core.agents.lifecycle) start agents the same way, with
+their own command line and a launch folder of their own.
 
 What "alive on the task" means, per agent: Claude Code, Codex and Hermes all run the
 box's hook (hb-agent-hook), which records each event in a status file naming the agent's
@@ -78,15 +80,21 @@ def _after(agent: str, folder: str) -> str:
 
 # The variable each agent reads its API key from: without a credential bound to it, the
 # agent asks to log in instead of working.
-_KEY_VARS = {"claude": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY"}
+_KEY_VARS = {
+    "claude": ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),  # a key, or a subscription
+    "codex": ("OPENAI_API_KEY",),
+}
 
 
-def launcher(agent: str, task_file: str) -> str:
+def launcher(agent: str, task_file: str, run: str | None = None) -> str:
     """The agent's start in its tmux window; the task is read from a file in the box,
-    and the launcher's own files go beside it."""
+    and the launcher's own files go beside it. `run`: the agent's own command line
+    instead (a resume, a start at its prompt), already quoted for the shell."""
     if not agent:
         return "exec bash -l\n"
     folder = task_file.rsplit("/", 1)[0]
+    if run is not None:
+        return f"{_before(folder)}{run}\n{_after(agent, folder)}"
     if agent == "hermes":
         return f"set -- '{task_file}'\n{_before(folder)}{_HERMES}{_after(agent, folder)}"
     return f'{_before(folder)}task=$(cat {task_file})\n{agent} "$task"\n{_after(agent, folder)}'
@@ -96,13 +104,14 @@ def unkeyed(boxes: BoxCore, name: str, host_name: str, agent: str) -> str | None
     """What to tell the user when the box binds no credential to the variable its agent
     reads its key from (None: it does, or the agent reads none we know). Not refused: a
     user may log the agent in inside the box."""
-    var = _KEY_VARS.get(agent)
+    names = _KEY_VARS.get(agent)
     record = boxes.registry.read().get(name, host_name)
-    if var is None or record is None:
+    if names is None or record is None:
         return None
     known = creds.presets(boxes.config)
-    if any(known[n].env_var == var for n in record.credentials.split(",") if n in known):
+    if any(known[n].env_var in names for n in record.credentials.split(",") if n in known):
         return None
+    var = names[0]
     preset = next((p.name for p in known.values() if p.env_var == var), "")
     hint = f"--credential {preset} when making it, or" if preset else ""
     return (
@@ -112,15 +121,18 @@ def unkeyed(boxes: BoxCore, name: str, host_name: str, agent: str) -> str | None
 
 
 async def start(
-    host: Host, name: str, clone: str, agent: str, task: str, folder: Path
-) -> str | None:
+    host: Host, name: str, clone: str, agent: str, task: str, folder: Path,
+    *, launch: str | None = None, run: str | None = None,
+) -> str | None:  # fmt: skip
     """Start `agent` on `task` in tmux "main" of box `name`, in `clone`; None, or why it
     did not start. The task and the launcher travel as files (never argv of a shell on
-    the host)."""
-    task_file = f"{clone}/.git/hbtui-task"
-    start_file = f"{clone}/.git/hbtui-start"
+    the host), into `launch` (a folder of the box's agent; the clone's .git without);
+    `run`: the agent's own command line instead of its start on the task."""
+    launch = launch or f"{clone}/.git"
+    task_file = f"{launch}/hbtui-task"
+    start_file = f"{launch}/hbtui-start"
     (folder / "task").write_text(task)
-    (folder / "start").write_text(launcher(agent, task_file))
+    (folder / "start").write_text(launcher(agent, task_file, run))
     for local, guest in ((folder / "task", task_file), (folder / "start", start_file)):
         await host.engine.cp_in(name, local, guest, mode="0644")
         await host.engine.exec(name, ["chown", f"{work_box.AGENT}:", "--", guest], timeout=60)
@@ -151,6 +163,7 @@ class AgentStart:
     event: str = ""
     status: int | None = None
     words: str = ""
+    began: str = ""  # how it began when not on a task ("resumed session 1a2b3c4d"); "" on it
 
     @property
     def ended(self) -> bool:
@@ -164,16 +177,20 @@ class AgentStart:
     def message(self) -> str:
         box, agent = self.box, self.agent
         if self.state == TOOK:
-            return f"{agent} started on the task in {box} (seen after {self.seconds:.1f} s)"
+            began = self.began or "started on the task"
+            return f"{agent} {began} in {box} (seen after {self.seconds:.1f} s)"
         if self.state == RUNNING:
             screen = f"; its screen ends: {self.words}" if self.words else ""
+            what = "is up" if self.began else "took the task"
             return (
-                f"{agent} runs in {box} but has not said it took the task within "
+                f"{agent} runs in {box} but has not said it {what} within "
                 f"{int(self.seconds)} s{screen} (see: hbtui agents {box}, or hbtui enter {box})"
             )
         if self.state == ENDED:
             how = "no exit status" if self.status is None else f"exit status {self.status}"
             words = f": {self.words}" if self.words else ""
+            if self.began:  # a box that was there before: only its agent is news
+                return f"{agent} ended at once in {box} ({how}){words}: hbtui enter {box}"
             return (
                 f"{agent} ended at once in {box} ({how}){words}; the box stays, made and "
                 f"ready: hbtui enter {box}"
@@ -239,16 +256,18 @@ def read_start(box: str, agent: str, answer: work_box.Answer) -> AgentStart:
 
 
 async def await_start(
-    boxes: BoxCore, name: str, host_name: str, clone: str, agent: str, seconds: float
-) -> AgentStart:
-    """Wait (at most `seconds`) until the agent started in `clone` is seen on its task
-    or ended; a box that cannot be asked is UNSEEN, never an error."""
+    boxes: BoxCore, name: str, host_name: str, clone: str, agent: str, seconds: float,
+    *, launch: str | None = None, up: bool = False,
+) -> AgentStart:  # fmt: skip
+    """Wait (at most `seconds`) until the agent started in `clone` (its launcher's files
+    in `launch`, the clone's .git without) is seen on its task (`up`: seen at all) or
+    ended; a box that cannot be asked is UNSEEN, never an error."""
+    argv = [launch or f"{clone}/.git", agent, str(int(seconds * 1000)), "up" if up else "task"]
     try:
         host = await boxes.hosts.get(host_name)
         answer = await work_box.run_step(
-            host, name, work_box.WAIT_SCRIPT, [f"{clone}/.git", agent, str(int(seconds * 1000))],
-            cap=64 * 1024, timeout=seconds + 60,
-        )  # fmt: skip
+            host, name, work_box.WAIT_SCRIPT, argv, cap=64 * 1024, timeout=seconds + 60
+        )
     except (HbtuiError, OSError) as exc:
         return AgentStart(name, agent, UNSEEN, 0.0, words=boxtext.line(str(exc))[:200])
     return read_start(name, agent, answer)

@@ -158,9 +158,11 @@ fi
 """
 
 # $1 the folder of the launcher's files (the clone's .git)  $2 agent  $3 milliseconds
+# $4 "up" when the agent's start itself is enough (no task: a resume, a start at its prompt)
 # Waits for the first of: the launcher's `hbtui-ended` (the agent exited: its status, and
 # the pane's last lines), a hook status file of the agent in the launcher's pane written
-# since it started, for an event past the start (`took` EVENT: the agent has the task), the
+# since it started, for an event past the start (`took` EVENT: the agent has the task; with
+# "up", its SessionStart too), the
 # pane gone, or the bound (`running` and the pane's last lines, or `nopane`: the launcher
 # never said its pane). Each
 # answer ends with the milliseconds waited. Polls every 0.2 s without starting a process
@@ -187,7 +189,10 @@ while :; do
             case $s in *'"pane":"'"$pane"'"'*) ;; *) continue ;; esac
             case $s in *'"agent":"'"$2"'"'*) ;; *) continue ;; esac
             [[ $s =~ $event ]] || continue
-            case ${{BASH_REMATCH[1]}} in SessionStart|SessionEnd|on_session_finalize) continue ;; esac
+            case ${{BASH_REMATCH[1]}} in
+                SessionEnd|on_session_finalize) continue ;;
+                SessionStart) [ "${{4:-}}" = up ] || continue ;;
+            esac
             echo "{TAG} took ${{BASH_REMATCH[1]}} $ms"
             exit 0
         done

@@ -8,7 +8,9 @@ instead, one worker, never two at once. `AgentPaneWanted` (every second while th
 shows) asks for the selected agent's screen. Approve, deny and send go
 through the Service (`answer_agent`, `send_to_agent`), which checks in the box what is
 pending: approve and deny carry the request the dashboard shows, and one that changed
-since is refused; what it refuses is one notification. A box that turns needs-you rings the
+since is refused; what it refuses is one notification. Start, resume, stop and forget
+a session go through `Service.agents` too; a stop the box says would cut off work
+(`AgentBusy`) is asked about, then made. A box that turns needs-you rings the
 terminal's bell, asks the terminal for a desktop notification (OSC 9) and runs
 `notify-send` where there is one, unless `agent_alerts = false` in the config.
 """
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker
 
-from hbtui.core.agents import AgentSession, AgentsGone, BoxAgents
+from hbtui.core.agents import AgentBusy, AgentSession, AgentsGone, BoxAgents
 from hbtui.errors import HbtuiError
 from hbtui.tui.activity import BoxKey
 from hbtui.tui.agents.alerts import alert_text, notify_send_argv, osc9, run_notify_send
@@ -31,7 +33,11 @@ from hbtui.tui.feature import Dashboard, Feature
 from hbtui.tui.messages import AgentPaneLoaded, AgentsLoaded, AgentsWanted
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+    from typing import Any
+
     from hbtui.core.agents import AgentWatch
+    from hbtui.core.work import AgentStart
 
 ALLOW, DENY = "allow", "deny"
 # The keys left out of the footer while no box has an agent.
@@ -272,4 +278,109 @@ class Agents(Feature):
             self.app.notify(describe(exc), title="agent", severity="warning")
             return
         self.app.notify(f"sent to {sent.agent} in {name}", title="agent")
+        self.app.post_message(AgentsWanted())
+
+    # -- a session's life --------------------------------------------------------------------
+
+    def action_start_agent(self) -> None:
+        from hbtui.tui.agents.dialogs import StartAgentDialog
+
+        view = self.need_box()
+        if view is not None:
+            key = (view.host, view.name)
+            self.app.push_screen(StartAgentDialog(view.name), partial(self._start_picked, key))
+
+    def _start_picked(self, key: BoxKey, picked: tuple[str, str, bool] | None) -> None:
+        if picked is not None:
+            self.app.start(partial(self._start_agent, key, *picked), "agent-life")
+
+    async def _start_agent(self, key: BoxKey, agent: str, task: str, keyless: bool) -> None:
+        host, name = key
+        self.app.notify(f"starting {agent} in {name}", title="agent", markup=False)
+        await self._told(self.service.agents.start(name, agent, task, host, keyless=keyless))
+
+    def action_resume_agent(self) -> None:
+        view = self.need_box()
+        if view is not None:
+            self.app.start(partial(self._resume_agent, (view.host, view.name)), "agent-life")
+
+    async def _resume_agent(self, key: BoxKey) -> None:
+        host, name = key
+        self.app.notify(f"resuming the agent in {name}", title="agent", markup=False)
+        await self._told(self.service.agents.resume(name, host))
+
+    async def _told(self, starting: Coroutine[Any, Any, AgentStart]) -> None:
+        """A start or resume, waited for; how it went, as one notification."""
+        try:
+            start = await starting
+        except HbtuiError as exc:
+            self.app.notify(describe(exc), title="agent", severity="warning", markup=False)
+            return
+        if start.took:
+            self.app.notify(start.message, title="agent", markup=False)
+        else:
+            self.app.notify(start.message, title="agent", severity="warning", markup=False)
+        self.app.post_message(AgentsWanted())
+
+    def action_stop_agent(self) -> None:
+        """Stop the selected box's live session (picked first when several run)."""
+        from hbtui.tui.agents.dialogs import SessionPicker
+
+        view = self.need_box()
+        if view is None:
+            return
+        key = (view.host, view.name)
+        sessions = live(self.panel.agents.get(key))
+        if len(sessions) > 1:
+            picker = SessionPicker(view.name, "stop", sessions)
+            self.app.push_screen(picker, partial(self._stop_picked, key))
+        else:
+            self._stop_picked(key, sessions[0].session_id if sessions else None)
+
+    def _stop_picked(self, key: BoxKey, session: str | None) -> None:
+        self.app.start(partial(self._stop, key, session, False), "agent-life")
+
+    async def _stop(self, key: BoxKey, session: str | None, yes: bool) -> None:
+        host, name = key
+        try:
+            stopped = await self.service.agents.stop(name, host, session=session, yes=yes)
+        except AgentBusy as busy:
+            self._ask_stop(key, busy)
+            return
+        except HbtuiError as exc:
+            self.app.notify(describe(exc), title="agent", severity="warning", markup=False)
+            return
+        self.app.notify(stopped.message, title="agent", markup=False)
+        self.app.post_message(AgentsWanted())
+
+    def _ask_stop(self, key: BoxKey, busy: AgentBusy) -> None:
+        from hbtui.tui.dialogs.confirm import ConfirmDialog
+
+        sid = busy.session.session_id
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.app.start(partial(self._stop, key, sid, True), "agent-life")
+
+        question = f"{busy.message}. Stop it?"
+        self.app.push_screen(ConfirmDialog("Stop agent", question, "Stop", "Keep"), answered)
+
+    def action_forget_agents(self) -> None:
+        view = self.need_box()
+        if view is not None:
+            self.app.start(partial(self._forget, (view.host, view.name)), "agent-life")
+
+    async def _forget(self, key: BoxKey) -> None:
+        host, name = key
+        try:
+            gone = await self.service.agents.forget(name, host)
+        except HbtuiError as exc:
+            self.app.notify(describe(exc), title="agent", severity="warning", markup=False)
+            return
+        said = (
+            f"forgot {len(gone)} ended session(s) of {name}"
+            if gone
+            else (f"box {name} has no ended agent session to forget")
+        )
+        self.app.notify(said, title="agent", markup=False)
         self.app.post_message(AgentsWanted())

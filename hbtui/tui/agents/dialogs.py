@@ -1,7 +1,8 @@
-"""Answering a box's agent: which session (when several wait), and the line to send.
+"""Answering a box's agent: which session (when several wait), and the line to send;
+and starting a new one.
 
 `SessionPicker` dismisses with the chosen session's id; `SendDialog` with the line to
-type into the agent's pane. Neither calls the Service: the App sends the answer
+type into the agent's pane; `StartAgentDialog` with the agent and its task. Neither calls the Service: the App sends the answer
 (`Service.agents.answer`, `Service.agents.send`), which checks again in the box; an
 approval or denial carries the request as the list showed it, refused if it changed.
 """
@@ -11,10 +12,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.widgets import OptionList, Static
+from textual.widgets import Checkbox, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from hbtui.core.agents import SEND_MAX, AgentSession
+from hbtui.core.work import AGENTS, check_task
+from hbtui.errors import HbtuiError
 from hbtui.present import AGENT_STYLE
 from hbtui.tui.dialogs.base import Dialog, Field, Form
 
@@ -90,3 +93,45 @@ class SendDialog(Dialog[str]):
 
     def send(self) -> None:
         self.dismiss(self.line.value)
+
+
+class StartAgentDialog(Dialog[tuple[str, str, bool]]):
+    """A new agent session in a box: which agent, its first prompt (none: it waits at
+    its prompt), and whether it may start without a credential for its key. Dismisses
+    with (agent, task, keyless); the App starts it (`Service.agents.start`)."""
+
+    TITLE_TEXT = "Start an agent"
+
+    def __init__(self, box: str) -> None:
+        super().__init__()
+        self.box = box
+        self.which: Select[str] = Select([(a, a) for a in AGENTS], value="claude",
+                                         allow_blank=False, id="agent")  # fmt: skip
+        self.prompt = Field(
+            placeholder="its first prompt (none: it waits at its prompt)", id="task"
+        )
+        self.keyless_box = Checkbox("without a credential: it logs in inside the box", id="keyless")
+
+    def compose_body(self) -> ComposeResult:
+        with Form("Start", self.problem, self.start):
+            yield Static(
+                f"A new session in {self.box}'s clone (or workspace), in tmux main.", markup=False
+            )
+            yield Label("Agent")
+            yield self.which
+            yield Label("Task")
+            yield self.prompt
+            yield self.keyless_box
+
+    def on_mount(self) -> None:
+        self.focus_field(self.prompt)
+
+    def problem(self) -> str | None:
+        try:
+            check_task(self.prompt.value.strip(), str(self.which.value))
+        except HbtuiError as exc:
+            return exc.message
+        return None
+
+    def start(self) -> None:
+        self.dismiss((str(self.which.value), self.prompt.value.strip(), self.keyless_box.value))

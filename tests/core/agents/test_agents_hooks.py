@@ -574,6 +574,89 @@ def test_the_real_codex_asks_is_approved_and_denied(box, tmp_path):
         api.wait()
 
 
+@pytest.mark.real_agent
+@pytest.mark.skipif(bool(codex_ready()), reason=codex_ready() or "ready")
+def test_the_real_codex_is_stopped_and_resumed_with_its_conversation(box, tmp_path):
+    """codex of the pin in tmux as the test above runs it: `hb agents stop` ends it at its
+    own keys, and the command line `hbtui agents resume` builds for it goes on with the
+    same session, whose next request holds the earlier prompt."""
+    from hbtui.core.agents.lifecycle import resume_command
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    port = free_port()
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-6-sol"\nmodel_provider = "fake"\ndisable_paste_burst = true\n'
+        "\n[model_providers.fake]\n"
+        f'name = "fake"\nbase_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\n'
+        f'env_key = "FAKE_OPENAI_KEY"\n\n[projects."{workspace}"]\ntrust_level = "trusted"\n'
+    )
+    env = {**box, "CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-fake"}
+    env.pop("TMUX_PANE")
+    log = tmp_path / "api.log"
+    api = subprocess.Popen([sys.executable, str(FAKE_API), str(port), str(log)], env=env)
+
+    def tmux(*args: str) -> str:
+        done = subprocess.run(["tmux", *args], env=env, capture_output=True, text=True)
+        return done.stdout
+
+    def prompt(window: str, text: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", window, "-l", text], env=env, check=True)
+        until(lambda: text in tmux("capture-pane", "-p", "-t", window), "the prompt typed")
+        subprocess.run(["tmux", "send-keys", "-t", window, "Enter"], env=env, check=True)
+
+    def codex_session() -> dict | None:
+        return next((s for s in listing(env).values() if s["agent"] == "codex"), None)
+
+    try:
+        in_etc_overlay(
+            tmp_path,
+            f"hb_codex_settings ask 60\ncd {workspace}\n"
+            # Its window stays when it ends (as hbtui's launcher's does), and tmux with it.
+            "tmux -f /dev/null new-session -d -s cx -x 150 -y 45 'codex; exec sleep 600'\n",
+            env,
+        )
+        until(lambda: "Ask Codex" in tmux("capture-pane", "-p", "-t", "cx"), "codex's prompt")
+        prompt("cx", "remember the word teal")
+        first = until(
+            lambda: (s := codex_session()) and s["status"] == "idle" and log.exists() and s,
+            "codex idle after its first turn",
+        )
+        sid = first["session_id"]
+        stopped = subprocess.run(
+            ["node", str(GUEST / "hb-agents"), "stop", sid, "5000"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        ended = json.loads(stopped.stdout)  # at its own /quit, or (a loaded machine) SIGTERM
+        assert ended["stopped"] == sid and ended["how"] in ("exit", "SIGTERM"), stopped.stderr
+        until(lambda: listing(env)[sid]["status"] == "ended", "codex's session ended")
+
+        line = resume_command("codex", sid, fork=False)
+        assert line == f"codex resume {sid}"
+        tmux("new-window", "-t", "cx:1", "-c", str(workspace), f"{line}; exec sleep 600")
+        # Codex runs no hook as it resumes (only at the next prompt): its screen says it.
+        until(
+            lambda: "• ok" in tmux("capture-pane", "-p", "-t", "cx:1"),
+            "the resumed session showing its earlier turn",
+        )
+        asked = len(log.read_text().splitlines())
+        prompt("cx:1", "which word?")
+        until(lambda: len(log.read_text().splitlines()) > asked, "the resumed session's request")
+        said = json.loads(log.read_text().splitlines()[asked])["user"]
+        assert any("remember the word teal" in t for t in said), said
+        assert any("which word?" in t for t in said), said
+        again = until(lambda: listing(env)[sid]["pane"] != first["pane"] and listing(env)[sid],
+                      "the same session, in its new pane")  # fmt: skip
+        assert again["status"] in ("working", "idle"), again
+    finally:
+        subprocess.run(["tmux", "kill-server"], env=env, capture_output=True)
+        api.kill()
+        api.wait()
+
+
 def hermes_ready() -> str:
     """Why the real hermes cannot run here, or ''."""
     if shutil.which("hermes") is None or shutil.which("tmux") is None:

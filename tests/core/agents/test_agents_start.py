@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from support import SIM_RECIPE, recipe_with
-from support.agents import CLAUDE, FAKE_API, KEY
+from support.agents import CLAUDE, real_claude_recipe
 from support.cli import hbtui, ok
 from support.work import ENDING_AGENT, LIVE_AGENT, SILENT_AGENT, box_sh, host_repo, stand_in
 
@@ -137,27 +137,12 @@ def test_a_try_whose_agent_ends_says_so_and_try_ls_shows_it(sim_env, tmp_path: P
     assert "t-1: claude ended at once in t-1 (exit status 1)" in table, table
 
 
-# Run as the box's `claude`: the real one against the fake Messages API in the box (started
-# here, on the box's loopback), its first-run dialogs answered ahead for the clone.
-REAL_CLAUDE = stand_in(
-    "export ANTHROPIC_BASE_URL=http://127.0.0.1:18555 ANTHROPIC_API_KEY=" + KEY,
-    "export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1",
-    'mkdir -p "$CLAUDE_CONFIG_DIR"',
-    'printf \'{"hasCompletedOnboarding": true, "projects": {"%s": {"hasTrustDialogAccepted":'
-    ' true}}, "customApiKeyResponses": {"approved": ["' + KEY[-20:] + '"], "rejected":'
-    ' []}}\' "$PWD" > "$CLAUDE_CONFIG_DIR/.claude.json"',
-    "setsid python3 /usr/local/lib/fake_api.py 18555 >/dev/null 2>&1 </dev/null &",
-    'exec /usr/bin/claude --permission-mode default "$@"',
-)
-
-
 @pytest.mark.real_agent
 @pytest.mark.skipif(CLAUDE is None or shutil.which("node") is None, reason="needs claude, node")
 @pytest.mark.timeout(600)
 def test_the_real_claude_is_seen_on_its_task_or_ending_for_want_of_its_api(sim_env, tmp_path: Path):
     repo = host_repo(tmp_path)
-    fake = f"mkdir -p /usr/local/lib && cat > /usr/local/lib/fake_api.py <<'FAKE'\n{FAKE_API.read_text()}\nFAKE"
-    env = dict(sim_env, HBTUI_RECIPE=str(recipe_with(tmp_path, f"{fake}\n{REAL_CLAUDE}")))
+    env = dict(sim_env, HBTUI_RECIPE=str(real_claude_recipe(tmp_path)))
     done = ok(
         hbtui("new", "b1", "--repo", str(repo), "--task", "say ok", "--agent", "claude", env=env)
     )

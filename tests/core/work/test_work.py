@@ -343,6 +343,7 @@ def test_the_wait_for_an_agent_is_bounded_by_a_number_of_seconds(monkeypatch, va
          "(--credential anthropic when making it, or log it in inside the box: hbtui enter b1)"),
         ("codex", "anthropic", "binds no credential to OPENAI_API_KEY"),
         ("claude", "github,anthropic", None),
+        ("claude", "claude-subscription", None),  # a subscription is its key too
         ("codex", "openai,gone-preset", None),
         ("hermes", "", None),
     ],
