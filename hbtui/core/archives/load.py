@@ -231,7 +231,7 @@ async def load(
         await guest.resume(host, name, report)
         if view.port:
             await guest.wait_ready(host, name, view.port, report)
-        await boxes.core.registry.update(name, host_name, status=READY, owner_pid=0)
+        await boxes.core.registry.settle(name, host_name, READY)
         if landing is not None:
             landing(host_name, name, report)
     except BaseException as exc:
@@ -253,12 +253,8 @@ async def _remove_quietly(boxes: BoxOperations, name: str, host_name: str) -> No
     try:
         await boxes.remove(name, host_name)
     except (HbtuiError, OSError):
-        await boxes.core.registry.update(
-            name,
-            host_name,
-            status=FAILED,
-            owner_pid=0,
-            error="load failed and the box could not be removed",
+        await boxes.core.registry.settle(
+            name, host_name, FAILED, "load failed and the box could not be removed"
         )
 
 

@@ -254,7 +254,7 @@ class BoxMaking:
         await self._ready(await self.core.hosts.get(host_name), name, report)
 
     async def _ready(self, host: Host, name: str, report: Report) -> BoxRecord | None:
-        rec = await self.core.registry.update(name, host.name, status=READY, owner_pid=0, error="")
+        rec = await self.core.registry.settle(name, host.name, READY)
         if rec is not None:
             report(Phase(f"{name} is ready at {host.url(rec.port)}", Stage.DONE))
         return rec
@@ -273,9 +273,7 @@ class BoxMaking:
                         f"remove it with: hbtui rm --force {name}{host_flag(host.name)}"
                     )
                 )
-                await self.core.registry.update(
-                    name, host.name, status=FAILED, owner_pid=0, error="rollback failed"
-                )
+                await self.core.registry.settle(name, host.name, FAILED, "rollback failed")
                 return
         async with self.core.registry.transaction() as boxes:
             boxes.remove(name, host.name)

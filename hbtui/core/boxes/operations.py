@@ -242,18 +242,11 @@ class BoxOperations:
                 f"hbtui repair {name}{host_flag(host_name)}"
             ) from None
         except BaseException:
-            await self.core.registry.update(
-                name, host_name, status=FAILED, owner_pid=0, error=f"repair failed; log: {log_path}"
+            await self.core.registry.settle(
+                name, host_name, FAILED, f"repair failed; log: {log_path}"
             )
             raise
-        await self.core.registry.update(
-            name,
-            host_name,
-            status=READY,
-            owner_pid=0,
-            error="",
-            recipe=version,
-        )
+        await self.core.registry.settle(name, host_name, READY, recipe=version)
         return await self.core.get(name, host_name)
 
     async def _finish_interrupted_remake(self, remake: Remake, report: Report) -> BoxView:

@@ -284,3 +284,10 @@ class Registry:
                 rec = rec.with_(**changes)
                 boxes.put(rec)
             return rec
+
+    async def settle(
+        self, name: str, host: str, status: str, error: str = "", **changes: object
+    ) -> BoxRecord | None:
+        """An operation on the box ended: its status, no process owns it any more, and why
+        it failed ("" when it did not)."""
+        return await self.update(name, host, status=status, owner_pid=0, error=error, **changes)

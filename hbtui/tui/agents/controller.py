@@ -18,7 +18,7 @@ terminal's bell, asks the terminal for a desktop notification (OSC 9) and runs
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from textual.worker import Worker
 
@@ -33,12 +33,15 @@ from hbtui.tui.feature import Dashboard, Feature
 from hbtui.tui.messages import AgentPaneLoaded, AgentsLoaded, AgentsWanted
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Awaitable, Callable, Coroutine
     from typing import Any
+
+    from textual.notifications import SeverityLevel
 
     from hbtui.core.agents import AgentWatch
     from hbtui.core.work import AgentStart
 
+T = TypeVar("T")
 ALLOW, DENY = "allow", "deny"
 # The keys left out of the footer while no box has an agent.
 AGENT_KEYS = ("approve", "deny", "send", "next_needs_you", "toggle_agent")
@@ -225,26 +228,26 @@ class Agents(Feature):
 
     async def _decide(self, key: BoxKey, decision: str, shown: AgentSession) -> None:
         host, name = key
-        try:
-            answer = await self.service.agents.answer(
-                name,
-                decision,
-                host,
-                session=shown.session_id,
-                request=shown.request,
+        answer = await self._asked(
+            self.service.agents.answer(
+                name, decision, host, session=shown.session_id, request=shown.request,
                 waiting_for=shown.waiting_for,
             )
-        except HbtuiError as exc:
-            self.app.notify(describe(exc), title="agent", severity="warning", markup=False)
+        )  # fmt: skip
+        if answer is None:
             return
         done = "approved" if decision == ALLOW else "denied"
         what = answer.session.waiting_for or f"session {answer.session.session_id[:8]}"
         how = "through its hook" if answer.via == "hook" else "at its prompt"
-        self.app.notify(f"{done} in {name} ({how}): {what}", title="agent", markup=False)
-        self.app.post_message(AgentsWanted())
+        self._said(f"{done} in {name} ({how}): {what}")
 
     def action_send(self) -> None:
         """A line for the selected box's agent (the session picked first when several run)."""
+        self._live_session("send a line to", self._send_dialog)
+
+    def _live_session(self, doing: str, then: Callable[[BoxKey, str | None], None]) -> None:
+        """`then` the selected box and its live session: the one there is (None when there
+        is none: the box says which it takes), else the one the user picks."""
         from hbtui.tui.agents.dialogs import SessionPicker
 
         view = self.need_box()
@@ -253,10 +256,9 @@ class Agents(Feature):
         key = (view.host, view.name)
         sessions = live(self.panel.agents.get(key))
         if len(sessions) > 1:
-            picker = SessionPicker(view.name, "send a line to", sessions)
-            self.app.push_screen(picker, partial(self._send_dialog, key))
+            self.app.push_screen(SessionPicker(view.name, doing, sessions), partial(then, key))
         else:
-            self._send_dialog(key, sessions[0].session_id if sessions else None)
+            then(key, sessions[0].session_id if sessions else None)
 
     def _send_dialog(self, key: BoxKey, session: str | None) -> None:
         from hbtui.tui.agents.dialogs import SendDialog
@@ -272,13 +274,9 @@ class Agents(Feature):
 
     async def _send(self, key: BoxKey, text: str, session: str | None) -> None:
         host, name = key
-        try:
-            sent = await self.service.agents.send(name, text, host, session=session)
-        except HbtuiError as exc:
-            self.app.notify(describe(exc), title="agent", severity="warning")
-            return
-        self.app.notify(f"sent to {sent.agent} in {name}", title="agent")
-        self.app.post_message(AgentsWanted())
+        sent = await self._asked(self.service.agents.send(name, text, host, session=session))
+        if sent is not None:
+            self._said(f"sent to {sent.agent} in {name}")
 
     # -- a session's life --------------------------------------------------------------------
 
@@ -311,31 +309,13 @@ class Agents(Feature):
 
     async def _told(self, starting: Coroutine[Any, Any, AgentStart]) -> None:
         """A start or resume, waited for; how it went, as one notification."""
-        try:
-            start = await starting
-        except HbtuiError as exc:
-            self.app.notify(describe(exc), title="agent", severity="warning", markup=False)
-            return
-        if start.took:
-            self.app.notify(start.message, title="agent", markup=False)
-        else:
-            self.app.notify(start.message, title="agent", severity="warning", markup=False)
-        self.app.post_message(AgentsWanted())
+        start = await self._asked(starting)
+        if start is not None:
+            self._said(start.message, warning=not start.took)
 
     def action_stop_agent(self) -> None:
         """Stop the selected box's live session (picked first when several run)."""
-        from hbtui.tui.agents.dialogs import SessionPicker
-
-        view = self.need_box()
-        if view is None:
-            return
-        key = (view.host, view.name)
-        sessions = live(self.panel.agents.get(key))
-        if len(sessions) > 1:
-            picker = SessionPicker(view.name, "stop", sessions)
-            self.app.push_screen(picker, partial(self._stop_picked, key))
-        else:
-            self._stop_picked(key, sessions[0].session_id if sessions else None)
+        self._live_session("stop", self._stop_picked)
 
     def _stop_picked(self, key: BoxKey, session: str | None) -> None:
         self.app.start(partial(self._stop, key, session, False), "agent-life")
@@ -348,10 +328,9 @@ class Agents(Feature):
             self._ask_stop(key, busy)
             return
         except HbtuiError as exc:
-            self.app.notify(describe(exc), title="agent", severity="warning", markup=False)
+            self._warn(exc)
             return
-        self.app.notify(stopped.message, title="agent", markup=False)
-        self.app.post_message(AgentsWanted())
+        self._said(stopped.message)
 
     def _ask_stop(self, key: BoxKey, busy: AgentBusy) -> None:
         from hbtui.tui.dialogs.confirm import ConfirmDialog
@@ -372,15 +351,25 @@ class Agents(Feature):
 
     async def _forget(self, key: BoxKey) -> None:
         host, name = key
+        gone = await self._asked(self.service.agents.forget(name, host))
+        if gone is not None:
+            some = f"forgot {len(gone)} ended session(s) of {name}"
+            self._said(some if gone else f"box {name} has no ended agent session to forget")
+
+    async def _asked(self, asking: Awaitable[T]) -> T | None:
+        """What the box's agents answered; None when they could not, said as a warning."""
         try:
-            gone = await self.service.agents.forget(name, host)
+            return await asking
         except HbtuiError as exc:
-            self.app.notify(describe(exc), title="agent", severity="warning", markup=False)
-            return
-        said = (
-            f"forgot {len(gone)} ended session(s) of {name}"
-            if gone
-            else (f"box {name} has no ended agent session to forget")
-        )
-        self.app.notify(said, title="agent", markup=False)
+            self._warn(exc)
+            return None
+
+    def _warn(self, exc: HbtuiError) -> None:
+        self.app.notify(describe(exc), title="agent", severity="warning", markup=False)
+
+    def _said(self, text: str, *, warning: bool = False) -> None:
+        """How an answer, a line, a start or a stop went (the box's words: plain), and the
+        agents listed again to show it."""
+        severity: SeverityLevel = "warning" if warning else "information"
+        self.app.notify(text, title="agent", severity=severity, markup=False)
         self.app.post_message(AgentsWanted())
