@@ -1,5 +1,6 @@
 """An agent's life in a box that exists, end to end with the real `claude` against the
-fake Messages API in a simulator box: `hbtui agents start` (to needs-you), `stop` refused
+fake Messages API in a simulator box: `hbtui agents start` (to needs-you, which keeps its
+since when the hook's wait for hbtui's answer runs out), `stop` refused
 without --yes and no terminal (the agent untouched), `stop --yes`, `resume` (the fake API
 sees the earlier conversation in the resumed session's next request), and `forget`."""
 
@@ -56,6 +57,16 @@ def test_start_stop_resume_and_forget_the_real_claude_in_a_box_that_exists(sim_e
     asked = wait_session(env, lambda s: s["status"] == "needs-you")
     assert asked["waiting_for"] == "Bash: touch /data/home/agent/workspace/ran", asked
     assert asked["origin"] == "b1", asked  # the hook names the box it ran in
+
+    # 1b. Nobody answers through hbtui: the hook's 30 s wait for an answer runs out (its
+    # request goes) and the request is left to Claude's own prompt. The session still
+    # needs you, since the moment it asked.
+    assert asked["request"], asked
+    left = wait_session(
+        env, lambda s: s["session_id"] == asked["session_id"] and not s["request"], timeout=120
+    )
+    assert (left["status"], left["since"]) == ("needs-you", asked["since"]), (left, asked)
+    assert left["waiting_for"] == asked["waiting_for"], left
 
     # 2. No terminal and no --yes: refused in one line naming the session; it still asks.
     refused = hbtui("agents", "stop", "b1", env=env)
