@@ -284,7 +284,8 @@ VERBS: tuple[Verb, ...] = (
     )),
     Verb("agents", "agents:cmd_agents",
          "the coding agents in running boxes (working, needs you, idle, ended), and their "
-         "sessions' life: agents [ls] [BOX...]; agents start BOX --agent A [--task TEXT]; "
+         "sessions' life: agents [ls] [BOX...]; agents start BOX --agent A [--task TEXT] "
+         "[--setup]; "
          "agents resume|stop|forget BOX [--session ID]. A first word start, resume, stop or "
          "forget is that action: list a box of that name with agents ls NAME", json=True,
          args=(arg("words", nargs="*", metavar="[ls|start|resume|stop|forget] BOX"),
@@ -298,6 +299,8 @@ VERBS: tuple[Verb, ...] = (
                arg("--keyless", action="store_true",
                    help="start it though the box binds no credential for its key: it logs "
                         "in inside the box (start)"),
+               arg("--setup", action="store_true",
+                   help="run the repository's .hbtui/setup.sh in each clone first (start)"),
                arg("--session", type=given, metavar="ID",
                    help="the session (an id or its first characters): resume, stop, forget"),
                arg("--yes", action="store_true",

@@ -87,12 +87,12 @@ def _show(inv: Invocation, rows: list[BoxAgents]) -> None:
 # Each action's options (besides --host and --json); any other given is refused.
 _OPTIONS = {
     "ls": ("watch",),
-    "start": ("agent", "task", "task_file", "keyless"),
+    "start": ("agent", "task", "task_file", "keyless", "setup"),
     "resume": ("session",),
     "stop": ("session", "yes"),
     "forget": ("session",),
 }
-_FLAGS = ("watch", "agent", "task", "task_file", "keyless", "session", "yes")
+_FLAGS = ("watch", "agent", "task", "task_file", "keyless", "setup", "session", "yes")
 
 
 def _action(inv: Invocation) -> tuple[str, list[str]]:
@@ -306,7 +306,7 @@ def _start(inv: Invocation, name: str) -> int:
     return _started(
         inv,
         lambda rep: inv.service.agents.start(
-            name, a.agent, task, inv.host, keyless=a.keyless, report=rep
+            name, a.agent, task, inv.host, keyless=a.keyless, setup=a.setup, report=rep
         ),
     )
 

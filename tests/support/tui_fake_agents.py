@@ -133,7 +133,7 @@ class FakeAgents:
 
     async def start(
         self, name: str, agent: str, task: str = "", host: str = LOCAL, *,
-        keyless: bool = False, report: Report = ignore,
+        keyless: bool = False, setup: bool = False, report: Report = ignore,
     ) -> AgentStart:  # fmt: skip
         """A new session, idle (or working on `task`) at once."""
         self.fake._called("start_agent", name, agent, task, host, keyless)

@@ -116,15 +116,17 @@ class Agents:
 
     async def start(
         self, name: str, agent: str, task: str = "", host: str = LOCAL, *,
-        keyless: bool = False, report: Report = ignore,
+        keyless: bool = False, setup: bool = False, report: Report = ignore,
     ) -> AgentStart:  # fmt: skip
         """A new session of `agent` in the box's clone (or workspace), in tmux "main",
-        waited for as `new --agent` is: AgentEnded (its view set) when it ended at once."""
+        waited for as `new --agent` is: AgentEnded (its view set) when it ended at once.
+        With `setup`, each clone's .hbtui/setup.sh runs first (SetupFailed: no agent)."""
         self._check([name], [host])
         try:
             return await lifecycle.start(
-                self._core, self._book, name, host, agent, task, keyless=keyless, report=report
-            )
+                self._core, self._book, name, host, agent, task, keyless=keyless,
+                setup=setup, report=report,
+            )  # fmt: skip
         except AgentEnded as ended:
             ended.view = await self._core.get(name, host)
             raise

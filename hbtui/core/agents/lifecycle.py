@@ -48,6 +48,7 @@ from hbtui.core.work import agent as work_agent
 from hbtui.core.work import box as work_box
 from hbtui.core.work.agent import AgentEnded, AgentStart
 from hbtui.core.work.operations import AGENTS, check_task
+from hbtui.core.work.setup import run_setup
 from hbtui.errors import UsageError
 from hbtui.events import Notice, Phase, Report, ignore
 
@@ -159,21 +160,28 @@ async def _run(
 
 async def start(
     boxes: BoxCore, book: WorkBook, name: str, host: str, agent: str, task: str = "",
-    *, keyless: bool = False, report: Report = ignore,
+    *, keyless: bool = False, setup: bool = False, report: Report = ignore,
 ) -> AgentStart:  # fmt: skip
     """A new session of `agent` in the box's clone (its workspace without one), on
     `task` or at its prompt. A box that binds no credential to the agent's key variable
-    is refused unless `keyless` (the agent logs in inside the box)."""
+    is refused unless `keyless` (the agent logs in inside the box). With `setup`, each
+    clone's .hbtui/setup.sh runs first, as after `new --repo` (SetupFailed: no agent)."""
     if agent not in AGENTS:
         raise UsageError(f"unknown agent {agent!r}: one of {', '.join(AGENTS)}")
     check_task(task, agent)
     view = await running_box(boxes, name, host)
+    record = book.get(host, name)
+    if setup and record is None:
+        raise UsageError(f"--setup: box {name} was not made with a repository")
     unkeyed = work_agent.unkeyed(boxes, name, host, agent)
     if unkeyed is not None:
         if not keyless:
             raise AgentError(f"{unkeyed}; or start it without a credential (--keyless)")
         report(Notice(unkeyed))
-    record = book.get(host, name)
+    if setup and record is not None:
+        on = await boxes.hosts.get(host)
+        for repo in record.repos:
+            await run_setup(on, name, repo.clone, agent, report)
     cwd = record.first.clone if record is not None else WORKSPACE
     if task:
         return await _run(boxes, view, agent, cwd, task, None, "", report)

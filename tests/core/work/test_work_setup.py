@@ -141,6 +141,32 @@ def test_a_failing_setup_keeps_the_box_without_its_agent_and_no_setup_skips_it(e
 
 
 @pytest.mark.timeout(600)
+def test_agents_start_with_setup_runs_it_first_and_a_box_without_a_repository_says_so(
+    env, repo: Path
+):
+    with_setup(repo, 'echo "setting up again in $PWD"\necho yes > ~/setup-ran')
+    made = hbtui("new", "b1", "--repo", str(repo), "--no-setup", "-q", env=env)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert in_box(env, "b1", "ls ~/setup-ran 2>&1").count("No such") == 1
+    started = hbtui(
+        "agents", "start", "b1", "--agent", "claude", "--keyless", "--setup", "--task", "go",
+        env=env,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stdout + started.stderr
+    out = started.stdout
+    assert f"setting up again in {CLONE}" in out, out
+    assert out.index("setting up again") < out.index("claude started"), out
+    assert in_box(env, "b1", "cat ~/agent-saw") == "yes"  # the agent started after it
+
+    plain = hbtui("new", "b2", "-q", env=env)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    refused = hbtui("agents", "start", "b2", "--agent", "claude", "--keyless", "--setup", env=env)
+    assert (refused.returncode, refused.stdout) == (2, ""), refused.stdout + refused.stderr
+    assert refused.stderr == "error: --setup: box b2 was not made with a repository\n"
+    assert hbtui("agents", "b2", "--json", env=env).stdout.count('"session_id"') == 0
+
+
+@pytest.mark.timeout(600)
 def test_a_setup_that_hangs_is_given_up_named_and_stopped(env, repo: Path):
     with_setup(repo, "echo $$ > ~/setup-pid\necho waiting for input\nexec sleep 600")
     silent = hbtui(
