@@ -136,7 +136,9 @@ class Listener:
         finally:
             ended.cancel()
             taking.cancel()
-        client = None if taking.cancelled() else taking.result()
+        # A cancelled get is not done until the loop runs it: only a finished one holds
+        # a client (reading a pending one's result raised, and skipped the retry's pause).
+        client = taking.result() if taking.done() and not taking.cancelled() else None
         if ended.done() and not ended.cancelled():
             if client is not None:
                 self._waiting.put_nowait(client)  # back in line for the next relay
