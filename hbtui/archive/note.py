@@ -12,18 +12,24 @@ from __future__ import annotations
 
 import struct
 
-from hbtui.archive.errors import ArchiveCorrupt
+from hbtui.archive.errors import ArchiveCorrupt, ArchiveError
 
 NOTE_MAGIC = 0x184D2A5E  # one of zstd's sixteen skippable-frame magics
 TAG = b"hbtui-note\n"  # another tool's skippable frame with this magic is not a note
-NOTE_MAX = 64 * 1024  # bytes of the note's text
+NOTE_MAX = 1 << 20  # bytes of the note's text: a box's work record, its task (64 KiB) too
 HEAD_BYTES = 8 + len(TAG) + NOTE_MAX  # of a payload's start that holds any note whole
+
+
+class NoteTooLong(ArchiveError):
+    """What the host would write ahead of a box's /data is more than a note holds."""
 
 
 def frame(text: bytes) -> bytes:
     """The skippable frame that carries `text` (at most NOTE_MAX bytes)."""
     if len(text) > NOTE_MAX:
-        raise ValueError(f"a note holds at most {NOTE_MAX} bytes, not {len(text)}")
+        raise NoteTooLong(
+            f"the archive's note would be {len(text):,} bytes; a note holds at most {NOTE_MAX:,}"
+        )
     body = TAG + text
     return struct.pack("<II", NOTE_MAGIC, len(body)) + body
 

@@ -36,7 +36,14 @@ class Carrier(Protocol):
 
 
 def encode(note: dict[str, object]) -> bytes:
-    return json.dumps(note, sort_keys=True, separators=(",", ":")).encode()
+    """The note as the archive carries it, UTF-8 (escaped as ASCII, a task of another
+    script took six bytes a character); refused before the box is touched when it is
+    more than a note holds."""
+    from hbtui.archive import note as notes
+
+    text = json.dumps(note, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    notes.frame(text)
+    return text
 
 
 def decode(text: bytes | None) -> dict[str, object]:

@@ -106,3 +106,21 @@ def test_an_archive_carries_every_repository_of_a_box_each_checked():
     ]:
         with pytest.raises(RecordRefused, match=said):
             checked_work(hostile)
+
+
+def test_a_long_task_in_another_script_travels_and_a_note_too_long_is_one_error():
+    from hbtui.archive.note import NOTE_MAX, NoteTooLong, read
+    from hbtui.core.archives.carried import decode, encode
+
+    one = {
+        "repo": "/srv/proj", "seed": "a" * 40, "ref": "refs/heads/main",
+        "clone": "/data/home/agent/work/proj", "branch": "hb/b1",
+    }  # fmt: skip
+    task = "修" * 21_000  # 63,000 bytes: a task new --task takes
+    text = encode({"work": {"repos": [one], "task": task}})
+    assert len(text) < 70_000  # UTF-8, not six bytes a character
+    from hbtui.archive.note import frame
+
+    assert decode(read(frame(text)))["work"]["task"] == task
+    with pytest.raises(NoteTooLong, match="a note holds at most"):
+        encode({"work": {"repos": [one], "task": "x" * NOTE_MAX}})
