@@ -310,7 +310,7 @@ async def test_an_unreachable_host_is_reported_without_blocking_ls(
 # -- boxes on a remote host ------------------------------------------------------------------
 
 
-def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
+def test_remote_box_new_ls_exec_open_save_load_pause_rm(trusted_host, tmp_path):
     env, state, _server = trusted_host
     env = dict(env, HBTUI_PASSPHRASE=PASSPHRASE)
     ok(hbtui("new", "rb1", "--host", "r1", "--recipe", str(SIM_RECIPE), "-q", env=env))
@@ -372,6 +372,17 @@ def test_remote_box_new_ls_exec_open_save_load_rm(trusted_host, tmp_path):
     note = ok(hbtui("exec", "rb2", "--host", "r1", "--", "cat", "/data/home/agent/note", env=env))
     assert note.stdout == "over ssh\n"
     assert not list(Path("/tmp").glob("hbtui.*/rb1*"))
+
+    # Paused over SSH: the box keeps its processes, and goes on where it was.
+    ok(hbtui("exec", "rb1", "--host", "r1", "--", "sh", "-c", "sleep 600 </dev/null >/dev/null 2>&1 & echo $! > /tmp/p",
+             env=env))  # fmt: skip
+    ok(hbtui("pause", "rb1", "--host", "r1", env=env))
+    states = {b["name"]: b["state"] for b in json.loads(ok(hbtui("ls", "--json", env=env)).stdout)}
+    assert states["rb1"] == "paused", states
+    ok(hbtui("resume", "rb1", "--host", "r1", env=env))
+    alive = hbtui("exec", "rb1", "--host", "r1", "--", "sh", "-c", 'kill -0 "$(cat /tmp/p)"',
+                  env=env)  # fmt: skip
+    assert alive.returncode == 0, alive.stderr
 
     ok(hbtui("rm", "rb1", "--host", "r1", "--force", env=env))
     ok(hbtui("rm", "rb2", "--host", "r1", "--force", env=env))
