@@ -138,8 +138,12 @@ async def live_sessions(
 ) -> list[AgentSession]:
     """The box's sessions that are working or wait for the user: what ending its processes
     would cut off. A box that is not running has none; one whose agents cannot be read
-    names none (the operation is then not held up by a box that does not answer)."""
-    view = await boxes.get(name, host)
+    names none (the operation is then not held up by a box that does not answer), nor does
+    one that is not there (the operation says so, in its own words and order)."""
+    try:
+        view = await boxes.get(name, host)
+    except BoxNotFound:
+        return []
     if view.kind != BOX or view.state != MachineState.RUNNING:
         return []
     known = streamed(view) if streamed is not None else None
@@ -158,7 +162,10 @@ async def sessions_ended_by(
     repair or credentials change; for a branch, only when the source must be stopped to
     copy its disk (a source running branchable goes on running)."""
     if operation == Ending.BRANCH:
-        view = await boxes.get(name, host)
+        try:
+            view = await boxes.get(name, host)
+        except BoxNotFound:
+            return []  # the branch says so
         if view.branchable and view.state == MachineState.RUNNING:
             return []
     return await live_sessions(boxes, name, host, streamed)

@@ -86,7 +86,7 @@ async def test_a_status_file_shows_in_the_stream_and_the_stream_ends_with_the_bo
         assert (session.session_id, session.status) == ("s1", "needs-you")
         assert session.waiting_for == "Bash: make test"
         assert watch.streams == 1
-        await asyncio.to_thread(lambda: ok(hbtui("stop", "b1", env=box)))
+        await asyncio.to_thread(lambda: ok(hbtui("stop", "b1", "--yes", env=box)))
         gone = await until(events, lambda e: isinstance(e, AgentsGone))
         assert (gone.host, gone.box) == ("local", "b1")
         assert watch.streams == 0

@@ -63,13 +63,20 @@ def test_a_second_operation_on_a_box_is_refused_while_a_save_runs(sim_env, box, 
     assert hbtui("stop", box, env=sim_env).returncode == 0  # free again
 
 
-def test_rm_of_a_box_being_created_is_refused(sim_env):
-    making = background("new", "b2", "--recipe", str(SIM_RECIPE), env=sim_env)
-    assert making.stdout is not None
-    for line in making.stdout:
-        if "step 2/" in line:
-            break
-    one_line_error(hbtui("rm", "b2", "--force", env=sim_env), "busy with new")
+def test_rm_of_a_box_being_created_is_refused(sim_env, tmp_path):
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    env = dict(sim_env, SMOLSIM_GATES=str(gates))
+    hold = gates / "cp-.hbtui-recipe.tar.hold"  # the engine held as the recipe goes in
+    hold.touch()
+    making = background("new", "b2", "--recipe", str(SIM_RECIPE), env=env)
+    waiting = hold.with_suffix(".waiting")
+    wait_for("the recipe's copy", lambda: waiting.exists() or making.poll() is not None)
+    assert making.poll() is None
+    try:
+        one_line_error(hbtui("rm", "b2", "--force", env=sim_env), "busy with new")
+    finally:
+        hold.unlink()
     making.communicate(timeout=240)
     assert making.returncode == 0
     assert hbtui("rm", "b2", "--force", env=sim_env).returncode == 0

@@ -13,10 +13,11 @@ from support.cli import hbtui, in_box, ls_json, run_ok
 
 pytestmark = pytest.mark.sim
 
-# In tmux "main", as an agent would run: a loop that answers each line written to a fifo.
+# In tmux "main", as an agent would run: a loop that answers each line written to a fifo
+# (a read the freeze cut short, empty, is not answered: the simulator's freezer, not a VM's).
 LOOP = (
     "mkfifo ~/in; tmux new-session -d -s main -x 80 -y 20 "
-    "'while :; do read line < ~/in; echo \"got $line\" >> ~/out; done'"
+    "'while :; do read line < ~/in && echo \"got $line\" >> ~/out; done'"
 )
 PIDS = "tmux display -p -t main '#{pid} #{pane_pid}'"
 

@@ -284,7 +284,7 @@ def test_a_new_killed_while_its_repository_goes_in_is_failed_not_ready(gated_env
     its clone; it is failed now (saying why), and `rm` takes it."""
     repo = host_repo(tmp_path)
     _kill_at(
-        gated_env, "cp-seed.bundle", engine_goes_on=True,
+        gated_env, "cp-seed-0.bundle", engine_goes_on=True,
         command=("new", "w", "-q", "--repo", str(repo)),
     )  # fmt: skip
     box = ls(gated_env)["w"]
@@ -327,7 +327,7 @@ def test_a_try_killed_while_its_boxes_are_made_still_lists_them(gated_env, tmp_p
     listed them as a try, `try keep` did not know them. The record is written first."""
     repo = host_repo(tmp_path)
     _kill_at(
-        gated_env, "cp-seed.bundle", engine_goes_on=True,
+        gated_env, "cp-seed-0.bundle", engine_goes_on=True,
         command=("try", "1", "t", "--repo", str(repo), "--agent", "claude", "--task", "x"),
     )  # fmt: skip
     assert ls(gated_env)["t-1"]["provisioning"] == "failed"
