@@ -24,7 +24,7 @@ from hbtui.core.foundation import git as gitops
 from hbtui.core.work.book import SHA, BoxWork, WorkBook, WorkError, WorkRecord
 from hbtui.core.work.box import WORK_DIR
 from hbtui.errors import HbtuiError, UsageError
-from hbtui.events import Notice, Report
+from hbtui.events import Notice, Phase, Report
 from hbtui.names import host_flag, name_problem
 from hbtui.paths import Paths, UnreadableFile
 
@@ -34,7 +34,7 @@ REF_MAX = 1024
 REPOS_MAX = 64
 TASK_MAX = 64 * 1024  # as `new --task` takes one
 _FOLDER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")  # as RepoSeed.folder makes them
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C1 too: a terminal may read \x9b as CSI
 
 
 class RecordRefused(WorkError):
@@ -129,6 +129,9 @@ class WorkLink:
 
         def land(host: str, name: str, report: Report) -> None:
             book.put(host, name, work)
+            for record, lack in zip(work.repos, lacks, strict=True):
+                if not lack:  # pull and pr will write to it: say which one it is
+                    report(Phase(f"{name}'s work is linked to {record.repo}"))
             for lack in filter(None, lacks):
                 report(
                     Notice(f"{name}: {lack} with hbtui pull {name}{host_flag(host)} --repo PATH")

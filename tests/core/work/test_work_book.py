@@ -124,3 +124,15 @@ def test_a_long_task_in_another_script_travels_and_a_note_too_long_is_one_error(
     assert decode(read(frame(text)))["work"]["task"] == task
     with pytest.raises(NoteTooLong, match="a note holds at most"):
         encode({"work": {"repos": [one], "task": "x" * NOTE_MAX}})
+
+
+def test_a_c1_control_in_an_archive_s_record_is_refused():
+    from hbtui.core.work.travel import RecordRefused, checked
+
+    one = {
+        "repo": "/srv/proj", "seed": "a" * 40, "ref": "refs/heads/main",
+        "clone": "/data/home/agent/work/proj", "branch": "hb/b1",
+    }  # fmt: skip
+    for field, value in [("repo", "/srv/\x9b31mproj"), ("ref", "refs/heads/\x9d0;t\x9c")]:
+        with pytest.raises(RecordRefused, match="control codes"):
+            checked(dict(one, **{field: value}))
