@@ -391,6 +391,26 @@ def test_an_agent_gone_without_a_word_ended_when_it_was_first_seen_gone(box):
 # -- the real codex ----------------------------------------------------------------------------
 
 
+def codex_against_fake_api(box: dict[str, str], tmp_path: Path) -> tuple[Path, int, dict]:
+    """A git workspace, and a CODEX_HOME whose provider is the fake OpenAI API on a free
+    port (trusting that workspace): the workspace, the port, the environment."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    port = free_port()
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-6-sol"\nmodel_provider = "fake"\ndisable_paste_burst = true\n'
+        "\n[model_providers.fake]\n"
+        f'name = "fake"\nbase_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\n'
+        f'env_key = "FAKE_OPENAI_KEY"\n\n[projects."{workspace}"]\ntrust_level = "trusted"\n'
+    )
+    env = {**box, "CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-fake"}
+    env.pop("TMUX_PANE")
+    return workspace, port, env
+
+
 def codex_pin() -> str:
     text = (ROOT / "provision" / "versions.env").read_text()
     return next(line.split("=", 1)[1] for line in text.splitlines() if line.startswith("CODEX_"))
@@ -476,20 +496,7 @@ def test_the_recipe_gives_hermes_its_hooks_in_the_managed_scope(tmp_path):
 def test_the_real_codex_asks_is_approved_and_denied(box, tmp_path):
     """codex of the pin in tmux, /etc/codex/managed_config.toml written by the recipe's own
     step (in a mount namespace of its own, over a copy-on-write /etc), against a fake API."""
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
-    port = free_port()
-    (codex_home / "config.toml").write_text(
-        'model = "gpt-6-sol"\nmodel_provider = "fake"\ndisable_paste_burst = true\n'
-        "\n[model_providers.fake]\n"
-        f'name = "fake"\nbase_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\n'
-        f'env_key = "FAKE_OPENAI_KEY"\n\n[projects."{workspace}"]\ntrust_level = "trusted"\n'
-    )
-    env = {**box, "CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-fake"}
-    env.pop("TMUX_PANE")
+    workspace, port, env = codex_against_fake_api(box, tmp_path)
     api = subprocess.Popen([sys.executable, str(FAKE_API), str(port)], env=env)
     try:
         in_etc_overlay(
@@ -582,20 +589,7 @@ def test_the_real_codex_is_stopped_and_resumed_with_its_conversation(box, tmp_pa
     same session, whose next request holds the earlier prompt."""
     from hbtui.core.agents.lifecycle import resume_command
 
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
-    port = free_port()
-    (codex_home / "config.toml").write_text(
-        'model = "gpt-6-sol"\nmodel_provider = "fake"\ndisable_paste_burst = true\n'
-        "\n[model_providers.fake]\n"
-        f'name = "fake"\nbase_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\n'
-        f'env_key = "FAKE_OPENAI_KEY"\n\n[projects."{workspace}"]\ntrust_level = "trusted"\n'
-    )
-    env = {**box, "CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-fake"}
-    env.pop("TMUX_PANE")
+    workspace, port, env = codex_against_fake_api(box, tmp_path)
     log = tmp_path / "api.log"
     api = subprocess.Popen([sys.executable, str(FAKE_API), str(port), str(log)], env=env)
 
