@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from hbtui.core.agents import AgentsUnread
 from hbtui.errors import UsageError
 
 if TYPE_CHECKING:
@@ -33,11 +34,15 @@ def confirm_ending(inv: Invocation, operation: Ending, name: str, *, answered: b
     untouched."""
     if answered:
         return
-    live = inv.call(inv.service.agents.ended_by(operation, name, inv.host))
-    if not live:
-        return
     doing = DOES[operation].format(name=name)
-    said = f"{doing} would end its live agents: {named(live)}"
+    try:
+        live = inv.call(inv.service.agents.ended_by(operation, name, inv.host))
+    except AgentsUnread as unread:
+        said = f"{doing} may end agents at work: {unread.message}"
+    else:
+        if not live:
+            return
+        said = f"{doing} would end its live agents: {named(live)}"
     if not sys.stdin.isatty():
         raise UsageError(f"{said}; refusing without a terminal to ask (pass --yes to go on)")
     # The question goes to stderr: with --json, stdout is the result alone.

@@ -111,6 +111,25 @@ async def test_stop_of_a_box_whose_agent_idles_asks_nothing():
         assert changes(service) == [("stop", "delta")]
 
 
+async def test_stop_of_a_box_whose_agents_cannot_be_read_asks_too():
+    service = FakeService()
+    service.agent_errors = {("local", "alpha"): "hb agents exited with 3"}
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        panel = app.main.agent_panel
+        await until(pilot, lambda: ("local", "alpha") in panel.agents, what="alpha's row")
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, StopAskDialog))
+        said = str(app.screen.query_one("#unread", Static).render())
+        assert "may end agents hbtui could not read: alpha: hb agents exited with 3" in said
+        assert not app.screen.query("#sessions")
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, StopAskDialog))
+        await settled(pilot)
+        assert changes(service) == [] and state(app, "local/alpha") == "running"
+
+
 async def test_remove_and_branch_name_the_agents_they_would_end():
     service = at_work()
     app = make_app(service)

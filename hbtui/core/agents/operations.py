@@ -28,6 +28,7 @@ from hbtui.core.agents.sessions import (
     WORKING,
     AgentError,
     AgentSession,
+    AgentsUnread,
     Answer,
     BoxAgents,
     Ending,
@@ -137,9 +138,9 @@ async def live_sessions(
     streamed: Callable[[BoxView], BoxAgents | None] | None = None,
 ) -> list[AgentSession]:
     """The box's sessions that are working or wait for the user: what ending its processes
-    would cut off. A box that is not running has none; one whose agents cannot be read
-    names none (the operation is then not held up by a box that does not answer), nor does
-    one that is not there (the operation says so, in its own words and order)."""
+    would cut off. A box that is not running has none, nor does one that is not there (the
+    operation says so, in its own words and order); a running box whose agents cannot be
+    read is AgentsUnread (an agent may be at work there: the front end asks)."""
     try:
         view = await boxes.get(name, host)
     except BoxNotFound:
@@ -148,6 +149,8 @@ async def live_sessions(
         return []
     known = streamed(view) if streamed is not None else None
     row = known if known is not None else await _box_agents(boxes, view, _Limits())
+    if row.error:
+        raise AgentsUnread(name, row.error)
     return [s for s in row.sessions if s.status in (WORKING, NEEDS_YOU)]
 
 

@@ -81,6 +81,15 @@ class AgentSession:
         return asdict(self)
 
 
+class AgentsUnread(AgentError):
+    """A running box whose agents could not be read (`why`): whether ending its processes
+    ends an agent at work is not known, so a front end asks as it would for one."""
+
+    def __init__(self, box: str, why: str) -> None:
+        super().__init__(f"the agents in box {box} could not be read ({why})")
+        self.why = why
+
+
 class AgentBusy(AgentError):
     """Stopping this session would cut off what it does (it is working, or waits for an
     answer): a front end asks first, and stops it only when told to (`yes`)."""

@@ -236,11 +236,13 @@ class Boxes(Feature):
 
         views = self.chosen()
         sessions = [s for v in views for s in self.at_work(v)]
-        if not sessions:
+        unread = [f"{v.name}: {why}" for v in views if (why := self.unread(v))]
+        if not sessions and not unread:
             self._run_each(views, StopRequest)
             return
         names = [v.name for v in views]
-        self.app.push_screen(StopAskDialog(names, sessions), partial(self._stop_answered, views))
+        ask = StopAskDialog(names, sessions, unread)
+        self.app.push_screen(ask, partial(self._stop_answered, views))
 
     def _stop_answered(self, views: list[BoxView], what: str | None) -> None:
         from hbtui.tui.boxes.ending import PAUSE, STOP
@@ -265,6 +267,14 @@ class Boxes(Feature):
             self.app.run_request(request(view.name, view.host))
         if views:
             self.app.main.clear_marks()
+
+    def unread(self, view: BoxView) -> str:
+        """Why a running box's agents could not be read when the agent panel last asked
+        ("" when they could): an agent may be at work there, so a stop asks."""
+        if view.state != MachineState.RUNNING:
+            return ""
+        row = self.app.main.query_one(AgentPanel).agents.get((view.host, view.name))
+        return row.error if row is not None else ""
 
     def at_work(self, view: BoxView) -> list[AgentSession]:
         """The box's agent sessions that ending its processes would cut off, as the agent

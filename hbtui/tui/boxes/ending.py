@@ -4,6 +4,7 @@ STOP, PAUSE, or None (leave the boxes as they are)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -47,20 +48,31 @@ class StopAskDialog(ModalScreen[str | None]):
         Binding("p", "answer('pause')", "Pause instead"),
     ]
 
-    def __init__(self, names: list[str], sessions: list[AgentSession]) -> None:
+    def __init__(
+        self, names: list[str], sessions: list[AgentSession], unread: Sequence[str] = ()
+    ) -> None:
         super().__init__()
         self.names = names
         self.sessions = sessions
+        self.unread = list(unread)  # boxes whose agents could not be read (the reasons)
 
     def compose(self) -> ComposeResult:
         which = ", ".join(self.names)
         with Vertical(classes="dialog"):
             yield Label("Stop ends agents at work", classes="dialog-title")
-            yield Static(
-                f"Stopping {which} ends these agents, working or waiting for you:",
-                markup=False,
-            )
-            yield Static(sessions_text(self.sessions), id="sessions", markup=False)
+            if self.sessions:
+                yield Static(
+                    f"Stopping {which} ends these agents, working or waiting for you:",
+                    markup=False,
+                )
+                yield Static(sessions_text(self.sessions), id="sessions", markup=False)
+            if self.unread:
+                yield Static(
+                    f"Stopping {which} may end agents hbtui could not read: "
+                    + "; ".join(self.unread),
+                    id="unread",
+                    markup=False,
+                )
             yield Static(
                 "Pausing instead keeps them: the engine saves the RAM and disks, and they go "
                 "on at resume (Z, or s).",

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE
-from support.cli import hbtui, in_box, ls_json, run_ok
+from support.cli import as_root, hbtui, in_box, ls_json, run_ok
 
 pytestmark = pytest.mark.sim
 
@@ -110,3 +110,21 @@ def test_at_a_terminal_the_cli_asks_and_only_yes_goes_on(sim_env):
 
     status, out = at_terminal(sim_env, b"y\n", "stop", "b1")
     assert status == 0 and "✓ b1 stopped: stopped" in out, out
+
+
+def test_a_box_whose_agents_cannot_be_read_is_asked_about_too(sim_env):
+    """No word from the box is no proof that nothing works there: a stop of a running box
+    whose `hb agents` fails (its helper broken) is refused without a terminal, naming why,
+    unless --yes."""
+    run_ok("new", "b1", "--recipe", str(SIM_RECIPE), "-q", env=sim_env)
+    as_root(sim_env, "b1", "echo 'process.exit(3)' > /opt/hermes-box/bin/hb-agents")
+    done = hbtui("stop", "b1", env=sim_env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(
+        "error: stopping b1 may end agents at work: the agents in box b1 could not be read ("
+    ), line
+    assert line.endswith("; refusing without a terminal to ask (pass --yes to go on)"), line
+    assert [b["state"] for b in ls_json(sim_env)] == ["running"]
+    assert "✓ b1 stopped: stopped" in run_ok("stop", "b1", "--yes", env=sim_env)
+    run_ok("rm", "b1", "--force", env=sim_env)  # stopped: nothing to ask
