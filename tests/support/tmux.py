@@ -17,6 +17,17 @@ SOCKET = f"hbtui-test-{os.getpid()}"
 CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
 
 
+def tmux_env(env: dict[str, str]) -> list[str]:
+    """`-e NAME=VALUE` for each of hbtui's, PATH's and TERM's variables in `env`: what a
+    new tmux session needs to run the installed hbtui as the test's environment says."""
+    return [
+        arg
+        for key, value in env.items()
+        if key.startswith(("HBTUI", "PATH", "TERM"))
+        for arg in ("-e", f"{key}={value}")
+    ]
+
+
 def tmux(*args: str) -> str:
     return subprocess.run(
         ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True, env=CLEAN_ENV

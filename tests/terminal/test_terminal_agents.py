@@ -10,26 +10,15 @@ import subprocess
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE
+from support.agents import LIVE
 from support.cli import in_box, ls_json, run_ok
-from support.tmux import SOCKET, tmux, wait_screen
+from support.tmux import SOCKET, tmux, tmux_env, wait_screen
 
 pytestmark = [
     pytest.mark.terminal,
     pytest.mark.sim,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
 ]
-
-STATE = "/data/home/agent/.local/state/hermes-box/agents"
-# A live `sleep` stands for the agent: its pid and kernel start time are what a hook records.
-LIVE = f"""
-set -e
-mkdir -p {STATE}
-setsid sleep 600 </dev/null >/dev/null 2>&1 &
-pid=$!
-echo $pid > /tmp/agent-pid
-start=$(python3 -c 'import sys; s=open(f"/proc/{{sys.argv[1]}}/stat").read(); print(s[s.rindex(")")+2:].split()[19])' $pid)
-printf '{{"session_id":"5e55104aaa","agent":"claude","status":"working","pid":%s,"proc_start":"%s","since":%s}}' $pid "$start" $(date +%s) > {STATE}/5e55104aaa.json
-"""
 
 
 def row(screen: str, name: str) -> str:
@@ -38,15 +27,10 @@ def row(screen: str, name: str) -> str:
 
 def test_stop_of_a_box_whose_agent_works_asks_and_pause_keeps_it(sim_env, tmp_path):
     run_ok("new", "b1", "--recipe", str(SIM_RECIPE), "-q", env=sim_env)
-    in_box("b1", "sh", "-c", LIVE, env=sim_env)
+    in_box("b1", "sh", "-c", LIVE + "echo $pid > /tmp/agent-pid\n", env=sim_env)
     session = f"hbtui-{tmp_path.name}"[:40]
     env = dict(sim_env, TERM="xterm-256color")
-    env_args = [
-        arg
-        for key, value in env.items()
-        if key.startswith(("HBTUI", "PATH", "TERM"))
-        for arg in ("-e", f"{key}={value}")
-    ]
+    env_args = tmux_env(env)
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, HBTUI_BIN)
     try:
         wait_screen(session, lambda s: "working" in row(s, "b1"), 60, "b1's agent working")

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE
-from support.tmux import SOCKET, slow_recipe, tmux, wait_screen
+from support.tmux import SOCKET, slow_recipe, tmux, tmux_env, wait_screen
 
 pytestmark = [
     pytest.mark.terminal,
@@ -24,12 +24,7 @@ pytestmark = [
 def test_create_a_box_with_the_keys_and_watch_it_become_ready(sim_env, tmp_path):
     session = f"hbtui-{tmp_path.name}"[:40]
     env = dict(sim_env, TERM="xterm-256color", HBTUI_RECIPE=str(SIM_RECIPE))
-    env_args = [
-        arg
-        for key, value in env.items()
-        if key.startswith(("HBTUI", "PATH", "TERM"))
-        for arg in ("-e", f"{key}={value}")
-    ]
+    env_args = tmux_env(env)
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, HBTUI_BIN)
     try:
         wait_screen(session, lambda s: "Provisioning" in s and "Help" in s, 30, "the dashboard")
@@ -71,12 +66,7 @@ def test_a_signal_while_a_box_is_made_rolls_it_back_then_exits(sim_env, tmp_path
     rollback waited for; the exit status is 128 + the signal."""
     session = f"hbtui-sig-{tmp_path.name}"[:40]
     env = dict(sim_env, TERM="xterm-256color", HBTUI_RECIPE=str(slow_recipe(tmp_path)))
-    env_args = [
-        arg
-        for key, value in env.items()
-        if key.startswith(("HBTUI", "PATH", "TERM"))
-        for arg in ("-e", f"{key}={value}")
-    ]
+    env_args = tmux_env(env)
     # A shell in the pane runs hbtui and writes down its exit status (tmux's own record
     # of a pane's status is not reliable: it may not reap the process for a long while).
     status_file = tmp_path / "status"

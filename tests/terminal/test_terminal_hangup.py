@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE
-from support.tmux import SOCKET, slow_recipe, tmux, wait_screen
+from support.tmux import SOCKET, slow_recipe, tmux, tmux_env, wait_screen
 
 pytestmark = [
     pytest.mark.terminal,
@@ -157,12 +157,7 @@ def test_killing_the_terminal_ends_the_dashboard(kept_box, sim_smolvm, tmp_path,
         HBTUI_SMOLVM=str(engine),
         HBTUI_RECIPE=str(slow_recipe(tmp_path)),
     )
-    env_args = [
-        arg
-        for key, value in env.items()
-        if key.startswith(("HBTUI", "PATH", "TERM"))
-        for arg in ("-e", f"{key}={value}")
-    ]
+    env_args = tmux_env(env)
     # hbtui is the pane's own process, as `tmux new-session hbtui` or `ssh -t host hbtui`
     # make it: the session leader, which the hang-up sends SIGHUP and SIGCONT.
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, HBTUI_BIN)

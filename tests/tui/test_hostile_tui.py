@@ -48,7 +48,7 @@ from support import HBTUI_BIN, ROOT, SIM_RECIPE
 from support.cli import as_root, hbtui, ok
 from support.hostile import CORPUS, EVERYTHING, unsafe
 from support.pilot import SIZE, make_app, notes, operations_done, settled, until
-from support.tmux import SOCKET, tmux, wait_screen
+from support.tmux import SOCKET, tmux, tmux_env, wait_screen
 from support.tui_fake_agents import NOW_TS, FakeAgents
 from support.tui_fakes import (
     FakeArchives,
@@ -481,12 +481,7 @@ def test_a_workload_log_of_escapes_leaves_the_host_terminal_as_it_was(sim_env, t
     as_root(sim_env, "b1", "cat > /proc/1/fd/1", input=f"{LINES}\n".encode())  # its log
     session, stream = f"hostile-{tmp_path.name}"[:40], tmp_path / "written"
     env = dict(sim_env, TERM="xterm-256color")
-    env_args = [
-        arg
-        for key, value in env.items()
-        if key.startswith(("HBTUI", "PATH", "TERM"))
-        for arg in ("-e", f"{key}={value}")
-    ]
+    env_args = tmux_env(env)
     probe = r"printf '\033]52;c;cHJvYmU=\007\033]0;probe title\007'"
     try:
         tmux("new-session", "-d", "-s", "first", "sh")  # the server, to set its options

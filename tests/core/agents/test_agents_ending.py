@@ -12,20 +12,10 @@ import subprocess
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE
+from support.agents import LIVE
 from support.cli import as_root, hbtui, in_box, ls_json, run_ok
 
 pytestmark = pytest.mark.sim
-
-STATE = "/data/home/agent/.local/state/hermes-box/agents"
-# A live `sleep` stands for the agent: its pid and kernel start time are what a hook records.
-LIVE = f"""
-set -e
-mkdir -p {STATE}
-setsid sleep 600 </dev/null >/dev/null 2>&1 &
-pid=$!
-start=$(python3 -c 'import sys; s=open(f"/proc/{{sys.argv[1]}}/stat").read(); print(s[s.rindex(")")+2:].split()[19])' $pid)
-printf '{{"session_id":"5e55104aaa","agent":"claude","status":"working","pid":%s,"proc_start":"%s","since":%s}}' $pid "$start" $(date +%s) > {STATE}/5e55104aaa.json
-"""
 
 
 def live_box(env) -> None:
