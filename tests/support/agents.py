@@ -115,12 +115,19 @@ CLAUDE = claude_version()
 
 
 STATE = "/data/home/agent/.local/state/hermes-box/agents"
-# A live `sleep` stands for an agent at work (`$pid`): its pid and kernel start time are what a hook records.
-LIVE = f"""
+# A live `sleep` stands for an agent (`$pid`, `$start`): its pid and kernel start time are
+# what a hook records in a status file.
+LIVE_PROCESS = f"""
 set -e
 mkdir -p {STATE}
 setsid sleep 600 </dev/null >/dev/null 2>&1 &
 pid=$!
 start=$(python3 -c 'import sys; s=open(f"/proc/{{sys.argv[1]}}/stat").read(); print(s[s.rindex(")")+2:].split()[19])' $pid)
-printf '{{"session_id":"5e55104aaa","agent":"claude","status":"working","pid":%s,"proc_start":"%s","since":%s}}' $pid "$start" $(date +%s) > {STATE}/5e55104aaa.json
 """
+# ... and its status file: a claude session at work.
+LIVE = (
+    LIVE_PROCESS
+    + """printf '{"session_id":"5e55104aaa","agent":"claude","status":"working","pid":%s,"""
+    + f""""proc_start":"%s","since":%s}}' $pid "$start" $(date +%s) > {STATE}/5e55104aaa.json
+"""
+)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from support import HBTUI_BIN, SIM_RECIPE
-from support.agents import in_box
+from support.agents import LIVE_PROCESS, STATE, in_box
 from support.cli import as_root, hbtui, ok
 
 pytestmark = [
@@ -26,21 +26,18 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[3]
-STATE = "/data/home/agent/.local/state/hermes-box/agents"
 HELPER = "/opt/hermes-box/bin/hb-agents"
 
 # A live process and a status file naming it, written as hb-agent-hook writes one (to a
 # temporary name, then renamed): a session that needs the user.
-ASK = f"""
-set -e
-mkdir -p {STATE}
-setsid sleep 600 </dev/null >/dev/null 2>&1 &
-pid=$!
-start=$(python3 -c 'import sys; s=open(f"/proc/{{sys.argv[1]}}/stat").read(); print(s[s.rindex(")")+2:].split()[19])' $pid)
+ASK = (
+    LIVE_PROCESS
+    + f"""
 printf '{{"session_id":"s1","status":"needs-you","pid":%s,"proc_start":"%s","since":%s,"waiting_for":"Bash: make test"}}' \\
     $pid "$start" $(date +%s) > {STATE}/s1.json.tmp
 mv {STATE}/s1.json.tmp {STATE}/s1.json
 """
+)
 
 
 async def until(
