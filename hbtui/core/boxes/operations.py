@@ -34,7 +34,6 @@ from hbtui.core.foundation.registry import (
     WORK_MISSING,
     BoxRecord,
 )
-from hbtui.core.foundation.scratch import scratch
 from hbtui.core.foundation.shield import to_the_end
 from hbtui.core.foundation.views import MISSING, ORPHAN, BoxView
 from hbtui.core.keys import credentials as creds
@@ -220,17 +219,16 @@ class BoxOperations:
         inner_port = record.inner_port if record else view.port
         log_path = self.core.new_provision_log_path(name, host_name)
         try:
-            with scratch(self.core.paths, "recipe") as tmp:
-                await guest.provision(
-                    host,
-                    name,
-                    inner_port,
-                    recipe_dir,
-                    log_path,
-                    report,
-                    scratch_dir=tmp,
-                    settings=creds.recipe_settings(record) if record else None,
-                )
+            await guest.provision(
+                host,
+                name,
+                inner_port,
+                recipe_dir,
+                log_path,
+                report,
+                paths=self.core.paths,
+                settings=creds.recipe_settings(record) if record else None,
+            )
             await guest.resume(host, name, report)
             await guest.wait_ready(host, name, view.port, report)
         except (asyncio.CancelledError, KeyboardInterrupt):
