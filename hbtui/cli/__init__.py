@@ -451,6 +451,15 @@ def _end_quietly() -> int:
     return 128 + signal.SIGPIPE
 
 
+def program() -> NoReturn:
+    """The `hbtui` command. What its verb made is freed by the exit itself: collecting it
+    first only delayed the exit (~20 ms after a pull, a third of what is left once the
+    output is written)."""
+    status = main()
+    gc.freeze()
+    sys.exit(status)
+
+
 def main(argv: list[str] | None = None) -> int:
     _usable_streams()
     try:

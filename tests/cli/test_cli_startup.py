@@ -17,14 +17,15 @@ try:
     main()
 except SystemExit:
     pass
-loaded = sorted(m.split(".")[0] for m in sys.modules)
+loaded = sorted(m if {whole!r} else m.split(".")[0] for m in sys.modules)
 sys.__stderr__.write("\\nLOADED " + json.dumps(sorted(set(loaded))) + "\\n")
 """
 
 
-def loaded_by(argv: list[str], env: dict[str, str]) -> set[str]:
+def loaded_by(argv: list[str], env: dict[str, str], *, whole: bool = False) -> set[str]:
+    """The packages a verb loaded (`whole`: every module, by its full name)."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(argv=argv)],
+        [sys.executable, "-c", PROBE.format(argv=argv, whole=whole)],
         capture_output=True,
         text=True,
         env=env,
@@ -46,6 +47,20 @@ def test_data_verbs_load_no_ui_crypto_or_ssh(sim_env, argv):
     loaded = loaded_by(argv, sim_env)
     assert "hbtui" in loaded
     assert not loaded & {"rich", "textual", "asyncssh", "cryptography"}
+
+
+@pytest.mark.sim
+def test_a_pull_loads_no_other_feature(sim_env):
+    """What a pull that brings one commit costs is mostly its start-up: the Service makes
+    a feature object (and imports its package) when first used, so `pull` loads the work
+    feature and not the agents', archives', tries' or bases', nor the box operations."""
+    loaded = loaded_by(["pull", "nobox"], sim_env, whole=True)
+    assert "hbtui.core.work.pull" in loaded
+    assert not loaded & {
+        "hbtui.core.agents.door", "hbtui.core.archives.door", "hbtui.core.tries.door",
+        "hbtui.core.bases.door", "hbtui.core.boxes.operations", "hbtui.core.work.pr",
+        "rich.progress",
+    }  # fmt: skip
 
 
 REPORTER = """
