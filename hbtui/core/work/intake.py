@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import os
 import shutil
-from collections.abc import Awaitable, Collection, Mapping
+from collections.abc import Awaitable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -215,7 +215,7 @@ async def check_bundle(
     blob_max: int,
     wip: bool,
     offered: Collection[str] = (),
-    known: Mapping[str, bool] | None = None,
+    holders: frozenset[str] = frozenset(),
 ) -> CheckedBundle:
     """Every check a box's bundle, all of it fed to `intake`, must pass before it
     reaches the repository: it builds on no commit but the seed and those the host
@@ -223,7 +223,7 @@ async def check_bundle(
     naming them), verify, the ref names, the strict index, the seed in every branch's
     history, no file over `blob_max` bytes. The steps that need not wait for each other
     run at once, and a refusal names the first check (in that order) the bundle failed.
-    `known`: `seed_holders` of what was offered, asked while the box bundled; the
+    `holders`: `seed_holders` of what was offered, asked while the box bundled; the
     history the host already has is then not walked again."""
     repo = intake.repo
     intake.seal()
@@ -258,11 +258,10 @@ async def check_bundle(
             )
         raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
     quarantine = intake.quarantine
-    known = {sha: held for sha, held in (known or {}).items() if sha != seed}
-    stops = [sha for sha in offered if sha in known]
     shas = [sha for sha, _ in heads]
+    stops = [sha for sha in offered if sha in holders]
     held, too_big = await asyncio.gather(
-        _hold_seed(repo, quarantine, seed, shas, intake.bundle.parent, known, stops),
+        _hold_seed(repo, quarantine, seed, shas, intake.bundle.parent, holders, stops),
         _blob_over(repo, quarantine, blob_max),
     )
     for (_, ref), holding in zip(heads, held, strict=True):
@@ -287,27 +286,16 @@ def _out_of_memory(stderr: bytes) -> bool:
     return b"over limit" in stderr or b"Out of memory" in stderr
 
 
-async def seed_holders(repo: Path, seed: str, offered: Collection[str]) -> dict[str, bool]:
-    """For each commit the host has from the box since the seed (`offered`, an earlier
-    pull's, and their history back to the seed): whether the seed is in its history. The
-    host's own objects, read while the box makes its bundle: a pull that brings one
-    commit on top of thousands then walks that one commit (see `_hold_seed`)."""
+async def seed_holders(repo: Path, seed: str, offered: Collection[str]) -> frozenset[str]:
+    """The commits the host has from the box since the seed (`offered`, an earlier pull's,
+    and their history back to the seed) that hold the seed in their history: those on
+    the ancestry path from the seed to them. The host's own objects, read while the box
+    makes its bundle: a pull that brings one commit on top of thousands then walks that
+    one commit (see `_hold_seed`)."""
     if not offered:
-        return {}
-    _, out, _ = await gitops.run_git(
-        repo, "rev-list", "--topo-order", "--parents", *offered, f"^{seed}", bounded=True
-    )
-    return _holding(out, {seed: True})
-
-
-def _holding(walked: bytes, holds: dict[str, bool]) -> dict[str, bool]:
-    """`holds`, with each commit of a `rev-list --topo-order --parents` walk added: a
-    commit holds the seed when one of its parents is the seed or holds it (a parent the
-    walk left out and `holds` lacks is of the seed's own history: it does not)."""
-    for line in reversed(walked.decode().splitlines()):  # parents before their children
-        commit, *parents = line.split()
-        holds[commit] = any(holds.get(parent, False) for parent in parents)
-    return holds
+        return frozenset()
+    out = await gitops.git_out(repo, "rev-list", "--ancestry-path", *offered, f"^{seed}")
+    return frozenset(out.split())
 
 
 async def _hold_seed(
@@ -316,16 +304,18 @@ async def _hold_seed(
     seed: str,
     shas: list[str],
     folder: Path,
-    known: Mapping[str, bool],
+    holders: frozenset[str],
     stops: list[str],
 ) -> list[str]:
     """For each commit in `shas`: "new" (commits since the seed, the seed in their
     history), "lost" (commits whose history lacks the seed), "old" (a commit of the
     seed's own history: nothing new) or "missing" (no such commit). Two git commands
     for any number of branches: one per branch let a box that made thousands hold a
-    pull for minutes. The history since the seed is walked once, but for what `known`
-    (see `seed_holders`) already tells: the walk stops at `stops`, the host's commits it
-    holds."""
+    pull for minutes. The history since the seed is walked once, but for what the host
+    knows to hold it (`holders`, see `seed_holders`): the walk stops at `stops`, the
+    host's commits among them. A commit holds the seed when one of its parents is the
+    seed or holds it (a parent the walk left out that is no holder does not: it is of
+    the seed's own history, or of one that lacks it)."""
     env = quarantine.env()
     (folder / "heads").write_text("".join(f"{sha}\n" for sha in shas))
     with open(folder / "heads", "rb") as listed:
@@ -342,7 +332,10 @@ async def _hold_seed(
             repo, "rev-list", "--topo-order", "--parents", "--stdin", stdin=revs, env=env,
             bounded=True,
         )  # fmt: skip
-    holds = _holding(out, {**known, seed: True})
+    holds = dict.fromkeys((*holders, seed), True)
+    for line in reversed(out.decode().splitlines()):  # parents before their children
+        commit, *parents = line.split()
+        holds[commit] = any(holds.get(parent, False) for parent in parents)
     return [
         "missing" if i >= len(kinds) or kinds[i] != "commit"
         else "old" if sha not in holds or sha == seed

@@ -80,14 +80,14 @@ async def host_repo(record: WorkRecord, moved: Path | None) -> Path:
 
 async def _take(
     taking: intake.PackIntake, name: str, seed: str, cap: int, *, wip: bool, wip_commit: str,
-    offered: list[str], known: Awaitable[dict[str, bool]],
+    offered: list[str], holders: Awaitable[frozenset[str]],
 ) -> tuple[tuple[str, str], ...]:  # fmt: skip
     """The bundle the box sent, checked and taken into the repository: the refs that
     landed (none when the box made nothing since the seed: its pack is empty, and its
     branches, if any, still pass every check)."""
     try:
         checked = await intake.check_bundle(
-            taking, seed=seed, blob_max=cap, wip=wip, offered=offered, known=await known
+            taking, seed=seed, blob_max=cap, wip=wip, offered=offered, holders=await holders
         )
     except BundleRefused:
         # A repository without the seed fails every bundle's verify: the box is not at fault.
@@ -131,14 +131,14 @@ async def pull(
         # What the host repository's side needs of git is asked while the box bundles,
         # and the box's pack is indexed as it arrives.
         objects = asyncio.ensure_future(gitops.objects_dir(target))
-        known: asyncio.Future[dict[str, bool]] | None = None
+        holders: asyncio.Future[frozenset[str]] | None = None
         try:
             # What the host has from the box already (an earlier pull's): the box's
             # bundle builds on it, and sends only what is new; which of it holds the
             # seed is read meanwhile, so that only what is new is walked then.
             had = await gitops.box_commits(target, name, most=intake.BRANCH_MAX)
             offered = [sha for sha in had if sha != record.seed]
-            known = asyncio.ensure_future(intake.seed_holders(target, record.seed, offered))
+            holders = asyncio.ensure_future(intake.seed_holders(target, record.seed, offered))
             async with intake.PackIntake(target, objects, folder) as taking:
                 with reaching(name):
                     (answer, size), old_wip = await _alongside(
@@ -160,10 +160,10 @@ async def pull(
                     report(Phase(f"checking the bundle ({size} bytes)"))
                     refs = await _take(
                         taking, name, record.seed, cap, wip=wip, wip_commit=wip_commit,
-                        offered=offered, known=known,
+                        offered=offered, holders=holders,
                     )  # fmt: skip
         finally:
-            for asked in (objects, known):
+            for asked in (objects, holders):
                 if asked is not None:
                     asked.cancel()
                     with contextlib.suppress(Exception, asyncio.CancelledError):
