@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from hbtui.checks import Check
-    from hbtui.cli.progress import ConsoleReporter
+    from hbtui.cli.progress import ConsoleReporter, LineReporter
     from hbtui.core.foundation import BoxView
     from hbtui.core.service import Service
     from hbtui.events import Event
@@ -197,13 +197,19 @@ class Invocation:
         self.out.print(f"✓ {text}", markup=False)
         return 0
 
-    def reporter(self) -> DeferredReporter:
-        """Progress on stdout, or on stderr when stdout carries JSON."""
+    def reporter(self) -> DeferredReporter | LineReporter:
+        """Progress on stdout, or on stderr when stdout carries JSON: drawn by rich on a
+        terminal, plain lines to a pipe or a file."""
+        from hbtui.cli.progress import LineReporter
+
+        quiet = bool(getattr(self.args, "quiet", False))
+        stream = sys.stderr if self.json else sys.stdout
+        if not stream.isatty():
+            return LineReporter(stream, show_logs=not quiet)
 
         def make() -> ConsoleReporter:
             from hbtui.cli.progress import ConsoleReporter
 
-            quiet = bool(getattr(self.args, "quiet", False))
             target = console(stderr=True) if self.json else self.out
             return ConsoleReporter(target, show_logs=not quiet)
 

@@ -89,6 +89,31 @@ def test_progress_bars_load_with_the_first_step_not_before():
     assert "bundling the work in b1" in shown and "step 1/3 packages" in shown
 
 
+LINES = """
+import io, sys
+from hbtui.cli.progress import LineReporter
+from hbtui.events import LogLine, Notice, Phase, Step
+out = io.StringIO()
+with LineReporter(out) as rep:
+    rep(Phase("bundling the work in b1"))
+    rep(Notice("2 file(s) uncommitted"))
+    rep(LogLine("\\x1b[32mok\\x1b[0m"))
+    rep(Step(1, 3, "packages"))
+print("rich" in sys.modules, repr(out.getvalue()))
+"""
+
+
+def test_progress_to_a_pipe_loads_no_rich():
+    """A script's `hbtui pull --json 2>log` gets its progress as plain lines: rich (a
+    tenth of a pull's start-up) is not loaded for it."""
+    done = subprocess.run([sys.executable, "-c", LINES], capture_output=True, text=True, timeout=60)
+    loaded, shown = done.stdout.strip().split(" ", 1)
+    assert loaded == "False", done.stderr
+    assert shown == repr(
+        "• bundling the work in b1\n! 2 file(s) uncommitted\nok\nstep 1/3 packages\n"
+    )
+
+
 def test_the_dashboard_app_loads_no_box_operations():
     """The dashboard's first frame needs what an agent session is (agent_sessions), not the
     core's box operations behind hbtui.core.agents.operations (~120 ms of imports): those load with
