@@ -25,8 +25,6 @@ from hbtui.core.boxes.guard import Guard
 from hbtui.core.foundation import scratch
 from hbtui.core.foundation.hosts import HostPool, RemoteHosts
 from hbtui.core.foundation.shield import done_despite_cancel
-from hbtui.core.foundation.specs import NewSpec
-from hbtui.core.foundation.views import BoxView
 from hbtui.core.foundation.workbook import BoxWork, WorkBook
 from hbtui.core.keys.passphrase import PassphraseSource
 from hbtui.errors import UsageError
@@ -42,6 +40,8 @@ if TYPE_CHECKING:
     from hbtui.core.boxes.operations import BoxOperations
     from hbtui.core.config.door import Settings
     from hbtui.core.doctor.door import Doctor
+    from hbtui.core.foundation.specs import NewSpec
+    from hbtui.core.foundation.views import BoxView
     from hbtui.core.hostbook import HostBook
     from hbtui.core.keys.door import Secrets
     from hbtui.core.recipe_check import RecipeCheck
