@@ -87,7 +87,7 @@ class PackIntake:
         self._file: BinaryIO | None = None
         self._head: bytearray | None = bytearray()  # None: past the header
         self._scanned = 0  # where the header's next line begins
-        self._refs = 0  # the refs its lines read so far name
+        self._refs: list[bytes] = []  # the lines of the header read so far that name a ref
         self.prerequisites: list[str] = []  # the commits its header says it builds on
         self._proc: asyncio.subprocess.Process | None = None
         self._output: asyncio.Future[tuple[bytes, bytes]] | None = None
@@ -148,8 +148,8 @@ class PackIntake:
                 sha = bytes(head[start + 1 : eol]).partition(b" ")[0]
                 self.prerequisites.append(sha.decode(errors="replace"))
             elif start and head[start] != ord("@"):
-                self._refs += 1
-                if self._refs > BRANCH_MAX:
+                self._refs.append(bytes(head[start:eol]))
+                if len(self._refs) > BRANCH_MAX:
                     raise BundleRefused(
                         f"the box offers more than {BRANCH_MAX} branches, more than a pull "
                         "takes: refused, nothing fetched"
@@ -175,6 +175,10 @@ class PackIntake:
         )  # fmt: skip
         assert proc.stdout is not None and proc.stderr is not None
         self._output = asyncio.gather(proc.stdout.read(), proc.stderr.read())
+
+    def header_refs(self) -> bytes:
+        """The header's lines that name a ref, as `git bundle list-heads` prints them."""
+        return b"".join(line + b"\n" for line in self._refs)
 
     def seal(self) -> None:
         """The bundle is all there: its file is complete for the commands that read it."""
@@ -233,37 +237,34 @@ async def check_bundle(
             f"the box's bundle builds on commit {boxtext.line(unoffered)[:64]!r}, which the "
             "host did not offer it: refused, nothing fetched"
         )
-    verified, listed, indexed = await asyncio.gather(
+    verifying = asyncio.ensure_future(
         gitops.run_git(
             repo, "bundle", "verify", "-q", str(intake.bundle), check=False, bounded=True
-        ),
-        gitops.run_git(None, "bundle", "list-heads", str(intake.bundle), check=False, bounded=True),
-        intake.indexed(),
+        )
     )
-    code, _, err = verified
-    if code != 0:
-        why = last_line(err) or f"exit status {code}"
-        raise BundleRefused(f"the box's bundle fails git bundle verify ({why}): refused")
-    code, out, err = listed
-    if code != 0:
-        raise GitError(f"git bundle list-heads failed: {last_line(err) or code}")
-    heads = parse_heads(out, wip=wip)
-    code, _, err = indexed
-    if code != 0:
-        why = last_line(err) or f"exit status {code}"
-        if _out_of_memory(err):
-            raise BundleRefused(
-                f"the box's pack needs more than the {BOX_GIT_MEMORY >> 20} MiB git may use "
-                f"to check it ({why}): refused, nothing fetched"
+    checking: asyncio.Future[tuple[list[str], bool]] | None = None
+    try:
+        indexed = await intake.indexed()
+        # The heads are the header's, as read on arrival (what git's list-heads prints);
+        # the seed's and the sizes' checks need them and the index, not verify, and run
+        # while it does.
+        try:
+            heads, misnamed = parse_heads(intake.header_refs(), wip=wip), None
+        except BundleRefused as refused:
+            heads, misnamed = [], refused
+        if indexed[0] == 0 and misnamed is None:
+            checking = asyncio.ensure_future(
+                _seed_and_sizes(intake, seed, heads, offered, holders, blob_max)
             )
-        raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
-    quarantine = intake.quarantine
-    shas = [sha for sha, _ in heads]
-    stops = [sha for sha in offered if sha in holders]
-    held, too_big = await asyncio.gather(
-        _hold_seed(repo, quarantine, seed, shas, intake.bundle.parent, holders, stops),
-        _blob_over(repo, quarantine, blob_max),
-    )
+        _refuse_first(await verifying, misnamed, indexed)
+        assert checking is not None
+        held, too_big = await checking
+    finally:
+        for running in (verifying, checking):
+            if running is not None and not running.done():
+                running.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await running
     for (_, ref), holding in zip(heads, held, strict=True):
         if holding == "missing":
             raise BundleRefused(f"the box's bundle lacks the commit {ref} names: refused")
@@ -277,7 +278,51 @@ async def check_bundle(
             f"the box's work holds a file of more than {blob_max} bytes: refused, nothing fetched"
         )
     new = [head for head, holding in zip(heads, held, strict=True) if holding == "new"]
-    return CheckedBundle(new, quarantine)
+    return CheckedBundle(new, intake.quarantine)
+
+
+async def _seed_and_sizes(
+    intake: PackIntake,
+    seed: str,
+    heads: list[tuple[str, str]],
+    offered: Collection[str],
+    holders: frozenset[str],
+    blob_max: int,
+) -> tuple[list[str], bool]:
+    """Where each head stands to the seed (see `_hold_seed`), and whether the box sent a
+    file over `blob_max` bytes: the checks of the indexed objects in quarantine."""
+    quarantine = intake.quarantine
+    shas = [sha for sha, _ in heads]
+    stops = [sha for sha in offered if sha in holders]
+    folder = intake.bundle.parent
+    return await asyncio.gather(
+        _hold_seed(intake.repo, quarantine, seed, shas, folder, holders, stops),
+        _blob_over(intake.repo, quarantine, blob_max),
+    )
+
+
+def _refuse_first(
+    verified: tuple[int, bytes, bytes],
+    misnamed: BundleRefused | None,
+    indexed: tuple[int, bytes, bytes],
+) -> None:
+    """The first of verify, the ref names and the strict index that refused the bundle,
+    in that order, as a refusal."""
+    code, _, err = verified
+    if code != 0:
+        why = last_line(err) or f"exit status {code}"
+        raise BundleRefused(f"the box's bundle fails git bundle verify ({why}): refused")
+    if misnamed is not None:
+        raise misnamed
+    code, _, err = indexed
+    if code != 0:
+        why = last_line(err) or f"exit status {code}"
+        if _out_of_memory(err):
+            raise BundleRefused(
+                f"the box's pack needs more than the {BOX_GIT_MEMORY >> 20} MiB git may use "
+                f"to check it ({why}): refused, nothing fetched"
+            )
+        raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
 
 
 def _out_of_memory(stderr: bytes) -> bool:
