@@ -497,6 +497,9 @@ def _main(argv: list[str] | None) -> int:
         if not args.run:  # a group without its action: `hbtui hosts`
             args.group.print_help()
             return 2
+        # As for the dashboard: what the verb's imports make all lives on, and
+        # collecting meanwhile only delays its start (Invocation turns it back on).
+        gc.disable()
         from hbtui.cli.output import Invocation
 
         return handler(args.run)(Invocation(args))

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import gc
 import json
 import os
 import signal
@@ -91,13 +92,18 @@ class Invocation:
         self.args = args
         self._service: Service | None = None
         self._out: Console | None = None
+        _settled()  # the verb's module is in: collect from here on
 
     @property
     def service(self) -> Service:
         if self._service is None:
+            gc.disable()  # the core's imports, as the verb's (see _settled)
             from hbtui.wiring import build_service
 
-            self._service = build_service()
+            try:
+                self._service = build_service()
+            finally:
+                _settled()
         return self._service
 
     def file_service(self) -> Service:
@@ -214,6 +220,14 @@ class Invocation:
             return ConsoleReporter(target, show_logs=not quiet)
 
         return DeferredReporter(make)
+
+
+def _settled() -> None:
+    """Collection on again after a start-up's imports, which it left alone: what they made
+    (modules, classes, the Service) lives until the exit, so it is kept out of every later
+    collection too."""
+    gc.freeze()
+    gc.enable()
 
 
 class DeferredReporter:
