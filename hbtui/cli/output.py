@@ -203,6 +203,11 @@ class Invocation:
         self.out.print(f"✓ {text}", markup=False)
         return 0
 
+    def _reader_left(self) -> None:
+        """Progress found stdout's reader gone (`hbtui new | head -1`): what the verb
+        prints there later is dropped too, as the console drops it once it finds out."""
+        self.out.quiet = True
+
     def reporter(self) -> DeferredReporter | LineReporter:
         """Progress on stdout, or on stderr when stdout carries JSON: drawn by rich on a
         terminal, plain lines to a pipe or a file."""
@@ -211,6 +216,8 @@ class Invocation:
         quiet = bool(getattr(self.args, "quiet", False))
         stream = sys.stderr if self.json else sys.stdout
         if not stream.isatty():
+            if stream is sys.stdout:
+                return LineReporter(stream, show_logs=not quiet, gone=self._reader_left)
             return LineReporter(stream, show_logs=not quiet)
 
         def make() -> ConsoleReporter:

@@ -11,6 +11,7 @@ the same lines without rich, which a script's `pull --json 2>log` would load for
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, TextIO
 
@@ -27,9 +28,14 @@ class LineReporter:
     them without its styles; a transfer's bar has nothing to say there. Use as a context
     manager around the operation."""
 
-    def __init__(self, stream: TextIO, *, show_logs: bool = True) -> None:
+    def __init__(
+        self, stream: TextIO, *, show_logs: bool = True, gone: Callable[[], None] = lambda: None
+    ) -> None:
+        """`gone`: called once the stream's reader has left (`hbtui new | head -1`), so
+        that what the verb prints there later is quiet too."""
         self.stream = stream
         self.show_logs = show_logs
+        self.gone = gone
         self.silenced = False
 
     def __enter__(self) -> LineReporter:
@@ -58,8 +64,10 @@ class LineReporter:
         try:
             self.stream.write(line + "\n")
             self.stream.flush()
-        except OSError:
+        except OSError as exc:
             self.silenced = True
+            if isinstance(exc, BrokenPipeError):
+                self.gone()
 
     def finish_steps(self) -> None:
         return None

@@ -82,6 +82,31 @@ def test_progress_to_a_pipe_is_the_same_lines_as_plain_text():
     assert quiet.getvalue() == ""
 
 
+class Failing(io.StringIO):
+    def __init__(self, error: OSError) -> None:
+        super().__init__()
+        self.error = error
+
+    def write(self, text: str) -> int:
+        raise self.error
+
+
+def test_progress_whose_reader_left_goes_quiet_and_says_so_once():
+    """`hbtui new | head -1`: the first line that finds the pipe's reader gone silences
+    the progress and tells the verb (its own output there is dropped too); a full disk
+    silences the progress only (the verb's output then says what failed)."""
+    told: list[str] = []
+    with LineReporter(Failing(BrokenPipeError()), gone=lambda: told.append("gone")) as report:
+        report(Phase("making web"))
+        report(Phase("still making web"))
+    assert report.silenced and told == ["gone"]
+    with LineReporter(
+        Failing(OSError(28, "No space left")), gone=lambda: told.append("full")
+    ) as report:
+        report(Phase("making web"))
+    assert report.silenced and told == ["gone"]
+
+
 def test_a_step_marker_with_a_number_no_step_count_needs_is_a_line_not_a_crash():
     assert parse_marker("::hbtui:: step " + "0" * 5000 + "1/9 huge") is None
     assert parse_marker("::hbtui:: step 1/" + "9" * 5000 + " huge") is None
