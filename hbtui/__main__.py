@@ -1,5 +1,3 @@
-import sys
+from hbtui.cli import program
 
-from hbtui.cli import main
-
-sys.exit(main())
+program()

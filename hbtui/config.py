@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from hbtui.errors import UsageError
 from hbtui.names import host_name_problem
 from hbtui.paths import Paths
@@ -601,6 +599,8 @@ def config_to_dict(cfg: Config) -> dict[str, Any]:
 
 def save_config(paths: Paths, cfg: Config) -> None:
     """Write atomically, so a crash never leaves half a config."""
+    import tomli_w  # only a verb that writes the config pays for it
+
     target = paths.config_file
     cfg.validate(target)
     try:

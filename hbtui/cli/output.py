@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import gc
 import json
 import os
 import signal
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from hbtui.checks import Check
-    from hbtui.cli.progress import ConsoleReporter
+    from hbtui.cli.progress import ConsoleReporter, LineReporter
     from hbtui.core.foundation import BoxView
     from hbtui.core.service import Service
     from hbtui.events import Event
@@ -91,13 +92,18 @@ class Invocation:
         self.args = args
         self._service: Service | None = None
         self._out: Console | None = None
+        _settled()  # the verb's module is in: collect from here on
 
     @property
     def service(self) -> Service:
         if self._service is None:
+            gc.disable()  # the core's imports, as the verb's (see _settled)
             from hbtui.wiring import build_service
 
-            self._service = build_service()
+            try:
+                self._service = build_service()
+            finally:
+                _settled()
         return self._service
 
     def file_service(self) -> Service:
@@ -197,17 +203,31 @@ class Invocation:
         self.out.print(f"✓ {text}", markup=False)
         return 0
 
-    def reporter(self) -> DeferredReporter:
-        """Progress on stdout, or on stderr when stdout carries JSON."""
+    def reporter(self) -> DeferredReporter | LineReporter:
+        """Progress on stdout, or on stderr when stdout carries JSON: drawn by rich on a
+        terminal, plain lines to a pipe or a file."""
+        from hbtui.cli.progress import LineReporter
+
+        quiet = bool(getattr(self.args, "quiet", False))
+        stream = sys.stderr if self.json else sys.stdout
+        if not stream.isatty():
+            return LineReporter(stream, show_logs=not quiet)
 
         def make() -> ConsoleReporter:
             from hbtui.cli.progress import ConsoleReporter
 
-            quiet = bool(getattr(self.args, "quiet", False))
             target = console(stderr=True) if self.json else self.out
             return ConsoleReporter(target, show_logs=not quiet)
 
         return DeferredReporter(make)
+
+
+def _settled() -> None:
+    """Collection on again after a start-up's imports, which it left alone: what they made
+    (modules, classes, the Service) lives until the exit, so it is kept out of every later
+    collection too."""
+    gc.freeze()
+    gc.enable()
 
 
 class DeferredReporter:

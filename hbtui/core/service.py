@@ -14,46 +14,51 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hbtui.config import Config
-from hbtui.core.agents.door import Agents
-from hbtui.core.archives.door import Archives
 from hbtui.core.bases import leftovers
-from hbtui.core.bases.door import Bases
 from hbtui.core.boxes.core import BoxCore
-from hbtui.core.boxes.door import Boxes
 from hbtui.core.boxes.guard import Guard
-from hbtui.core.boxes.operations import BoxOperations
-from hbtui.core.config.door import Settings
-from hbtui.core.doctor.door import Doctor
 from hbtui.core.foundation import scratch
 from hbtui.core.foundation.hosts import HostPool, RemoteHosts
 from hbtui.core.foundation.shield import done_despite_cancel
-from hbtui.core.foundation.specs import NewSpec
-from hbtui.core.foundation.views import BoxView
-from hbtui.core.hostbook import HostBook
-from hbtui.core.keys.door import Secrets
+from hbtui.core.foundation.workbook import BoxWork, WorkBook
 from hbtui.core.keys.passphrase import PassphraseSource
-from hbtui.core.tries.door import Tries
-from hbtui.core.work import agent as work_agent
-from hbtui.core.work import operations as work_ops
-from hbtui.core.work.book import BoxWork, WorkBook
-from hbtui.core.work.door import Work
-from hbtui.core.work.travel import WorkLink
 from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL
 from hbtui.paths import Paths
 
 if TYPE_CHECKING:
+    from hbtui.core.agents.door import Agents
+    from hbtui.core.archives.door import Archives
+    from hbtui.core.bases.door import Bases
+    from hbtui.core.boxes.door import Boxes
+    from hbtui.core.boxes.operations import BoxOperations
+    from hbtui.core.config.door import Settings
+    from hbtui.core.doctor.door import Doctor
+    from hbtui.core.foundation.specs import NewSpec
+    from hbtui.core.foundation.views import BoxView
+    from hbtui.core.hostbook import HostBook
+    from hbtui.core.keys.door import Secrets
     from hbtui.core.recipe_check import RecipeCheck
+    from hbtui.core.tries.door import Tries
+    from hbtui.core.work.door import Work
     from hbtui.engine import Engine
 
 
 class Service:
-    """The feature objects, and the operations that span them."""
+    """The feature objects, and the operations that span them. Each feature object is
+    made (and its package imported) when first used: a verb loads the features it
+    reaches, not all ten (a pull's fixed cost is mostly its start-up)."""
+
+    FEATURES = (
+        "boxes", "bases", "archives", "secrets", "hosts", "agents", "work", "tries",
+        "settings", "doctor",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -71,22 +76,78 @@ class Service:
         self.config = config
         scratch.sweep(paths)  # plaintext a killed hbtui left behind
         self._pool = HostPool(paths, config, remote, local_engine)
-        core = BoxCore(paths, config, self._pool, secrets_passphrase)
-        self._ops = BoxOperations(core)
+        self._core = core = BoxCore(paths, config, self._pool, secrets_passphrase)
         self._guard = Guard(core)
         # Packs of killed base builds and remakes that nothing names.
         leftovers.sweep(self._pool.local_bases_dir, core.bases, core.remakes)
-        self.boxes = Boxes(self._ops)
-        self.bases = Bases(self._ops)
-        # A --repo box's work record travels in its archives (spans archives and work).
-        self.archives = Archives(self._ops, WorkLink(paths))
-        self.secrets = Secrets(core.secrets, config, core.registry)
-        self.hosts = HostBook(paths, config, self._pool, core.registry)
-        self.agents = Agents(core)
-        self.work = Work(core)
-        self.tries = Tries(self._ops, self.work, self)
-        self.settings = Settings(paths, config)
-        self.doctor = Doctor(paths, config)
+
+    @cached_property
+    def _ops(self) -> BoxOperations:
+        from hbtui.core.boxes.operations import BoxOperations
+
+        return BoxOperations(self._core)
+
+    @cached_property
+    def boxes(self) -> Boxes:
+        from hbtui.core.boxes.door import Boxes
+
+        return Boxes(self._ops)
+
+    @cached_property
+    def bases(self) -> Bases:
+        from hbtui.core.bases.door import Bases
+
+        return Bases(self._ops)
+
+    @cached_property
+    def archives(self) -> Archives:
+        """A --repo box's work record travels in its archives (spans archives and work)."""
+        from hbtui.core.archives.door import Archives
+        from hbtui.core.work.travel import WorkLink
+
+        return Archives(self._ops, WorkLink(self.paths))
+
+    @cached_property
+    def secrets(self) -> Secrets:
+        from hbtui.core.keys.door import Secrets
+
+        return Secrets(self._core.secrets, self.config, self._core.registry)
+
+    @cached_property
+    def hosts(self) -> HostBook:
+        from hbtui.core.hostbook import HostBook
+
+        return HostBook(self.paths, self.config, self._pool, self._core.registry)
+
+    @cached_property
+    def agents(self) -> Agents:
+        from hbtui.core.agents.door import Agents
+
+        return Agents(self._core)
+
+    @cached_property
+    def work(self) -> Work:
+        from hbtui.core.work.door import Work
+
+        return Work(self._core)
+
+    @cached_property
+    def tries(self) -> Tries:
+        from hbtui.core.tries.door import Tries
+
+        return Tries(self._ops, self.work, self)
+
+    @cached_property
+    def settings(self) -> Settings:
+        from hbtui.core.config.door import Settings
+
+        return Settings(self.paths, self.config)
+
+    @cached_property
+    def doctor(self) -> Doctor:
+        from hbtui.core.doctor.door import Doctor
+
+        return Doctor(self.paths, self.config)
 
     async def close(self) -> None:
         """Let go of remote connections; call once, when the front end is done."""
@@ -99,6 +160,9 @@ class Service:
         the task (spans boxes and work: if the work cannot go in, the box is removed
         again). The agent is then waited for (not with `wait_agent` False: a try waits
         for its boxes' agents side by side)."""
+        from hbtui.core.work import agent as work_agent
+        from hbtui.core.work import operations as work_ops
+
         work = spec.work
         if work is not None:
             if not spec.start:
@@ -148,6 +212,7 @@ class Service:
         repository's setup runs in it unless not `setup` (spans bases and work: the
         branch is ready only once its work is in)."""
         from hbtui.core.bases import instant
+        from hbtui.core.work import operations as work_ops
 
         if name == source:
             raise UsageError(f"a box named {name!r} already exists (see: hbtui ls)")

@@ -33,6 +33,7 @@ from hbtui.engine.errors import (
 from hbtui.engine.locate import MIN_VERSION, format_version, parse_version
 from hbtui.engine.models import ExecResult, Machine, MachineSpec
 from hbtui.engine.runner import (
+    Command,
     Completed,
     LineTooLong,
     LocalRunner,
@@ -127,7 +128,7 @@ class Engine:
         as typed errors."""
         try:
             return await self.runner.run(
-                argv, input=input, timeout=timeout or self.timeout, secrets=secrets, bound=bound
+                Command(argv, input, timeout or self.timeout, secrets or {}, bound)
             )
         except OutputTooLong as exc:
             raise EngineOutputTooLong(

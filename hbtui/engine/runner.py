@@ -14,13 +14,27 @@ import shlex
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from hbtui.engine import child
 from hbtui.engine.capture import USUAL, Bound
 from hbtui.environment import child_env
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command for a Runner to run: `argv`, what it reads on stdin (None: nothing),
+    its time limit, the `secrets` that go into its environment only (never into argv or a
+    file), and the `bound` its output is read within: past it, the command is ended
+    (OutputTooLong)."""
+
+    argv: list[str]
+    input: bytes | None = None
+    timeout: float | None = None
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)  # never shown
+    bound: Bound = USUAL
 
 
 @dataclass(frozen=True)
@@ -91,18 +105,7 @@ class Runner(Protocol):
 
     label: str
 
-    async def run(
-        self,
-        argv: list[str],
-        *,
-        input: bytes | None = None,
-        timeout: float | None = None,
-        secrets: Mapping[str, str] | None = None,
-        bound: Bound = USUAL,
-    ) -> Completed:
-        """Run `argv`; `secrets` go into its environment only, never into argv or a file.
-        Its output is read within `bound`: past it, the command is ended (OutputTooLong)."""
-        ...
+    async def run(self, command: Command) -> Completed: ...
 
     def stream(self, argv: list[str], *, timeout: float | None = None) -> Stream: ...
 
@@ -223,23 +226,16 @@ class LocalRunner:
 
     label = "local"
 
-    async def run(
-        self,
-        argv: list[str],
-        *,
-        input: bytes | None = None,
-        timeout: float | None = None,
-        secrets: Mapping[str, str] | None = None,
-        bound: Bound = USUAL,
-    ) -> Completed:
+    async def run(self, command: Command) -> Completed:
+        argv, timeout = command.argv, command.timeout
         proc = await child.spawn(
             argv,
-            env={**child_env(), **(secrets or {})},
-            stdin=child.PIPE if input is not None else child.DEVNULL,
+            env={**child_env(), **command.secrets},
+            stdin=child.PIPE if command.input is not None else child.DEVNULL,
         )
         try:
             async with asyncio.timeout(timeout):
-                got = await proc.communicate(input, bound)
+                got = await proc.communicate(command.input, command.bound)
         except TimeoutError:
             raise RunTimeout(argv, timeout or 0) from None
         finally:

@@ -20,13 +20,13 @@ import os
 import re
 import shlex
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncssh
 
-from hbtui.engine.capture import USUAL, Bound, Captured, capture
-from hbtui.engine.runner import PIPE_GRACE, Completed, Deadline, RunTimeout
+from hbtui.engine.capture import Captured, capture
+from hbtui.engine.runner import PIPE_GRACE, Command, Completed, Deadline, RunTimeout
 from hbtui.remote.connection import HostConnection
 from hbtui.remote.errors import HostUnreachable
 
@@ -157,21 +157,14 @@ class SshRunner:
                 what="killing a timed-out command",
             )
 
-    async def run(
-        self,
-        argv: list[str],
-        *,
-        input: bytes | None = None,
-        timeout: float | None = None,
-        secrets: Mapping[str, str] | None = None,
-        bound: Bound = USUAL,
-    ) -> Completed:
+    async def run(self, command: Command) -> Completed:
+        argv, secrets = command.argv, command.secrets
         what = f"{argv[0]} {' '.join(argv[1:4])}"
-        names = tuple(secrets or ())
-        for value in (secrets or {}).values():
+        names = tuple(secrets)
+        for value in secrets.values():
             if "\n" in value or "\0" in value:
                 raise ValueError("a secret value holds a line break; it cannot be passed on")
-        lines = "".join(f"{(secrets or {})[n]}\n" for n in names).encode()
+        lines = "".join(f"{secrets[n]}\n" for n in names).encode()
         proc = await self.conn.start_process(remote_command(argv, secrets=names), what=what)
         pid: int | None = None
         finished = False
@@ -185,21 +178,21 @@ class SshRunner:
             pid = _parse_pid(first)
             if pid is None:
                 lead = first
-            if input:
-                proc.stdin.write(input)
+            if command.input:
+                proc.stdin.write(command.input)
                 await proc.stdin.drain()
             proc.stdin.write_eof()
-            got = await capture(proc.stdout, proc.stderr, bound)
+            got = await capture(proc.stdout, proc.stderr, command.bound)
             await proc.wait_closed()
             return got
 
         try:
             with self.conn.guard(what):
                 try:
-                    async with asyncio.timeout(timeout):
+                    async with asyncio.timeout(command.timeout):
                         got = await talk()
                 except TimeoutError:
-                    raise RunTimeout(argv, timeout or 0) from None
+                    raise RunTimeout(argv, command.timeout or 0) from None
             if proc.returncode is None:
                 self.conn.drop()
                 raise HostUnreachable(f"connection to host {self.conn.name} lost during {what}")

@@ -48,7 +48,7 @@ class Action:
     help: str  # what it does
     scope: str = MAIN
     show: bool = True  # in the footer
-    command: bool = True  # in the palette and the `:` line (main-screen actions only)
+    command: bool = True  # in the `:` line, which offers main-screen actions only
 
 
 ACTIONS: tuple[Action, ...] = (
@@ -349,38 +349,22 @@ ACTIONS: tuple[Action, ...] = (
         command=False,
     ),
     # -- the box table ---------------------------------------------------------------------
-    Action("up", "up,k", "cursor(-1)", "Up", "", "The box above", TABLE, False, False),
-    Action("down", "down,j", "cursor(1)", "Down", "", "The box below", TABLE, False, False),
-    Action("page-up", "pageup", "page(-1)", "Page up", "", "A page up", TABLE, False, False),
-    Action("page-down", "pagedown", "page(1)", "Page down", "", "A page down", TABLE, False, False),
+    Action("up", "up,k", "cursor(-1)", "Up", "", "The box above", TABLE, show=False),
+    Action("down", "down,j", "cursor(1)", "Down", "", "The box below", TABLE, show=False),
+    Action("page-up", "pageup", "page(-1)", "Page up", "", "A page up", TABLE, show=False),
+    Action("page-down", "pagedown", "page(1)", "Page down", "", "A page down", TABLE, show=False),
     Action(
-        "first",
-        "home,ctrl+home,g",
-        "cursor_to(0)",
-        "First",
-        "",
-        "The first box",
-        TABLE,
-        False,
-        False,
+        "first", "home,ctrl+home,g", "cursor_to(0)", "First", "", "The first box", TABLE, show=False
     ),
     Action(
-        "last", "end,ctrl+end,G", "cursor_to(-1)", "Last", "", "The last box", TABLE, False, False
+        "last", "end,ctrl+end,G", "cursor_to(-1)", "Last", "", "The last box", TABLE, show=False
     ),
     # -- the log (short labels: while the log has the focus they come first in the footer) --
-    Action(
-        "log-search", "slash", "start_search", "Search", "", "Search the log", LOG, command=False
-    ),
-    Action("log-next", "n", "next_match(1)", "Next", "", "The next match", LOG, command=False),
-    Action(
-        "log-previous", "N", "next_match(-1)", "Prev", "", "The previous match", LOG, command=False
-    ),
-    Action(
-        "log-wrap", "W", "toggle_wrap", "Wrap", "", "Wrap long lines, or not", LOG, command=False
-    ),
-    Action(
-        "log-error", "E", "last_error", "Error", "", "Jump to the last error", LOG, command=False
-    ),
+    Action("log-search", "slash", "start_search", "Search", "", "Search the log", LOG),
+    Action("log-next", "n", "next_match(1)", "Next", "", "The next match", LOG),
+    Action("log-previous", "N", "next_match(-1)", "Prev", "", "The previous match", LOG),
+    Action("log-wrap", "W", "toggle_wrap", "Wrap", "", "Wrap long lines, or not", LOG),
+    Action("log-error", "E", "last_error", "Error", "", "Jump to the last error", LOG),
     Action(
         "log-follow",
         "end",
@@ -389,8 +373,7 @@ ACTIONS: tuple[Action, ...] = (
         "",
         "Jump to the end, follow again",
         LOG,
-        False,
-        False,
+        show=False,
     ),
     Action(
         "log-clear-search",
@@ -400,88 +383,23 @@ ACTIONS: tuple[Action, ...] = (
         "",
         "Clear the search",
         LOG,
-        False,
-        False,
+        show=False,
     ),
     # -- the port allocator's grid ----------------------------------------------------------
-    Action("port-left", "left", "move(-1)", "", "", "The previous port", PORTS, False, False),
-    Action("port-right", "right", "move(1)", "", "", "The next port", PORTS, False, False),
-    Action("port-up", "up", "move_row(-1)", "", "", "The port above", PORTS, False, False),
-    Action("port-down", "down", "move_row(1)", "", "", "The port below", PORTS, False, False),
-    Action(
-        "port-pick",
-        "enter",
-        "pick",
-        "",
-        "",
-        "A new box on this free port",
-        PORTS,
-        False,
-        False,
-    ),
+    Action("port-left", "left", "move(-1)", "", "", "The previous port", PORTS, show=False),
+    Action("port-right", "right", "move(1)", "", "", "The next port", PORTS, show=False),
+    Action("port-up", "up", "move_row(-1)", "", "", "The port above", PORTS, show=False),
+    Action("port-down", "down", "move_row(1)", "", "", "The port below", PORTS, show=False),
+    Action("port-pick", "enter", "pick", "", "", "A new box on this free port", PORTS, show=False),
     # -- the diff view and the compare view (pushed screens) ---------------------------------
-    Action(
-        "diff-search",
-        "slash",
-        "start_search",
-        "Search",
-        "",
-        "Search the patch",
-        DIFF,
-        command=False,
-    ),
-    Action("diff-next", "n", "next_match(1)", "Next", "", "The next match", DIFF, command=False),
-    Action(
-        "diff-previous",
-        "N",
-        "next_match(-1)",
-        "Prev",
-        "",
-        "The previous match",
-        DIFF,
-        command=False,
-    ),
-    Action(
-        "diff-back",
-        "escape,u",
-        "back",
-        "Back",
-        "",
-        "Close the search, else the view",
-        DIFF,
-        command=False,
-    ),
-    Action(
-        "try-keep",
-        "k",
-        "keep",
-        "Keep",
-        "",
-        "Pull this box's work, remove the others",
-        TRY,
-        command=False,
-    ),
-    Action("try-diff", "u", "diff", "Diff", "", "This box's diff", TRY, command=False),
-    Action(
-        "try-refresh",
-        "r",
-        "reload",
-        "Refresh",
-        "",
-        "Ask the boxes again (runs checks)",
-        TRY,
-        command=False,
-    ),
-    Action(
-        "try-back",
-        "escape,T",
-        "app.pop_screen",
-        "Back",
-        "",
-        "Back to the boxes",
-        TRY,
-        command=False,
-    ),
+    Action("diff-search", "slash", "start_search", "Search", "", "Search the patch", DIFF),
+    Action("diff-next", "n", "next_match(1)", "Next", "", "The next match", DIFF),
+    Action("diff-previous", "N", "next_match(-1)", "Prev", "", "The previous match", DIFF),
+    Action("diff-back", "escape,u", "back", "Back", "", "Close the search, else the view", DIFF),
+    Action("try-keep", "k", "keep", "Keep", "", "Pull this box's work, remove the others", TRY),
+    Action("try-diff", "u", "diff", "Diff", "", "This box's diff", TRY),
+    Action("try-refresh", "r", "reload", "Refresh", "", "Ask the boxes again (runs checks)", TRY),
+    Action("try-back", "escape,T", "app.pop_screen", "Back", "", "Back to the boxes", TRY),
 )
 
 BY_ID = {a.id: a for a in ACTIONS}
@@ -497,7 +415,7 @@ ALIASES = {
     "inspect": "details",
 }
 COMMANDS: dict[str, str] = {
-    **{a.id: a.id for a in ACTIONS if a.command},
+    **{a.id: a.id for a in ACTIONS if a.scope == MAIN and a.command},
     **ALIASES,
 }
 

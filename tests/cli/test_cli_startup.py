@@ -17,14 +17,15 @@ try:
     main()
 except SystemExit:
     pass
-loaded = sorted(m.split(".")[0] for m in sys.modules)
+loaded = sorted(m if {whole!r} else m.split(".")[0] for m in sys.modules)
 sys.__stderr__.write("\\nLOADED " + json.dumps(sorted(set(loaded))) + "\\n")
 """
 
 
-def loaded_by(argv: list[str], env: dict[str, str]) -> set[str]:
+def loaded_by(argv: list[str], env: dict[str, str], *, whole: bool = False) -> set[str]:
+    """The packages a verb loaded (`whole`: every module, by its full name)."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(argv=argv)],
+        [sys.executable, "-c", PROBE.format(argv=argv, whole=whole)],
         capture_output=True,
         text=True,
         env=env,
@@ -46,6 +47,20 @@ def test_data_verbs_load_no_ui_crypto_or_ssh(sim_env, argv):
     loaded = loaded_by(argv, sim_env)
     assert "hbtui" in loaded
     assert not loaded & {"rich", "textual", "asyncssh", "cryptography"}
+
+
+@pytest.mark.sim
+def test_a_pull_loads_no_other_feature(sim_env):
+    """What a pull that brings one commit costs is mostly its start-up: the Service makes
+    a feature object (and imports its package) when first used, so `pull` loads the work
+    feature and not the agents', archives', tries' or bases', nor the box operations."""
+    loaded = loaded_by(["pull", "nobox"], sim_env, whole=True)
+    assert "hbtui.core.work.pull" in loaded
+    assert not loaded & {
+        "hbtui.core.agents.door", "hbtui.core.archives.door", "hbtui.core.tries.door",
+        "hbtui.core.bases.door", "hbtui.core.boxes.operations", "hbtui.core.work.pr",
+        "rich.progress",
+    }  # fmt: skip
 
 
 REPORTER = """
@@ -72,6 +87,31 @@ def test_progress_bars_load_with_the_first_step_not_before():
     before, after, shown = done.stdout.strip().split(" ", 2)
     assert (before, after) == ("False", "True"), done.stderr
     assert "bundling the work in b1" in shown and "step 1/3 packages" in shown
+
+
+LINES = """
+import io, sys
+from hbtui.cli.progress import LineReporter
+from hbtui.events import LogLine, Notice, Phase, Step
+out = io.StringIO()
+with LineReporter(out) as rep:
+    rep(Phase("bundling the work in b1"))
+    rep(Notice("2 file(s) uncommitted"))
+    rep(LogLine("\\x1b[32mok\\x1b[0m"))
+    rep(Step(1, 3, "packages"))
+print("rich" in sys.modules, repr(out.getvalue()))
+"""
+
+
+def test_progress_to_a_pipe_loads_no_rich():
+    """A script's `hbtui pull --json 2>log` gets its progress as plain lines: rich (a
+    tenth of a pull's start-up) is not loaded for it."""
+    done = subprocess.run([sys.executable, "-c", LINES], capture_output=True, text=True, timeout=60)
+    loaded, shown = done.stdout.strip().split(" ", 1)
+    assert loaded == "False", done.stderr
+    assert shown == repr(
+        "• bundling the work in b1\n! 2 file(s) uncommitted\nok\nstep 1/3 packages\n"
+    )
 
 
 def test_the_dashboard_app_loads_no_box_operations():

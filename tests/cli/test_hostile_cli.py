@@ -13,7 +13,7 @@ from rich.console import Console
 from hbtui import boxtext
 from hbtui.checks import Check
 from hbtui.cli.output import print_checks, print_error
-from hbtui.cli.progress import ConsoleReporter
+from hbtui.cli.progress import ConsoleReporter, LineReporter
 from hbtui.core.boxes.operations import _plain_event
 from hbtui.core.foundation.recipe import parse_marker
 from hbtui.errors import HbtuiError
@@ -57,6 +57,29 @@ def test_progress_shows_phases_notices_steps_and_log_lines_of_a_box_as_text():
     assert not report.silenced
     as_text(shown)
     assert shown.count(MARKUP_CLICK) == 5 and f"saving {MARKUP_CLOSE}" in shown, shown
+
+
+def test_progress_to_a_pipe_is_the_same_lines_as_plain_text():
+    """A pipe or a file gets progress without rich: each event one line, what a box said
+    in it as text (its colours gone), as the terminal shows it without its styles."""
+    out = io.StringIO()
+    step = parse_marker(f"::hbtui:: step 1/2 {EVERYTHING}")
+    assert step is not None
+    with LineReporter(out) as report:
+        report(Phase(EVERYTHING))
+        report(Notice(EVERYTHING))
+        report(LogLine(boxtext.colours(EVERYTHING)))
+        report(step)
+        report(Transfer(1, 2, f"saving {MARKUP_CLOSE}"))
+    shown = out.getvalue()
+    as_text(shown)
+    assert "\x1b" not in shown and shown.count(MARKUP_CLICK) == 4, shown
+    assert [line[:2] for line in shown.splitlines()[:2]] == ["• ", "! "], shown
+    assert "step 1/2 " in shown and "saving" not in shown, shown
+    quiet = io.StringIO()
+    with LineReporter(quiet, show_logs=False) as report:
+        report(LogLine("a box's line"))
+    assert quiet.getvalue() == ""
 
 
 def test_a_step_marker_with_a_number_no_step_count_needs_is_a_line_not_a_crash():

@@ -15,7 +15,7 @@ import pytest
 
 import hbtui
 from hbtui.engine import child
-from hbtui.engine.runner import Deadline, LocalRunner, RunTimeout
+from hbtui.engine.runner import Command, Deadline, LocalRunner, RunTimeout
 
 
 @pytest.mark.parametrize("timeout", [None, 30.0])
@@ -60,7 +60,7 @@ def test_a_cancelled_command_is_reaped_before_its_loop_ends(monkeypatch):
     ended_with: list[int | None] = []
 
     async def cancel_a_command() -> None:
-        running = asyncio.ensure_future(LocalRunner().run(["sleep", "30"]))
+        running = asyncio.ensure_future(LocalRunner().run(Command(["sleep", "30"])))
         running.add_done_callback(lambda _: ended_with.append(children[0].returncode))
         await asyncio.sleep(0.3)
         running.cancel()

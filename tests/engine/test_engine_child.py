@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hbtui.engine import child
 from hbtui.engine.capture import Bound
+from hbtui.engine.runner import Command, LocalRunner
 
 ENV = {"PATH": os.environ["PATH"]}
 
@@ -80,3 +81,13 @@ async def test_end_kills_the_whole_group_and_reaps():
     assert proc.returncode == -9
     while running(f"sleep\0{marker}"):  # the group's SIGKILL reaches the background one
         await asyncio.sleep(0.02)
+
+
+async def test_a_commands_secrets_reach_its_environment_and_are_never_shown():
+    secret = "hbtui-secret-481"
+    command = Command(
+        ["sh", "-c", 'printf %s "$HB_TOKEN"'], timeout=30, secrets={"HB_TOKEN": secret}
+    )
+    assert secret not in repr(command) and secret not in str(command)
+    done = await LocalRunner().run(command)
+    assert (done.returncode, done.stdout) == (0, secret.encode())

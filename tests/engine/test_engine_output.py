@@ -13,7 +13,7 @@ import pytest
 
 from hbtui.engine import Bound, Engine, EngineOutputTooLong
 from hbtui.engine.capture import ERR_MAX, OutputTooLong, read_bounded
-from hbtui.engine.runner import LocalRunner
+from hbtui.engine.runner import Command, LocalRunner
 
 
 def fed(*pieces: bytes) -> asyncio.StreamReader:
@@ -72,7 +72,7 @@ def test_a_command_that_prints_without_end_is_ended_at_its_bound(stream: str) ->
     argv = ["sh", "-c", f"exec yes {marker}{redirect}"]
 
     async def run() -> None:
-        await LocalRunner().run(argv, timeout=120, bound=Bound(1 << 20))
+        await LocalRunner().run(Command(argv, timeout=120, bound=Bound(1 << 20)))
 
     began = time.monotonic()
     with pytest.raises(OutputTooLong) as caught:

@@ -23,7 +23,7 @@ import pytest
 from hbtui.core.foundation.registry import FAILED, Registry
 from hbtui.core.foundation.specs import NewSpec
 from hbtui.engine.capture import ERR_MAX, Bound, OutputTooLong
-from hbtui.engine.runner import RunTimeout
+from hbtui.engine.runner import Command, RunTimeout
 from hbtui.events import Step
 from hbtui.paths import resolve_paths
 from hbtui.remote.connection import HostConnection
@@ -255,11 +255,11 @@ async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
 
     started = time.monotonic()
     with pytest.raises(RunTimeout):
-        await runner.run(["sh", "-c", "sleep 471; echo never"], timeout=1)
+        await runner.run(Command(["sh", "-c", "sleep 471; echo never"], timeout=1))
     assert time.monotonic() - started < 10
     await until("sleep 471 to end", lambda: left("sleep 471") == "")
 
-    task = asyncio.create_task(runner.run(["sh", "-c", "sleep 472"]))
+    task = asyncio.create_task(runner.run(Command(["sh", "-c", "sleep 472"])))
     await until("sleep 472 to start", lambda: left("sleep 472") != "")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -274,11 +274,11 @@ async def test_timeouts_and_cancellation_kill_the_remote_process(trusted_host):
     # One connection serves everything, and it comes back after a drop.
     conn = runner.conn
     first = await conn.connection()
-    await runner.run(["true"])
+    await runner.run(Command(["true"]))
     assert await conn.connection() is first
     server.drop_connections()
     await until("the connection to drop", first.is_closed)
-    done = await runner.run(["echo", "back"])
+    done = await runner.run(Command(["echo", "back"]))
     assert done.stdout == b"back\n" and await conn.connection() is not first
     await conn.close()
 
@@ -543,10 +543,11 @@ async def test_a_remote_command_printing_without_end_is_ended_at_its_bound(trust
     runner = host.engine.runner
     for redirect, limit in (("", 1 << 20), (" >&2", ERR_MAX)):
         with pytest.raises(OutputTooLong) as caught:
-            await runner.run(["sh", "-c", f"exec yes hbtui-flood-474{redirect}"],
-                             timeout=120, bound=Bound(1 << 20))  # fmt: skip
+            flood = ["sh", "-c", f"exec yes hbtui-flood-474{redirect}"]
+            await runner.run(Command(flood, timeout=120, bound=Bound(1 << 20)))
         assert caught.value.limit == limit
-    tail = await runner.run(["sh", "-c", "seq 100000"], timeout=60, bound=Bound(13, tail=True))
+    seq = Command(["sh", "-c", "seq 100000"], timeout=60, bound=Bound(13, tail=True))
+    tail = await runner.run(seq)
     assert (tail.stdout, tail.dropped) == (b"99999\n100000\n", 588_882)
     deadline = time.monotonic() + 30
     while subprocess.run(["pgrep", "-f", "hbtui-flood-474"], capture_output=True).stdout:

@@ -11,6 +11,7 @@ from hbtui.config import check_keymap
 from hbtui.tui.actions import (
     ACTIONS,
     BY_ID,
+    COMMANDS,
     LOG,
     MAIN,
     PORTS,
@@ -89,6 +90,13 @@ def test_the_actions_table_has_one_id_per_action_and_no_key_twice_in_a_scope():
     for scope in (MAIN, TABLE, LOG, PORTS):
         keys = [k.strip() for a in in_scope(scope) for k in a.keys.split(",")]
         assert len(keys) == len(set(keys)), scope
+
+
+def test_the_command_line_offers_the_main_screens_actions_only():
+    offered = set(COMMANDS.values())
+    assert {"stop", "new", "quit"} <= offered
+    assert {"diff-next", "log-wrap", "try-keep", "port-pick", "up"}.isdisjoint(offered)
+    assert all(BY_ID[ident].scope == MAIN for ident in offered)
 
 
 def test_the_log_and_the_table_keys_can_be_remapped():

@@ -56,11 +56,10 @@ def test_the_fake_has_the_services_signatures(hbtui_home):
 
     real, fake = build_service(), FakeService()
 
-    def feature_names(service: object, package: str) -> set[str]:
-        found = vars(service).items()
-        return {n for n, v in found if n[0] != "_" and type(v).__module__.startswith(package)}
-
-    features, faked = feature_names(real, "hbtui.core."), feature_names(fake, "support.")
+    features = set(Service.FEATURES)
+    assert all(type(getattr(real, n)).__module__.startswith("hbtui.core.") for n in features)
+    found = vars(fake).items()
+    faked = {n for n, v in found if n[0] != "_" and type(v).__module__.startswith("support.")}
     assert {"boxes", "archives", "agents", "work", "tries"} <= faked <= features
     shapes = [("", Service, FakeService)]
     shapes += [(f"{n}.", type(getattr(real, n)), type(getattr(fake, n))) for n in sorted(faked)]

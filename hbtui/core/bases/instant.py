@@ -127,17 +127,16 @@ async def _generalize(
     """Quiesce the builder, remove what is per box, stop it."""
     await guest.quiesce(host, view.name, report)
     log_path = boxes.core.new_provision_log_path(view.name, host.name)
-    with scratch(boxes.core.paths, "recipe") as tmp:
-        await guest.provision(
-            host,
-            view.name,
-            view.port or 0,
-            recipe_dir,
-            log_path,
-            report,
-            scratch_dir=tmp,
-            script=recipes.GENERALIZE,
-        )
+    await guest.provision(
+        host,
+        view.name,
+        view.port or 0,
+        recipe_dir,
+        log_path,
+        report,
+        paths=boxes.core.paths,
+        script=recipes.GENERALIZE,
+    )
     report(Phase(f"stopping {view.name}"))
     await host.engine.stop(view.name)
 

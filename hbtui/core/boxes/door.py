@@ -17,6 +17,7 @@ from hbtui.core.foundation.ports import PortSlot
 from hbtui.core.foundation.recipe import recipe_version
 from hbtui.core.foundation.views import BoxDetails, BoxListing, BoxStats, BoxView, ProvisionLog
 from hbtui.core.keys.credentials import CredentialReport, EgressReport
+from hbtui.errors import UsageError
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL, check_name
 
@@ -143,7 +144,7 @@ class Boxes:
     ) -> list[str]:
         """The argv of a shell in the box's tmux (the box started first if it is not)."""
         self._guard.box(name, host)
-        return await self._ops.enter_argv(name, host, report=report)
+        return await self._ops.as_agent_argv(name, host, ["--tmux"], tty=True, report=report)
 
     async def exec_argv(
         self,
@@ -156,7 +157,9 @@ class Boxes:
     ) -> list[str]:
         """The argv that runs `command` in the box as its agent user."""
         self._guard.box(name, host)
-        return await self._ops.exec_argv(name, command, host, tty=tty, report=report)
+        if not command:
+            raise UsageError("exec needs a command after --, like: hbtui exec NAME -- id")
+        return await self._ops.as_agent_argv(name, host, ["--", *command], tty=tty, report=report)
 
     async def web(self, name: str, host: str = LOCAL) -> WebAccess:
         """A URL on this machine that reaches the box's web UI (a forward for a remote box)."""

@@ -19,10 +19,11 @@ from hbtui import boxtext
 from hbtui.core.foundation import oplock
 from hbtui.core.foundation import recipe as recipes
 from hbtui.core.foundation.hosts import Host
+from hbtui.core.foundation.scratch import scratch
 from hbtui.environment import env_seconds
 from hbtui.errors import HbtuiError
 from hbtui.events import LogLine, MachineState, Notice, Phase, Report, Step
-from hbtui.paths import naming
+from hbtui.paths import Paths, naming
 
 IDLE_ENV = "HBTUI_BOX_IDLE_SECONDS"
 IDLE_DEFAULT = 60.0
@@ -50,20 +51,18 @@ async def provision(
     log_path: Path,
     report: Report,
     *,
-    scratch_dir: Path,
+    paths: Paths,
     script: str = recipes.PROVISION,
     settings: dict[str, str] | None = None,
 ) -> None:
-    """Copy the recipe in (its tarball made in `scratch_dir`) and run `script` of it
-    (the whole recipe, or its per-box step) with the box's `settings` in its environment;
-    every output line also goes to `log_path`."""
+    """Copy the recipe in (its tarball made in a scratch folder of `paths`) and run
+    `script` of it (the whole recipe, or its per-box step) with the box's `settings` in its
+    environment; every output line also goes to `log_path`."""
     report(Phase("copying the recipe into the box"))
-    tar_path = scratch_dir / "recipe.tar"
-    try:
+    with scratch(paths, "recipe") as folder:
+        tar_path = folder / "recipe.tar"
         recipes.pack_recipe(recipe_dir, tar_path)
         await host.engine.cp_in(name, tar_path, recipes.GUEST_TAR)
-    finally:
-        tar_path.unlink(missing_ok=True)
     report(Phase("provisioning" if script == recipes.PROVISION else f"running {script}"))
     last_step: Step | None = None
     stream = host.engine.exec_stream(

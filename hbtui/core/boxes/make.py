@@ -27,7 +27,6 @@ from hbtui.core.foundation.registry import (
     WORK_MISSING,
     BoxRecord,
 )
-from hbtui.core.foundation.scratch import scratch
 from hbtui.core.foundation.specs import NewSpec
 from hbtui.core.foundation.views import BoxView, view_of
 from hbtui.core.keys import credentials as creds
@@ -210,18 +209,17 @@ class BoxMaking:
                     exc.hint = "the machine could not boot; `hbtui doctor` explains why"
                     raise
             whole = pack is None and branch_of is None
-            with scratch(self.core.paths, "recipe") as tmp:
-                await guest.provision(
-                    host,
-                    name,
-                    inner,
-                    recipe_dir,
-                    log_path,
-                    report,
-                    scratch_dir=tmp,
-                    script=recipes.PROVISION if whole else recipes.FIRST_BOOT,
-                    settings=creds.recipe_settings(wanted),
-                )
+            await guest.provision(
+                host,
+                name,
+                inner,
+                recipe_dir,
+                log_path,
+                report,
+                paths=self.core.paths,
+                script=recipes.PROVISION if whole else recipes.FIRST_BOOT,
+                settings=creds.recipe_settings(wanted),
+            )
             await guest.wait_ready(host, name, chosen, report)
             if not start:
                 report(Phase(f"stopping {name} (--no-start)"))

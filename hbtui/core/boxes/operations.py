@@ -34,7 +34,6 @@ from hbtui.core.foundation.registry import (
     WORK_MISSING,
     BoxRecord,
 )
-from hbtui.core.foundation.scratch import scratch
 from hbtui.core.foundation.shield import to_the_end
 from hbtui.core.foundation.views import MISSING, ORPHAN, BoxView
 from hbtui.core.keys import credentials as creds
@@ -220,17 +219,16 @@ class BoxOperations:
         inner_port = record.inner_port if record else view.port
         log_path = self.core.new_provision_log_path(name, host_name)
         try:
-            with scratch(self.core.paths, "recipe") as tmp:
-                await guest.provision(
-                    host,
-                    name,
-                    inner_port,
-                    recipe_dir,
-                    log_path,
-                    report,
-                    scratch_dir=tmp,
-                    settings=creds.recipe_settings(record) if record else None,
-                )
+            await guest.provision(
+                host,
+                name,
+                inner_port,
+                recipe_dir,
+                log_path,
+                report,
+                paths=self.core.paths,
+                settings=creds.recipe_settings(record) if record else None,
+            )
             await guest.resume(host, name, report)
             await guest.wait_ready(host, name, view.port, report)
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -277,30 +275,15 @@ class BoxOperations:
             view = await self.start(name, host_name, report=report)
         return view
 
-    async def enter_argv(
-        self, name: str, host_name: str = LOCAL, *, report: Report = ignore
+    async def as_agent_argv(
+        self, name: str, host_name: str, args: list[str], *, tty: bool, report: Report
     ) -> list[str]:
-        """The argv for an interactive shell as agent in tmux `main`."""
-        await self.ensure_running(name, host_name, report=report)
-        host = await self.core.hosts.get(host_name)
-        return host.engine.interactive_argv(name, [f"{recipes.GUEST_BIN}/hb-as-agent", "--tmux"])
-
-    async def exec_argv(
-        self,
-        name: str,
-        command: list[str],
-        host_name: str = LOCAL,
-        *,
-        tty: bool = False,
-        report: Report = ignore,
-    ) -> list[str]:
-        """The argv running `command` as agent with the profile, stdin passed through."""
-        if not command:
-            raise UsageError("exec needs a command after --, like: hbtui exec NAME -- id")
+        """The argv handing this terminal to `hb-as-agent ARGS` in the box (as agent, with
+        its profile, stdin passed through), the box started first if it is not."""
         await self.ensure_running(name, host_name, report=report)
         host = await self.core.hosts.get(host_name)
         return host.engine.interactive_argv(
-            name, [f"{recipes.GUEST_BIN}/hb-as-agent", "--", *command], tty=tty
+            name, [f"{recipes.GUEST_BIN}/hb-as-agent", *args], tty=tty
         )
 
     async def web(self, name: str, host_name: str = LOCAL) -> WebAccess:

@@ -21,8 +21,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import tomli_w
-
 from hbtui.core.foundation.hosts import Host
 from hbtui.core.foundation.registry import BoxRecord, Registry
 from hbtui.engine import EngineError, MachineNotFound, MachineSpec
@@ -84,6 +82,8 @@ class RemakeJournal:
         return self.folder / f"{host}--{name}.toml"
 
     def write(self, remake: Remake) -> None:
+        import tomli_w  # only a remake writes its journal
+
         make_folder(self.folder)
         data = tomli_w.dumps(remake.to_table()).encode()
         write_atomic(self._path(remake.host, remake.name), data)

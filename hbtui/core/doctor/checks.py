@@ -23,7 +23,7 @@ from hbtui.config import Config, overriding
 from hbtui.core.doctor.probe import Probe
 from hbtui.engine import Engine, EngineError, Located, locate_engine
 from hbtui.engine.locate import MIN_VERSION, format_version
-from hbtui.engine.runner import RunTimeout
+from hbtui.engine.runner import Command, RunTimeout
 from hbtui.paths import Paths
 from hbtui.schema import plain
 
@@ -148,7 +148,7 @@ async def simulator_problems(engine: Engine) -> list[str] | None:
     run machines here, one line each. The simulator names itself when asked with
     `--simulator`, a flag the real engine refuses; it answers `--version` as the real one."""
     try:
-        done = await engine.runner.run([engine.binary, "--simulator"], timeout=30)
+        done = await engine.runner.run(Command([engine.binary, "--simulator"], timeout=30))
     except (RunTimeout, OSError):
         return None
     lines = done.stdout.decode(errors="replace").splitlines()

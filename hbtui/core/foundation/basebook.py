@@ -9,7 +9,6 @@ is the box the recipe would make, minus the per-box step (`first-boot.sh`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import posixpath
@@ -41,6 +40,8 @@ def base_id(image: str, recipe: str) -> str:
     """`ubuntu-24.04-5d1e0c2a-3f2a9c1b0d4e`: the image as a file name (cut to fit), a hash
     of the image as typed (`ubuntu:24.04`, `UBUNTU:24.04` and `ubuntu/24.04` read alike
     as file names, but are bases of their own), then the recipe hash."""
+    import hashlib  # the verbs that read bases only need their ids as written
+
     slug = _SLUG.sub("-", image.lower())[:SLUG_MAX].strip("-.") or "image"
     exact = hashlib.sha256(image.encode()).hexdigest()[:8]
     return f"{slug}-{exact}-{recipe}"

@@ -11,7 +11,6 @@ never imports the remote layer.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import shutil
 import socket
@@ -118,6 +117,8 @@ class HostFiles(Protocol):
 
 
 def _sha256(path: Path) -> tuple[int, str] | None:
+    import hashlib  # loaded by the verbs that check a file, not by every verb
+
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as fh:

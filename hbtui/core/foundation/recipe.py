@@ -9,10 +9,8 @@ progress events.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
-import tarfile
 from pathlib import Path
 
 from hbtui.errors import UsageError
@@ -68,6 +66,8 @@ def _recipe_files(folder: Path) -> list[tuple[str, Path]]:
 
 def recipe_version(folder: Path) -> str:
     """A short content hash, recorded per box so `repair` can tell what changed."""
+    import hashlib  # these two load with the verbs that make or repair a box
+
     digest = hashlib.sha256()
     for rel, path in _recipe_files(folder):
         digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -76,6 +76,8 @@ def recipe_version(folder: Path) -> str:
 
 def pack_recipe(folder: Path, dest: Path) -> None:
     """Write the recipe as a tar with links resolved and sane ownership."""
+    import tarfile
+
     with naming(dest), tarfile.open(dest, "w") as tar:
         for rel, path in _recipe_files(folder):
             info = tar.gettarinfo(str(path), arcname=rel)

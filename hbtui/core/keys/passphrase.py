@@ -10,7 +10,6 @@ twice when encrypting. The passphrase is never logged, never put in argv.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import termios
 from collections.abc import Callable
@@ -81,6 +80,8 @@ def _wipe_initial_environ(names: tuple[str, ...]) -> None:
     offset = 0
     for entry in block.split(b"\0"):
         if entry.startswith(prefixes):
+            import ctypes  # only when there is a passphrase to wipe: every verb runs this
+
             ctypes.memset(start + offset, 0, len(entry))
         offset += len(entry) + 1
 

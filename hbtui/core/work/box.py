@@ -79,27 +79,33 @@ cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
 t=$(mktemp -d) || exit 3
 trap 'rm -rf "$t"' EXIT
 git update-ref -d {WIP_REF} 2>/dev/null  # one an earlier hbtui's killed pull left
-echo "{TAG} dirty $(git status --porcelain --untracked-files=all | wc -l)"
-git for-each-ref --format='%(objectname) %(refname)' refs/heads/ > "$t/heads" || exit 5
-if [ "$3" = 1 ] && [ -n "$(git status --porcelain --untracked-files=all)" ]; then
+mapfile -t changed < <(git status --porcelain --untracked-files=all)
+echo "{TAG} dirty ${{#changed[@]}}"
+listed=$(git for-each-ref --format='%(objectname) %(refname)' refs/heads/) || exit 5
+heads=()
+[ -z "$listed" ] || mapfile -t heads <<< "$listed"
+if [ "$3" = 1 ] && [ ${{#changed[@]}} -gt 0 ]; then
     cp .git/index "$t/index" 2>/dev/null || :
     tree=$(GIT_INDEX_FILE="$t/index" sh -c 'git add -A && git write-tree') || exit 4
     c=$(GIT_AUTHOR_NAME=hbtui GIT_AUTHOR_EMAIL=hbtui@localhost.invalid \\
         GIT_COMMITTER_NAME=hbtui GIT_COMMITTER_EMAIL=hbtui@localhost.invalid \\
         git commit-tree "$tree" -p HEAD -m "uncommitted changes (hbtui pull --wip)") || exit 4
     echo "{TAG} wip $c"
-    echo "$c {WIP_REF}" >> "$t/heads"
+    heads+=("$c {WIP_REF}")
 fi
-[ -s "$t/heads" ] || {{ echo "{TAG} nothing"; exit 0; }}  # no branch (a detached HEAD)
-: > "$t/have"
-[ $# -le 3 ] || printf '%s\\n' "${{@:4}}" | git cat-file --batch-check='%(objecttype) %(objectname)' \\
-    | sed -n 's/^commit //p' > "$t/have" || exit 5
+[ ${{#heads[@]}} -gt 0 ] || {{ echo "{TAG} nothing"; exit 0; }}  # no branch (a detached HEAD)
+have=()
+if [ $# -gt 3 ]; then
+    kinds=$(printf '%s\\n' "${{@:4}}" | git cat-file --batch-check='%(objecttype) %(objectname)') \\
+        || exit 5
+    while read -r kind sha; do [ "$kind" != commit ] || have+=("$sha"); done <<< "$kinds"
+fi
 if [ ${{#2}} = 64 ]; then f='# v3 git bundle\\n@object-format=sha256\\n'; else f='# v2 git bundle\\n'; fi
-{{ printf "$f-%s\\n" "$2" && sed 's/^/-/' "$t/have" && cat "$t/heads" && echo; }} > "$t/head" || exit 5
-{{ cut -d' ' -f1 "$t/heads"; echo "^$2"; sed 's/^/^/' "$t/have"; }} > "$t/revs" || exit 5
+{{ for h in "${{heads[@]}}"; do echo "${{h%% *}}"; done; printf '^%s\\n' "$2" "${{have[@]}}"; }} > "$t/revs"
 echo "{TAG} data"
-if {{ cat "$t/head" && git -c core.bigFileThreshold=64m pack-objects -q --revs --stdout \\
-        --delta-base-offset < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
+if {{ printf "$f" && printf -- '-%s\\n' "$2" "${{have[@]}}" && printf '%s\\n' "${{heads[@]}}" && echo &&
+      git -c core.bigFileThreshold=64m pack-objects -q --revs --stdout --delta-base-offset \\
+        < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
     echo "{TAG} end"
 else
     echo "{TAG} fail"

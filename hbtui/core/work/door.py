@@ -3,25 +3,29 @@ in, the box's diff, its pull and its pull request, each checked for its box and 
 pull or a pr holds the box); each picks one of the box's repositories (`repo`: a name or
 a path) when it has several. A box made with its repository is the Service's `new`: that
 spans boxes and work.
+
+Each verb's module loads when that verb runs: a pull's start-up is most of what a pull
+that brings one commit costs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hbtui.core.boxes.core import BoxCore
 from hbtui.core.boxes.guard import Guard
 from hbtui.core.foundation import git as gitops
 from hbtui.core.foundation.git import RepoSeed
-from hbtui.core.work import copy as work_copy
 from hbtui.core.work.book import BoxWork, WorkBook, WorkRecord, box_work, pick
-from hbtui.core.work.diff import WorkDiff, diff
-from hbtui.core.work.operations import branch_name, check_seeds
-from hbtui.core.work.pr import PrRequest, PrResult, check_names, open_pr
-from hbtui.core.work.pull import PullResult, host_repo, pull
 from hbtui.events import Report, ignore
 from hbtui.names import LOCAL
+
+if TYPE_CHECKING:
+    from hbtui.core.work.diff import WorkDiff
+    from hbtui.core.work.pr import PrRequest, PrResult
+    from hbtui.core.work.pull import PullResult
 
 
 class Work:
@@ -38,6 +42,8 @@ class Work:
 
     async def repo_seeds(self, texts: Sequence[str]) -> tuple[RepoSeed, ...]:
         """What `new --repo A --repo B` would put in the box: one clone a repository."""
+        from hbtui.core.work.operations import check_seeds
+
         seeds = tuple([await gitops.resolve_seed(text) for text in texts])
         check_seeds(seeds)
         return seeds
@@ -45,6 +51,8 @@ class Work:
     async def repo_copies(self, seed: RepoSeed, paths: Sequence[str]) -> tuple[str, ...]:
         """`new --copy PATH...` checked against the seed's work tree before any box is
         made: each one's place in it (a UsageError names the first refused)."""
+        from hbtui.core.work import copy as work_copy
+
         return tuple(c.place for c in await work_copy.check(seed.repo, paths))
 
     def record(self, name: str, host: str = LOCAL) -> BoxWork:
@@ -61,6 +69,8 @@ class Work:
     ) -> WorkDiff:
         """The box's work since its seed: commits, changed files and (unless only the
         stat is asked for) the patch, uncommitted changes included."""
+        from hbtui.core.work.diff import diff
+
         self._guard.box(name, host)
         record, _ = self._pick(name, host, repo)
         return await diff(self._core, record, name, host, patch=patch)
@@ -75,6 +85,8 @@ class Work:
         report: Report = ignore,
     ) -> PullResult:
         """Fetch the box's branches into the host repository (refs/remotes/box/BOX/*)."""
+        from hbtui.core.work.pull import host_repo, pull
+
         async with self._guard.holding(name, host, "pull"):
             record, moved = self._pick(name, host, repo)
             target = await host_repo(record, moved)
@@ -91,6 +103,10 @@ class Work:
     ) -> PrResult:
         """Pull the box's work, push its branch to the host repository's remote with the
         host's credentials, and open a pull request when gh can (see hbtui.core.work.pr)."""
+        from hbtui.core.work.operations import branch_name
+        from hbtui.core.work.pr import PrRequest, check_names, open_pr
+        from hbtui.core.work.pull import host_repo
+
         request = request or PrRequest()
         check_names(request.remote, request.branch or branch_name(name))
         async with self._guard.holding(name, host, "pr"):

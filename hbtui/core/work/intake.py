@@ -87,7 +87,7 @@ class PackIntake:
         self._file: BinaryIO | None = None
         self._head: bytearray | None = bytearray()  # None: past the header
         self._scanned = 0  # where the header's next line begins
-        self._refs = 0  # the refs its lines read so far name
+        self._refs: list[bytes] = []  # the lines of the header read so far that name a ref
         self.prerequisites: list[str] = []  # the commits its header says it builds on
         self._proc: asyncio.subprocess.Process | None = None
         self._output: asyncio.Future[tuple[bytes, bytes]] | None = None
@@ -148,8 +148,8 @@ class PackIntake:
                 sha = bytes(head[start + 1 : eol]).partition(b" ")[0]
                 self.prerequisites.append(sha.decode(errors="replace"))
             elif start and head[start] != ord("@"):
-                self._refs += 1
-                if self._refs > BRANCH_MAX:
+                self._refs.append(bytes(head[start:eol]))
+                if len(self._refs) > BRANCH_MAX:
                     raise BundleRefused(
                         f"the box offers more than {BRANCH_MAX} branches, more than a pull "
                         "takes: refused, nothing fetched"
@@ -175,6 +175,10 @@ class PackIntake:
         )  # fmt: skip
         assert proc.stdout is not None and proc.stderr is not None
         self._output = asyncio.gather(proc.stdout.read(), proc.stderr.read())
+
+    def header_refs(self) -> bytes:
+        """The header's lines that name a ref, as `git bundle list-heads` prints them."""
+        return b"".join(line + b"\n" for line in self._refs)
 
     def seal(self) -> None:
         """The bundle is all there: its file is complete for the commands that read it."""
@@ -209,14 +213,22 @@ class CheckedBundle:
 
 
 async def check_bundle(
-    intake: PackIntake, *, seed: str, blob_max: int, wip: bool, offered: Collection[str] = ()
+    intake: PackIntake,
+    *,
+    seed: str,
+    blob_max: int,
+    wip: bool,
+    offered: Collection[str] = (),
+    holders: frozenset[str] = frozenset(),
 ) -> CheckedBundle:
     """Every check a box's bundle, all of it fed to `intake`, must pass before it
     reaches the repository: it builds on no commit but the seed and those the host
     `offered` (the host's own, an earlier pull's: a box learns nothing of the others by
     naming them), verify, the ref names, the strict index, the seed in every branch's
     history, no file over `blob_max` bytes. The steps that need not wait for each other
-    run at once, and a refusal names the first check (in that order) the bundle failed."""
+    run at once, and a refusal names the first check (in that order) the bundle failed.
+    `holders`: `seed_holders` of what was offered, asked while the box bundled; the
+    history the host already has is then not walked again."""
     repo = intake.repo
     intake.seal()
     allowed = {seed, *offered}
@@ -225,35 +237,34 @@ async def check_bundle(
             f"the box's bundle builds on commit {boxtext.line(unoffered)[:64]!r}, which the "
             "host did not offer it: refused, nothing fetched"
         )
-    verified, listed, indexed = await asyncio.gather(
+    verifying = asyncio.ensure_future(
         gitops.run_git(
             repo, "bundle", "verify", "-q", str(intake.bundle), check=False, bounded=True
-        ),
-        gitops.run_git(None, "bundle", "list-heads", str(intake.bundle), check=False, bounded=True),
-        intake.indexed(),
+        )
     )
-    code, _, err = verified
-    if code != 0:
-        why = last_line(err) or f"exit status {code}"
-        raise BundleRefused(f"the box's bundle fails git bundle verify ({why}): refused")
-    code, out, err = listed
-    if code != 0:
-        raise GitError(f"git bundle list-heads failed: {last_line(err) or code}")
-    heads = parse_heads(out, wip=wip)
-    code, _, err = indexed
-    if code != 0:
-        why = last_line(err) or f"exit status {code}"
-        if _out_of_memory(err):
-            raise BundleRefused(
-                f"the box's pack needs more than the {BOX_GIT_MEMORY >> 20} MiB git may use "
-                f"to check it ({why}): refused, nothing fetched"
+    checking: asyncio.Future[tuple[list[str], bool]] | None = None
+    try:
+        indexed = await intake.indexed()
+        # The heads are the header's, as read on arrival (what git's list-heads prints);
+        # the seed's and the sizes' checks need them and the index, not verify, and run
+        # while it does.
+        try:
+            heads, misnamed = parse_heads(intake.header_refs(), wip=wip), None
+        except BundleRefused as refused:
+            heads, misnamed = [], refused
+        if indexed[0] == 0 and misnamed is None:
+            checking = asyncio.ensure_future(
+                _seed_and_sizes(intake, seed, heads, offered, holders, blob_max)
             )
-        raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
-    quarantine = intake.quarantine
-    held, too_big = await asyncio.gather(
-        _hold_seed(repo, quarantine, seed, [sha for sha, _ in heads], intake.bundle.parent),
-        _blob_over(repo, quarantine, blob_max),
-    )
+        _refuse_first(await verifying, misnamed, indexed)
+        assert checking is not None
+        held, too_big = await checking
+    finally:
+        for running in (verifying, checking):
+            if running is not None and not running.done():
+                running.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await running
     for (_, ref), holding in zip(heads, held, strict=True):
         if holding == "missing":
             raise BundleRefused(f"the box's bundle lacks the commit {ref} names: refused")
@@ -267,7 +278,51 @@ async def check_bundle(
             f"the box's work holds a file of more than {blob_max} bytes: refused, nothing fetched"
         )
     new = [head for head, holding in zip(heads, held, strict=True) if holding == "new"]
-    return CheckedBundle(new, quarantine)
+    return CheckedBundle(new, intake.quarantine)
+
+
+async def _seed_and_sizes(
+    intake: PackIntake,
+    seed: str,
+    heads: list[tuple[str, str]],
+    offered: Collection[str],
+    holders: frozenset[str],
+    blob_max: int,
+) -> tuple[list[str], bool]:
+    """Where each head stands to the seed (see `_hold_seed`), and whether the box sent a
+    file over `blob_max` bytes: the checks of the indexed objects in quarantine."""
+    quarantine = intake.quarantine
+    shas = [sha for sha, _ in heads]
+    stops = [sha for sha in offered if sha in holders]
+    folder = intake.bundle.parent
+    return await asyncio.gather(
+        _hold_seed(intake.repo, quarantine, seed, shas, folder, holders, stops),
+        _blob_over(intake.repo, quarantine, blob_max),
+    )
+
+
+def _refuse_first(
+    verified: tuple[int, bytes, bytes],
+    misnamed: BundleRefused | None,
+    indexed: tuple[int, bytes, bytes],
+) -> None:
+    """The first of verify, the ref names and the strict index that refused the bundle,
+    in that order, as a refusal."""
+    code, _, err = verified
+    if code != 0:
+        why = last_line(err) or f"exit status {code}"
+        raise BundleRefused(f"the box's bundle fails git bundle verify ({why}): refused")
+    if misnamed is not None:
+        raise misnamed
+    code, _, err = indexed
+    if code != 0:
+        why = last_line(err) or f"exit status {code}"
+        if _out_of_memory(err):
+            raise BundleRefused(
+                f"the box's pack needs more than the {BOX_GIT_MEMORY >> 20} MiB git may use "
+                f"to check it ({why}): refused, nothing fetched"
+            )
+        raise BundleRefused(f"the box's bundle holds a broken pack ({why}): refused")
 
 
 def _out_of_memory(stderr: bytes) -> bool:
@@ -276,16 +331,36 @@ def _out_of_memory(stderr: bytes) -> bool:
     return b"over limit" in stderr or b"Out of memory" in stderr
 
 
+async def seed_holders(repo: Path, seed: str, offered: Collection[str]) -> frozenset[str]:
+    """The commits the host has from the box since the seed (`offered`, an earlier pull's,
+    and their history back to the seed) that hold the seed in their history: those on
+    the ancestry path from the seed to them. The host's own objects, read while the box
+    makes its bundle: a pull that brings one commit on top of thousands then walks that
+    one commit (see `_hold_seed`)."""
+    if not offered:
+        return frozenset()
+    out = await gitops.git_out(repo, "rev-list", "--ancestry-path", *offered, f"^{seed}")
+    return frozenset(out.split())
+
+
 async def _hold_seed(
-    repo: Path, quarantine: Quarantine, seed: str, shas: list[str], folder: Path
+    repo: Path,
+    quarantine: Quarantine,
+    seed: str,
+    shas: list[str],
+    folder: Path,
+    holders: frozenset[str],
+    stops: list[str],
 ) -> list[str]:
     """For each commit in `shas`: "new" (commits since the seed, the seed in their
     history), "lost" (commits whose history lacks the seed), "old" (a commit of the
     seed's own history: nothing new) or "missing" (no such commit). Two git commands
     for any number of branches: one per branch let a box that made thousands hold a
-    pull for minutes. The history since the seed is walked once; a commit holds the
-    seed when one of its parents is the seed or holds it (what the walk leaves out is
-    the seed's own history)."""
+    pull for minutes. The history since the seed is walked once, but for what the host
+    knows to hold it (`holders`, see `seed_holders`): the walk stops at `stops`, the
+    host's commits among them. A commit holds the seed when one of its parents is the
+    seed or holds it (a parent the walk left out that is no holder does not: it is of
+    the seed's own history, or of one that lacks it)."""
     env = quarantine.env()
     (folder / "heads").write_text("".join(f"{sha}\n" for sha in shas))
     with open(folder / "heads", "rb") as listed:
@@ -295,21 +370,20 @@ async def _hold_seed(
         )  # fmt: skip
     kinds = out.decode(errors="replace").splitlines()
     commits = [sha for sha, kind in zip(shas, kinds, strict=False) if kind == "commit"]
-    (folder / "revs").write_text("".join(f"{sha}\n" for sha in commits) + f"^{seed}\n")
+    ends = [f"^{sha}" for sha in (seed, *stops)]
+    (folder / "revs").write_text("".join(f"{sha}\n" for sha in [*commits, *ends]))
     with open(folder / "revs", "rb") as revs:
         _, out, _ = await gitops.run_git(
             repo, "rev-list", "--topo-order", "--parents", "--stdin", stdin=revs, env=env,
             bounded=True,
         )  # fmt: skip
-    holds: dict[str, bool] = {seed: True}
-    walked: set[str] = set()
+    holds = dict.fromkeys((*holders, seed), True)
     for line in reversed(out.decode().splitlines()):  # parents before their children
         commit, *parents = line.split()
         holds[commit] = any(holds.get(parent, False) for parent in parents)
-        walked.add(commit)
     return [
         "missing" if i >= len(kinds) or kinds[i] != "commit"
-        else "old" if sha not in walked
+        else "old" if sha not in holds or sha == seed
         else "new" if holds[sha]
         else "lost"
         for i, sha in enumerate(shas)

@@ -80,14 +80,14 @@ async def host_repo(record: WorkRecord, moved: Path | None) -> Path:
 
 async def _take(
     taking: intake.PackIntake, name: str, seed: str, cap: int, *, wip: bool, wip_commit: str,
-    offered: list[str],
+    offered: list[str], holders: Awaitable[frozenset[str]],
 ) -> tuple[tuple[str, str], ...]:  # fmt: skip
     """The bundle the box sent, checked and taken into the repository: the refs that
     landed (none when the box made nothing since the seed: its pack is empty, and its
     branches, if any, still pass every check)."""
     try:
         checked = await intake.check_bundle(
-            taking, seed=seed, blob_max=cap, wip=wip, offered=offered
+            taking, seed=seed, blob_max=cap, wip=wip, offered=offered, holders=await holders
         )
     except BundleRefused:
         # A repository without the seed fails every bundle's verify: the box is not at fault.
@@ -131,11 +131,14 @@ async def pull(
         # What the host repository's side needs of git is asked while the box bundles,
         # and the box's pack is indexed as it arrives.
         objects = asyncio.ensure_future(gitops.objects_dir(target))
+        holders: asyncio.Future[frozenset[str]] | None = None
         try:
             # What the host has from the box already (an earlier pull's): the box's
-            # bundle builds on it, and sends only what is new.
+            # bundle builds on it, and sends only what is new; which of it holds the
+            # seed is read meanwhile, so that only what is new is walked then.
             had = await gitops.box_commits(target, name, most=intake.BRANCH_MAX)
             offered = [sha for sha in had if sha != record.seed]
+            holders = asyncio.ensure_future(intake.seed_holders(target, record.seed, offered))
             async with intake.PackIntake(target, objects, folder) as taking:
                 with reaching(name):
                     (answer, size), old_wip = await _alongside(
@@ -157,12 +160,14 @@ async def pull(
                     report(Phase(f"checking the bundle ({size} bytes)"))
                     refs = await _take(
                         taking, name, record.seed, cap, wip=wip, wip_commit=wip_commit,
-                        offered=offered,
+                        offered=offered, holders=holders,
                     )  # fmt: skip
         finally:
-            objects.cancel()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await objects
+            for asked in (objects, holders):
+                if asked is not None:
+                    asked.cancel()
+                    with contextlib.suppress(Exception, asyncio.CancelledError):
+                        await asked
         if old_wip and not any(ref == old_wip for ref, _ in refs):
             await gitops.drop_ref(target, old_wip)
             if wip or not dirty:

@@ -272,11 +272,11 @@ class Recording:
     def __init__(self) -> None:
         self.timeouts: list[float | None] = []
 
-    async def run(self, argv, *, input=None, timeout=None, secrets=None, bound=None):
+    async def run(self, command):
         from hbtui.engine.runner import Completed
 
-        self.timeouts.append(timeout)
-        return Completed(argv, 0, b"", b"")
+        self.timeouts.append(command.timeout)
+        return Completed(command.argv, 0, b"", b"")
 
 
 @pytest.mark.parametrize(
@@ -301,8 +301,8 @@ async def test_a_timeout_says_which_setting_to_raise():
     from hbtui.engine.runner import RunTimeout
 
     class Slow(Recording):
-        async def run(self, argv, *, input=None, timeout=None, secrets=None, bound=None):
-            raise RunTimeout(argv, timeout)
+        async def run(self, command):
+            raise RunTimeout(command.argv, command.timeout)
 
     with pytest.raises(EngineTimeout) as caught:
         await Engine("smolvm", runner=Slow(), timeout=45).stop("web")
