@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.widget import Widget
 from textual.widgets import Button, Input, Label
 
 from hbtui.core.foundation.specs import NewSpec
@@ -564,7 +565,9 @@ async def test_events_reported_from_a_thread_arrive_in_order(static_service):
         assert "hash done" in lines[-1]  # the end came after every event
 
 
-async def test_log_follow_pauses_when_scrolled_up(static_service):
+async def test_log_follow_pauses_when_scrolled_up(static_service, monkeypatch):
+    """Paused, the header says so, and as a line whatever it says it asks for no layout
+    (each did, on every selection and every search key: the whole screen laid out)."""
     app = make_app(static_service)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
@@ -576,10 +579,21 @@ async def test_log_follow_pauses_when_scrolled_up(static_service):
         app.main.box_changed(key)
         log = app.main.log_pane.log_view
         await until(pilot, lambda: log.auto_scroll and log.scroll_y == log.max_scroll_y > 0)
+        header = app.main.log_pane.query_one("#log-header")
+        layouts, refresh = [], Widget.refresh
+
+        def asked(widget, *regions, layout=False, **kwargs):
+            if layout:
+                layouts.append(widget)
+            return refresh(widget, *regions, layout=layout, **kwargs)
+
+        monkeypatch.setattr(Widget, "refresh", asked)
         log.scroll_to(y=0, animate=False)
         await pilot.pause()
         assert not log.auto_scroll
-        assert "paused" in str(app.main.log_pane.query_one("#log-header").render())
+        assert "paused" in str(header.render())
+        assert header not in layouts
+        monkeypatch.undo()
         activity.append("more")
         app.main.box_changed(key)
         await settled(pilot)

@@ -43,9 +43,9 @@ async def test_a_closed_dialog_keeps_nothing_alive(key):
         await until(pilot, lambda: app.main.table.row_count == 4, what="4 rows")
         await open_and_close(pilot, app, key)  # the first: imports, the stylesheet
         before = live_styles_caches()
-        for _ in range(5):
+        for _ in range(3):
             await open_and_close(pilot, app, key)
-        # A dialog has 10 to 40 widgets: five of them kept would be 50 or more.
+        # A dialog has 10 to 40 widgets: three of them kept would be 30 or more.
         assert live_styles_caches() - before < 10
 
 

@@ -122,7 +122,9 @@ class ArchivePicker(Vertical):
     @on(Input.Changed, "#archive")
     def archive_typed(self, event: Input.Changed) -> None:
         problem = archive_problem(self.service, event.value.strip()) if event.value else None
-        self.query_one("#archive-problem", Label).update(problem or "")
+        line = self.query_one("#archive-problem", Label)
+        if line.content != (problem or ""):  # an update lays the whole screen out again
+            line.update(problem or "")
 
     def problem(self) -> str | None:
         return archive_problem(self.service, self.path.value.strip())

@@ -25,8 +25,10 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.message import Message
 from textual.message_pump import _MessagePumpMeta
+from textual.reactive import Reactive
 from textual.screen import ModalScreen
 from textual.validation import ValidationResult
 from textual.widget import Widget
@@ -51,6 +53,12 @@ class Field(Input):
     submitted `rr2z`). Here enter is handled in the field's own queue, in the
     order the keys came.
     """
+
+    # Input sets its virtual size (its text's width) on every key, and a widget's virtual
+    # size is a layout reactive: every key typed laid the whole screen out again (the
+    # dialog and the dashboard under it). A field's box never depends on its text, which
+    # only scrolls inside it, so a change of that width repaints the field alone.
+    virtual_size = Reactive(Size(0, 0))
 
     def validate(self, value: str) -> ValidationResult | None:
         """No validators (dialogs check their fields themselves): nothing to mark. Input

@@ -15,7 +15,9 @@ from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.suggester import Suggester
 from textual.widgets import Input
 
@@ -71,6 +73,8 @@ class _Ahead(Suggester):
 
 
 class CommandLine(Input):
+    virtual_size = Reactive(Size(0, 0))  # its text's width: no layout a key (see Field)
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "complete", "Complete"),
         Binding("escape", "close", "Close"),

@@ -39,6 +39,7 @@ from textual.cache import LRUCache
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
@@ -391,6 +392,8 @@ class LogView(ScrollView, can_focus=True):
 class LogSearch(Input):
     """The search field of the log: escape closes it (not the screen's filter)."""
 
+    virtual_size = Reactive(Size(0, 0))  # its text's width: no layout a key (see Field)
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close search")]
 
     class Closed(Message):
@@ -576,4 +579,6 @@ class LogPane(Vertical):
             header.append("  [wrap]", style="dim")
         if not view.auto_scroll:
             header.append("  [paused — End to follow]", style="yellow")
-        self.query_one("#log-header", Static).update(header)
+        line = self.query_one("#log-header", Static)
+        if line.content != header:  # one line whatever it says: no layout
+            line.update(header, layout=False)
