@@ -4,6 +4,8 @@ to pause instead; remove and branch name the agents they would end. Over `FakeSe
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual.widgets import Static
 
 from hbtui.core.agents.sessions import IDLE, NEEDS_YOU, WORKING
@@ -128,6 +130,23 @@ async def test_stop_of_a_box_whose_agents_cannot_be_read_asks_too():
         await until(pilot, lambda: not isinstance(app.screen, StopAskDialog))
         await settled(pilot)
         assert changes(service) == [] and state(app, "local/alpha") == "running"
+
+
+async def test_stop_of_a_box_whose_recipe_never_finished_asks_nothing():
+    """A box whose recipe failed has no agent helper to read: its unread agents are no
+    reason to ask, as `hbtui stop` does not."""
+    service = FakeService()
+    i = next(i for i, v in enumerate(service.views) if v.name == "alpha")
+    service.views[i] = replace(service.views[i], provisioning="failed")
+    service.agent_errors = {("local", "alpha"): "hb: command not found"}
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.table.row_count == 4)
+        panel = app.main.agent_panel
+        await until(pilot, lambda: ("local", "alpha") in panel.agents, what="alpha's row")
+        await pilot.press("x")
+        await until(pilot, lambda: state(app, "local/alpha") == "stopped")
+        assert changes(service) == [("stop", "alpha")]
 
 
 async def test_remove_and_branch_name_the_agents_they_would_end():

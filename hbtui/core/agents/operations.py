@@ -38,7 +38,6 @@ from hbtui.core.agents.sessions import (
 from hbtui.core.agents.starts import StartBook
 from hbtui.core.boxes.core import BoxCore, BoxNotFound
 from hbtui.core.foundation import recipe as recipes
-from hbtui.core.foundation.registry import READY
 from hbtui.core.foundation.views import BOX, BoxView
 from hbtui.engine import Bound, EngineError, EngineOutputTooLong
 from hbtui.errors import HbtuiError, UsageError
@@ -150,7 +149,7 @@ async def live_sessions(
         return []
     known = streamed(view) if streamed is not None else None
     row = known if known is not None else await _box_agents(boxes, view, _Limits())
-    if row.error and view.provisioning == READY:  # one whose recipe never ended has no helper
+    if row.error and view.recipe_done:
         raise AgentsUnread(name, row.error)
     return [s for s in row.sessions if s.status in (WORKING, NEEDS_YOU)]
 

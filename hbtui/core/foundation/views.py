@@ -14,7 +14,7 @@ from pathlib import Path
 from hbtui import boxtext
 from hbtui.config import split_list
 from hbtui.core.foundation.hosts import Host
-from hbtui.core.foundation.registry import PROVISIONING, BoxRecord
+from hbtui.core.foundation.registry import PROVISIONING, READY, BoxRecord
 from hbtui.engine import Machine
 from hbtui.events import Event, MachineState
 
@@ -82,6 +82,12 @@ class BoxView:
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "busy": str(self.busy) if self.busy else ""}
+
+    @property
+    def recipe_done(self) -> bool:
+        """Its recipe ran to the end: it has the helper its agents are read with (a box
+        whose agents cannot be read is asked about only then)."""
+        return self.provisioning == READY
 
     @property
     def being_made(self) -> bool:

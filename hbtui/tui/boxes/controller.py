@@ -271,7 +271,7 @@ class Boxes(Feature):
     def unread(self, view: BoxView) -> str:
         """Why a running box's agents could not be read when the agent panel last asked
         ("" when they could): an agent may be at work there, so a stop asks."""
-        if view.state != MachineState.RUNNING:
+        if view.state != MachineState.RUNNING or not view.recipe_done:
             return ""
         row = self.app.main.query_one(AgentPanel).agents.get((view.host, view.name))
         return row.error if row is not None else ""
