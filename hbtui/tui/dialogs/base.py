@@ -25,10 +25,8 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.geometry import Size
 from textual.message import Message
 from textual.message_pump import _MessagePumpMeta
-from textual.reactive import Reactive
 from textual.screen import ModalScreen
 from textual.validation import ValidationResult
 from textual.widget import Widget
@@ -38,6 +36,7 @@ from textual.widgets.button import ButtonVariant
 from hbtui.core.foundation import BUSY, USED, PortSlot
 from hbtui.names import LOCAL
 from hbtui.tui.widgets.key_footer import KeyFooter
+from hbtui.tui.widgets.text_input import TextInput
 
 DIALOG_CSS = Path(__file__).with_name("dialogs.tcss")
 
@@ -45,7 +44,7 @@ R = TypeVar("R")
 S = TypeVar("S")
 
 
-class Field(Input):
+class Field(TextInput):
     """A dialog's text field: enter submits the value as it was when enter was typed.
 
     Input's enter binding runs only once the key has bubbled up to the App, and
@@ -53,12 +52,6 @@ class Field(Input):
     submitted `rr2z`). Here enter is handled in the field's own queue, in the
     order the keys came.
     """
-
-    # Input sets its virtual size (its text's width) on every key, and a widget's virtual
-    # size is a layout reactive: every key typed laid the whole screen out again (the
-    # dialog and the dashboard under it). A field's box never depends on its text, which
-    # only scrolls inside it, so a change of that width repaints the field alone.
-    virtual_size = Reactive(Size(0, 0))
 
     def validate(self, value: str) -> ValidationResult | None:
         """No validators (dialogs check their fields themselves): nothing to mark. Input

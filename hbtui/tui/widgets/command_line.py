@@ -15,13 +15,12 @@ from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import Reactive
 from textual.suggester import Suggester
 from textual.widgets import Input
 
 from hbtui.core.foundation import BoxView
+from hbtui.tui.widgets.text_input import TextInput
 
 
 def fitting(value: str, commands: Iterable[str], names: Iterable[str]) -> list[str]:
@@ -72,9 +71,7 @@ class _Ahead(Suggester):
         return done if done != value else None
 
 
-class CommandLine(Input):
-    virtual_size = Reactive(Size(0, 0))  # its text's width: no layout a key (see Field)
-
+class CommandLine(TextInput):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "complete", "Complete"),
         Binding("escape", "close", "Close"),

@@ -39,7 +39,6 @@ from textual.cache import LRUCache
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import Reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
@@ -52,6 +51,7 @@ from hbtui.tui.actions import LOG
 from hbtui.tui.activity import MAX_LINES, Activity, BoxKey
 from hbtui.tui.keys import bindings
 from hbtui.tui.plain import row
+from hbtui.tui.widgets.text_input import TextInput
 
 # The view grows at most once every FLUSH_SECONDS while output pours in.
 FLUSH_SECONDS = 0.05
@@ -389,10 +389,8 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
 
 
-class LogSearch(Input):
+class LogSearch(TextInput):
     """The search field of the log: escape closes it (not the screen's filter)."""
-
-    virtual_size = Reactive(Size(0, 0))  # its text's width: no layout a key (see Field)
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close search")]
 
