@@ -57,6 +57,23 @@ def pytest_configure(config: pytest.Config) -> None:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 
 
+def paint_when_looked_at() -> None:
+    """A Pilot dashboard repaints on its own 5 times a second, not Textual's 60: Pilot
+    paints the screen anyway on every key, click and pause, which is when a test looks,
+    so every view a test waits on is still drawn (and a crash in drawing box text still
+    fails it). The frames in between cost a fourth of the Pilot tests' CPU and no test
+    looked at them. In-process only: the pytest plugin of Textual's snapshots imports it
+    before this file, so TEXTUAL_FPS is read too early, and a child (the installed `hbtui`
+    in tmux) must run as a user's does."""
+    import textual.screen
+
+    assert isinstance(textual.screen.UPDATE_PERIOD, float)  # a rename must not pass unseen
+    textual.screen.UPDATE_PERIOD = 1 / 5  # type: ignore[misc]
+
+
+paint_when_looked_at()
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection made (the test modules, their imports, the items) lives as long as
     the session: frozen, the garbage collector's full passes no longer walk it again in

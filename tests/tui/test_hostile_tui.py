@@ -105,10 +105,11 @@ def shown(app) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
-def plain_screen(app) -> str:
-    """The screen as drawn, checked: no character a terminal acts on, no link, no action a
-    click would run; nothing of the corpus's escapes written to the terminal; the
-    dashboard still running. Returns what the screen shows."""
+async def plain_screen(pilot, app) -> str:
+    """The screen as drawn once what came last is laid out, checked: no character a
+    terminal acts on, no link, no action a click would run; nothing of the corpus's escapes
+    written to the terminal; the dashboard still running. Returns what the screen shows."""
+    await settled(pilot)
     assert app.is_running
     for strip in app.screen._compositor.render_strips():
         for segment in strip:
@@ -290,19 +291,19 @@ async def test_table_status_line_logs_details_and_a_failing_start_show_box_text_
     app = hostile_app(service)
     async with app.run_test(size=SIZE, headless=False, notifications=True) as pilot:
         await started(pilot, service)
-        screen = plain_screen(app)
+        screen = await plain_screen(pilot, app)
         assert "host lab unreachable: https://github.com/org/repo big" in screen  # status line
         assert "✗ https://github.com/org/repo" in screen  # gamma's agent cannot be asked: why
         # gamma's last provisioning log, and its workload log (`t`)
         await select(pilot, "gamma")
         await until(pilot, lambda: "echo [/] missing" in shown(app), what=lambda: shown(app))
-        screen = plain_screen(app)
+        screen = await plain_screen(pilot, app)
         assert "[link=https://evil.example]github.com[/link]" in screen
         assert "https://github.com/org/repo" in screen  # OSC 8's text, not its link
         await pilot.press("t")
         await until(pilot, lambda: ("workload_logs", "gamma", LOCAL) in service.calls)
         await until(pilot, lambda: "Workload log" in shown(app) and "big" in shown(app))
-        assert "echo [/] missing" in plain_screen(app)
+        assert "echo [/] missing" in await plain_screen(pilot, app)
         await pilot.press("t")
         # the port map, which cannot be read
         await pilot.press("p")
@@ -315,7 +316,7 @@ async def test_table_status_line_logs_details_and_a_failing_start_show_box_text_
         assert "title [@click=app.screenshot('.bashrc','/tmp')]click me[/] test -d" in note
         await operations_done(pilot, app)
         await until(pilot, lambda: "✗ start: step 1/2" in shown(app), what=lambda: shown(app))
-        screen = plain_screen(app)
+        screen = await plain_screen(pilot, app)
         assert "echo [/] missing" in screen and "▶ step 1/2 https://github.com" in screen
         # the details view (`i`)
         await pilot.press("i")
@@ -325,10 +326,10 @@ async def test_table_status_line_logs_details_and_a_failing_start_show_box_text_
             lambda: "failed: step 3/6 https://github.com" in shown(app),
             what=lambda: shown(app),
         )
-        assert "echo [/] missing" in plain_screen(app)
+        assert "echo [/] missing" in await plain_screen(pilot, app)
         await pilot.press("y")  # the engine's record: JSON, every control escaped
         await settled(pilot)
-        plain_screen(app)
+        await plain_screen(pilot, app)
 
 
 # -- the agents --------------------------------------------------------------------------------
@@ -349,7 +350,7 @@ async def test_a_click_on_an_agents_alert_runs_nothing(tmp_path, monkeypatch):
                 waits(box, f"s-{box}-1", f"[@click={action}]CLICKME[/] {RAW}")
             ]
         await until(pilot, lambda: shown(app).count("CLICKME") >= 3, what=lambda: shown(app))
-        screen = plain_screen(app)
+        screen = await plain_screen(pilot, app)
         assert "needs you: [@click=app.simulate_key('q')]CLICKME[/]" in screen
         clicked = 0
         while "CLICKME" in shown(app):
@@ -361,7 +362,7 @@ async def test_a_click_on_an_agents_alert_runs_nothing(tmp_path, monkeypatch):
             assert app.is_running and not list(tmp_path.iterdir())
             assert clicked <= 3, "a clicked alert stays"
         assert clicked == 3
-        plain_screen(app)
+        await plain_screen(pilot, app)
 
 
 async def test_the_preview_and_the_answers_show_what_the_box_says_plainly():
@@ -373,7 +374,7 @@ async def test_the_preview_and_the_answers_show_what_the_box_says_plainly():
         await select(pilot, "alpha")
         await pilot.press("v")  # its screen: colours kept, nothing else
         await until(pilot, lambda: "echo [/] missing" in app.main.agent_panel.preview.screen_text)
-        screen = plain_screen(app)
+        screen = await plain_screen(pilot, app)
         assert "waits for: https://github.com/org/repo big evil iso 2J 0;c1 title [@click" in screen
         assert "https://github.com/org/repo" in screen and "big" in screen
         await pilot.press("v")
@@ -388,7 +389,7 @@ async def test_the_preview_and_the_answers_show_what_the_box_says_plainly():
         await pilot.press(*"go on", "enter")
         await until(pilot, lambda: len([n for n in notes(app) if "agent box alpha" in n]) == 2)
         await settled(pilot)
-        plain_screen(app)
+        await plain_screen(pilot, app)
 
 
 # -- a box's work ------------------------------------------------------------------------------
@@ -404,7 +405,7 @@ async def test_diff_pull_and_compare_show_what_git_says_plainly():
         await until(pilot, lambda: isinstance(app.screen, DiffScreen))
         await until(pilot, lambda: app.screen.shown is not None)
         await settled(pilot)
-        screen = plain_screen(app)
+        screen = await plain_screen(pilot, app)
         assert screen.count("echo [/] missing") >= 2  # the commit's subject, the patch
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main)
@@ -425,11 +426,11 @@ async def test_diff_pull_and_compare_show_what_git_says_plainly():
         screen = app.screen
         await until(pilot, lambda: screen.rows, what="the try's rows")
         await settled(pilot)
-        drawn = plain_screen(app)
+        drawn = await plain_screen(pilot, app)
         assert "check: pytest [/]" in drawn and "echo [/] missing" in drawn
         screen.query_one(DataTable).move_cursor(row=1)
         await settled(pilot)
-        plain_screen(app)
+        await plain_screen(pilot, app)
 
 
 async def test_extract_shows_an_archives_names_plainly():
@@ -445,14 +446,14 @@ async def test_extract_shows_an_archives_names_plainly():
         progress = app.screen
         await until(pilot, lambda: progress.failure is not None, what="the extract to fail")
         await settled(pilot)
-        assert "refused entry home/dev[/]null: https://github.com" in plain_screen(app)
+        assert "refused entry home/dev[/]null: https://github.com" in await plain_screen(pilot, app)
         await said(pilot, app, "refused entry home/dev[/]null")
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main)
         app.archives.extract(replace(request, passphrase=b"pw"))
         await said(pilot, app, "extract: done extracted into /tmp/out[/]dir")
         await operations_done(pilot, app)
-        plain_screen(app)
+        await plain_screen(pilot, app)
 
 
 async def test_ctrl_c_says_how_to_quit_in_plain_words():

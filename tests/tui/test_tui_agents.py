@@ -777,4 +777,4 @@ async def test_the_selected_box_s_agent_keys_lead_the_footer_at_120_columns():
         shown = [k for k in footer.query(FooterKey) if k.key in agent_keys]
         assert len(shown) == 5 and all(k.region.right <= pinned.region.x for k in shown)
         app.main.table.select(("local", "beta"))  # stopped: no agent
-        await until(pilot, lambda: order()[0] == "enter", what=lambda: order())
+        await until(pilot, lambda: order()[:1] == ["enter"], what=lambda: order())

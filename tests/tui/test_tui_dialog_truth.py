@@ -127,6 +127,7 @@ async def test_a_wrong_passphrase_asks_again_for_the_passphrase_only(key):
         first.query_one("#passphrase", Input).value = "wrong"
         second = "#name" if key == "l" else "#dest"
         first.query_one(second, Input).value = "copy" if key == "l" else "/tmp/out"
+        await settled(pilot)  # the form as the values laid it out: a user clicks what they see
         await pilot.click("#ok")
         await until(pilot, lambda: isinstance(app.screen, kind) and app.screen is not first)
         again = app.screen

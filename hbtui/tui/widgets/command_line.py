@@ -126,7 +126,10 @@ class CommandLine(TextInput):
         done = self.completed(self.value)
         if done == self.value:
             fits = fitting(self.value, self.commands, self.names)
-            self.say(listing(fits, max(self.size.width - 6, 20)), error=not fits)
+            # The line is docked across the screen; a tab typed ahead of its first
+            # layout (`:` then tab at once) finds its own width still 0.
+            width = self.size.width or self.screen.size.width
+            self.say(listing(fits, max(width - 6, 20)), error=not fits)
             return
         self.value = done
         self.cursor_position = len(self.value)
