@@ -76,15 +76,20 @@ echo "{TAG} end"
 # a delta's result and base would be held (gitops.BOX_GIT_MEMORY).
 PULL_SCRIPT = f"""set -u -o pipefail
 cd "$1" 2>/dev/null || {{ echo "{TAG} noclone"; exit 3; }}
-t=$(mktemp -d) || exit 3
-trap 'rm -rf "$t"' EXIT
-git update-ref -d {WIP_REF} 2>/dev/null  # one an earlier hbtui's killed pull left
 mapfile -t changed < <(git status --porcelain --untracked-files=all)
 echo "{TAG} dirty ${{#changed[@]}}"
-listed=$(git for-each-ref --format='%(objectname) %(refname)' refs/heads/) || exit 5
+listed=$(git for-each-ref --format='%(objectname) %(refname)' refs/heads/ {WIP_REF}) || exit 5
 heads=()
-[ -z "$listed" ] || mapfile -t heads <<< "$listed"
+while IFS= read -r line; do
+    case $line in
+        "") ;;
+        *" {WIP_REF}") git update-ref -d {WIP_REF} 2>/dev/null ;;  # an earlier hbtui's killed pull's
+        *) heads+=("$line") ;;
+    esac
+done <<< "$listed"
 if [ "$3" = 1 ] && [ ${{#changed[@]}} -gt 0 ]; then
+    t=$(mktemp -d) || exit 4
+    trap 'rm -rf "$t"' EXIT
     cp .git/index "$t/index" 2>/dev/null || :
     tree=$(GIT_INDEX_FILE="$t/index" sh -c 'git add -A && git write-tree') || exit 4
     c=$(GIT_AUTHOR_NAME=hbtui GIT_AUTHOR_EMAIL=hbtui@localhost.invalid \\
@@ -101,15 +106,17 @@ if [ $# -gt 3 ]; then
     while read -r kind sha; do [ "$kind" != commit ] || have+=("$sha"); done <<< "$kinds"
 fi
 if [ ${{#2}} = 64 ]; then f='# v3 git bundle\\n@object-format=sha256\\n'; else f='# v2 git bundle\\n'; fi
-{{ for h in "${{heads[@]}}"; do echo "${{h%% *}}"; done; printf '^%s\\n' "$2" "${{have[@]}}"; }} > "$t/revs"
+revs() {{ for h in "${{heads[@]}}"; do echo "${{h%% *}}"; done; printf '^%s\\n' "$2" "${{have[@]}}"; }}
 echo "{TAG} data"
-if {{ printf "$f" && printf -- '-%s\\n' "$2" "${{have[@]}}" && printf '%s\\n' "${{heads[@]}}" && echo &&
-      git -c core.bigFileThreshold=64m pack-objects -q --revs --stdout --delta-base-offset \\
-        < "$t/revs" 2> "$t/err"; }} | base64 -w {B64_WIDTH} 2>/dev/null; then
+# The bundle goes out through base64 on fd 3; what git says on failing is kept in `err`.
+exec 3>&1
+if err=$({{ {{ printf "$f" && printf -- '-%s\\n' "$2" "${{have[@]}}" && printf '%s\\n' "${{heads[@]}}" &&
+        echo && revs "$@" | git -c core.bigFileThreshold=64m pack-objects -q --revs --stdout \\
+        --delta-base-offset; }} 2>&4 | base64 -w {B64_WIDTH} >&3 2>/dev/null; }} 4>&1); then
     echo "{TAG} end"
 else
     echo "{TAG} fail"
-    head -c 4096 "$t/err"
+    printf '%s\\n' "${{err:0:4096}}"
     exit 5
 fi
 """

@@ -92,6 +92,7 @@ class PackIntake:
         self._proc: asyncio.subprocess.Process | None = None
         self._output: asyncio.Future[tuple[bytes, bytes]] | None = None
         self._quarantine: Quarantine | None = None
+        self._verifying: asyncio.Future[tuple[int, bytes, bytes]] | None = None
 
     async def __aenter__(self) -> PackIntake:
         self._file = open(self.bundle, "wb")  # closed by seal() or the exit
@@ -101,6 +102,10 @@ class PackIntake:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.seal()
+        if self._verifying is not None and not self._verifying.done():
+            self._verifying.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await self._verifying
         if self._proc is not None:
             await end_git(self._proc)
         if self._output is not None:  # its pipes closed with it: read to their end
@@ -122,7 +127,8 @@ class PackIntake:
             end = self._header_end(self._head)
             if end < 0:
                 return
-            data, self._head = bytes(self._head[end:]), None
+            header, data, self._head = bytes(self._head[:end]), bytes(self._head[end:]), None
+            self._verify_header(header)
             await self._start()
         if self._proc is None:
             return
@@ -175,6 +181,30 @@ class PackIntake:
         )  # fmt: skip
         assert proc.stdout is not None and proc.stderr is not None
         self._output = asyncio.gather(proc.stdout.read(), proc.stderr.read())
+
+    def _verify_header(self, header: bytes) -> None:
+        """`git bundle verify` reads a bundle's header alone (what it builds on must be in
+        the repository, and reachable from its refs): it runs on the header, kept in a
+        file of its own, from the moment it has arrived, while the box still packs."""
+        path = self._folder / "header.bundle"
+        path.write_bytes(header)
+        self._verifying = asyncio.ensure_future(
+            gitops.run_git(
+                self.repo, "bundle", "verify", "-q", str(path), check=False, bounded=True
+            )
+        )
+
+    async def verified(self) -> tuple[int, bytes, bytes]:
+        """`git bundle verify`'s status and output. The header's verdict, when it passed;
+        otherwise (a git that wants the pack too, or a header that never ended) the
+        whole bundle's, once it is all there, which is the one a refusal quotes."""
+        if self._verifying is not None:
+            early = await self._verifying
+            if early[0] == 0:
+                return early
+        return await gitops.run_git(
+            self.repo, "bundle", "verify", "-q", str(self.bundle), check=False, bounded=True
+        )
 
     def header_refs(self) -> bytes:
         """The header's lines that name a ref, as `git bundle list-heads` prints them."""
@@ -229,7 +259,6 @@ async def check_bundle(
     run at once, and a refusal names the first check (in that order) the bundle failed.
     `holders`: `seed_holders` of what was offered, asked while the box bundled; the
     history the host already has is then not walked again."""
-    repo = intake.repo
     intake.seal()
     allowed = {seed, *offered}
     if unoffered := next((sha for sha in intake.prerequisites if sha not in allowed), None):
@@ -237,11 +266,7 @@ async def check_bundle(
             f"the box's bundle builds on commit {boxtext.line(unoffered)[:64]!r}, which the "
             "host did not offer it: refused, nothing fetched"
         )
-    verifying = asyncio.ensure_future(
-        gitops.run_git(
-            repo, "bundle", "verify", "-q", str(intake.bundle), check=False, bounded=True
-        )
-    )
+    verifying = asyncio.ensure_future(intake.verified())
     checking: asyncio.Future[tuple[list[str], bool]] | None = None
     try:
         indexed = await intake.indexed()
@@ -354,14 +379,40 @@ async def _hold_seed(
 ) -> list[str]:
     """For each commit in `shas`: "new" (commits since the seed, the seed in their
     history), "lost" (commits whose history lacks the seed), "old" (a commit of the
-    seed's own history: nothing new) or "missing" (no such commit). Two git commands
-    for any number of branches: one per branch let a box that made thousands hold a
-    pull for minutes. The history since the seed is walked once, but for what the host
+    seed's own history: nothing new) or "missing" (no such commit). At most two git
+    commands for any number of branches (the walk, then the kinds of the heads it left
+    out): one per branch let a box that made thousands hold a pull for minutes. The history since the seed is walked once, but for what the host
     knows to hold it (`holders`, see `seed_holders`): the walk stops at `stops`, the
     host's commits among them. A commit holds the seed when one of its parents is the
     seed or holds it (a parent the walk left out that is no holder does not: it is of
     the seed's own history, or of one that lacks it)."""
     env = quarantine.env()
+    ends = [f"^{sha}" for sha in (seed, *stops)]
+    (folder / "revs").write_text("".join(f"{sha}\n" for sha in [*shas, *ends]))
+    with open(folder / "revs", "rb") as revs:
+        # A head that is no commit, or that nothing has, is left out of the walk (git's
+        # --ignore-missing): which it is, is asked below, of the heads the walk left out.
+        _, out, _ = await gitops.run_git(
+            repo, "rev-list", "--topo-order", "--parents", "--ignore-missing", "--stdin",
+            stdin=revs, env=env, bounded=True,
+        )  # fmt: skip
+    holds = dict.fromkeys((*holders, seed), True)
+    for line in reversed(out.decode().splitlines()):  # parents before their children
+        commit, *parents = line.split()
+        holds[commit] = any(holds.get(parent, False) for parent in parents)
+    unwalked = [sha for sha in shas if sha not in holds]
+    commits = await _commits(repo, env, folder, unwalked) if unwalked else set()
+    return [
+        "old" if sha == seed or (sha not in holds and sha in commits)
+        else "missing" if sha not in holds
+        else "new" if holds[sha]
+        else "lost"
+        for sha in shas
+    ]  # fmt: skip
+
+
+async def _commits(repo: Path, env: dict[str, str], folder: Path, shas: list[str]) -> set[str]:
+    """Which of `shas` are commits the quarantine or the repository has."""
     (folder / "heads").write_text("".join(f"{sha}\n" for sha in shas))
     with open(folder / "heads", "rb") as listed:
         _, out, _ = await gitops.run_git(
@@ -369,25 +420,7 @@ async def _hold_seed(
             bounded=True,
         )  # fmt: skip
     kinds = out.decode(errors="replace").splitlines()
-    commits = [sha for sha, kind in zip(shas, kinds, strict=False) if kind == "commit"]
-    ends = [f"^{sha}" for sha in (seed, *stops)]
-    (folder / "revs").write_text("".join(f"{sha}\n" for sha in [*commits, *ends]))
-    with open(folder / "revs", "rb") as revs:
-        _, out, _ = await gitops.run_git(
-            repo, "rev-list", "--topo-order", "--parents", "--stdin", stdin=revs, env=env,
-            bounded=True,
-        )  # fmt: skip
-    holds = dict.fromkeys((*holders, seed), True)
-    for line in reversed(out.decode().splitlines()):  # parents before their children
-        commit, *parents = line.split()
-        holds[commit] = any(holds.get(parent, False) for parent in parents)
-    return [
-        "missing" if i >= len(kinds) or kinds[i] != "commit"
-        else "old" if sha not in holds or sha == seed
-        else "new" if holds[sha]
-        else "lost"
-        for i, sha in enumerate(shas)
-    ]  # fmt: skip
+    return {sha for sha, kind in zip(shas, kinds, strict=False) if kind == "commit"}
 
 
 async def _blob_over(repo: Path, quarantine: Quarantine, blob_max: int) -> bool:

@@ -178,6 +178,77 @@ async def test_the_pack_is_indexed_while_the_rest_of_it_is_still_on_its_way(repo
     assert subprocess.run(["git", "-C", str(host), "cat-file", "-e", head]).returncode != 0
 
 
+async def test_verify_reads_the_header_while_the_pack_is_still_on_its_way(repos, tmp_path: Path):
+    """`git bundle verify` needs the header alone (the commits it builds on, in the
+    repository and reachable from its refs): it has its verdict before any of the pack
+    has arrived, so a pull's checks after the last byte no longer wait for it."""
+    host, box, seed, _ = repos
+    made = tmp_path / "box-made.bundle"
+    git(box, "bundle", "create", "-q", str(made), "hb/b1", f"^{seed}")
+    data = made.read_bytes()
+    end = data.index(b"\n\n") + 2
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    async with intake.PackIntake(host, gitops.objects_dir(host), folder) as taking:
+        await taking.feed(data[:end])
+        code, _, err = await asyncio.wait_for(taking.verified(), 30)
+        assert code == 0, err
+        await taking.feed(data[end:])
+        checked = await intake.check_bundle(taking, seed=seed, blob_max=1 << 20, wip=False)
+    assert [ref for _, ref in checked.heads] == ["refs/heads/hb/b1"]
+
+
+async def test_a_header_git_does_not_verify_alone_is_verified_whole(
+    repos, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Should a git want the pack to verify a bundle, the header's refusal is not the last
+    word: the whole bundle is verified once it is all there, and that verdict counts."""
+    host, box, seed, _ = repos
+    made = tmp_path / "box-made.bundle"
+    git(box, "bundle", "create", "-q", str(made), "hb/b1", f"^{seed}")
+    verified: list[str] = []
+    run_git = gitops.run_git
+
+    async def header_refused(repo, *args, **kwargs):
+        if args[:2] == ("bundle", "verify"):
+            verified.append(Path(args[-1]).name)
+            if args[-1].endswith("header.bundle"):
+                return 1, b"", b"error: the pack is needed"
+        return await run_git(repo, *args, **kwargs)
+
+    monkeypatch.setattr(gitops, "run_git", header_refused)
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    async with intake.PackIntake(host, gitops.objects_dir(host), folder) as taking:
+        await taking.feed(made.read_bytes())
+        checked = await intake.check_bundle(taking, seed=seed, blob_max=1 << 20, wip=False)
+    assert [ref for _, ref in checked.heads] == ["refs/heads/hb/b1"]
+    assert verified == ["header.bundle", "box.bundle"]
+
+
+@pytest.mark.parametrize("named", ["a file", "nothing"])
+async def test_a_branch_naming_no_commit_the_bundle_or_host_has_is_refused(
+    repos, tmp_path: Path, named: str
+):
+    """A header whose branch names a file of the pack, or an object nobody has, is
+    refused for the commit it lacks (the walk leaves such a head out; its kind is
+    asked then), and the host repository is left as it was."""
+    host, box, seed, head = repos
+    made = tmp_path / "box-made.bundle"
+    git(box, "bundle", "create", "-q", str(made), "hb/b1", f"^{seed}")
+    data = made.read_bytes()
+    other = git(box, "rev-parse", "HEAD:d.txt") if named == "a file" else "e" * len(head)
+    data = data.replace(f"{head} refs/heads/hb/b1".encode(), f"{other} refs/heads/hb/b1".encode())
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    before = git(host, "for-each-ref")
+    async with intake.PackIntake(host, gitops.objects_dir(host), folder) as taking:
+        await taking.feed(data)
+        with pytest.raises(gitops.BundleRefused, match="lacks the commit refs/heads/hb/b1 names"):
+            await intake.check_bundle(taking, seed=seed, blob_max=1 << 20, wip=False)
+    assert git(host, "for-each-ref") == before
+
+
 async def pull_from(engine_host: SimpleNamespace, host: Path, box: Path, seed: str, report):
     """work.pull of box b1 (its clone `box`) into `host`, through `engine_host`."""
     from hbtui.core.work import book as work_book
