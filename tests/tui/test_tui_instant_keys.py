@@ -5,6 +5,8 @@ FakeService."""
 
 from __future__ import annotations
 
+import threading
+
 from textual.widgets import Button, Checkbox, Input, Label, Select
 
 from hbtui.core.foundation.basebook import Base, NewPlan
@@ -19,6 +21,7 @@ from support.pilot import (
     opened,
     operations_done,
     rows,
+    settled,
     text_of,
     until,
 )
@@ -216,19 +219,23 @@ async def test_a_folded_default_with_a_problem_opens_its_section(service):
         assert dialog.query_one("#ok", Button).disabled
 
 
-async def test_enter_typed_before_the_dialog_has_read_its_context_still_creates(service):
-    """A user who types a name and Enter at once (as the tmux tests do) had the Enter
-    dropped while the recipe and presets were still being read: nothing was made."""
-    import threading
-
+def slow_presets(service) -> threading.Event:
+    """The dialog's reads held until the Event is set."""
     release = threading.Event()
     presets = service.secrets.presets
 
-    def slow_presets():
+    def held():
         release.wait(30)
         return presets()
 
-    service.secrets.presets = slow_presets
+    service.secrets.presets = held
+    return release
+
+
+async def test_enter_typed_before_the_dialog_has_read_its_context_still_creates(service):
+    """A user who types a name and Enter at once (as the tmux tests do) had the Enter
+    dropped while the recipe and presets were still being read: nothing was made."""
+    release = slow_presets(service)
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await opened(pilot, app, "n", NewBoxDialog)
@@ -237,4 +244,43 @@ async def test_enter_typed_before_the_dialog_has_read_its_context_still_creates(
         assert "quick" not in service.new_specs and app.screen is dialog
         release.set()
         await until(pilot, lambda: "quick" in service.new_specs, what="new called")
+        await operations_done(pilot, app)
+
+
+async def test_an_enter_before_the_reads_on_a_wrong_form_makes_nothing(service):
+    """An Enter typed ahead of the reads stood for whatever the form said when they came
+    in: a taken name, refused, then changed, made a box of the new name (alpha2) that
+    nobody asked to make."""
+    release = slow_presets(service)
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "n", NewBoxDialog)
+        await pilot.press(*"alpha", "enter", "2")
+        await settled(pilot)
+        assert text_of(dialog, "#name-problem") == ""
+        release.set()
+        await until(pilot, lambda: dialog._presets is not None, what="the dialog's reads")
+        await settled(pilot)
+        assert app.screen is dialog and service.new_specs == {}
+        assert not dialog.query_one("#ok", Button).disabled  # Create it is, when asked
+        await pilot.press("enter")
+        await until(pilot, lambda: "alpha2" in service.new_specs, what="new called")
+        await operations_done(pilot, app)
+
+
+async def test_keys_after_an_enter_before_the_reads_change_nothing(service):
+    """Typed ahead of the reads, the Enter makes the box the form said then, as it does
+    once they are in: the form is locked until they are, and what is typed meanwhile
+    changes neither the name nor anything else."""
+    release = slow_presets(service)
+    app = make_app(service)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await opened(pilot, app, "n", NewBoxDialog)
+        await pilot.press(*"quick", "enter", *"er")
+        await settled(pilot)
+        assert dialog.query_one("#name", Input).value == "quick"
+        assert dialog.query_one("#name", Input).disabled and service.new_specs == {}
+        release.set()
+        await until(pilot, lambda: "quick" in service.new_specs, what="new called")
+        assert list(service.new_specs) == ["quick"]
         await operations_done(pilot, app)

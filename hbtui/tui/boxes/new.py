@@ -279,6 +279,7 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
         self._presets, self._stored = presets, stored
         if self._create_when_read:  # typed ahead of the reads: the Enter is not lost
             self._create_when_read = False
+            self._lock(False)
             self._create()
         else:
             self.check()
@@ -436,7 +437,13 @@ class NewBoxDialog(Dialog[NewBoxRequest]):
             return
         self.as_submitted(event)
         if self._presets is None:  # the recipe and the presets are still being read
-            self._create_when_read = True
+            # Carried out once they are in, for the form as it is now: locked meanwhile,
+            # as a sent one is. Not when what can be told already is wrong.
+            if any(self.problems().values()):
+                self.check()
+            else:
+                self._create_when_read = True
+                self._lock(True)
             return
         self._create()
 
