@@ -74,6 +74,47 @@ def paint_when_looked_at() -> None:
 paint_when_looked_at()
 
 
+def parse_css_once() -> None:
+    """Each widget's CSS is parsed once per test process, not once per App: Textual keeps
+    what it parsed in the App's own stylesheet, and a run starts some 600 of them (the
+    parse was a tenth of a Pilot test's CPU). Keyed by everything the parse reads (the
+    CSS, where it is from, its place in the cascade, the theme's variables); an error
+    is never kept, so bad CSS fails every test that loads it. The rules are read, never
+    changed, once parsed."""
+    from textual.css.stylesheet import Stylesheet
+
+    parse = Stylesheet._parse_rules
+    parsed: dict[tuple[object, ...], list[object]] = {}
+
+    def once(self, css, read_from, is_default_rules=False, tie_breaker=0, scope=""):
+        key = (css, read_from, is_default_rules, tie_breaker, scope, *self._variables.items())
+        rules = parsed.get(key)
+        if rules is None:
+            rules = parsed[key] = parse(self, css, read_from, is_default_rules, tie_breaker, scope)
+        return list(rules)
+
+    Stylesheet._parse_rules = once  # type: ignore[method-assign]
+
+
+parse_css_once()
+
+
+def idle_in_5_ms() -> None:
+    """Pilot knows the app has done with a key when the test process has used almost no
+    CPU over a short sleep: 20 ms, twice a key, was half of a Pilot test's time, with the
+    CPU doing nothing. Over 5 ms the rule is the same (under a twentieth of it spent),
+    and a key takes 10 ms of waiting. Every test still waits for the state it checks."""
+    import textual._wait as wait
+
+    assert (wait.SLEEP_GRANULARITY, wait.wait_for_idle.__defaults__) == (1 / 50, (1 / 50, 1))
+    wait.SLEEP_GRANULARITY = 1 / 200
+    wait.SLEEP_IDLE = wait.SLEEP_GRANULARITY / 20
+    wait.wait_for_idle.__defaults__ = (wait.SLEEP_GRANULARITY, 1)
+
+
+idle_in_5_ms()
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection made (the test modules, their imports, the items) lives as long as
     the session: frozen, the garbage collector's full passes no longer walk it again in

@@ -502,7 +502,14 @@ async def test_quitting_cancels_operations_and_waits_for_their_rollback(static_s
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.table.row_count == 4)
         await pilot.press("n", *"half", "enter")
-        await until(pilot, lambda: app.activities[("local", "half")].step is not None)
+        await until(
+            pilot,
+            lambda: (
+                ("local", "half") in app.activities
+                and app.activities[("local", "half")].step is not None
+            ),
+            what="half's first step",
+        )
         static_service.rollback_gate = asyncio.Event()
         await pilot.press("q", "y")  # asked first (tests/tui/test_tui_operations.py)
         half = app.activities[("local", "half")]

@@ -4,6 +4,7 @@ and the New dialog, composed once and opened again, shows what a new one would."
 from __future__ import annotations
 
 import gc
+import weakref
 
 import pytest
 from textual._styles_cache import StylesCache
@@ -27,9 +28,20 @@ async def open_and_close(pilot, app: HbtuiApp, key: str) -> None:
     await pilot.press(key)
     await until(pilot, lambda: app.screen is not app.main, what=f"the screen of {key}")
     await settled(pilot)
+    closed = weakref.ref(app.screen)
     await pilot.press("escape")
     await until(pilot, lambda: app.screen is app.main, what="the main screen again")
+    await until(pilot, lambda: freed_or_kept(app, closed), what=f"the screen of {key} freed")
     await settled(pilot)
+
+
+def freed_or_kept(app: HbtuiApp, closed: weakref.ref) -> bool:
+    """A closed screen is taken apart after the main screen shows again, and freed once
+    nothing holds it (a read it started runs on to its end in a thread); one the App keeps
+    to open again (the New dialog) stays."""
+    gc.collect()
+    screen = closed()
+    return screen is None or app.is_screen_installed(screen)
 
 
 @pytest.mark.parametrize("key", ["n", "w", "question_mark"])

@@ -71,7 +71,8 @@ async def test_new_refuses_a_name_that_exists_on_the_chosen_host(service):
         assert isinstance(app.screen, NewBoxDialog)
         await pilot.press("2")
         assert text_of(dialog, "#name-problem") == ""
-        assert not dialog.query_one("#ok", Button).disabled
+        ok = dialog.query_one("#ok", Button)
+        await until(pilot, lambda: not ok.disabled, what="Create, once the dialog's reads are in")
         assert not any(c[0] == "new" for c in service.calls)
 
 
