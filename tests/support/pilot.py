@@ -23,6 +23,9 @@ async def settled(pilot) -> None:
     something did NOT happen, since whatever would have happened is a message handled."""
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()
+    # That pause ends with a paint, and what waits for a paint (a footer's new keys after
+    # a focus or a binding changed) only starts then: done by the end of this one.
+    await pilot.pause()
 
 
 async def until(pilot, predicate, timeout: float = 10.0, what=None) -> None:
@@ -41,7 +44,7 @@ async def until(pilot, predicate, timeout: float = 10.0, what=None) -> None:
             raise AssertionError(
                 f"timed out waiting for {what() if callable(what) else what or predicate}"
             )
-        await pilot.pause(0.05)
+        await pilot.pause(0.02)
 
 
 class RecordingApp(HbtuiApp):
@@ -149,7 +152,7 @@ async def settle(pilot) -> None:
     """Wait for the first listing and stop cursors blinking, so screens are stable."""
     app = pilot.app
     while app.main.listing is None or app.main.table.row_count == 0:
-        await pilot.pause(0.05)
+        await pilot.pause(0.02)
     activity = app.activities[("local", "alpha")]
     activity.begin("repair")
     for event in (

@@ -228,6 +228,8 @@ async def test_a_name_taken_meanwhile_never_touches_that_box(service):
         service.views.append(view("late", 4799))
         app.boxes.refresh_listing()
         await until(pilot, lambda: app.main.listed(("local", "late")))
+        # Its usage comes after its row (the fake's steady 300 MiB): the row whole.
+        await until(pilot, lambda: "300 MiB" in rows(app)["local/late"], what="late's usage")
         before = rows(app)["local/late"]
         await pilot.press("enter")
         dialog = app.screen
