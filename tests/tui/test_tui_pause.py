@@ -113,15 +113,20 @@ async def test_stop_of_a_box_whose_agent_idles_asks_nothing():
         assert changes(service) == [("stop", "delta")]
 
 
+async def stop_alpha_once_listed(pilot, app) -> None:
+    """`x` on alpha once the agent panel has its row (read, or why it could not be)."""
+    await until(pilot, lambda: app.main.table.row_count == 4)
+    panel = app.main.agent_panel
+    await until(pilot, lambda: ("local", "alpha") in panel.agents, what="alpha's row")
+    await pilot.press("x")
+
+
 async def test_stop_of_a_box_whose_agents_cannot_be_read_asks_too():
     service = FakeService()
     service.agent_errors = {("local", "alpha"): "hb agents exited with 3"}
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.table.row_count == 4)
-        panel = app.main.agent_panel
-        await until(pilot, lambda: ("local", "alpha") in panel.agents, what="alpha's row")
-        await pilot.press("x")
+        await stop_alpha_once_listed(pilot, app)
         await until(pilot, lambda: isinstance(app.screen, StopAskDialog))
         said = str(app.screen.query_one("#unread", Static).render())
         assert "may end agents hbtui could not read: alpha: hb agents exited with 3" in said
@@ -141,10 +146,7 @@ async def test_stop_of_a_box_whose_recipe_never_finished_asks_nothing():
     service.agent_errors = {("local", "alpha"): "hb: command not found"}
     app = make_app(service)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.table.row_count == 4)
-        panel = app.main.agent_panel
-        await until(pilot, lambda: ("local", "alpha") in panel.agents, what="alpha's row")
-        await pilot.press("x")
+        await stop_alpha_once_listed(pilot, app)
         await until(pilot, lambda: state(app, "local/alpha") == "stopped")
         assert changes(service) == [("stop", "alpha")]
 
