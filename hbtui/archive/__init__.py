@@ -15,7 +15,7 @@ from hbtui.archive.errors import (
     WrongPassphrase,
 )
 from hbtui.archive.files import create_archive, decrypt_file, encrypt_file, verify_file
-from hbtui.archive.header import DEFAULT_CHUNK_SIZE, HeaderInfo
+from hbtui.archive.header import DEFAULT_CHUNK_SIZE, HeaderInfo, Kek
 from hbtui.archive.kdf import DEFAULT_KDF, Argon2idParams, ScryptParams
 from hbtui.archive.stream import (
     Decryptor,
@@ -39,6 +39,7 @@ __all__ = [
     "Encryptor",
     "HeaderInfo",
     "KdfLimitExceeded",
+    "Kek",
     "NotAnArchive",
     "ScryptParams",
     "Sealing",

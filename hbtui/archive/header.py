@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hmac
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from hashlib import sha256
 
 from cryptography.exceptions import InvalidTag
@@ -116,6 +116,17 @@ class Randomness:
 
 
 @dataclass(frozen=True)
+class Kek:
+    """The key the passphrase gave through the KDF, with the parameters and salt it was
+    derived with: a file rewritten by the process that opened it wraps its new file key
+    under it, the KDF not run again (a fresh file key, payload salt and wrap nonce)."""
+
+    kdf: KdfParams
+    salt: bytes
+    key: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
 class Parsed:
     raw: bytes
     kdf: KdfParams
@@ -156,10 +167,23 @@ def check_passphrase(passphrase: bytes) -> None:
         raise ArchiveError("the passphrase is empty")
 
 
+def derive_kek(passphrase: bytes, kdf: KdfParams, salt: bytes) -> Kek:
+    return Kek(kdf, salt, kdf.derive(bytes(passphrase), KEK_SALT_LABEL + salt))
+
+
 def build_header(
     passphrase: bytes, kdf: KdfParams, chunk_exp: int, rnd: Randomness
 ) -> tuple[bytes, bytes]:
     """Return (header bytes, payload key)."""
+    return seal_header(derive_kek(passphrase, kdf, rnd.kdf_salt), chunk_exp, rnd)
+
+
+def seal_header(kek: Kek, chunk_exp: int, rnd: Randomness) -> tuple[bytes, bytes]:
+    """The header of `rnd.file_key` wrapped under `kek`, whose salt `rnd.kdf_salt` is;
+    return (header bytes, payload key)."""
+    kdf = kek.kdf
+    if rnd.kdf_salt != kek.salt:
+        raise ValueError("the KDF salt is not the one the key was derived with")
     prefix = (
         MAGIC
         + bytes((VERSION, AEAD_AES256GCM_STREAM, kdf.kdf_id, chunk_exp))
@@ -169,8 +193,7 @@ def build_header(
         + rnd.wrap_nonce
     )
     assert len(prefix) == OFF_WRAPPED_KEY
-    kek = kdf.derive(bytes(passphrase), KEK_SALT_LABEL + rnd.kdf_salt)
-    wrapped = AESGCM(kek).encrypt(rnd.wrap_nonce, rnd.file_key, prefix)
+    wrapped = AESGCM(kek.key).encrypt(rnd.wrap_nonce, rnd.file_key, prefix)
     body = prefix + wrapped
     mac = hmac.new(mac_key(rnd.file_key), body, sha256).digest()
     header = body + mac
@@ -206,14 +229,14 @@ def parse_header(raw: bytes) -> Parsed:
     return Parsed(raw=bytes(raw), kdf=kdf, chunk_exp=chunk_exp)
 
 
-def open_header(parsed: Parsed, passphrase: bytes) -> bytes:
-    """Run the KDF, unwrap the file key, check the header MAC; return the payload key."""
+def open_header(parsed: Parsed, passphrase: bytes) -> tuple[bytes, Kek]:
+    """Run the KDF, unwrap the file key, check the header MAC; return the payload key and
+    the key the KDF gave."""
     raw = parsed.raw
-    kdf_salt = raw[OFF_KDF_SALT:OFF_PAYLOAD_SALT]
     wrap_nonce = raw[OFF_WRAP_NONCE:OFF_WRAPPED_KEY]
-    kek = parsed.kdf.derive(bytes(passphrase), KEK_SALT_LABEL + kdf_salt)
+    kek = derive_kek(passphrase, parsed.kdf, raw[OFF_KDF_SALT:OFF_PAYLOAD_SALT])
     try:
-        file_key = AESGCM(kek).decrypt(
+        file_key = AESGCM(kek.key).decrypt(
             wrap_nonce, raw[OFF_WRAPPED_KEY:OFF_MAC], raw[:OFF_WRAPPED_KEY]
         )
     except InvalidTag:
@@ -221,7 +244,7 @@ def open_header(parsed: Parsed, passphrase: bytes) -> bytes:
     mac = hmac.new(mac_key(file_key), raw[:OFF_MAC], sha256).digest()
     if not hmac.compare_digest(mac, raw[OFF_MAC:HEADER_SIZE]):
         raise ArchiveCorrupt("archive header failed authentication (the header was altered)")
-    return payload_key(file_key, raw[OFF_PAYLOAD_SALT:OFF_WRAP_NONCE])
+    return payload_key(file_key, raw[OFF_PAYLOAD_SALT:OFF_WRAP_NONCE]), kek
 
 
 def plaintext_size_for(archive_size: int, chunk_size: int) -> int | None:

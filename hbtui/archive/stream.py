@@ -13,7 +13,7 @@ import io
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, BinaryIO
 
 from cryptography.exceptions import InvalidTag
@@ -27,13 +27,15 @@ from hbtui.archive.header import (
     TAG_SIZE,
     VERSION,
     HeaderInfo,
+    Kek,
     Randomness,
-    build_header,
     check_chunk_size,
     check_passphrase,
+    derive_kek,
     open_header,
     parse_header,
     plaintext_size_for,
+    seal_header,
 )
 from hbtui.archive.kdf import DEFAULT_KDF, KdfParams
 
@@ -111,19 +113,22 @@ class Encryptor:
     chunk. A full chunk is held back until more data arrives, so the final
     chunk is never empty unless the whole payload is. `progress`, if given,
     is called with the cumulative number of plaintext bytes taken so far.
-    `sealing`: the chunk size and KDF (see `Sealing`).
+    `sealing`: the chunk size and KDF (see `Sealing`). `passphrase` may be the `Kek` an
+    archive sealed with the same KDF was opened (or written) with: the KDF does not run
+    again, and the new archive shares that one's KDF salt and nothing else.
     """
 
     def __init__(
         self,
         dst: BinaryIO,
-        passphrase: bytes,
+        passphrase: bytes | Kek,
         *,
         sealing: Sealing = SEALED,
         progress: Progress | None = None,
         _randomness: Randomness | None = None,
     ) -> None:
-        check_passphrase(passphrase)
+        if not isinstance(passphrase, Kek):
+            check_passphrase(passphrase)
         chunk_size, kdf = sealing.chunk_size, sealing.kdf
         exp = check_chunk_size(chunk_size)
         kdf.check()
@@ -131,8 +136,15 @@ class Encryptor:
         if weak is not None and not sealing.allow_weak_kdf:
             raise ValueError(f"{weak}; pass allow_weak_kdf=True only for tests")
         rnd = _randomness if _randomness is not None else Randomness.fresh()
+        if isinstance(passphrase, Kek):
+            if passphrase.kdf != kdf:
+                raise ValueError("the key was derived with other KDF parameters")
+            rnd = replace(rnd, kdf_salt=passphrase.salt)
         rnd.check()
-        header, payload_key = build_header(passphrase, kdf, exp, rnd)
+        self.kek = (
+            passphrase if isinstance(passphrase, Kek) else derive_kek(passphrase, kdf, rnd.kdf_salt)
+        )
+        header, payload_key = seal_header(self.kek, exp, rnd)
         self._dst = dst
         self._aead = AESGCM(payload_key)
         self._cs = chunk_size
@@ -242,7 +254,7 @@ class Encryptor:
 def encrypt_stream(
     src: BinaryIO,
     dst: BinaryIO,
-    passphrase: bytes,
+    passphrase: bytes | Kek,
     *,
     sealing: Sealing = SEALED,
     progress: Progress | None = None,
@@ -279,7 +291,8 @@ class Decryptor:
         raw = bytearray(HEADER_SIZE)
         n = _readfull(src, memoryview(raw))
         parsed = parse_header(bytes(raw[:n]))
-        self._aead = AESGCM(open_header(parsed, passphrase))
+        payload_key, self.kek = open_header(parsed, passphrase)
+        self._aead = AESGCM(payload_key)
         self._src = src
         self._progress = progress
         self.chunk_size = parsed.chunk_size

@@ -750,3 +750,35 @@ def test_an_archive_never_replaces_a_file_that_appeared_meanwhile(tmp_path):
         target.write_bytes(b"the first writer's archive")
     assert target.read_bytes() == b"the first writer's archive"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["box.hbx"]
+
+
+def test_an_archive_written_with_the_key_another_opened_with_runs_no_kdf(monkeypatch):
+    """A file rewritten by the process that read it (the secrets file) wraps a new file
+    key under the key the KDF gave for the old one: the KDF runs once, not twice. The new
+    archive shares the old one's KDF and salt, and nothing else, and opens with the
+    passphrase alone."""
+    old = enc(b"first")
+    opened = AS.Decryptor(io.BytesIO(old), PW)
+    assert b"".join(bytes(c) for c in opened.chunks()) == b"first"
+
+    def boom(*a, **k):
+        raise AssertionError("the KDF ran")
+
+    monkeypatch.setattr(AK.ScryptParams, "derive", boom)
+    out = io.BytesIO()
+    sealing = AS.Sealing(CS, KDF, allow_weak_kdf=True)
+    AS.encrypt_stream(io.BytesIO(b"second"), out, opened.kek, sealing=sealing)
+    new = out.getvalue()
+    assert repr(opened.kek.key) not in repr(opened.kek)  # a key is never printed
+    monkeypatch.undo()
+    assert dec(new) == b"second"
+    salt = slice(AH.OFF_KDF_SALT, AH.OFF_PAYLOAD_SALT)
+    assert new[: AH.OFF_KDF_SALT] == old[: AH.OFF_KDF_SALT] and new[salt] == old[salt]
+    rest = slice(AH.OFF_PAYLOAD_SALT, AH.HEADER_SIZE)
+    assert new[rest] != old[rest]  # payload salt, wrap nonce, wrapped key, MAC: fresh
+    with pytest.raises(ValueError, match="other KDF parameters"):
+        AS.Encryptor(
+            io.BytesIO(),
+            opened.kek,
+            sealing=AS.Sealing(CS, AK.ScryptParams(log_n=5, r=1, p=1), allow_weak_kdf=True),
+        )

@@ -15,13 +15,16 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hbtui.config import Config
 from hbtui.core.foundation.registry import utc_now
 from hbtui.errors import UsageError
 from hbtui.paths import Paths, make_folder, read_state
 from hbtui.statefile import locked, write_atomic
+
+if TYPE_CHECKING:
+    from hbtui.archive import Kek
 
 SERVICE = "hbtui"
 KEYRING = "keyring"
@@ -133,6 +136,9 @@ class FileStore:
         self._passphrase = passphrase  # (confirm) -> bytes
         self._values: dict[str, str] | None = None
         self._key: bytes | None = None
+        # What the KDF gave for the file this process last read or wrote: a rewrite
+        # wraps its new key under it (Argon2id ran twice a `secrets set`, ~0.2 s each).
+        self._kek: Kek | None = None
 
     def _load(self) -> dict[str, str]:
         if self._values is not None:
@@ -146,13 +152,15 @@ class FileStore:
 
     def unlock(self, key: bytes, sealed: bytes | None = None) -> dict[str, str]:
         """Read the file with `key` (kept for the next write); SecretsError if it fails."""
-        from hbtui.archive import ArchiveError, WrongPassphrase, decrypt_stream
+        from hbtui.archive import ArchiveError, Decryptor, WrongPassphrase
 
         if sealed is None:
             sealed = read_state(self.path) or b""
         out = io.BytesIO()
         try:
-            decrypt_stream(io.BytesIO(sealed), out, key)
+            opened = Decryptor(io.BytesIO(sealed), key)
+            for chunk in opened.chunks():
+                out.write(chunk)
             raw = json.loads(out.getvalue() or b"{}")
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
@@ -167,19 +175,26 @@ class FileStore:
                 hint="restore it from a copy, or move it away and set the secrets again",
             ) from None
         self._key = key  # only a key that opened the file is kept
+        self._kek = opened.kek
         self._values = {k: v for k, v in raw.items() if isinstance(v, str)}
         return self._values
 
     def _save(self, values: dict[str, str]) -> None:
-        from hbtui.archive import encrypt_stream
+        from hbtui.archive import DEFAULT_KDF, Encryptor
 
         if self._key is None:
             self._key = self._passphrase(not self.path.exists())
         out = io.BytesIO()
-        encrypt_stream(io.BytesIO(json.dumps(values).encode()), out, self._key)
+        # Under the last key only while the KDF it came from is today's: older parameters
+        # are replaced by today's at the next write.
+        kek = self._kek
+        sealing = Encryptor(out, kek if kek is not None and kek.kdf == DEFAULT_KDF else self._key)
+        sealing.feed(json.dumps(values).encode())
+        sealing.finish()
         make_folder(self.path.parent, 0o700)
         write_atomic(self.path, out.getvalue())
         self._values = values
+        self._kek = sealing.kek
 
     def reread(self) -> None:
         """Read the file again on next use: another process may have changed it."""
