@@ -78,10 +78,6 @@ class KeyFooter(Footer):
         for widget in super().compose():
             if typing and isinstance(widget, FooterKey) and _typed(widget.key_display):
                 continue
-            if isinstance(widget, FooterKey):
-                # Classed before it mounts: the key's own watcher would add the class
-                # once it has, and every key would take its styles twice.
-                widget.set_class(self.compact, "-compact", update=False)
             if isinstance(widget, FooterKey) and (
                 widget.action in PINNED or widget.has_class("-command-palette")
             ):
