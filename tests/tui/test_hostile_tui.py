@@ -45,7 +45,7 @@ from hbtui.tui.work.compare import TryScreen
 from hbtui.tui.work.diff import DiffScreen
 
 from support import HBTUI_BIN, ROOT, SIM_RECIPE
-from support.cli import as_root, hbtui, ok
+from support.cli import as_root, hbtui, ok, wait_for
 from support.hostile import CORPUS, EVERYTHING, unsafe
 from support.pilot import SIZE, make_app, notes, operations_done, settled, until
 from support.tmux import SOCKET, tmux, tmux_env, wait_screen
@@ -488,6 +488,7 @@ def test_a_workload_log_of_escapes_leaves_the_host_terminal_as_it_was(sim_env, t
         tmux("new-session", "-d", "-s", "first", "sh")  # the server, to set its options
         tmux("set-option", "-s", "set-clipboard", "on")
         tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, "sh")
+        tmux("set-option", "-t", session, "remain-on-exit", "on")  # to see it end
         tmux("pipe-pane", "-o", "-t", session, f"cat >> {stream}")
         tmux("send-keys", "-t", session, f"{probe}; exec {HBTUI_BIN}", "Enter")
         wait_screen(session, lambda s: "Help" in s and " b1 " in s, 30, "the dashboard")
@@ -500,7 +501,9 @@ def test_a_workload_log_of_escapes_leaves_the_host_terminal_as_it_was(sim_env, t
         assert tmux("display-message", "-p", "-t", session, "#{pane_title}").strip() == title
         assert tmux("list-buffers", "-F", "#{buffer_sample}").split() == ["probe"]
         tmux("send-keys", "-t", session, "q")
-        wait_screen(session, lambda s: "Help" not in s, 30, "the dashboard to quit")
+        dead = ("display-message", "-p", "-t", session, "#{pane_dead}")
+        wait_for("the dashboard to quit", lambda: tmux(*dead).strip() == "1", 30)
+        wait_for("its last bytes", lambda: b"\x1b[?1049l" in stream.read_bytes(), 30)
         written = stream.read_bytes().decode(errors="replace").split("probe title\x07", 1)[1]
         assert not [p for p in PAYLOADS if p in written]
     finally:
